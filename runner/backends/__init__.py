@@ -1,0 +1,1 @@
+"""Backends answer requests in bulk: strings in, results out, in order."""

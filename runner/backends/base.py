@@ -1,0 +1,82 @@
+"""The backend contract shared by every implementation (hf, trtllm, trtllm_pytorch).
+
+A backend is a context manager. Its constructor only validates configuration; heavy libraries
+are imported and the model is loaded in ``__enter__``. ``generate`` and ``loglikelihood`` take
+every request of one kind at once, so the backend can batch and reorder freely; results come
+back in request order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+from runner.spec import AccuracySpec
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """Complete ``prompt``. Greedy when temperature is None or 0; sampled runs need a seed."""
+
+    prompt: str
+    max_tokens: int
+    stop: tuple[str, ...] = ()
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+
+    @property
+    def greedy(self) -> bool:
+        return not self.temperature
+
+    def sampling_key(self) -> tuple:
+        """Requests with the same key can share one batched call."""
+        return (self.max_tokens, self.stop, self.temperature, self.top_p, self.top_k, self.seed)
+
+
+@dataclass(frozen=True)
+class LoglikelihoodRequest:
+    """Log-probability of ``continuation`` given ``context``."""
+
+    context: str
+    continuation: str
+
+
+@dataclass(frozen=True)
+class LoglikelihoodResult:
+    logprob: float
+    is_greedy: bool  # every continuation token is the argmax at its position
+    num_tokens: int
+
+
+@dataclass(frozen=True)
+class ChatFormat:
+    """How prompts are wrapped before tokenization (a task setting, applied by the backend)."""
+
+    apply_chat_template: bool = False
+    system_prompt: str | None = None
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """What was actually loaded: the effective spec is the reference key."""
+
+    name: str
+    spec: AccuracySpec
+    device: str
+    model_path: str
+    versions: dict[str, str] = field(default_factory=dict)
+    details: dict[str, str] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    def __enter__(self) -> "Backend": ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[str]: ...
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]: ...
+
+    def info(self) -> BackendInfo: ...

@@ -1,0 +1,71 @@
+"""Typed errors written for a person.
+
+A :class:`UserError` is a mistake the user can fix (a bad override, a missing file, an
+unregistered reference). The entry point prints it without a traceback and exits with
+:data:`EXIT_ERROR`. Anything else is a programming error and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+"""The run passed its gate, or no verdict was asked for."""
+EXIT_ERROR = 1
+"""Bad input or a failure before a verdict could be reached (Hydra's own errors exit 1 too)."""
+EXIT_REGRESSION = 3
+"""The score fell past the threshold: a regression was detected."""
+
+
+class UserError(Exception):
+    """A problem the user can fix: says where, what was given, what is allowed, what to do."""
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        where: str | None = None,
+        given: object | None = None,
+        allowed: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.what = what
+        self.where = where
+        self.given = given
+        self.allowed = allowed
+        self.fix = fix
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [f"error: {self.what}"]
+        if self.where:
+            lines.append(f"  where:   {self.where}")
+        if self.given is not None:
+            lines.append(f"  given:   {self.given}")
+        if self.allowed:
+            lines.append(f"  allowed: {self.allowed}")
+        if self.fix:
+            lines.append(f"  fix:     {self.fix}")
+        return "\n".join(lines)
+
+
+class ConfigError(UserError):
+    """A composed configuration that is well-typed but not acceptable."""
+
+
+class DataError(UserError):
+    """A dataset that cannot be reached or holds malformed rows."""
+
+
+class ModelError(UserError):
+    """A model that cannot be found or loaded."""
+
+
+class ReferenceError_(UserError):
+    """No registered reference matches the effective accuracy spec."""
+
+
+class TrackingError(UserError):
+    """The tracking server cannot be reached or refuses the run."""
+
+
+class BackendUnavailable(UserError):
+    """A backend whose library is not installed on this host."""

@@ -1,0 +1,218 @@
+"""One evaluation job: ``run(cfg) -> Outcome``. Plain function; never reads Hydra global state.
+
+Order matters for the user's time: the tracking store is checked first, the model is loaded
+and its effective spec read back, the reference is looked up, and only then is anything
+evaluated. Per-sample outputs and the report are written to the output directory before
+they are sent to the tracker, so a tracker failure at the end loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from runner.backends.base import ChatFormat, GenerationRequest, LoglikelihoodRequest
+from runner.backends.hf import TaskLimits
+from runner.build import build_object
+from runner.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
+from runner.provenance import flatten, project_commit
+from runner.spec import AccuracySpec
+from runner.stats import HypothesisParams, Verdict, decide
+
+log = logging.getLogger("runner")
+REFERENCE_MODES = ("check", "record", "skip")
+
+
+@dataclass
+class Outcome:
+    """What a job produced; ``exit_status`` is what the command line exits with."""
+
+    exit_status: int
+    score: float
+    metrics: dict[str, float]
+    spec: AccuracySpec
+    output_dir: Path
+    verdict: Verdict | None = None
+    run_id: str | None = None
+    reference_file: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def run(cfg: DictConfig) -> Outcome:
+    mode = cfg.reference.mode
+    if mode not in REFERENCE_MODES:
+        raise ConfigError("unknown reference mode", where="reference.mode", given=mode, allowed=", ".join(REFERENCE_MODES))
+    task = OmegaConf.to_object(cfg.task)
+    model = OmegaConf.to_object(cfg.model)
+    quant = OmegaConf.to_object(cfg.quant)
+    defaults = HypothesisParams(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better)
+
+    tracker = build_object(cfg.tracking)
+    tracker.check()
+    evaluator = build_object(cfg.task)
+    backend = build_object(
+        cfg.backend, model=model, quant=quant,
+        limits=TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size),
+        chat=ChatFormat(task.apply_chat_template, task.system_prompt),
+    )
+    out_dir = Path(cfg.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved))
+
+    run_name = f"{model.name}-{quant.name}-{task.name}"
+    tracker.start(run_name, flatten(resolved), {
+        "model": model.hf_id, "model_name": model.name, "task": task.name, "quant": quant.name,
+        "quant_algo": str(quant.quant_algo), "kv_cache_quant_algo": str(quant.kv_cache_quant_algo),
+        "backend": cfg.backend.name, "reference_mode": mode, "runner_commit": project_commit(),
+    })
+    try:
+        outcome = _evaluate(cfg, task, model, quant, defaults, evaluator, backend, tracker, out_dir, mode)
+    except BaseException as err:
+        tracker.set_tags({"error": f"{type(err).__name__}: {err}"[:5000]})
+        tracker.log_artifacts(out_dir)
+        tracker.end("FAILED" if not isinstance(err, KeyboardInterrupt) else "KILLED")
+        raise
+    tracker.end("FINISHED")
+    print(_summary(outcome, tracker), flush=True)
+    return outcome
+
+
+def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: HypothesisParams,
+              evaluator: Any, backend: Any, tracker: Any, out_dir: Path, mode: str) -> Outcome:
+    from runner import references
+
+    ref_dir = Path(cfg.reference.dir) if cfg.reference.dir else references.default_reference_dir()
+    with backend:
+        info = backend.info()
+        _check_effective_spec(quant, info.spec)
+        spec = replace(info.spec, extra_acc_spec=evaluator.extra_acc_spec())
+        log.info("loaded %s on %s: effective spec %s", info.model_path, info.device, spec.describe())
+        tracker.set_tags({f"version.{k}": v for k, v in info.versions.items()}
+                         | {"device": info.device, "effective_dtype": spec.dtype, "extra_acc_spec": str(spec.extra_acc_spec)})
+        reference = None
+        params = defaults
+        if mode == "check":
+            reference = references.lookup(ref_dir, task.name, task.metric, model.hf_id, spec, defaults)
+            params = reference.params
+            log.info("reference %s = %.4f (%s, entry %d)", task.metric, reference.value, reference.path.name, reference.index)
+        samples = evaluator.samples(params.num_samples, cfg.seed)
+        log.info("evaluating %d %s samples (seed %d) with %s", len(samples), task.name, cfg.seed, info.name)
+        scored = _score_all(evaluator, backend, samples)
+    metrics = evaluator.aggregate(scored)
+    score = metrics[task.metric]
+    _write_samples(out_dir / "samples.jsonl", scored)
+
+    n_stats = min(params.num_samples, len(scored))
+    notes = []
+    if n_stats < params.num_samples:
+        notes.append(f"only {len(scored)} samples were available; statistics use n={n_stats}")
+        params = replace(params, num_samples=n_stats)
+    verdict = None
+    if reference is not None:
+        verdict = decide(score, reference.value, params, reference.threshold)
+    record_path = None
+    if mode == "record":
+        record_path = references.record(
+            ref_dir, task.name, task.metric, model.hf_id, spec, score,
+            provenance={
+                "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+                "backend": info.name, "device": info.device, "versions": dict(info.versions),
+                "num_samples": len(scored), "seed": cfg.seed, "mlflow_run_id": tracker.run_id,
+                "runner_commit": project_commit(), "model_source": info.details.get("model_source", ""),
+            })
+        notes.append(f"recorded {task.metric}={score:.4f} for {model.hf_id} [{spec.describe()}] in {record_path}")
+
+    report = _report_text(task, model, spec, score, len(scored), params, verdict, mode, notes)
+    (out_dir / "report.txt").write_text(report + "\n")
+    payload = {"task": task.name, "model": model.hf_id, "spec": asdict(spec), "metrics": metrics,
+               "num_evaluated": len(scored), "verdict": verdict.to_dict() if verdict else None,
+               "backend": asdict(info), "notes": notes}
+    (out_dir / "report.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    print(report, flush=True)
+
+    logged = {"score": score, "num_samples": float(params.num_samples), "num_evaluated": float(len(scored)),
+              "theta": params.theta}
+    logged |= {k.replace(",", "_"): v for k, v in metrics.items()}
+    if verdict is not None:
+        logged |= {"reference": verdict.reference, "threshold": verdict.threshold, "margin": verdict.margin,
+                   "passed": 1.0 if verdict.passed else 0.0, "p_value": verdict.p_value}
+    tracker.log_metrics(logged)
+    tracker.set_tags({"verdict": "none" if verdict is None else ("passed" if verdict.passed else "regression")})
+    tracker.log_artifacts(out_dir)
+    status = EXIT_REGRESSION if verdict is not None and not verdict.passed else EXIT_OK
+    return Outcome(status, score, metrics, spec, out_dir, verdict, tracker.run_id, record_path, notes)
+
+
+def _check_effective_spec(quant: Any, effective: AccuracySpec) -> None:
+    """Rule: the reference key is what was loaded; if it differs from what was asked, stop."""
+    asked = (quant.quant_algo, quant.kv_cache_quant_algo)
+    got = (effective.quant_algo, effective.kv_cache_quant_algo)
+    if asked != got:
+        raise ConfigError(
+            "the loaded model's accuracy spec differs from the requested one",
+            where=f"quant={quant.name}", given=f"loaded quant_algo={got[0]}, kv_cache_quant_algo={got[1]}",
+            allowed=f"quant_algo={asked[0]}, kv_cache_quant_algo={asked[1]}",
+            fix="choose the quant option that matches the checkpoint, or point model.path at the right checkpoint",
+        )
+
+
+def _score_all(evaluator: Any, backend: Any, samples: list[Any]) -> list[Any]:
+    """Collect every request, send each kind to the backend in one call, then score."""
+    per_sample = [evaluator.requests(s) for s in samples]
+    flat = [r for reqs in per_sample for r in reqs]
+    gen_idx = [i for i, r in enumerate(flat) if isinstance(r, GenerationRequest)]
+    ll_idx = [i for i, r in enumerate(flat) if isinstance(r, LoglikelihoodRequest)]
+    responses: list[Any] = [None] * len(flat)
+    if gen_idx:
+        for i, out in zip(gen_idx, backend.generate([flat[i] for i in gen_idx])):
+            responses[i] = out
+    if ll_idx:
+        for i, out in zip(ll_idx, backend.loglikelihood([flat[i] for i in ll_idx])):
+            responses[i] = out
+    scored, pos = [], 0
+    for sample, reqs in zip(samples, per_sample):
+        scored.append(evaluator.score(sample, responses[pos:pos + len(reqs)]))
+        pos += len(reqs)
+    return scored
+
+
+def _write_samples(path: Path, scored: list[Any]) -> None:
+    with open(path, "w") as handle:
+        for s in scored:
+            handle.write(json.dumps({"sample_id": s.sample_id, "prediction": s.prediction, "target": s.target,
+                                     "score": s.score, "meta": s.meta, "prompt": s.prompt}) + "\n")
+
+
+def _report_text(task: Any, model: Any, spec: AccuracySpec, score: float, evaluated: int,
+                 params: HypothesisParams, verdict: Verdict | None, mode: str, notes: list[str]) -> str:
+    lines = [
+        "=" * 72,
+        f"{task.name} | {model.hf_id} | {spec.describe()}",
+        f"{task.metric}: {score:.4f} on {evaluated} samples",
+    ]
+    if verdict is not None:
+        lines.append(verdict.render())
+    else:
+        lines.append(f"no verdict (reference.mode={mode}); theta at n={params.num_samples}: {params.theta:.4f}")
+    lines += [f"note: {n}" for n in notes]
+    lines.append("=" * 72)
+    return "\n".join(lines)
+
+
+def _summary(outcome: Outcome, tracker: Any) -> str:
+    if outcome.verdict is None:
+        result = "NO VERDICT"
+    else:
+        result = "PASSED" if outcome.verdict.passed else "REGRESSION DETECTED"
+    return "\n".join([
+        f"result: {result} (exit {outcome.exit_status})",
+        f"outputs: {outcome.output_dir} (report.txt, report.json, samples.jsonl)",
+        f"tracking: {tracker.where()}",
+    ])

@@ -1,0 +1,29 @@
+"""Where things live on disk. Environment variables only locate things; they change no result."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def cache_dir() -> Path:
+    """Root of downloaded assets and converted checkpoints: $RUNNER_CACHE_DIR or ~/.cache/runner."""
+    env = os.environ.get("RUNNER_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "runner"
+
+
+def models_root() -> Path | None:
+    """Optional directory holding local model copies as <root>/<hf org>/<name>: $RUNNER_MODELS_ROOT."""
+    env = os.environ.get("RUNNER_MODELS_ROOT")
+    return Path(env).expanduser() if env else None
+
+
+def data_root() -> Path | None:
+    """Optional directory holding local dataset copies as <root>/<hub id>: $RUNNER_DATA_ROOT."""
+    env = os.environ.get("RUNNER_DATA_ROOT")
+    return Path(env).expanduser() if env else None

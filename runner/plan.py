@@ -1,0 +1,205 @@
+"""``python -m runner.plan``: how many samples a test needs, and what the runner would apply.
+
+Two questions, answered without loading a model:
+
+* ``--sigma S --alpha A --beta B --num-samples-total N``: the sample-volume table of
+  TensorRT-LLM's ``compute_theta_and_thresholds.py`` (theta and threshold - reference for
+  n = 32, 64, ... and the total), to choose n when adding a task.
+* ``--task T --model M [spec flags]``: the reference, n, alpha, beta, sigma, theta and threshold
+  a run of that model and spec would be judged with (task defaults from the Hydra config,
+  then the reference entry's overrides).
+
+Imports stay light (Hydra only in the second mode) so ``--help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from runner.errors import EXIT_ERROR, UserError
+from runner.stats import check_params, compute_threshold, min_samples_for_theta, plan_rows
+
+if TYPE_CHECKING:
+    from runner.stats import HypothesisParams
+
+EXIT_USAGE = 2
+"""Bad command line (argparse's own status)."""
+
+# The planning script's defaults upstream (MMLU-like: Bernoulli scores, 8192 rows).
+TABLE_DEFAULTS = {"sigma": 50.0, "alpha": 0.05, "beta": 0.2, "num_samples_total": 8192}
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m runner.plan",
+        description="Plan sample volumes and show the statistical test the runner would apply.",
+        epilog=(
+            "examples:\n"
+            "  python -m runner.plan --sigma 50 --alpha 0.05 --beta 0.2 --num-samples-total 14042\n"
+            "  python -m runner.plan --sigma 50 --num-samples-total 14042 --target-theta 3\n"
+            "  python -m runner.plan --task mmlu --model meta-llama/Llama-3.1-8B-Instruct --quant-algo FP8\n"
+            "exit status: 0 ok, 1 no matching reference, 2 bad command line"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    table = p.add_argument_group("sample-volume table (default mode)")
+    table.add_argument("--sigma", type=float, help=f"per-sample standard deviation (default {TABLE_DEFAULTS['sigma']:g})")
+    table.add_argument("--alpha", type=float, help=f"type I error rate (default {TABLE_DEFAULTS['alpha']:g})")
+    table.add_argument("--beta", type=float, help=f"type II error rate (default {TABLE_DEFAULTS['beta']:g})")
+    table.add_argument(
+        "--num-samples-total",
+        type=_positive_int,
+        help=f"dataset size; the table stops there (default {TABLE_DEFAULTS['num_samples_total']})",
+    )
+    task = p.add_argument_group("applied test for a task, model and spec")
+    task.add_argument("--task", help="a task config name under conf/task (e.g. mmlu)")
+    task.add_argument("--model", help="Hugging Face model id, the reference key")
+    task.add_argument("--dtype", default="auto")
+    task.add_argument("--quant-algo")
+    task.add_argument("--kv-cache-quant-algo")
+    task.add_argument("--spec-dec-algo")
+    task.add_argument("--extra-acc-spec")
+    task.add_argument("--references", type=Path, help="reference directory (default: the project's references/)")
+    p.add_argument("--target-theta", type=float, help="also print the smallest n whose theta is at most this")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return p
+
+
+def _table(args: argparse.Namespace) -> int:
+    vals = {k: (getattr(args, k) if getattr(args, k) is not None else d) for k, d in TABLE_DEFAULTS.items()}
+    check_params(vals["alpha"], vals["beta"], vals["sigma"], vals["num_samples_total"], where="command line")
+    rows = plan_rows(vals["sigma"], vals["alpha"], vals["beta"], vals["num_samples_total"])
+    out: dict[str, object] = {"rows": [vars(r) for r in rows]}
+    if args.target_theta is not None:
+        out["target_theta"] = args.target_theta
+        out["min_num_samples"] = min_samples_for_theta(args.target_theta, vals["sigma"], vals["alpha"], vals["beta"])
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"sigma={vals['sigma']:g} alpha={vals['alpha']:g} beta={vals['beta']:g} (higher is better)")
+    print(f"{'num_samples':>11}  {'theta':>9}  {'threshold-reference':>19}")
+    for r in rows:
+        print(f"{r.num_samples:>11d}  {r.theta:>9.4f}  {r.threshold_minus_reference:>19.4f}")
+    if args.target_theta is not None:
+        print(f"smallest n with theta <= {args.target_theta:g}: {out['min_num_samples']}")
+    return 0
+
+
+def available_tasks() -> list[str]:
+    """Task config names shipped in conf/task."""
+    import conf
+
+    return sorted(p.stem for p in (Path(conf.__file__).parent / "task").glob("*.yaml"))
+
+
+def _task_defaults(task: str) -> tuple[str, HypothesisParams]:
+    """The task's metric and test parameters, read from the composed Hydra config."""
+    from hydra import compose, initialize_config_module
+
+    from runner.schema import register_schemas
+    from runner.stats import HypothesisParams
+
+    register_schemas()
+    with initialize_config_module(config_module="conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"task={task}"])
+    t = cfg.task
+    check_params(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better, where=f"conf/task/{task}.yaml")
+    return str(t.metric), HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
+
+
+def _applied(args: argparse.Namespace) -> int:
+    from runner.references import default_reference_dir, lookup
+    from runner.spec import AccuracySpec
+
+    tasks = available_tasks()
+    if args.task not in tasks:
+        print(
+            f"error: unknown task '{args.task}'\n  allowed: {', '.join(tasks)} (the files in conf/task)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    metric, defaults = _task_defaults(args.task)
+    spec = AccuracySpec(
+        dtype=args.dtype,
+        quant_algo=args.quant_algo,
+        kv_cache_quant_algo=args.kv_cache_quant_algo,
+        spec_dec_algo=args.spec_dec_algo,
+        extra_acc_spec=args.extra_acc_spec,
+    )
+    ref_dir = args.references if args.references is not None else default_reference_dir()
+    ref = lookup(ref_dir, args.task, metric, args.model, spec, defaults)
+    p = ref.params
+    explicit = ref.threshold is not None
+    threshold = ref.threshold if explicit else compute_threshold(ref.value, p.num_samples, p.sigma, p.alpha, p.higher_is_better)
+    out = {
+        "reference": ref.value,
+        "num_samples": p.num_samples,
+        "alpha": p.alpha,
+        "beta": p.beta,
+        "sigma": p.sigma,
+        "theta": p.theta,
+        "threshold": threshold,
+        "higher_is_better": p.higher_is_better,
+        "explicit_threshold": explicit,
+        "metric": metric,
+    }
+    min_n = None
+    if args.target_theta is not None:
+        min_n = min_samples_for_theta(args.target_theta, p.sigma, p.alpha, p.beta)
+        out["target_theta"] = args.target_theta
+        out["min_num_samples"] = min_n
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    direction = "higher is better" if p.higher_is_better else "lower is better"
+    how = "explicit, from the reference entry" if explicit else "reference + z(alpha) * sqrt(2 sigma^2 / n)"
+    print(f"task         {args.task} ({metric}, {direction})")
+    print(f"model        {args.model}")
+    print(f"spec         {spec.describe()}")
+    print(f"reference    {ref.value:.3f}   ({ref.path}, entry {ref.index})")
+    if ref.note:
+        print(f"note         {ref.note}")
+    print(f"num_samples  {p.num_samples}")
+    print(f"alpha        {p.alpha:g}")
+    print(f"beta         {p.beta:g}")
+    print(f"sigma        {p.sigma:g}")
+    print(f"theta        {p.theta:.3f}   (smallest drop detected with probability {1 - p.beta:.0%})")
+    print(f"threshold    {threshold:.3f}   ({how})")
+    if min_n is not None:
+        print(f"smallest n with theta <= {args.target_theta:g}: {min_n}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.task is not None or args.model is not None:
+        if args.task is None or args.model is None:
+            parser.error("--task and --model go together")
+        given = [f"--{k.replace('_', '-')}" for k in TABLE_DEFAULTS if getattr(args, k) is not None]
+        if given:
+            parser.error(f"{', '.join(given)} only apply to the table; with --task the values come from the config")
+    if args.target_theta is not None and not args.target_theta > 0:
+        parser.error("--target-theta must be > 0")
+    try:
+        return _applied(args) if args.task is not None else _table(args)
+    except UserError as err:
+        print(err.render(), file=sys.stderr)
+        # A bad number on the command line is a usage error; anything found in files is not.
+        return EXIT_USAGE if args.task is None else EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

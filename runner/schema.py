@@ -1,0 +1,142 @@
+"""Config schemas: dataclasses that validate every config group Hydra composes.
+
+Each option file under ``conf/<group>/`` starts its defaults list with the matching schema
+(``/schema/<group>/<name>@_here_``), so a wrong type or an unknown key is rejected at
+composition time with the key's full name. :func:`register_schemas` stores them explicitly;
+nothing is registered as a side effect of an import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from omegaconf import MISSING
+
+
+@dataclass
+class ModelConfig:
+    """A model to evaluate. ``hf_id`` is the reference key; ``path`` says where to load it."""
+
+    name: str = MISSING
+    hf_id: str = MISSING
+    path: Optional[str] = None  # Hub id or local directory; None: models root, embedded copy, hf_id
+    embedded: Optional[str] = None  # name of an offline asset that can stand in for hf_id
+    revision: Optional[str] = None
+    trust_remote_code: bool = False
+
+
+@dataclass
+class QuantConfig:
+    """The requested accuracy spec (TensorRT-LLM's QuantAlgo names)."""
+
+    name: str = MISSING
+    quant_algo: Optional[str] = None
+    kv_cache_quant_algo: Optional[str] = None
+
+
+@dataclass
+class DatasetConfig:
+    """Where a task's rows come from: a Hub id, a local directory/file, or a packaged copy."""
+
+    source: str = "auto"  # auto | hub | local | packaged
+    hub_id: Optional[str] = None
+    hub_config: Optional[str] = None
+    local_path: Optional[str] = None
+    split: str = "test"
+
+
+@dataclass
+class TaskConfig:
+    """Parameters every task has: the metric, the statistics and the length limits."""
+
+    _target_: str = MISSING
+    name: str = MISSING
+    metric: str = "accuracy"
+    higher_is_better: bool = True
+    alpha: float = 0.05
+    beta: float = 0.2
+    sigma: float = 50.0
+    num_samples: int = MISSING
+    max_input_len: int = MISSING
+    max_output_len: int = MISSING
+    max_batch_size: int = 128
+    apply_chat_template: bool = False
+    system_prompt: Optional[str] = None
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+
+
+@dataclass
+class MMLUTaskConfig(TaskConfig):
+    scoring: str = "generate"  # generate (first letter of the output, as upstream) | loglikelihood
+    num_fewshot: int = 5
+
+
+@dataclass
+class HFBackendConfig:
+    """transformers + PyTorch, on CPU or CUDA."""
+
+    _target_: str = "runner.backends.hf.HFBackend"
+    name: str = "hf"
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    dtype: str = "auto"  # auto | bfloat16 | float16 | float32
+    batch_size: int = 64
+    max_batch_tokens: int = 16384
+    prefix_cache: bool = True  # share the KV cache of a common prompt prefix within a batch
+    num_threads: Optional[int] = None
+    attn_implementation: str = "sdpa"
+
+
+@dataclass
+class MlflowTrackingConfig:
+    _target_: str = "runner.tracking.MlflowTracker"
+    name: str = "mlflow"
+    tracking_uri: Optional[str] = None  # None: $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db
+    experiment: str = "runner"
+    connect_timeout_s: float = 10.0
+
+
+@dataclass
+class NoTrackingConfig:
+    _target_: str = "runner.tracking.NullTracker"
+    name: str = "none"
+
+
+@dataclass
+class ReferenceConfig:
+    mode: str = "check"  # check | record | skip
+    dir: Optional[str] = None  # None: the project's references/ directory
+
+
+@dataclass
+class RunnerConfig:
+    """The top-level job. Groups are typed by their own schemas (see the option files)."""
+
+    model: Any = MISSING
+    quant: Any = MISSING
+    task: Any = MISSING
+    backend: Any = MISSING
+    tracking: Any = MISSING
+    seed: int = 0
+    reference: ReferenceConfig = field(default_factory=ReferenceConfig)
+    output_dir: str = MISSING
+
+
+SCHEMAS: dict[tuple[str, str], type] = {
+    ("schema/model", "model"): ModelConfig,
+    ("schema/quant", "quant"): QuantConfig,
+    ("schema/task", "mmlu"): MMLUTaskConfig,
+    ("schema/backend", "hf"): HFBackendConfig,
+    ("schema/tracking", "mlflow"): MlflowTrackingConfig,
+    ("schema/tracking", "none"): NoTrackingConfig,
+}
+
+
+def register_schemas() -> None:
+    """Store every schema in Hydra's ConfigStore (called by the entry points, never on import)."""
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    cs.store(name="runner_schema", node=RunnerConfig)
+    for (group, name), node in SCHEMAS.items():
+        cs.store(group=group, name=name, node=node)
