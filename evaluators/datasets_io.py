@@ -12,6 +12,13 @@ from runner.errors import DataError
 LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
+def _quiet() -> None:
+    import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+
+
 def hub_offline() -> bool:
     return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
@@ -20,6 +27,7 @@ def load_local(path: str, split: str, config: str | None, where: str) -> Any:
     """A data file, or a directory (a Hub snapshot, or files named after the split)."""
     import datasets
 
+    _quiet()
     local = Path(path).expanduser()
     if not local.exists():
         raise DataError("local dataset path does not exist", where=where, given=path,
@@ -42,6 +50,7 @@ def load_local(path: str, split: str, config: str | None, where: str) -> Any:
 def load_hub(hub_id: str, config: str | None, split: str, where: str, alternatives: str) -> Any:
     import datasets
 
+    _quiet()
     try:
         return datasets.load_dataset(hub_id, name=config, split=split)
     except (ConnectionError, OSError, ValueError) as err:
@@ -55,4 +64,5 @@ def load_hub(hub_id: str, config: str | None, split: str, where: str, alternativ
 def load_packaged_json(path: Path) -> Any:
     import datasets
 
+    _quiet()
     return datasets.load_dataset("json", data_files={"test": str(path)}, split="test")

@@ -98,9 +98,13 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
                          | {"device": info.device, "effective_dtype": spec.dtype, "extra_acc_spec": str(spec.extra_acc_spec)})
         reference = None
         params = defaults
+        notes: list[str] = []
         if mode == "check":
             reference = references.lookup(ref_dir, task.name, task.metric, model.hf_id, spec, defaults)
             params = reference.params
+            if params.num_samples != task.num_samples:
+                notes.append(f"the reference entry fixes num_samples={params.num_samples} (task.num_samples="
+                             f"{task.num_samples} not used); use reference.mode=skip to evaluate another n")
             log.info("reference %s = %.4f (%s, entry %d)", task.metric, reference.value, reference.path.name, reference.index)
         samples = evaluator.samples(params.num_samples, cfg.seed)
         log.info("evaluating %d %s samples (seed %d) with %s", len(samples), task.name, cfg.seed, info.name)
@@ -110,7 +114,6 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
     _write_samples(out_dir / "samples.jsonl", scored)
 
     n_stats = min(params.num_samples, len(scored))
-    notes = []
     if n_stats < params.num_samples:
         notes.append(f"only {len(scored)} samples were available; statistics use n={n_stats}")
         params = replace(params, num_samples=n_stats)
@@ -126,7 +129,9 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
                 "backend": info.name, "device": info.device, "versions": dict(info.versions),
                 "num_samples": len(scored), "seed": cfg.seed, "mlflow_run_id": tracker.run_id,
                 "runner_commit": project_commit(), "model_source": info.details.get("model_source", ""),
-            })
+                "dataset_source": getattr(evaluator, "source_used", None) or "",
+            },
+            extra={"num_samples": task.num_samples})
         notes.append(f"recorded {task.metric}={score:.4f} for {model.hf_id} [{spec.describe()}] in {record_path}")
 
     report = _report_text(task, model, spec, score, len(scored), params, verdict, mode, notes)

@@ -227,9 +227,14 @@ def _build(
 
 def _plain(obj: Any) -> Any:
     """Provenance as YAML-safe plain data (paths and unknown objects become strings)."""
-    if obj is None or isinstance(obj, (bool, int, str)):
+    if obj is None or type(obj) in (bool, int, str):
         return obj
+    if isinstance(obj, bool):
+        return bool(obj)
+    if isinstance(obj, int):
+        return int(obj)
     if isinstance(obj, float):
+        obj = float(obj)
         return obj if math.isfinite(obj) else str(obj)
     if isinstance(obj, Mapping):
         return {str(k): _plain(v) for k, v in obj.items()}

