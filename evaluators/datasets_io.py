@@ -39,7 +39,14 @@ def load_local(path: str, split: str, config: str | None, where: str) -> Any:
                 raise DataError("unsupported data file type", where=where, given=local.name,
                                 allowed=", ".join(LOCAL_FORMATS))
             return datasets.load_dataset(builder, data_files={split: str(local)}, split=split)
-        return datasets.load_dataset(str(local), name=config, split=split)
+        folder = local / config if config and (local / config).is_dir() else local
+        for suffix, builder in LOCAL_FORMATS.items():
+            files = sorted(str(p) for p in folder.glob(f"{split}*{suffix}"))
+            if files:
+                return datasets.load_dataset(builder, data_files={split: files}, split=split)
+        raise DataError(f"no '{split}' files in the local dataset directory", where=where, given=str(folder),
+                        allowed=f"files named {split}*.jsonl, {split}*.json, {split}*.parquet or {split}*.csv "
+                        "(directly or in a sub-directory named after the dataset config)")
     except DataError:
         raise
     except (ValueError, FileNotFoundError) as err:

@@ -1,0 +1,78 @@
+"""Shared fixtures: offline Hugging Face, Hydra's compose API, a real MLflow server, the embedded model."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def compose(overrides: list[str] | None = None):
+    """The job config exactly as ``python -m runner <overrides>`` would compose it."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    from runner.schema import register_schemas
+
+    register_schemas()
+    GlobalHydra.instance().clear()
+    with initialize_config_module(config_module="conf", version_base="1.3"):
+        return hydra_compose(config_name="config", overrides=list(overrides or []))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """A real ``mlflow server`` on 127.0.0.1 with its own sqlite store and artifact root."""
+    root = tmp_path_factory.mktemp("mlflow")
+    port = free_port()
+    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+           "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+           "--artifacts-destination", str(root / "artifacts"), "--workers", "1"]
+    log = open(root / "server.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    uri = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"mlflow server exited early:\n{(root / 'server.log').read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        raise RuntimeError("mlflow server did not answer within 90 s")
+    yield uri
+    os.killpg(proc.pid, 15)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+    log.close()
+
+
+def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600):
+    """``python -m runner ARGS`` as a user runs it; returns the CompletedProcess."""
+    full_env = dict(os.environ) | {"PYTHONPATH": str(ROOT)} | (env or {})
+    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)

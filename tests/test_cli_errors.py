@@ -1,0 +1,68 @@
+"""Bad input: a clear message, a non-zero exit, never a raw traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import ROOT, free_port, run_cli
+
+FIXTURE = str(ROOT / "tests" / "data" / "mmlu_cais")
+SMALL = ["tracking=none", "task.dataset.source=local", f"task.dataset.local_path={FIXTURE}", "task.num_fewshot=1"]
+
+
+def assert_clean_failure(proc, *fragments):
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 1, text
+    assert "Traceback" not in text, text
+    for fragment in fragments:
+        assert fragment in text, text
+
+
+def test_unknown_group_option_lists_what_exists(tmp_path):
+    proc = run_cli(["quant=fp9"], tmp_path)
+    assert_clean_failure(proc, "quant/fp9", "Available options in 'quant'", "none")
+
+
+def test_wrong_type(tmp_path):
+    proc = run_cli(["task.num_samples=abc"], tmp_path)
+    assert_clean_failure(proc, "task.num_samples", "could not be converted to Integer")
+
+
+def test_missing_model_path(tmp_path):
+    proc = run_cli(["tracking=none", f"model.path={tmp_path}/no/such/model"], tmp_path)
+    assert_clean_failure(proc, "model path does not exist", "model.path", "RUNNER_MODELS_ROOT")
+
+
+def test_dataset_unreachable_offline_names_alternatives(tmp_path):
+    proc = run_cli(["tracking=none", "reference.mode=skip", "task.dataset.source=hub"], tmp_path,
+                   env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    assert_clean_failure(proc, "cais/mmlu cannot be reached", "source=packaged", "local_path")
+
+
+def test_spec_without_reference_lists_registered_specs(tmp_path):
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "mmlu.yaml").write_text(
+        "HuggingFaceTB/SmolLM2-135M-Instruct:\n"
+        "  - accuracy: 30.0\n"
+        "  - extra_acc_spec: scoring=loglikelihood\n"
+        "    accuracy: 31.0\n")
+    proc = run_cli([*SMALL, f"reference.dir={refs}", "backend.dtype=float32"], tmp_path)
+    assert_clean_failure(proc, "dtype=float32", "extra_acc_spec=scoring=loglikelihood", "reference.mode=record")
+
+
+def test_unreachable_tracking_server_fails_before_compute(tmp_path):
+    uri = f"http://127.0.0.1:{free_port()}"
+    proc = run_cli(["task.num_samples=57"], tmp_path, env={"MLFLOW_TRACKING_URI": uri})
+    assert_clean_failure(proc, "cannot be reached", uri, "tracking=none")
+    assert "loaded" not in proc.stderr  # the model was never loaded
+
+
+@pytest.mark.parametrize("override,fragment", [
+    ("reference.mode=maybe", "reference.mode"),
+    ("task.scoring=vibes", "task.scoring"),
+    ("task.alpha=1.5", "alpha"),
+])
+def test_bad_values(tmp_path, override, fragment):
+    proc = run_cli([*SMALL, override], tmp_path)
+    assert_clean_failure(proc, fragment)

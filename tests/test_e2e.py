@@ -1,0 +1,74 @@
+"""End to end on the real embedded model at small n, against a real MLflow server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from runner.errors import EXIT_OK, EXIT_REGRESSION
+from runner.job import run
+from tests.conftest import ROOT, compose, run_cli
+
+pytestmark = pytest.mark.e2e
+FIXTURE = str(ROOT / "tests" / "data" / "mmlu_cais")
+SMALL = ["task.dataset.source=local", f"task.dataset.local_path={FIXTURE}", "task.num_fewshot=2"]
+
+
+def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.chdir(tmp_path)
+    refs = tmp_path / "refs"
+    common = [*SMALL, f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e", f"reference.dir={refs}"]
+
+    recorded = run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))
+    assert recorded.exit_status == EXIT_OK and recorded.verdict is None
+    text = (refs / "mmlu.yaml").read_text()
+    assert "HuggingFaceTB/SmolLM2-135M-Instruct" in text and recorded.run_id in text
+    assert "extra_acc_spec: num_fewshot=2" in text
+
+    checked = run(compose([*common, f"output_dir={tmp_path / 'chk'}"]))
+    assert checked.exit_status == EXIT_OK
+    assert checked.score == recorded.score  # same seed, same samples, greedy: identical
+    verdict = checked.verdict
+    assert verdict is not None and verdict.passed and verdict.reference == pytest.approx(recorded.score, abs=1e-4)
+
+    client = MlflowClient(tracking_uri=mlflow_server)
+    mlrun = client.get_run(checked.run_id)
+    assert mlrun.info.status == "FINISHED"
+    assert mlrun.info.run_name == "smollm2_135m-none-mmlu"
+    metrics = mlrun.data.metrics
+    for key in ("score", "accuracy", "reference", "threshold", "theta", "num_samples", "passed", "margin"):
+        assert key in metrics, key
+    assert metrics["passed"] == 1.0 and metrics["score"] == pytest.approx(checked.score)
+    assert metrics["margin"] == pytest.approx(metrics["score"] - metrics["threshold"])
+    params = mlrun.data.params
+    assert params["task.num_fewshot"] == "2" and params["model.hf_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    tags = mlrun.data.tags
+    assert tags["model"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and tags["backend"] == "hf"
+    assert tags["quant_algo"] == "None" and tags["verdict"] == "passed"
+    assert "version.torch" in tags and "version.transformers" in tags and tags["runner_commit"]
+    artifacts = {a.path for a in client.list_artifacts(checked.run_id)}
+    assert {"samples.jsonl", "report.txt", "report.json", "config.yaml"} <= artifacts
+    local = client.download_artifacts(checked.run_id, "samples.jsonl", str(tmp_path))
+    rows = [json.loads(line) for line in open(local)]
+    assert len(rows) == 7 and {"sample_id", "prompt", "prediction", "target", "score"} <= set(rows[0])
+
+
+def test_cli_exits_with_the_regression_status(tmp_path):
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "mmlu.yaml").write_text(
+        "HuggingFaceTB/SmolLM2-135M-Instruct:\n"
+        "  - extra_acc_spec: num_fewshot=2\n"
+        "    accuracy: 99.0\n"
+        "    sigma: 5.0\n")
+    proc = run_cli([*SMALL, "tracking=none", f"reference.dir={refs}"], tmp_path)
+    assert proc.returncode == EXIT_REGRESSION, proc.stdout + proc.stderr
+    assert "REGRESSION DETECTED" in proc.stdout and "threshold" in proc.stdout
+    out_dir = next((tmp_path / "outputs").glob("*/*"))
+    report = json.loads((out_dir / "report.json").read_text())
+    assert report["verdict"]["passed"] is False and report["num_evaluated"] == 7
+    assert os.path.exists(out_dir / "samples.jsonl")

@@ -1,0 +1,146 @@
+"""The backend contract, run against the hf backend on the real embedded model (float32 on CPU,
+so batched and unbatched numerics agree to rounding)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from runner.backends.base import GenerationRequest, LoglikelihoodRequest
+from runner.backends.hf import HFBackend, TaskLimits
+from runner.errors import ConfigError, ModelError
+from runner.schema import HFBackendConfig, ModelConfig, QuantConfig
+from tests.conftest import ROOT
+
+SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
+NONE = QuantConfig(name="none")
+SHARED = ("Answer each question with one word.\n\nQ: What colour is the sky on a clear day?\nA: Blue\n\n"
+          "Q: What colour is fresh snow?\nA: White\n\n")
+QUESTIONS = ["Q: What colour is grass?\nA:", "Q: What colour is a ripe banana?\nA:",
+             "Q: What colour is coal, the black rock burned in old steam engines?\nA:", "Q: What colour is milk?\nA:"]
+
+
+def backend(**kw) -> HFBackend:
+    limits = kw.pop("limits", TaskLimits(512, 16))
+    return HFBackend(HFBackendConfig(**({"dtype": "float32", "device": "cpu"} | kw)), SMOLLM2, NONE, limits, progress=False)
+
+
+@pytest.fixture(scope="module")
+def hf():
+    with backend(batch_size=8) as be:
+        yield be
+
+
+def reference_logprob(be: HFBackend, context: str, continuation: str) -> float:
+    """One unbatched, unpadded forward pass: the value every batching strategy must reproduce."""
+    import torch
+
+    ctx, cont = be._encode_pair(context, continuation)
+    with torch.inference_mode():
+        logits = be._model(torch.tensor([ctx + cont])).logits[0].float()
+    lp = torch.log_softmax(logits, -1)
+    return sum(lp[len(ctx) - 1 + j, t].item() for j, t in enumerate(cont))
+
+
+def test_info_reports_effective_spec_and_versions(hf):
+    info = hf.info()
+    assert info.spec.dtype == "float32"  # the checkpoint is bfloat16; float32 was asked for
+    assert info.spec.quant_algo is None and info.spec.kv_cache_quant_algo is None
+    assert {"torch", "transformers"} <= set(info.versions)
+    assert info.device == "cpu"
+
+
+def test_loglikelihood_matches_unbatched_forward_in_request_order(hf):
+    reqs = [LoglikelihoodRequest(SHARED + q, c) for q in QUESTIONS for c in (" Green", " Yellow", " Black")]
+    reqs.append(LoglikelihoodRequest("Unrelated short context:", " yes"))
+    results = hf.loglikelihood(reqs)
+    assert len(results) == len(reqs)
+    for req, res in zip(reqs, results):
+        assert res.logprob == pytest.approx(reference_logprob(hf, req.context, req.continuation), abs=2e-3)
+    assert results[0].logprob > results[1].logprob  # grass: " Green" over " Yellow"
+    (greedy,) = hf.generate([GenerationRequest(SHARED + QUESTIONS[0], 1)])
+    (check,) = hf.loglikelihood([LoglikelihoodRequest(SHARED + QUESTIONS[0], greedy)])
+    assert check.is_greedy  # the greedy continuation is, by definition, greedy
+
+
+def test_prefix_cache_and_plain_batching_agree():
+    reqs = [LoglikelihoodRequest(SHARED + q, " White") for q in QUESTIONS]
+    with backend(prefix_cache=False) as plain:
+        a = [r.logprob for r in plain.loglikelihood(reqs)]
+        greedy_plain = plain.generate([GenerationRequest(SHARED + q, 4, stop=("\n",)) for q in QUESTIONS])
+    with backend(prefix_cache=True) as cached:
+        b = [r.logprob for r in cached.loglikelihood(reqs)]
+        greedy_cached = cached.generate([GenerationRequest(SHARED + q, 4, stop=("\n",)) for q in QUESTIONS])
+    assert a == pytest.approx(b, abs=2e-3)
+    assert greedy_plain == greedy_cached
+
+
+def test_greedy_generation_equals_transformers_generate(hf):
+    import torch
+
+    outs = hf.generate([GenerationRequest(SHARED + q, 6) for q in QUESTIONS])
+    for q, out in zip(QUESTIONS, outs):
+        ids = hf._tokenizer(SHARED + q, return_tensors="pt")
+        with torch.inference_mode():
+            ref = hf._model.generate(**ids, max_new_tokens=6, do_sample=False)
+        assert out == hf._tokenizer.decode(ref[0, ids.input_ids.shape[1]:], skip_special_tokens=True)
+
+
+def test_stop_strings_cut_the_output(hf):
+    free, stopped = hf.generate([GenerationRequest(SHARED + QUESTIONS[0], 8),
+                                 GenerationRequest(SHARED + QUESTIONS[0], 8, stop=("\n",))])
+    assert "\n" in free
+    assert stopped == free.split("\n")[0]
+
+
+def test_max_tokens_is_capped_by_the_task(hf):
+    with backend(limits=TaskLimits(512, 2)) as short:
+        (out,) = short.generate([GenerationRequest(SHARED + QUESTIONS[0], 50)])
+        assert len(short._tokenizer(out, add_special_tokens=False)["input_ids"]) <= 2
+
+
+def test_sampling_is_seeded_per_request_not_per_batch(hf):
+    reqs = [GenerationRequest(SHARED + q, 8, temperature=1.0, seed=7) for q in QUESTIONS]
+    together = hf.generate(reqs)
+    alone = [hf.generate([r])[0] for r in reqs]
+    reversed_ = hf.generate(reqs[::-1])[::-1]
+    assert together == alone == reversed_
+    other_seed = hf.generate([GenerationRequest(SHARED + q, 8, temperature=1.0, seed=8) for q in QUESTIONS])
+    assert other_seed != together
+
+
+def test_sampled_request_without_seed_is_refused(hf):
+    with pytest.raises(ConfigError, match="seed"):
+        hf.generate([GenerationRequest("x", 4, temperature=0.7)])
+
+
+def test_long_prompts_keep_their_end():
+    with backend(limits=TaskLimits(24, 4)) as tight:
+        long_prompt = "filler " * 200 + "\nQ: What colour is grass?\nA:"
+        (out,) = tight.generate([GenerationRequest(long_prompt, 4)])
+        ids = tight._encode(long_prompt, True)
+        assert len(tight._truncate(ids, 24)) == 24
+        (short,) = tight.generate([GenerationRequest(tight._tokenizer.decode(ids[-24:]), 4)])
+    assert out == short
+
+
+def test_constructor_is_light_and_validates():
+    code = ("import sys; from runner.backends.hf import HFBackend, TaskLimits; from runner.schema import *;"
+            "HFBackend(HFBackendConfig(), ModelConfig(name='m', hf_id='a/b'), QuantConfig(name='none'), TaskLimits(8, 2));"
+            "print('torch' in sys.modules, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False False"
+    with pytest.raises(ConfigError, match="backend.dtype"):
+        backend(dtype="float8")
+    with pytest.raises(ConfigError, match="backend.device"):
+        HFBackend(HFBackendConfig(device="tpu"), SMOLLM2, NONE, TaskLimits(8, 2))
+    with pytest.raises(ConfigError, match="quant"):
+        HFBackend(HFBackendConfig(), SMOLLM2, QuantConfig(name="fp8", quant_algo="FP8"), TaskLimits(8, 2))
+
+
+def test_missing_model_path_is_a_model_error(tmp_path):
+    missing = ModelConfig(name="x", hf_id="org/x", path=str(tmp_path / "nowhere"))
+    with pytest.raises(ModelError, match="does not exist"):
+        HFBackend(HFBackendConfig(device="cpu"), missing, NONE, TaskLimits(8, 2)).__enter__()
