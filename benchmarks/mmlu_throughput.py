@@ -103,15 +103,18 @@ def run_ours(questions_path: Path, dtype: str) -> dict[str, Any]:
         ll_start = time.perf_counter()
         results = backend.loglikelihood(flat)
         ll_s = time.perf_counter() - ll_start
-        scored, k = [], 0
+        scored, logprobs, k = [], {}, 0
         for sample, reqs in zip(samples, requests):
-            scored.append(evaluator.score(sample, results[k:k + len(reqs)]))
+            responses = results[k:k + len(reqs)]
+            scored.append(evaluator.score(sample, responses))
+            logprobs[sample.id] = [r.logprob for r in responses]
             k += len(reqs)
         done = time.perf_counter()
         info = backend.info()
     return {
         "backend": "runner", "load_s": loaded - start, "eval_s": done - loaded, "loglikelihood_s": ll_s,
         "predictions": {s.sample_id: s.prediction for s in scored},
+        "logprobs": logprobs,
         "arguments": {s.id: [[r.context, r.continuation] for r in reqs] for s, reqs in zip(samples, requests)},
         "model_path": info.model_path, "threads": torch.get_num_threads(), "dtype": info.details["torch_dtype"],
     }
@@ -183,15 +186,16 @@ def run_lm_eval(questions_path: Path, task_dir: Path, dtype: str, batch_size: in
     out = lm_eval.simple_evaluate(model=lm, tasks=[TASK_NAME], task_manager=task_manager, batch_size=batch_size,
                                   device="cpu", log_samples=True, bootstrap_iters=0)
     done = time.perf_counter()
-    predictions, arguments = {}, {}
+    predictions, arguments, all_logprobs = {}, {}, {}
     for logged in out["samples"][TASK_NAME]:
         logprobs = [resp[0] for resp in logged["filtered_resps"]]
         qid = logged["doc"]["id"]
         predictions[qid] = LETTERS[max(range(len(logprobs)), key=lambda i: logprobs[i])]  # first max, as ours
         arguments[qid] = [[ctx, cont] for ctx, cont in logged["arguments"]]
+        all_logprobs[qid] = logprobs
     return {
         "backend": "lm-eval", "load_s": loaded - start, "eval_s": done - loaded, "loglikelihood_s": ll_time[0],
-        "predictions": predictions, "arguments": arguments, "model_path": str(checkpoint),
+        "predictions": predictions, "arguments": arguments, "logprobs": all_logprobs, "model_path": str(checkpoint),
         "threads": torch.get_num_threads(), "dtype": str(lm.model.dtype).removeprefix("torch."),
         "lm_eval_version": getattr(lm_eval, "__version__", "?"), "batch_size": batch_size,
     }
@@ -232,6 +236,12 @@ def accuracy(predictions: dict[str, str], gold: dict[str, str]) -> float:
     return 100.0 * sum(predictions[i] == gold[i] for i in gold) / len(gold)
 
 
+def margin(logprobs: list[float]) -> float:
+    """Log-likelihood gap between the best and the second-best letter."""
+    best, second = sorted(logprobs, reverse=True)[:2]
+    return best - second
+
+
 def report(results: list[dict[str, Any]], rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Print the table and the comparison; return the summary (also written by --json)."""
     gold = {r["id"]: r["target"] for r in rows}
@@ -247,8 +257,7 @@ def report(results: list[dict[str, Any]], rows: list[dict[str, Any]]) -> dict[st
         print(f"{r['backend']:<9} {n:>9} {r['load_s']:>7.2f} {r['eval_s']:>8.2f} {r['loglikelihood_s']:>8.2f} "
               f"{qps:>11.2f} {r['peak_rss_mib']:>12.0f} {acc:>10.2f}")
         summary["backends"][r["backend"]] = {
-            k: v for k, v in r.items() if k not in ("predictions", "arguments")} | {
-            "questions_per_s": qps, "accuracy": acc, "predictions": r["predictions"]}
+            k: v for k, v in r.items() if k != "arguments"} | {"questions_per_s": qps, "accuracy": acc}
     print("(ll s: time inside the backend's loglikelihood call, part of eval s)")
     print(f"CPU cores: {os.cpu_count()}; 1-min load average before -> after each backend: "
           + ", ".join(f"{r['backend']} {r['loadavg_1m'][0]:.1f} -> {r['loadavg_1m'][1]:.1f}" for r in results)
@@ -263,6 +272,9 @@ def report(results: list[dict[str, Any]], rows: list[dict[str, Any]]) -> dict[st
         print(f"identical (context, continuation) strings: {same_args}/{n}")
         print(f"identical predictions: {n - len(differing)}/{n}"
               + (f"; differing ids: {', '.join(differing)}" if differing else ""))
+        for i in differing:  # the margin between the two best letters shows whether it was a near-tie
+            print(f"  {i}: gold {gold[i]}; " + "; ".join(
+                f"{r['backend']} {r['predictions'][i]} (top-2 margin {margin(r['logprobs'][i]):.4f})" for r in results))
         if differing:
             print(f"note: {NEAR_TIE_NOTE}")
         summary |= {"speedup": speedup, "identical_arguments": same_args,

@@ -1,7 +1,7 @@
 """Config schemas: dataclasses that validate every config group Hydra composes.
 
 Each option file under ``conf/<group>/`` starts its defaults list with the matching schema
-(``/schema/<group>/<name>@_here_``), so a wrong type or an unknown key is rejected at
+(``/schema_<group>[_<kind>]@_here_``; top-level names, so ``--help`` does not list them as groups), so a wrong type or an unknown key is rejected at
 composition time with the key's full name. :func:`register_schemas` stores them explicitly;
 nothing is registered as a side effect of an import.
 """
@@ -122,13 +122,13 @@ class RunnerConfig:
     output_dir: str = MISSING
 
 
-SCHEMAS: dict[tuple[str, str], type] = {
-    ("schema/model", "model"): ModelConfig,
-    ("schema/quant", "quant"): QuantConfig,
-    ("schema/task", "mmlu"): MMLUTaskConfig,
-    ("schema/backend", "hf"): HFBackendConfig,
-    ("schema/tracking", "mlflow"): MlflowTrackingConfig,
-    ("schema/tracking", "none"): NoTrackingConfig,
+SCHEMAS: dict[str, type] = {
+    "schema_model": ModelConfig,
+    "schema_quant": QuantConfig,
+    "schema_task_mmlu": MMLUTaskConfig,
+    "schema_backend_hf": HFBackendConfig,
+    "schema_tracking_mlflow": MlflowTrackingConfig,
+    "schema_tracking_none": NoTrackingConfig,
 }
 
 
@@ -138,5 +138,5 @@ def register_schemas() -> None:
 
     cs = ConfigStore.instance()
     cs.store(name="runner_schema", node=RunnerConfig)
-    for (group, name), node in SCHEMAS.items():
-        cs.store(group=group, name=name, node=node)
+    for name, node in SCHEMAS.items():
+        cs.store(name=name, node=node)
