@@ -119,7 +119,7 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
         params = replace(params, num_samples=n_stats)
     verdict = None
     if reference is not None:
-        verdict = decide(score, reference.value, params, reference.threshold)
+        verdict = decide(score, reference.value, params, reference.threshold, metric=task.metric)
     record_path = None
     if mode == "record":
         record_path = references.record(
