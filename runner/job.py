@@ -17,8 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from runner.backends.base import ChatFormat, GenerationRequest, LoglikelihoodRequest
-from runner.backends.hf import TaskLimits
+from runner.backends.base import ChatFormat, GenerationRequest, LoglikelihoodRequest, TaskLimits
 from runner.build import build_object
 from runner.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
 from runner.provenance import flatten, project_commit

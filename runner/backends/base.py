@@ -51,6 +51,15 @@ class LoglikelihoodResult:
 
 
 @dataclass(frozen=True)
+class TaskLimits:
+    """Length limits a task imposes on every request (TensorRT-LLM sizes its engine from them)."""
+
+    max_input_len: int
+    max_output_len: int
+    max_batch_size: int = 128
+
+
+@dataclass(frozen=True)
 class ChatFormat:
     """How prompts are wrapped before tokenization (a task setting, applied by the backend)."""
 

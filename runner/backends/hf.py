@@ -15,7 +15,6 @@ import os
 import platform
 import sys
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from runner.backends.base import (
@@ -24,6 +23,7 @@ from runner.backends.base import (
     GenerationRequest,
     LoglikelihoodRequest,
     LoglikelihoodResult,
+    TaskLimits,
 )
 from runner.errors import ConfigError, ModelError
 from runner.models import resolve_model_source
@@ -34,15 +34,6 @@ if TYPE_CHECKING:
 
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 MIN_SHARED_PREFIX = 32  # tokens; below this a shared prefill is not worth the extra call
-
-
-@dataclass(frozen=True)
-class TaskLimits:
-    """Length limits a task imposes on every request."""
-
-    max_input_len: int
-    max_output_len: int
-    max_batch_size: int = 128
 
 
 def cpu_has_native_bf16() -> bool:
