@@ -121,6 +121,9 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
         verdict = decide(score, reference.value, params, reference.threshold, metric=task.metric)
     record_path = None
     if mode == "record":
+        from runner import reference_samples
+
+        samples_file, samples_sha = reference_samples.store(ref_dir, task.name, ((s.sample_id, s.score) for s in scored))
         record_path = references.record(
             ref_dir, task.name, task.metric, model.hf_id, spec, score,
             provenance={
@@ -129,6 +132,7 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
                 "num_samples": len(scored), "seed": cfg.seed, "mlflow_run_id": tracker.run_id,
                 "runner_commit": project_commit(), "model_source": info.details.get("model_source", ""),
                 "dataset_source": getattr(evaluator, "source_used", None) or "",
+                "samples": samples_file, "samples_sha256": samples_sha,
             },
             extra={"num_samples": task.num_samples})
         notes.append(f"recorded {task.metric}={score:.4f} for {model.hf_id} [{spec.describe()}] in {record_path}")

@@ -50,6 +50,7 @@ class Reference:
     note: str | None
     path: Path
     index: int  # position of the entry in the model's list
+    recorded: Mapping[str, Any] | None = None  # provenance written by reference.mode=record
 
 
 def metric_key(metric: str) -> str:
@@ -222,6 +223,7 @@ def _build(
         note=None if note is None else str(note),
         path=path,
         index=index,
+        recorded=dict(entry["recorded"]) if isinstance(entry.get("recorded"), Mapping) else None,
     )
 
 

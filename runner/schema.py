@@ -33,6 +33,14 @@ class QuantConfig:
     name: str = MISSING
     quant_algo: Optional[str] = None
     kv_cache_quant_algo: Optional[str] = None
+    # How a backend that quantizes (backend=trtllm) calibrates and groups; part of the spec because
+    # they change the result. The calibration data's location is backend config (backend.calib_dataset).
+    group_size: int = 128  # group-wise weight quantization (W4A16_AWQ, W4A8_AWQ, *_GPTQ)
+    smoothquant_alpha: float = 0.5  # SmoothQuant migration strength (W8A8_SQ_*)
+    calib_num_samples: int = 512
+    calib_batch_size: int = 1
+    calib_max_seq_length: int = 512
+    calib_seed: int = 1234
 
 
 @dataclass
@@ -88,6 +96,35 @@ class HFBackendConfig:
 
 
 @dataclass
+class TRTLLMBackendConfig:
+    """TensorRT-LLM, TensorRT engine backend: builds (and caches) one engine per model x spec x limits."""
+
+    _target_: str = "runner.backends.trtllm_engine.TRTLLMEngineBackend"
+    name: str = "trtllm"
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    max_num_tokens: int = 8192  # tokens per engine step; at least task.max_input_len
+    free_gpu_memory_fraction: float = 0.9  # share of free GPU memory given to the KV cache
+    enable_block_reuse: bool = True  # reuse KV blocks of shared prompt prefixes (exact)
+    engine_cache: bool = True  # keep built engines under <cache>/engines/<key>/
+    calib_dataset: Optional[str] = None  # local calibration data directory (needed by calibrated specs)
+
+
+@dataclass
+class TRTLLMPyTorchBackendConfig:
+    """TensorRT-LLM, PyTorch backend: runs the checkpoint as is (pre-quantized for quantized specs)."""
+
+    _target_: str = "runner.backends.trtllm_pytorch.TRTLLMPyTorchBackend"
+    name: str = "trtllm_pytorch"
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    max_num_tokens: int = 8192
+    free_gpu_memory_fraction: float = 0.9
+    enable_block_reuse: bool = True
+    checkpoint: Optional[str] = None  # pre-quantized (ModelOpt) checkpoint directory; None: the model's path
+
+
+@dataclass
 class MlflowTrackingConfig:
     _target_: str = "runner.tracking.MlflowTracker"
     name: str = "mlflow"
@@ -127,6 +164,8 @@ SCHEMAS: dict[str, type] = {
     "schema_quant": QuantConfig,
     "schema_task_mmlu": MMLUTaskConfig,
     "schema_backend_hf": HFBackendConfig,
+    "schema_backend_trtllm": TRTLLMBackendConfig,
+    "schema_backend_trtllm_pytorch": TRTLLMPyTorchBackendConfig,
     "schema_tracking_mlflow": MlflowTrackingConfig,
     "schema_tracking_none": NoTrackingConfig,
 }

@@ -28,6 +28,15 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     text = (refs / "mmlu.yaml").read_text()
     assert "HuggingFaceTB/SmolLM2-135M-Instruct" in text and recorded.run_id in text
     assert "extra_acc_spec: num_fewshot=2" in text
+    from runner import reference_samples
+    from runner.references import lookup
+    from runner.spec import AccuracySpec
+    from runner.stats import HypothesisParams
+
+    entry = lookup(refs, "mmlu", "accuracy", "HuggingFaceTB/SmolLM2-135M-Instruct",
+                   AccuracySpec(extra_acc_spec="num_fewshot=2"), HypothesisParams(0.05, 0.2, 50.0, 4096))
+    per_sample = reference_samples.load(refs, entry.recorded["samples"], entry.recorded["samples_sha256"])
+    assert len(per_sample) == 7 and sum(per_sample.values()) / 7 == pytest.approx(recorded.score)
 
     checked = run(compose([*common, f"output_dir={tmp_path / 'chk'}"]))
     assert checked.exit_status == EXIT_OK

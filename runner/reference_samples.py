@@ -1,0 +1,51 @@
+"""Per-sample reference scores, stored content-addressed next to the reference YAML.
+
+A recorded reference keeps every sample's score under ``references/samples/<task>/<sha>.jsonl``
+and names that file (and its sha256) in the entry's ``recorded`` mapping. This is what a
+paired test needs, and it works on hosts that cannot reach the MLflow server the reference
+was recorded with. The file name is the hash of its content, so a file never changes once
+referenced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from runner.errors import ReferenceError_
+
+
+def store(ref_dir: Path, task: str, scores: Iterable[tuple[str, float]]) -> tuple[str, str]:
+    """Write ``(sample_id, score)`` pairs; return (path relative to ``ref_dir``, sha256)."""
+    body = "".join(json.dumps({"sample_id": sid, "score": round(float(score), 6)}) + "\n" for sid, score in scores)
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    relative = Path("samples") / task / f"{digest[:20]}.jsonl"
+    target = Path(ref_dir) / relative
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(".partial")
+        partial.write_text(body)
+        os.replace(partial, target)
+    return relative.as_posix(), digest
+
+
+def load(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[str, float]:
+    """The stored scores by sample id; the content must still hash to ``sha256`` when given."""
+    path = Path(ref_dir) / relative
+    if not path.is_file():
+        raise ReferenceError_("the reference's per-sample scores file is missing", where=str(path),
+                              fix="restore it from version control, or record the reference again")
+    body = path.read_bytes()
+    if sha256 and hashlib.sha256(body).hexdigest() != sha256:
+        raise ReferenceError_("the reference's per-sample scores file was modified", where=str(path),
+                              given=hashlib.sha256(body).hexdigest(), allowed=sha256,
+                              fix="restore the original file, or record the reference again")
+    scores: dict[str, float] = {}
+    for line in body.decode().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            scores[str(row["sample_id"])] = float(row["score"])
+    return scores
