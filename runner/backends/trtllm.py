@@ -248,10 +248,16 @@ class TRTLLMBackendBase:
         self._info: BackendInfo | None = None
 
     # ------------------------------------------------------------------ lifecycle
+    def preflight(self) -> None:
+        """Stop before any other work (tracking, data, model) when TensorRT-LLM is missing."""
+        from runner.backends import trtllm_api
+
+        self._api = trtllm_api.load_api(self.name, engine=self.engine)
+
     def __enter__(self) -> "TRTLLMBackendBase":
         from runner.backends import trtllm_api
 
-        api = trtllm_api.load_api(self.name, engine=self.engine)
+        api = self._api or trtllm_api.load_api(self.name, engine=self.engine)
         llm, tokenizer_path, model_path, details, spec = self._load(api)
         try:
             self._tokenizer = api.load_tokenizer(tokenizer_path, self.model_config.trust_remote_code,

@@ -1,0 +1,694 @@
+"""The TensorRT-LLM backends' translation layer, against a double built from the real signatures.
+
+TensorRT-LLM cannot be installed on most machines (it needs a CUDA GPU and NVIDIA's package index),
+so the tests replace ``runner.backends.trtllm_api.load_api`` with :class:`FakeTRTLLM`. Its classes
+take exactly the keyword arguments of TensorRT-LLM 1.0-1.2.x and reject any other, record every
+call, and its LLM classes answer with RequestOutput-like objects. Field lists come from:
+- ``tensorrt_llm/builder.py`` ``BuildConfig`` (dataclass fields);
+- ``tensorrt_llm/models/modeling_utils.py`` ``QuantConfig``;
+- ``tensorrt_llm/quantization/mode.py`` ``QuantAlgo``;
+- ``tensorrt_llm/llmapi/llm_args.py`` ``CalibConfig``, ``KvCacheConfig``, ``BaseLlmArgs``,
+  ``TrtLlmArgs``, ``TorchLlmArgs`` (the 1.2 development line);
+- ``tensorrt_llm/sampling_params.py`` ``SamplingParams`` (1.0);
+- ``tensorrt_llm/executor/result.py`` ``CompletionOutput`` and ``tensorrt_llm/llmapi/llm.py``
+  ``LLM.generate`` / ``LLM.save`` / ``LLM.args``.
+
+``TestRealTensorRTLLM`` at the end runs the same backends on the real library. On a GPU host with
+TensorRT-LLM 1.0-1.2.x installed (``pip install tensorrt-llm --extra-index-url https://pypi.nvidia.com``
+or the NGC container ``nvcr.io/nvidia/tensorrt-llm/release``)::
+
+    RUNNER_TRTLLM_TEST_MODEL=/path/to/hf/model .venv/bin/python -m pytest -m trtllm tests/test_trtllm_backend.py
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from runner.backends import trtllm_api
+from runner.backends.base import ChatFormat, GenerationRequest, LoglikelihoodRequest, TaskLimits
+from runner.backends.trtllm import build_config_kwargs, calib_config_kwargs, quant_config_kwargs, sampling_kwargs
+from runner.backends.trtllm_engine import TRTLLMEngineBackend
+from runner.backends.trtllm_pytorch import TRTLLMPyTorchBackend
+from runner.errors import BackendUnavailable, ConfigError, ModelError
+from runner.schema import ModelConfig, QuantConfig, TRTLLMBackendConfig, TRTLLMPyTorchBackendConfig
+from tests.conftest import ROOT, compose
+
+# ------------------------------------------------------------------------------ the double
+QUANT_ALGO_NAMES = [
+    "W8A16", "W4A16", "W4A16_AWQ", "W4A8_AWQ", "W8A16_GPTQ", "W4A16_GPTQ", "W8A8_SQ_PER_CHANNEL",
+    "W8A8_SQ_PER_TENSOR_PLUGIN", "W8A8_SQ_PER_CHANNEL_PER_TOKEN_PLUGIN", "W8A8_SQ_PER_CHANNEL_PER_TENSOR_PLUGIN",
+    "W8A8_SQ_PER_TENSOR_PER_TOKEN_PLUGIN", "W4A8_QSERVE_PER_GROUP", "W4A8_QSERVE_PER_CHANNEL", "FP8",
+    "FP8_PER_CHANNEL_PER_TOKEN", "FP8_BLOCK_SCALES", "INT8", "MIXED_PRECISION", "NVFP4", "W4A8_NVFP4_FP8",
+    "W4A8_MXFP4_FP8", "W4A8_MXFP4_MXFP8", "W4A16_MXFP4", "NO_QUANT",
+]
+QuantAlgo = enum.Enum("QuantAlgo", [(n, n) for n in QUANT_ALGO_NAMES], type=str)  # a StrEnum, as upstream
+
+BUILD_CONFIG_FIELDS = {
+    "max_input_len": 1024, "max_seq_len": None, "opt_batch_size": 8, "max_batch_size": 2048, "max_beam_width": 1,
+    "max_num_tokens": 8192, "opt_num_tokens": None, "max_prompt_embedding_table_size": 0, "kv_cache_type": None,
+    "gather_context_logits": False, "gather_generation_logits": False, "strongly_typed": True,
+    "force_num_profiles": None, "profiling_verbosity": "layer_names_only", "enable_debug_output": False,
+    "max_draft_len": 0, "speculative_decoding_mode": None, "use_refit": False, "input_timing_cache": None,
+    "output_timing_cache": "model.cache", "lora_config": None, "auto_parallel_config": None,
+    "weight_sparsity": False, "weight_streaming": False, "plugin_config": None, "use_strip_plan": False,
+    "max_encoder_input_len": 1024, "dry_run": False, "visualize_network": None, "monitor_memory": False,
+    "use_mrope": False,
+}
+QUANT_CONFIG_FIELDS = {
+    "quant_algo": None, "kv_cache_quant_algo": None, "group_size": 128, "smoothquant_val": 0.5, "clamp_val": None,
+    "use_meta_recipe": False, "has_zero_point": False, "pre_quant_scale": False, "exclude_modules": None,
+    "mamba_ssm_cache_dtype": None,
+}
+CALIB_CONFIG_FIELDS = {
+    "device": "cuda", "calib_dataset": "cnn_dailymail", "calib_batches": 512, "calib_batch_size": 1,
+    "calib_max_seq_length": 512, "random_seed": 1234, "tokenizer_max_seq_length": 2048,
+}
+KV_CACHE_CONFIG_FIELDS = {
+    "enable_block_reuse": True, "max_tokens": None, "max_attention_window": None, "sink_token_length": None,
+    "free_gpu_memory_fraction": 0.9, "host_cache_size": None, "onboard_blocks": True, "cross_kv_cache_fraction": None,
+    "secondary_offload_min_priority": None, "event_buffer_max_size": 0, "attention_dp_events_gather_period_ms": 5,
+    "enable_partial_reuse": True, "copy_on_partial_reuse": True, "use_uvm": False, "max_gpu_total_bytes": 0,
+    "dtype": "auto", "mamba_ssm_cache_dtype": "auto", "tokens_per_block": 32, "use_kv_cache_manager_v2": False,
+    "max_util_for_resume": 0.95,
+}
+SAMPLING_PARAMS_FIELDS = {
+    "end_id": None, "pad_id": None, "max_tokens": 32, "bad": None, "bad_token_ids": None, "stop": None,
+    "stop_token_ids": None, "include_stop_str_in_output": False, "embedding_bias": None, "logits_processor": None,
+    "apply_batched_logits_processor": False, "n": 1, "best_of": None, "use_beam_search": False, "top_k": None,
+    "top_p": None, "top_p_min": None, "top_p_reset_ids": None, "top_p_decay": None, "seed": None,
+    "temperature": None, "min_tokens": None, "beam_search_diversity_rate": None, "repetition_penalty": None,
+    "presence_penalty": None, "frequency_penalty": None, "length_penalty": None, "early_stopping": None,
+    "no_repeat_ngram_size": None, "min_p": None, "beam_width_array": None, "logprobs": None, "prompt_logprobs": None,
+    "return_context_logits": False, "return_generation_logits": False, "exclude_input_from_output": True,
+    "return_encoder_output": False, "return_perf_metrics": False, "additional_model_outputs": None,
+    "lookahead_config": None, "guided_decoding": None, "ignore_eos": False, "detokenize": True,
+    "add_special_tokens": True, "truncate_prompt_tokens": None, "skip_special_tokens": True,
+    "spaces_between_special_tokens": True,
+}
+BASE_LLM_ARGS = {
+    "model", "tokenizer", "tokenizer_mode", "custom_tokenizer", "skip_tokenizer_init", "trust_remote_code",
+    "tensor_parallel_size", "dtype", "revision", "tokenizer_revision", "model_kwargs", "pipeline_parallel_size",
+    "context_parallel_size", "gpus_per_node", "moe_cluster_parallel_size", "moe_tensor_parallel_size",
+    "moe_expert_parallel_size", "enable_attention_dp", "enable_lm_head_tp_in_adp", "pp_partition", "cp_config",
+    "load_format", "enable_lora", "lora_config", "kv_cache_config", "enable_chunked_prefill",
+    "guided_decoding_backend", "batched_logits_processor", "iter_stats_max_iterations",
+    "request_stats_max_iterations", "peft_cache_config", "scheduler_config", "cache_transceiver_config",
+    "sparse_attention_config", "speculative_config", "max_batch_size", "max_input_len", "max_seq_len",
+    "max_beam_width", "max_num_tokens", "gather_generation_logits", "num_postprocess_workers",
+    "postprocess_tokenizer_dir", "reasoning_parser", "decoding_config", "mpi_session", "otlp_traces_endpoint",
+    "backend", "return_perf_metrics", "perf_metrics_max_requests", "orchestrator_type", "env_overrides",
+}
+TRT_LLM_ARGS = BASE_LLM_ARGS | {
+    "enable_tqdm", "workspace", "fail_fast_on_attention_window_too_large", "enable_build_cache",
+    "extended_runtime_perf_knob_config", "calib_config", "quant_config", "embedding_parallel_mode", "fast_build",
+    "build_config", "enable_prompt_adapter", "max_prompt_adapter_token", "batching_type", "normalize_log_probs",
+}
+TORCH_LLM_ARGS = BASE_LLM_ARGS | {  # quant_config is a read-only property here, not an argument
+    "garbage_collection_gen0_threshold", "cuda_graph_config", "attention_dp_config", "disable_overlap_scheduler",
+    "moe_config", "nvfp4_gemm_config", "attn_backend", "sampler_type", "sampler_force_async_worker",
+    "enable_iter_perf_stats", "enable_iter_req_stats", "print_iter_log", "batch_wait_timeout_ms",
+    "batch_wait_timeout_iters", "batch_wait_max_tokens_ratio", "torch_compile_config", "enable_autotuner",
+    "enable_layerwise_nvtx_marker", "enable_min_latency", "stream_interval", "force_dynamic_quantization",
+    "allreduce_strategy", "checkpoint_loader", "checkpoint_format", "kv_connector_config", "mm_encoder_only",
+    "ray_worker_extension_cls", "ray_placement_config", "enable_sleep", "use_cute_dsl_blockscaling_mm",
+    "use_cute_dsl_blockscaling_bmm", "disable_flashinfer_sampling", "max_stats_len", "layer_wise_benchmarks_config",
+}
+GENERATE_ARGS = {"sampling_params", "use_tqdm", "lora_request", "prompt_adapter_request", "kv_cache_retention_config",
+                 "disaggregated_params", "scheduling_params", "cache_salt"}
+
+
+def strict(name: str, fields: dict[str, Any], log: list) -> type:
+    """A keyword-only config class that takes exactly ``fields`` (with their defaults) and records itself."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        unknown = set(kwargs) - set(fields)
+        if unknown:
+            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(unknown)}")
+        for key, default in fields.items():
+            setattr(self, key, kwargs.get(key, default))
+        self.given = dict(kwargs)
+        log.append((name, dict(kwargs)))
+
+    return type(name, (), {"__init__": __init__, "__repr__": lambda self: f"{name}({self.given})"})
+
+
+class FakeTokenizer:
+    """Whitespace tokenizer with a shared growing vocabulary (id 1 is BOS); a chat template that tags roles."""
+
+    vocab: dict[str, int] = {"<s>": 1}
+
+    def __call__(self, text: str, add_special_tokens: bool = True) -> dict[str, list[int]]:
+        ids = [self.vocab.setdefault(w, len(self.vocab) + 1) for w in text.split()]
+        return {"input_ids": ([1] if add_special_tokens else []) + ids}
+
+    def decode(self, ids: list[int]) -> str:
+        words = {v: k for k, v in self.vocab.items()}
+        return " ".join(words[i] for i in ids)
+
+    def apply_chat_template(self, messages: list[dict], tokenize: bool, add_generation_prompt: bool) -> str:
+        assert tokenize is False and add_generation_prompt is True
+        return "<s> " + " ".join(f"[{m['role']}] {m['content']}" for m in messages) + " [assistant]"
+
+
+class FakeTRTLLM:
+    """The TensorRT-LLM namespace the backends see; ``calls`` records every constructor and method."""
+
+    def __init__(self, version: str = "1.2.0", gpu: str = "NVIDIA H100 80GB HBM3") -> None:
+        self.calls: list[tuple[str, Any]] = []
+        self.version = version
+        self.gpu = gpu
+        self.QuantAlgo = QuantAlgo
+        self.BuildConfig = strict("BuildConfig", BUILD_CONFIG_FIELDS, self.calls)
+        self.QuantConfig = strict("QuantConfig", QUANT_CONFIG_FIELDS, self.calls)
+        self.CalibConfig = strict("CalibConfig", CALIB_CONFIG_FIELDS, self.calls)
+        self.KvCacheConfig = strict("KvCacheConfig", KV_CACHE_CONFIG_FIELDS, self.calls)
+        self.SamplingParams = strict("SamplingParams", SAMPLING_PARAMS_FIELDS, self.calls)
+
+    def named(self, name: str) -> list[dict]:
+        return [kwargs for n, kwargs in self.calls if n == name]
+
+    def load_api(self, backend: str, *, engine: bool) -> trtllm_api.TRTLLMApi:
+        llm_class = self._engine_llm() if engine else self._torch_llm()
+        return trtllm_api.TRTLLMApi(self.version, llm_class, self.BuildConfig, self.QuantConfig, self.QuantAlgo,
+                                    self.CalibConfig, self.KvCacheConfig, self.SamplingParams,
+                                    lambda: self.gpu, lambda path, trc, rev: FakeTokenizer())
+
+    def _engine_llm(self) -> type:
+        fake = self
+
+        class EngineLLM(FakeLLM):
+            ARGS = TRT_LLM_ARGS
+
+            def _setup(self, kwargs: dict) -> None:
+                kv = kwargs.get("kv_cache_config")
+                assert kv is None or kv.dtype == "auto", "KvCacheConfig.dtype is not supported by the TensorRT backend."
+                model = Path(kwargs["model"])
+                config = model / "config.json"
+                if config.is_file() and "build_config" in json.loads(config.read_text()):
+                    # TrtLlmArgs._load_config_from_engine restores build_config and parallelism only
+                    fake.calls.append(("engine.load", str(model)))
+                    self.args.build_config = json.loads(config.read_text())["build_config"]
+                    self.args.quant_config = fake.QuantConfig()
+                else:
+                    fake.calls.append(("engine.build", str(model)))
+                    self.args.build_config = kwargs["build_config"]
+                    self.args.quant_config = kwargs.get("quant_config") or fake.QuantConfig()
+
+            def save(self, engine_dir: str) -> None:
+                fake.calls.append(("engine.save", engine_dir))
+                target = Path(engine_dir)
+                target.mkdir(parents=True)
+                quant = self.args.quant_config
+                (target / "config.json").write_text(json.dumps({
+                    "version": fake.version,
+                    "pretrained_config": {"dtype": "bfloat16", "quantization": {
+                        "quant_algo": quant.quant_algo, "kv_cache_quant_algo": quant.kv_cache_quant_algo}},
+                    "build_config": dict(self.args.build_config.given)}))
+                (target / "rank0.engine").write_bytes(b"engine")
+
+        EngineLLM.fake = fake
+        return EngineLLM
+
+    def _torch_llm(self) -> type:
+        fake = self
+
+        class TorchLLM(FakeLLM):
+            ARGS = TORCH_LLM_ARGS
+
+            def _setup(self, kwargs: dict) -> None:
+                fake.calls.append(("torch.load", kwargs["model"]))
+                self.args.quant_config = fake.QuantConfig()
+                hf_quant = Path(kwargs["model"]) / "hf_quant_config.json"
+                if hf_quant.is_file():  # ModelLoader._update_from_hf_quant_config
+                    q = json.loads(hf_quant.read_text())["quantization"]
+                    self.args.quant_config = fake.QuantConfig(
+                        quant_algo=fake.QuantAlgo[q["quant_algo"]],
+                        kv_cache_quant_algo=fake.QuantAlgo[q["kv_cache_quant_algo"]] if q.get("kv_cache_quant_algo") else None)
+
+        TorchLLM.fake = fake
+        return TorchLLM
+
+
+class FakeLLM:
+    """``LLM(model, **kwargs)`` with the real argument names; ``generate`` answers in request order."""
+
+    ARGS: set[str] = set()
+    fake: FakeTRTLLM
+
+    def __init__(self, **kwargs: Any) -> None:
+        unknown = set(kwargs) - self.ARGS
+        if unknown:
+            raise TypeError(f"LLM() got unexpected keyword arguments {sorted(unknown)}")
+        self.kwargs = kwargs
+        self.args = SimpleNamespace(dtype=kwargs.get("dtype", "auto"), kv_cache_config=kwargs.get("kv_cache_config"))
+        self.fake.calls.append(("LLM", kwargs))
+        self._setup(kwargs)
+        self.closed = False
+
+    def _setup(self, kwargs: dict) -> None:
+        raise NotImplementedError
+
+    def generate(self, inputs: list, **kwargs: Any) -> list:
+        unknown = set(kwargs) - GENERATE_ARGS
+        if unknown:
+            raise TypeError(f"generate() got unexpected keyword arguments {sorted(unknown)}")
+        params = kwargs["sampling_params"]
+        self.fake.calls.append(("generate", {"inputs": inputs, **kwargs}))
+        tokenizer = FakeTokenizer()
+        outputs = []
+        for ids, sp in reversed(list(zip(inputs, params))):  # work out of order; return in order
+            text = f" {tokenizer.decode(ids[-1:])}\nmore"
+            outputs.append(SimpleNamespace(prompt_token_ids=ids, outputs=[SimpleNamespace(
+                index=0, text=text, token_ids=[], logprobs=[], prompt_logprobs=[], finish_reason="length")]))
+        return list(reversed(outputs))
+
+    def shutdown(self) -> None:
+        self.closed = True
+        self.fake.calls.append(("shutdown", None))
+
+
+# ------------------------------------------------------------------------------ fixtures
+LIMITS = TaskLimits(max_input_len=4094, max_output_len=2, max_batch_size=128)
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path) -> FakeTRTLLM:
+    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
+    double = FakeTRTLLM()
+    monkeypatch.setattr(trtllm_api, "load_api", double.load_api)
+    return double
+
+
+@pytest.fixture
+def model_dir(tmp_path) -> Path:
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "torch_dtype": "bfloat16"}))
+    (d / "tokenizer.json").write_text("{}")
+    (d / "model.safetensors").write_bytes(b"\0" * 4096)
+    return d
+
+
+@pytest.fixture
+def calib_dir(tmp_path) -> Path:
+    d = tmp_path / "calib"
+    d.mkdir()
+    (d / "train.jsonl").write_text('{"text": "calibration text"}\n')
+    return d
+
+
+def spec(name: str = "none", algo: str | None = None, kv: str | None = None, **kw: Any) -> QuantConfig:
+    return QuantConfig(name=name, quant_algo=algo, kv_cache_quant_algo=kv, **kw)
+
+
+def model_cfg(path: Path) -> ModelConfig:
+    return ModelConfig(name="tiny", hf_id="org/tiny", path=str(path))
+
+
+def engine_backend(model_dir: Path, quant: QuantConfig | None = None, limits: TaskLimits = LIMITS,
+                   chat: ChatFormat = ChatFormat(), **cfg: Any) -> TRTLLMEngineBackend:
+    return TRTLLMEngineBackend(TRTLLMBackendConfig(**cfg), model=model_cfg(model_dir), quant=quant or spec(),
+                               limits=limits, chat=chat, progress=False)
+
+
+def torch_backend(model_dir: Path, quant: QuantConfig | None = None, **cfg: Any) -> TRTLLMPyTorchBackend:
+    return TRTLLMPyTorchBackend(TRTLLMPyTorchBackendConfig(**cfg), model=model_cfg(model_dir), quant=quant or spec(),
+                                limits=LIMITS, progress=False)
+
+
+# ------------------------------------------------------------------------------ translation
+def test_the_double_rejects_what_tensorrt_llm_rejects(fake):
+    engine_api, torch_api = fake.load_api("trtllm", engine=True), fake.load_api("trtllm_pytorch", engine=False)
+    with pytest.raises(TypeError, match="max_output_len"):
+        engine_api.BuildConfig(max_output_len=2)  # gone since max_seq_len replaced it
+    with pytest.raises(TypeError, match="quant_config"):
+        torch_api.llm_class(model="/m", quant_config=fake.QuantConfig())  # TorchLlmArgs has no such argument
+    with pytest.raises(AssertionError, match="KvCacheConfig.dtype"):
+        engine_api.llm_class(model="/m", build_config=engine_api.BuildConfig(),
+                             kv_cache_config=engine_api.KvCacheConfig(dtype="fp8"))
+    with pytest.raises(TypeError, match="calib_size"):
+        engine_api.CalibConfig(calib_size=512)
+
+
+def test_build_config_is_sized_from_the_task(fake, model_dir):
+    with engine_backend(model_dir, max_num_tokens=8192):
+        pass
+    assert fake.named("BuildConfig") == [{"max_input_len": 4094, "max_seq_len": 4096, "max_batch_size": 128,
+                                          "max_num_tokens": 8192}]
+    llm_kwargs = fake.named("LLM")[0]
+    assert llm_kwargs["model"] == str(model_dir) and llm_kwargs["dtype"] == "auto"
+    assert llm_kwargs["tensor_parallel_size"] == 1 and llm_kwargs["pipeline_parallel_size"] == 1
+    assert "quant_config" not in llm_kwargs and "calib_config" not in llm_kwargs  # quant=none builds as is
+    assert fake.named("KvCacheConfig") == [{"free_gpu_memory_fraction": 0.9, "enable_block_reuse": True}]
+
+
+@pytest.mark.parametrize("quant,expected", [
+    (spec("fp8", "FP8"), {"quant_algo": "FP8"}),
+    (spec("fp8_kv", "FP8", "FP8"), {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}),
+    (spec("awq", "W4A16_AWQ", group_size=64), {"quant_algo": "W4A16_AWQ", "group_size": 64}),
+    (spec("sq", "W8A8_SQ_PER_CHANNEL", smoothquant_alpha=0.8), {"quant_algo": "W8A8_SQ_PER_CHANNEL", "smoothquant_val": 0.8}),
+    (spec("nvfp4_kv", "NVFP4", "FP8"), {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}),
+])
+def test_quant_config_per_spec(fake, model_dir, calib_dir, quant, expected):
+    assert quant_config_kwargs(quant) == expected
+    with engine_backend(model_dir, quant, calib_dataset=str(calib_dir)) as backend:
+        info = backend.info()
+    (given,) = fake.named("QuantConfig")[:1]
+    assert given == {k: QuantAlgo[v] if k.endswith("algo") else v for k, v in expected.items()}
+    assert all(isinstance(given[k], QuantAlgo) for k in given if k.endswith("algo"))
+    assert fake.named("LLM")[0]["quant_config"].given == given
+    assert (info.spec.quant_algo, info.spec.kv_cache_quant_algo) == (quant.quant_algo, quant.kv_cache_quant_algo)
+
+
+def test_calib_config_uses_the_spec_and_the_local_dataset(fake, model_dir, calib_dir):
+    quant = spec("fp8_kv", "FP8", "FP8", calib_num_samples=256, calib_batch_size=4, calib_max_seq_length=1024, calib_seed=7)
+    with engine_backend(model_dir, quant, calib_dataset=str(calib_dir)) as backend:
+        details = backend.info().details
+    assert fake.named("CalibConfig") == [{"calib_dataset": str(calib_dir), "calib_batches": 64, "calib_batch_size": 4,
+                                          "calib_max_seq_length": 1024, "random_seed": 7}]
+    assert details["calib_dataset"] == str(calib_dir)
+    assert calib_config_kwargs(spec(calib_max_seq_length=4096), "/d")["tokenizer_max_seq_length"] == 4096
+
+
+def test_weight_only_specs_do_not_calibrate(fake, model_dir):
+    with engine_backend(model_dir, spec("int8_wo", "W8A16")):
+        pass
+    assert fake.named("CalibConfig") == [] and "calib_config" not in fake.named("LLM")[0]
+
+
+def test_calibrated_spec_without_local_data_is_refused_at_construction(model_dir, tmp_path):
+    with pytest.raises(ConfigError, match="backend.calib_dataset") as info:
+        engine_backend(model_dir, spec("fp8", "FP8"))
+    assert "cnn_dailymail" in str(info.value)
+    with pytest.raises(ConfigError, match="multiple of calib_batch_size"):
+        engine_backend(model_dir, spec("fp8", "FP8", calib_num_samples=10, calib_batch_size=3), calib_dataset="/x")
+
+
+def test_missing_calibration_directory_is_a_data_error(fake, model_dir, tmp_path):
+    from runner.errors import DataError
+
+    backend = engine_backend(model_dir, spec("fp8", "FP8"), calib_dataset=str(tmp_path / "absent"))
+    with pytest.raises(DataError, match="calibration dataset directory"):
+        backend.__enter__()
+
+
+@pytest.mark.parametrize("quant,cfg,fragment", [
+    (spec("bad", "FP9"), {}, "unknown quant_algo"),
+    (spec("int8kv", None, "NVFP4"), {}, "kv_cache_quant_algo not supported"),
+    (spec(), {"max_num_tokens": 1000}, "max_num_tokens"),
+    (spec(), {"free_gpu_memory_fraction": 0.0}, "free_gpu_memory_fraction"),
+    (spec(), {"tensor_parallel_size": 0}, "parallel sizes"),
+])
+def test_constructor_validates(model_dir, quant, cfg, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        engine_backend(model_dir, quant, **cfg)
+
+
+def test_sampling_params_greedy_by_default_and_capped():
+    greedy = sampling_kwargs(GenerationRequest("p", max_tokens=50, stop=("\n",)), LIMITS)
+    assert greedy == {"max_tokens": 2, "stop": ["\n"]}  # no temperature/top_k/top_p/seed: greedy
+    sampled = sampling_kwargs(GenerationRequest("p", 1, temperature=0.7, seed=11), LIMITS)
+    assert sampled == {"max_tokens": 1, "temperature": 0.7, "seed": 11, "top_p": 1.0}
+    nucleus = sampling_kwargs(GenerationRequest("p", 1, temperature=0.7, top_k=40, top_p=0.9, seed=3), LIMITS)
+    assert nucleus == {"max_tokens": 1, "temperature": 0.7, "seed": 3, "top_k": 40, "top_p": 0.9}
+    with pytest.raises(ConfigError, match="explicit seed"):
+        sampling_kwargs(GenerationRequest("p", 1, temperature=0.7), LIMITS)
+
+
+def test_generate_passes_sampling_params_and_keeps_order(fake, model_dir):
+    requests = [GenerationRequest(f"question {i} answer{i}", max_tokens=8, stop=("\n",)) for i in range(5)]
+    requests.append(GenerationRequest("sampled one", max_tokens=8, temperature=1.0, seed=5))
+    with engine_backend(model_dir) as backend:
+        outputs = backend.generate(requests)
+    assert outputs[:5] == [f" answer{i}" for i in range(5)]  # cut at the stop string, in request order
+    assert outputs[5] == " one\nmore"
+    params = fake.named("SamplingParams")
+    assert params[0] == {"max_tokens": 2, "stop": ["\n"]}
+    assert params[5] == {"max_tokens": 2, "temperature": 1.0, "seed": 5, "top_p": 1.0}
+    (call,) = fake.named("generate")
+    assert call["use_tqdm"] is False and len(call["sampling_params"]) == 6
+    assert call["inputs"][0][0] == 1  # token ids with BOS, tokenized by the runner
+
+
+def test_sampled_request_without_seed_fails_before_generation(fake, model_dir):
+    with engine_backend(model_dir) as backend:
+        with pytest.raises(ConfigError, match="explicit seed"):
+            backend.generate([GenerationRequest("x", 1, temperature=0.5)])
+    assert fake.named("generate") == []
+
+
+def test_prompts_are_truncated_to_the_task_and_wrapped_in_the_chat_template(fake, model_dir):
+    limits = TaskLimits(max_input_len=4, max_output_len=2, max_batch_size=8)
+    chat = ChatFormat(apply_chat_template=True, system_prompt="be brief")
+    with engine_backend(model_dir, limits=limits, chat=chat, max_num_tokens=16) as backend:
+        backend.generate([GenerationRequest("one two three four five six", max_tokens=1)])
+    (call,) = fake.named("generate")
+    ids = call["inputs"][0]
+    assert len(ids) == 4 and FakeTokenizer().decode(ids) == "four five six [assistant]"  # keeps the last tokens
+
+
+def test_loglikelihood_is_refused_with_a_pointer_to_generate(fake, model_dir):
+    backend = engine_backend(model_dir)
+    assert backend.supports_loglikelihood is False
+    with backend:
+        assert backend.loglikelihood([]) == []
+        with pytest.raises(ConfigError, match="task.scoring=generate"):
+            backend.loglikelihood([LoglikelihoodRequest("Answer:", " A")])
+
+
+# ------------------------------------------------------------------------------ the engine cache
+def test_engine_cache_miss_then_hit(fake, model_dir, tmp_path):
+    with engine_backend(model_dir) as backend:
+        first = backend.info().details
+    assert first["engine_cache"] == "miss" and float(first["build_time_s"]) >= 0
+    engine_dir = Path(first["engine_dir"])
+    assert engine_dir.parent.parent == tmp_path / "cache" / "engines"
+    assert (engine_dir / "rank0.engine").is_file() and [n for n, _ in fake.calls].count("engine.save") == 1
+    manifest = json.loads((engine_dir.parent / "manifest.json").read_text())
+    assert manifest["key"] == first["engine_key"] == engine_dir.parent.name
+    inputs = manifest["inputs"]
+    assert inputs["build_config"]["max_seq_len"] == 4096 and inputs["tensorrt_llm"] == "1.2.0"
+    assert inputs["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert {f["name"] for f in inputs["model"]} == {"config.json", "tokenizer.json", "model.safetensors"}
+
+    fake.calls.clear()
+    with engine_backend(model_dir) as backend:
+        second = backend.info().details
+    assert second["engine_cache"] == "hit" and second["engine_dir"] == first["engine_dir"]
+    assert [n for n, _ in fake.calls if n.startswith("engine.")] == ["engine.load"]  # no build, no save
+    llm_kwargs = fake.named("LLM")[0]
+    assert llm_kwargs["model"] == first["engine_dir"] and llm_kwargs["tokenizer"] == str(model_dir)
+    assert "build_config" not in llm_kwargs and fake.named("BuildConfig") == []
+
+
+def test_engine_cache_key_changes_with_what_changes_the_engine(fake, model_dir, calib_dir, monkeypatch):
+    def key(**kw: Any) -> str:
+        with engine_backend(model_dir, **kw) as backend:
+            return backend.info().details["engine_key"]
+
+    base = key()
+    assert key() == base
+    assert key(quant=spec("fp8", "FP8"), calib_dataset=str(calib_dir)) != base
+    assert key(limits=replace(LIMITS, max_output_len=16)) != base
+    assert key(max_num_tokens=16384) != base
+    assert key(free_gpu_memory_fraction=0.5) == base  # a runtime setting, not part of the engine
+    fake.version = "1.1.0"
+    assert key() != base
+    fake.version, fake.gpu = "1.2.0", "NVIDIA H200"
+    assert key() != base
+    fake.gpu = "NVIDIA H100 80GB HBM3"
+    (model_dir / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "torch_dtype": "float16"}))
+    assert key() != base
+    os.utime(model_dir / "model.safetensors", (1, 1))  # mtime is not content
+    (model_dir / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "torch_dtype": "bfloat16"}))
+    assert key() == base
+
+
+def test_engine_cache_off_builds_without_saving(fake, model_dir):
+    with engine_backend(model_dir, engine_cache=False) as backend:
+        details = backend.info().details
+    assert details["engine_cache"] == "off" and "engine_dir" not in details
+    assert [n for n, _ in fake.calls if n.startswith("engine.")] == ["engine.build"]
+
+
+def test_engine_cache_needs_a_local_checkpoint(fake):
+    backend = TRTLLMEngineBackend(TRTLLMBackendConfig(), model=ModelConfig(name="x", hf_id="org/x", path="org/x"),
+                                  quant=spec(), limits=LIMITS)
+    with pytest.raises(ModelError, match="local checkpoint"):
+        backend.__enter__()
+
+
+def test_the_lock_serialises_builds(fake, model_dir, monkeypatch):
+    from runner import engine_cache
+
+    held = []
+    real = engine_cache.file_lock
+
+    def spy(path):
+        held.append(Path(path).name)
+        return real(path)
+
+    monkeypatch.setattr(engine_cache, "file_lock", spy)
+    with engine_backend(model_dir) as backend:
+        key = backend.info().details["engine_key"]
+    assert held == [f"{key}.lock"]
+
+
+# ------------------------------------------------------------------------------ effective spec
+def test_effective_spec_on_a_cache_hit_comes_from_the_engine(fake, model_dir, calib_dir):
+    from runner.job import _check_effective_spec
+
+    quant = spec("fp8_kv", "FP8", "FP8")
+    for expected in ("miss", "hit"):
+        with engine_backend(model_dir, quant, calib_dataset=str(calib_dir)) as backend:
+            info = backend.info()
+        assert info.details["engine_cache"] == expected
+        assert (info.spec.dtype, info.spec.quant_algo, info.spec.kv_cache_quant_algo) == ("auto", "FP8", "FP8")
+        assert info.details["engine_dtype"] == "bfloat16" and info.versions["tensorrt_llm"] == "1.2.0"
+        assert info.device == "cuda (NVIDIA H100 80GB HBM3)"
+        _check_effective_spec(quant, info.spec)
+
+
+def test_pytorch_backend_reads_the_prequantized_checkpoint(fake, model_dir, tmp_path):
+    from runner.job import _check_effective_spec
+
+    ckpt = tmp_path / "fp8_ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    (ckpt / "hf_quant_config.json").write_text(json.dumps({"quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": None}}))
+    quant = spec("fp8_kv", "FP8", "FP8")
+    with torch_backend(model_dir, quant, checkpoint=str(ckpt)) as backend:
+        info = backend.info()
+    llm_kwargs = fake.named("LLM")[0]
+    assert llm_kwargs["model"] == str(ckpt) and "quant_config" not in llm_kwargs and "build_config" not in llm_kwargs
+    assert (llm_kwargs["max_batch_size"], llm_kwargs["max_num_tokens"], llm_kwargs["max_seq_len"]) == (128, 8192, 4096)
+    assert fake.named("KvCacheConfig") == [{"free_gpu_memory_fraction": 0.9, "enable_block_reuse": True, "dtype": "fp8"}]
+    assert (info.spec.quant_algo, info.spec.kv_cache_quant_algo) == ("FP8", "FP8")
+    _check_effective_spec(quant, info.spec)
+
+    with torch_backend(model_dir, spec("nvfp4", "NVFP4"), checkpoint=str(ckpt)) as backend:
+        wrong = backend.info().spec
+    with pytest.raises(ConfigError, match="differs from the requested one"):
+        _check_effective_spec(spec("nvfp4", "NVFP4"), wrong)
+
+
+def test_pytorch_backend_unquantized_and_refusals(fake, model_dir):
+    with torch_backend(model_dir) as backend:
+        info = backend.info()
+        assert backend.generate([GenerationRequest("hello world", 4)]) == [" world\nmore"]
+    assert (info.spec.quant_algo, info.spec.kv_cache_quant_algo) == (None, None)
+    assert fake.named("LLM")[0]["model"] == str(model_dir)
+    with pytest.raises(ModelError, match="pre-quantized checkpoint"):
+        torch_backend(model_dir, spec("fp8", "FP8")).__enter__()
+    with pytest.raises(ConfigError, match="kv_cache_quant_algo not supported"):
+        torch_backend(model_dir, spec("int8kv", None, "INT8"))
+
+
+def test_exit_shuts_the_llm_down(fake, model_dir):
+    with engine_backend(model_dir):
+        pass
+    assert fake.calls[-1] == ("shutdown", None)
+
+
+# ------------------------------------------------------------------------------ without TensorRT-LLM
+def tensorrt_llm_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("tensorrt_llm") is not None
+
+
+@pytest.mark.skipif(tensorrt_llm_installed(), reason="tensorrt_llm is installed here")
+@pytest.mark.parametrize("make", [engine_backend, torch_backend])
+def test_without_tensorrt_llm_entering_says_what_to_install(make, model_dir):
+    backend = make(model_dir)  # constructing works anywhere
+    with pytest.raises(BackendUnavailable) as info:
+        backend.__enter__()
+    message = str(info.value)
+    assert f"backend={backend.name} needs TensorRT-LLM" in message
+    assert "pip install tensorrt-llm --extra-index-url https://pypi.nvidia.com" in message
+    assert "nvcr.io/nvidia/tensorrt-llm/release" in message and "backend=hf runs everywhere" in message
+    assert message.count("error:") == 1
+
+
+@pytest.mark.parametrize("option,cls", [("trtllm", TRTLLMEngineBackend), ("trtllm_pytorch", TRTLLMPyTorchBackend)])
+def test_options_compose_and_instantiate_without_tensorrt_llm(option, cls):
+    from omegaconf import OmegaConf
+
+    from runner.build import build_object
+
+    cfg = compose([f"backend={option}", "output_dir=/tmp/x"])
+    assert cfg.backend.name == option
+    backend = build_object(cfg.backend, model=OmegaConf.to_object(cfg.model), quant=OmegaConf.to_object(cfg.quant),
+                           limits=TaskLimits(cfg.task.max_input_len, cfg.task.max_output_len, cfg.task.max_batch_size),
+                           chat=ChatFormat(cfg.task.apply_chat_template, cfg.task.system_prompt))
+    assert isinstance(backend, cls)
+
+
+def test_building_imports_nothing_heavy():
+    code = (
+        "import sys; from tests.conftest import compose; from runner.build import build_object;"
+        "from runner.backends.base import TaskLimits; from omegaconf import OmegaConf;"
+        "cfg = compose(['backend=trtllm', 'output_dir=/tmp/x']);"
+        "build_object(cfg.backend, model=OmegaConf.to_object(cfg.model), quant=OmegaConf.to_object(cfg.quant), limits=TaskLimits(10, 2));"
+        "print('HEAVY', [m for m in ('torch', 'transformers', 'tensorrt_llm') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "HEAVY []" in out.stdout
+
+
+# ------------------------------------------------------------------------------ the real library
+@pytest.mark.trtllm
+@pytest.mark.gpu
+class TestRealTensorRTLLM:
+    """Both backends on the real TensorRT-LLM, with a small Hugging Face model.
+
+    Run on a GPU host with TensorRT-LLM 1.0-1.2.x installed::
+
+        RUNNER_TRTLLM_TEST_MODEL=/path/to/hf/model .venv/bin/python -m pytest -m trtllm tests/test_trtllm_backend.py
+
+    The model directory must be local (the engine cache fingerprints its files); any small causal LM
+    TensorRT-LLM supports works, e.g. a local copy of Qwen/Qwen2.5-0.5B-Instruct. Engines go to a
+    temporary cache directory; the first test builds one and then loads it from the cache.
+    """
+
+    @pytest.fixture(autouse=True)
+    def real_model(self, monkeypatch, tmp_path) -> Path:
+        pytest.importorskip("tensorrt_llm")
+        path = os.environ.get("RUNNER_TRTLLM_TEST_MODEL")
+        if not path:
+            pytest.skip("set RUNNER_TRTLLM_TEST_MODEL to a local Hugging Face model directory")
+        monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
+        self.model = ModelConfig(name="trtllm-test", hf_id="trtllm-test", path=path)
+        return Path(path)
+
+    LIMITS = TaskLimits(max_input_len=256, max_output_len=8, max_batch_size=4)
+    REQUESTS = [GenerationRequest("The capital of France is", 8), GenerationRequest("1, 2, 3, 4,", 8, stop=("\n",))]
+
+    def test_engine_builds_then_loads_from_the_cache(self):
+        config = TRTLLMBackendConfig(max_num_tokens=1024)
+        with TRTLLMEngineBackend(config, self.model, spec(), self.LIMITS, progress=False) as backend:
+            built = backend.generate(self.REQUESTS)
+            info = backend.info()
+        assert info.details["engine_cache"] == "miss" and info.spec.quant_algo is None
+        assert all(isinstance(t, str) for t in built) and any(t.strip() for t in built)
+        with TRTLLMEngineBackend(config, self.model, spec(), self.LIMITS, progress=False) as backend:
+            loaded = backend.generate(self.REQUESTS)
+            assert backend.info().details["engine_cache"] == "hit"
+        assert loaded == built  # greedy decoding from the same engine
+
+    def test_pytorch_backend_generates(self):
+        config = TRTLLMPyTorchBackendConfig(max_num_tokens=1024)
+        with TRTLLMPyTorchBackend(config, self.model, spec(), self.LIMITS, progress=False) as backend:
+            outputs = backend.generate(self.REQUESTS)
+            assert backend.info().spec.quant_algo is None
+        assert len(outputs) == 2 and all(isinstance(t, str) for t in outputs)
