@@ -8,6 +8,11 @@ Two questions, answered without loading a model:
 * ``--task T --model M [spec flags]``: the reference, n, alpha, beta, sigma, theta and threshold
   a run of that model and spec would be judged with (task defaults from the Hydra config,
   then the reference entry's overrides).
+* ``--design paired --agreement A`` (table mode): the paired theta (McNemar's exact test on a
+  0/100 metric, when both runs answer the same samples and agree on a fraction A of them) next
+  to the unpaired one, and with ``--target-theta`` the paired n next to the unpaired n.
+* ``--savings``: samples needed for a target theta (default 3 points), unpaired versus paired at
+  agreement 0.90, 0.95 and 0.98 (or ``--agreement A``).
 
 Imports stay light (Hydra only in the second mode) so ``--help`` answers at once.
 """
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.errors import EXIT_ERROR, UserError
+from runner.paired import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
 from runner.stats import check_params, compute_threshold, min_samples_for_theta, plan_rows
 
 if TYPE_CHECKING:
@@ -49,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
             "examples:\n"
             "  python -m runner.plan --sigma 50 --alpha 0.05 --beta 0.2 --num-samples-total 14042\n"
             "  python -m runner.plan --sigma 50 --num-samples-total 14042 --target-theta 3\n"
+            "  python -m runner.plan --num-samples-total 4096 --design paired --agreement 0.95 --target-theta 3\n"
+            "  python -m runner.plan --savings\n"
             "  python -m runner.plan --task mmlu --model meta-llama/Llama-3.1-8B-Instruct --quant-algo FP8\n"
             "exit status: 0 ok, 1 no matching reference, 2 bad command line"
         ),
@@ -62,6 +70,22 @@ def _parser() -> argparse.ArgumentParser:
         "--num-samples-total",
         type=_positive_int,
         help=f"dataset size; the table stops there (default {TABLE_DEFAULTS['num_samples_total']})",
+    )
+    table.add_argument(
+        "--design",
+        choices=("unpaired", "paired"),
+        help="unpaired (default): TensorRT-LLM's test; paired: also McNemar's test on the same samples (0/100 metric)",
+    )
+    table.add_argument(
+        "--agreement",
+        type=float,
+        help="paired: fraction of samples the reference and new run score the same (required with --design paired)",
+    )
+    table.add_argument(
+        "--savings",
+        action="store_true",
+        help="samples needed for --target-theta (default 3): unpaired vs paired at agreement "
+        + ", ".join(f"{a:.2f}" for a in PLANNING_AGREEMENTS),
     )
     task = p.add_argument_group("applied test for a task, model and spec")
     task.add_argument("--task", help="a task config name under conf/task (e.g. mmlu)")
@@ -85,15 +109,103 @@ def _table(args: argparse.Namespace) -> int:
     if args.target_theta is not None:
         out["target_theta"] = args.target_theta
         out["min_num_samples"] = min_samples_for_theta(args.target_theta, vals["sigma"], vals["alpha"], vals["beta"])
+    paired = args.design == "paired"
+    agreement = args.agreement
+    if paired:
+        out["design"] = "paired"
+        out["agreement"] = agreement
+        for row in out["rows"]:  # type: ignore[union-attr]
+            row["paired_theta"] = paired_theta(row["num_samples"], agreement, vals["alpha"], vals["beta"])
+            row["paired_feasible"] = paired_feasible(row["paired_theta"], agreement)
+        if args.target_theta is not None:
+            out["paired_min_num_samples"] = paired_min_samples(args.target_theta, agreement, vals["alpha"], vals["beta"])
+            out["paired_target_feasible"] = paired_feasible(args.target_theta, agreement)
     if args.json:
         print(json.dumps(out))
         return 0
     print(f"sigma={vals['sigma']:g} alpha={vals['alpha']:g} beta={vals['beta']:g} (higher is better)")
-    print(f"{'num_samples':>11}  {'theta':>9}  {'threshold-reference':>19}")
-    for r in rows:
-        print(f"{r.num_samples:>11d}  {r.theta:>9.4f}  {r.threshold_minus_reference:>19.4f}")
+    if paired:
+        print(f"paired: McNemar's exact test on the same samples of a 0/100 metric, agreement {agreement:g}")
+        print(f"{'num_samples':>11}  {'theta':>9}  {'threshold-reference':>19}  {'paired-theta':>12}")
+        for r, row in zip(rows, out["rows"]):  # type: ignore[arg-type]
+            mark = "" if row["paired_feasible"] else "*"
+            print(
+                f"{r.num_samples:>11d}  {r.theta:>9.4f}  {r.threshold_minus_reference:>19.4f}  "
+                f"{row['paired_theta']:>12.4f}{mark}"
+            )
+        if not all(row["paired_feasible"] for row in out["rows"]):  # type: ignore[union-attr]
+            print(
+                f"* larger than the {100 * (1 - agreement):g} points of disagreement that agreement {agreement:g} "
+                "allows: no drop that large can happen at this agreement, so the paired figure promises nothing there"
+            )
+    else:
+        print(f"{'num_samples':>11}  {'theta':>9}  {'threshold-reference':>19}")
+        for r in rows:
+            print(f"{r.num_samples:>11d}  {r.theta:>9.4f}  {r.threshold_minus_reference:>19.4f}")
     if args.target_theta is not None:
-        print(f"smallest n with theta <= {args.target_theta:g}: {out['min_num_samples']}")
+        if paired:
+            print(
+                f"smallest n with theta <= {args.target_theta:g}: {out['min_num_samples']} unpaired, "
+                f"{out['paired_min_num_samples']} paired at agreement {agreement:g}"
+            )
+            if not out["paired_target_feasible"]:
+                print(_infeasible_note(args.target_theta, agreement, vals["alpha"], vals["beta"]))
+        else:
+            print(f"smallest n with theta <= {args.target_theta:g}: {out['min_num_samples']}")
+    return 0
+
+
+def _infeasible_note(target: float, agreement: float, alpha: float, beta: float) -> str:
+    best = round(1.0 - target / 100.0, 6)
+    return (
+        f"note: a {target:g}-point drop changes at least {target:g}% of the answers, so the runs cannot agree on "
+        f"more than {best:g} of them; at agreement {best:g} the paired n is "
+        f"{paired_min_samples(target, best, alpha, beta)}"
+    )
+
+
+def _savings(args: argparse.Namespace) -> int:
+    """Samples needed for a target theta: unpaired versus paired at several agreement rates."""
+    sigma, alpha, beta = (
+        getattr(args, k) if getattr(args, k) is not None else TABLE_DEFAULTS[k] for k in ("sigma", "alpha", "beta")
+    )
+    check_params(alpha, beta, sigma, 1, where="command line")
+    target = args.target_theta if args.target_theta is not None else 3.0
+    agreements = (args.agreement,) if args.agreement is not None else PLANNING_AGREEMENTS
+    unpaired_n = min_samples_for_theta(target, sigma, alpha, beta)
+    paired_rows = []
+    for a in agreements:
+        feasible = paired_feasible(target, a)
+        n = paired_min_samples(target, a, alpha, beta) if feasible else None
+        paired_rows.append(
+            {"agreement": a, "num_samples": n, "feasible": feasible, "ratio": unpaired_n / n if n else None}
+        )
+    out = {
+        "target_theta": target,
+        "sigma": sigma,
+        "alpha": alpha,
+        "beta": beta,
+        "unpaired_num_samples": unpaired_n,
+        "paired": paired_rows,
+    }
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"samples needed to catch a {target:g}-point drop (alpha {alpha:g}, beta {beta:g})")
+    print(f"{'design':<9} {'agreement':>9} {'num_samples':>11} {'vs unpaired':>12}")
+    print(f"{'unpaired':<9} {'-':>9} {unpaired_n:>11d} {'1x':>12}")
+    for row in paired_rows:
+        if row["feasible"]:
+            print(f"{'paired':<9} {row['agreement']:>9.2f} {row['num_samples']:>11d} {format(row['ratio'], '.1f') + 'x fewer':>12}")
+        else:
+            print(f"{'paired':<9} {row['agreement']:>9.2f} {'n/a*':>11}")
+    print(f"unpaired: TensorRT-LLM's test, sigma {sigma:g}, runs treated as independent.")
+    print(
+        "paired: McNemar's exact test on the same samples of a 0/100 metric, where agreement is the fraction of "
+        "samples both runs score the same (theta = 100 (k sqrt((1 - agreement) / n) + 1 / n), k = |z(alpha)| + |z(beta)|)."
+    )
+    if not all(row["feasible"] for row in paired_rows):
+        print("* " + _infeasible_note(target, max(r["agreement"] for r in paired_rows), alpha, beta)[len("note: "):])
     return 0
 
 
@@ -193,8 +305,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{', '.join(given)} only apply to the table; with --task the values come from the config")
     if args.target_theta is not None and not args.target_theta > 0:
         parser.error("--target-theta must be > 0")
+    if args.task is not None and (args.design is not None or args.agreement is not None or args.savings):
+        parser.error("--design, --agreement and --savings only apply to the table; not with --task")
+    if args.agreement is not None and not 0.0 < args.agreement < 1.0:
+        parser.error(f"--agreement must be strictly between 0 and 1, got {args.agreement:g}")
+    if args.savings and args.design is not None:
+        parser.error("--savings compares both designs; leave out --design")
+    if args.design == "paired" and args.agreement is None:
+        parser.error("--design paired needs --agreement (the fraction of samples both runs score the same)")
+    if args.agreement is not None and args.design != "paired" and not args.savings:
+        parser.error("--agreement only applies with --design paired or --savings")
     try:
-        return _applied(args) if args.task is not None else _table(args)
+        if args.task is not None:
+            return _applied(args)
+        return _savings(args) if args.savings else _table(args)
     except UserError as err:
         print(err.render(), file=sys.stderr)
         # A bad number on the command line is a usage error; anything found in files is not.

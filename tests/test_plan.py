@@ -156,3 +156,97 @@ def test_help_is_cheap() -> None:
         timeout=60,
     )
     assert probe.stdout.strip() == "[]", probe.stderr
+
+
+# --- paired design (McNemar on the same samples) and the savings table -------------------------
+
+K_005_020 = 1.6448536 + 0.8416212  # |z(0.05)| + |z(0.2)| = 2.4864748
+
+
+def hand_paired_theta(n: int, agreement: float) -> float:
+    """100 * (K sqrt((1 - A) / n) + 1 / n): McNemar's MDE with the continuity term."""
+    return 100 * (K_005_020 * math.sqrt((1 - agreement) / n) + 1 / n)
+
+
+def test_table_paired_json() -> None:
+    res = plan("--num-samples-total", "4096", "--design", "paired", "--agreement", "0.95", "--target-theta", "3", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["design"] == "paired" and out["agreement"] == 0.95
+    rows = out["rows"]
+    assert [r["num_samples"] for r in rows] == [32, 64, 128, 256, 512, 1024, 2048, 4096]
+    for r in rows:  # the unpaired keys and values are unchanged
+        assert {"num_samples", "theta", "threshold_minus_reference", "paired_theta", "paired_feasible"} == set(r)
+        s = math.sqrt(5000 / r["num_samples"])
+        assert r["theta"] == pytest.approx(K_005_020 * s, abs=TOL)
+        assert r["threshold_minus_reference"] == pytest.approx(-1.6448536 * s, abs=TOL)
+        assert r["paired_theta"] == pytest.approx(hand_paired_theta(r["num_samples"], 0.95), abs=TOL)
+        assert r["paired_feasible"] is (r["paired_theta"] <= 5.0)
+    # n = 1024: 248.64748 * sqrt(0.05 / 1024) + 100 / 1024 = 1.7374771 + 0.0976563
+    assert rows[5]["paired_theta"] == pytest.approx(1.8351333, abs=TOL)
+    assert [r["paired_feasible"] for r in rows[:4]] == [False, False, False, True]
+    assert out["min_num_samples"] == 3435
+    n = out["paired_min_num_samples"]
+    assert hand_paired_theta(n, 0.95) <= 3 < hand_paired_theta(n - 1, 0.95)
+    assert n == 408 and out["paired_target_feasible"] is True
+
+
+def test_table_paired_human() -> None:
+    res = plan("--num-samples-total", "1024", "--design", "paired", "--agreement", "0.9", "--target-theta", "3")
+    assert res.returncode == 0, res.stderr
+    assert "paired-theta" in res.stdout and "threshold-reference" in res.stdout
+    assert "3435 unpaired, 753 paired" in res.stdout
+    assert len([ln for ln in res.stdout.splitlines() if ln.strip()[:1].isdigit()]) == 6  # 32..1024
+
+
+def test_table_explicit_unpaired_json_unchanged() -> None:
+    res = plan("--num-samples-total", "64", "--design", "unpaired", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert list(out) == ["rows"]
+    assert all(set(r) == {"num_samples", "theta", "threshold_minus_reference"} for r in out["rows"])
+
+
+def test_savings_json() -> None:
+    res = plan("--savings", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert (out["target_theta"], out["sigma"], out["alpha"], out["beta"]) == (3.0, 50.0, 0.05, 0.2)
+    assert out["unpaired_num_samples"] == 3435  # ceil(2 * (2.4864748 * 50 / 3)^2) = ceil(3434.75)
+    by_a = {r["agreement"]: r for r in out["paired"]}
+    assert sorted(by_a) == [0.9, 0.95, 0.98]
+    for a in (0.9, 0.95):
+        n = by_a[a]["num_samples"]
+        assert hand_paired_theta(n, a) <= 3 < hand_paired_theta(n - 1, a)
+        assert by_a[a]["feasible"] is True and by_a[a]["ratio"] == pytest.approx(3435 / n)
+    assert (by_a[0.9]["num_samples"], by_a[0.95]["num_samples"]) == (753, 408)
+    # a 3-point drop changes at least 3% of the answers: 98% agreement cannot hold
+    assert by_a[0.98] == {"agreement": 0.98, "num_samples": None, "feasible": False, "ratio": None}
+
+
+def test_savings_human() -> None:
+    res = plan("--savings")
+    assert res.returncode == 0, res.stderr
+    for text in ("3435", "753", "408", "n/a", "0.97"):
+        assert text in res.stdout
+    res = plan("--savings", "--agreement", "0.97", "--target-theta", "3")
+    assert res.returncode == 0 and "269" in res.stdout and "n/a" not in res.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--design", "paired"),  # no --agreement
+        ("--design", "paired", "--agreement", "1.5"),
+        ("--design", "paired", "--agreement", "1"),
+        ("--agreement", "0.9"),  # without --design paired
+        ("--design", "bogus", "--agreement", "0.9"),
+        ("--savings", "--design", "paired", "--agreement", "0.9"),
+        ("--task", "mmlu", "--model", "x", "--design", "paired", "--agreement", "0.9"),
+        ("--task", "mmlu", "--model", "x", "--savings"),
+    ],
+)
+def test_paired_usage_errors_exit_2(args: tuple[str, ...]) -> None:
+    res = plan(*args)
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr
