@@ -22,7 +22,8 @@ from runner.build import build_object
 from runner.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
 from runner.provenance import flatten, project_commit
 from runner.spec import AccuracySpec
-from runner.stats import HypothesisParams, Verdict, decide
+from runner.decision import Decision, decide_against, validate as validate_stats
+from runner.stats import HypothesisParams
 
 log = logging.getLogger("runner")
 REFERENCE_MODES = ("check", "record", "skip")
@@ -37,7 +38,7 @@ class Outcome:
     metrics: dict[str, float]
     spec: AccuracySpec
     output_dir: Path
-    verdict: Verdict | None = None
+    decision: Decision | None = None
     run_id: str | None = None
     reference_file: Path | None = None
     notes: list[str] = field(default_factory=list)
@@ -50,6 +51,7 @@ def run(cfg: DictConfig) -> Outcome:
     task = OmegaConf.to_object(cfg.task)
     model = OmegaConf.to_object(cfg.model)
     quant = OmegaConf.to_object(cfg.quant)
+    validate_stats(cfg.stats)
     defaults = HypothesisParams(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better)
 
     evaluator = build_object(cfg.task)
@@ -122,9 +124,10 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
     if n_stats < params.num_samples:
         notes.append(f"only {len(scored)} samples were available; statistics use n={n_stats}")
         params = replace(params, num_samples=n_stats)
-    verdict = None
+    decision = None
     if reference is not None:
-        verdict = decide(score, reference.value, params, reference.threshold, metric=task.metric)
+        decision = decide_against(reference, ref_dir, scored, score, params, cfg.stats, task.chance_level, task.metric)
+        notes += decision.notes
     record_path = None
     if mode == "record":
         from runner import reference_samples
@@ -143,10 +146,12 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
             extra={"num_samples": task.num_samples})
         notes.append(f"recorded {task.metric}={score:.4f} for {model.hf_id} [{spec.describe()}] in {record_path}")
 
-    report = _report_text(task, model, spec, score, len(scored), params, verdict, mode, notes)
+    report = _report_text(task, model, spec, score, len(scored), params, decision, mode, notes)
     (out_dir / "report.txt").write_text(report + "\n")
     payload = {"task": task.name, "model": model.hf_id, "spec": asdict(spec), "metrics": metrics,
-               "num_evaluated": len(scored), "verdict": verdict.to_dict() if verdict else None,
+               "num_evaluated": len(scored), "verdict": decision.verdict.to_dict() if decision else None,
+               "paired": decision.paired.to_dict() if decision and decision.paired else None,
+               "decided_by": decision.method if decision else None, "passed": decision.passed if decision else None,
                "backend": asdict(info), "notes": notes}
     (out_dir / "report.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
     print(report, flush=True)
@@ -154,14 +159,14 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
     logged = {"score": score, "num_samples": float(params.num_samples), "num_evaluated": float(len(scored)),
               "theta": params.theta}
     logged |= {k.replace(",", "_"): v for k, v in metrics.items()}
-    if verdict is not None:
-        logged |= {"reference": verdict.reference, "threshold": verdict.threshold, "margin": verdict.margin,
-                   "passed": 1.0 if verdict.passed else 0.0, "p_value": verdict.p_value}
+    if decision is not None:
+        logged |= decision.metrics()
     tracker.log_metrics(logged)
-    tracker.set_tags({"verdict": "none" if verdict is None else ("passed" if verdict.passed else "regression")})
+    tracker.set_tags({"verdict": "none" if decision is None else ("passed" if decision.passed else "regression"),
+                      "decided_by": decision.method if decision else "none"})
     tracker.log_artifacts(out_dir)
-    status = EXIT_REGRESSION if verdict is not None and not verdict.passed else EXIT_OK
-    return Outcome(status, score, metrics, spec, out_dir, verdict, tracker.run_id, record_path, notes)
+    status = EXIT_REGRESSION if decision is not None and not decision.passed else EXIT_OK
+    return Outcome(status, score, metrics, spec, out_dir, decision, tracker.run_id, record_path, notes)
 
 
 def _check_effective_spec(quant: Any, effective: AccuracySpec) -> None:
@@ -205,14 +210,14 @@ def _write_samples(path: Path, scored: list[Any]) -> None:
 
 
 def _report_text(task: Any, model: Any, spec: AccuracySpec, score: float, evaluated: int,
-                 params: HypothesisParams, verdict: Verdict | None, mode: str, notes: list[str]) -> str:
+                 params: HypothesisParams, decision: Decision | None, mode: str, notes: list[str]) -> str:
     lines = [
         "=" * 72,
         f"{task.name} | {model.hf_id} | {spec.describe()}",
         f"{task.metric}: {score:.4f} on {evaluated} samples",
     ]
-    if verdict is not None:
-        lines.append(verdict.render())
+    if decision is not None:
+        lines.append(decision.render())
     else:
         lines.append(f"no verdict (reference.mode={mode}); theta at n={params.num_samples}: {params.theta:.4f}")
     lines += [f"note: {n}" for n in notes]
@@ -221,10 +226,10 @@ def _report_text(task: Any, model: Any, spec: AccuracySpec, score: float, evalua
 
 
 def _summary(outcome: Outcome, tracker: Any) -> str:
-    if outcome.verdict is None:
+    if outcome.decision is None:
         result = "NO VERDICT"
     else:
-        result = "PASSED" if outcome.verdict.passed else "REGRESSION DETECTED"
+        result = ("PASSED" if outcome.decision.passed else "REGRESSION DETECTED") + f" ({outcome.decision.method} test)"
     return "\n".join([
         f"result: {result} (exit {outcome.exit_status})",
         f"outputs: {outcome.output_dir} (report.txt, report.json, samples.jsonl)",

@@ -71,6 +71,7 @@ class TaskConfig:
     max_batch_size: int = 128
     apply_chat_template: bool = False
     system_prompt: Optional[str] = None
+    chance_level: Optional[float] = None  # score of a guessing model (warns when the reference is near it)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
 
 
@@ -146,6 +147,15 @@ class ReferenceConfig:
 
 
 @dataclass
+class StatsConfig:
+    """How the verdict is decided when the reference has per-sample scores for the same samples."""
+
+    method: str = "auto"  # auto (paired when possible) | unpaired (TensorRT-LLM's threshold) | paired
+    paired_test: str = "auto"  # auto (McNemar for 0/1 scores, t otherwise) | mcnemar | t | bootstrap
+    bootstrap_seed: int = 0
+
+
+@dataclass
 class RunnerConfig:
     """The top-level job. Groups are typed by their own schemas (see the option files)."""
 
@@ -156,6 +166,7 @@ class RunnerConfig:
     tracking: Any = MISSING
     seed: int = 0
     reference: ReferenceConfig = field(default_factory=ReferenceConfig)
+    stats: StatsConfig = field(default_factory=StatsConfig)
     output_dir: str = MISSING
 
 

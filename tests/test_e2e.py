@@ -24,7 +24,7 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     common = [*SMALL, f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e", f"reference.dir={refs}"]
 
     recorded = run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))
-    assert recorded.exit_status == EXIT_OK and recorded.verdict is None
+    assert recorded.exit_status == EXIT_OK and recorded.decision is None
     text = (refs / "mmlu.yaml").read_text()
     assert "HuggingFaceTB/SmolLM2-135M-Instruct" in text and recorded.run_id in text
     assert "extra_acc_spec: num_fewshot=2" in text
@@ -41,15 +41,19 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     checked = run(compose([*common, f"output_dir={tmp_path / 'chk'}"]))
     assert checked.exit_status == EXIT_OK
     assert checked.score == recorded.score  # same seed, same samples, greedy: identical
-    verdict = checked.verdict
-    assert verdict is not None and verdict.passed and verdict.reference == pytest.approx(recorded.score, abs=1e-4)
+    decision = checked.decision
+    assert decision is not None and decision.passed and decision.verdict.passed
+    assert decision.verdict.reference == pytest.approx(recorded.score, abs=1e-4)
+    # the reference kept per-sample scores for the same samples: the paired test decides
+    assert decision.method == "paired" and decision.paired.discordant == (0, 0)
 
     client = MlflowClient(tracking_uri=mlflow_server)
     mlrun = client.get_run(checked.run_id)
     assert mlrun.info.status == "FINISHED"
     assert mlrun.info.run_name == "smollm2_135m-none-mmlu"
     metrics = mlrun.data.metrics
-    for key in ("score", "accuracy", "reference", "threshold", "theta", "num_samples", "passed", "margin"):
+    for key in ("score", "accuracy", "reference", "threshold", "theta", "num_samples", "passed", "margin",
+                "paired_p_value", "paired_discordant_b"):
         assert key in metrics, key
     assert metrics["passed"] == 1.0 and metrics["score"] == pytest.approx(checked.score)
     assert metrics["margin"] == pytest.approx(metrics["score"] - metrics["threshold"])
@@ -57,7 +61,7 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     assert params["task.num_fewshot"] == "2" and params["model.hf_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
     tags = mlrun.data.tags
     assert tags["model"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and tags["backend"] == "hf"
-    assert tags["quant_algo"] == "None" and tags["verdict"] == "passed"
+    assert tags["quant_algo"] == "None" and tags["verdict"] == "passed" and tags["decided_by"] == "paired"
     assert "version.torch" in tags and "version.transformers" in tags and tags["runner_commit"]
     artifacts = {a.path for a in client.list_artifacts(checked.run_id)}
     assert {"samples.jsonl", "report.txt", "report.json", "config.yaml"} <= artifacts
@@ -80,4 +84,5 @@ def test_cli_exits_with_the_regression_status(tmp_path):
     out_dir = next((tmp_path / "outputs").glob("*/*"))
     report = json.loads((out_dir / "report.json").read_text())
     assert report["verdict"]["passed"] is False and report["num_evaluated"] == 7
+    assert report["decided_by"] == "unpaired"  # no per-sample reference scores in this entry
     assert os.path.exists(out_dir / "samples.jsonl")
