@@ -40,6 +40,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from runner.assets import sha256_of
 from runner.locking import file_lock
 from runner.paths import cache_dir
 
@@ -58,7 +59,7 @@ def fingerprint_dir(root: Path) -> list[dict[str, Any]]:
         size = path.stat().st_size
         entry: dict[str, Any] = {"name": rel.as_posix(), "size": size}
         if size <= SMALL_FILE_BYTES:
-            entry["sha256"] = _sha256_file(path)
+            entry["sha256"] = sha256_of(path)
         else:
             entry["edges_sha256"] = _sha256_edges(path, size)
         entries.append(entry)
@@ -131,14 +132,6 @@ class EngineCache:
 def _digest(value: Any) -> str:
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _sha256_edges(path: Path, size: int) -> str:
