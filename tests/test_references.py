@@ -201,9 +201,21 @@ def test_shipped_mmlu_references() -> None:
     awq_int8 = AccuracySpec(quant_algo="W4A16_AWQ", kv_cache_quant_algo="INT8")
     assert lookup(d, "mmlu", "accuracy", "meta-llama/Llama-3.2-1B", awq_int8, MMLU_DEFAULTS).value == 31.29
     data = load(d / "mmlu.yaml")
-    assert "HuggingFaceTB/SmolLM2-135M-Instruct" not in data
-    assert len(data) == 8
-    assert sum(len(v) for v in data.values()) == 25
+    assert len(data) == 9  # 8 published models + the embedded SmolLM2
+    assert sum(len(v) for k, v in data.items() if k != "HuggingFaceTB/SmolLM2-135M-Instruct") == 25
+
+
+def test_shipped_smollm2_references_carry_their_per_sample_scores() -> None:
+    from runner import reference_samples
+
+    d = default_reference_dir()
+    for extra in (None, "scoring=loglikelihood"):
+        ref = lookup(d, "mmlu", "accuracy", "HuggingFaceTB/SmolLM2-135M-Instruct",
+                     AccuracySpec(extra_acc_spec=extra), MMLU_DEFAULTS)
+        assert ref.params.num_samples == 512 and ref.note
+        scores = reference_samples.load(d, ref.recorded["samples"], ref.recorded["samples_sha256"])
+        assert len(scores) == ref.recorded["num_samples"] == 513
+        assert sum(scores.values()) / len(scores) == pytest.approx(ref.value, abs=1e-3)
 
 
 # ----------------------------------------------------------------------------- record
@@ -312,7 +324,7 @@ def test_record_rejects_conflicting_extra_and_nan(tmp_path: Path) -> None:
 def test_record_on_copy_of_shipped_file_keeps_upstream_entries(tmp_path: Path) -> None:
     shutil.copy(default_reference_dir() / "mmlu.yaml", tmp_path / "mmlu.yaml")
     before = load(tmp_path / "mmlu.yaml")
-    record(tmp_path, "mmlu", "accuracy", "HuggingFaceTB/SmolLM2-135M-Instruct", AccuracySpec(), 30.0, PROV)
+    record(tmp_path, "mmlu", "accuracy", "example/new-model", AccuracySpec(), 30.0, PROV)
     after = load(tmp_path / "mmlu.yaml")
     assert {k: v for k, v in after.items() if k in before} == before
     text = (tmp_path / "mmlu.yaml").read_text(encoding="utf-8")
