@@ -144,3 +144,21 @@ def test_missing_model_path_is_a_model_error(tmp_path):
     missing = ModelConfig(name="x", hf_id="org/x", path=str(tmp_path / "nowhere"))
     with pytest.raises(ModelError, match="does not exist"):
         HFBackend(HFBackendConfig(device="cpu"), missing, NONE, TaskLimits(8, 2)).__enter__()
+
+
+def test_chat_template_and_system_prompt_wrap_the_prompt():
+    from runner.backends.base import ChatFormat
+
+    chat = ChatFormat(apply_chat_template=True, system_prompt="Answer with one word.")
+    with HFBackend(HFBackendConfig(dtype="float32", device="cpu"), SMOLLM2, NONE, TaskLimits(512, 8), chat=chat,
+                   progress=False) as be:
+        text, add_special = be._render("What colour is grass?")
+        assert not add_special  # the template already holds the special tokens
+        assert text.startswith("<|im_start|>system\nAnswer with one word.<|im_end|>\n<|im_start|>user\nWhat colour is grass?")
+        assert text.endswith("<|im_start|>assistant\n")
+        (out,) = be.generate([GenerationRequest("What colour is grass?", 8)])
+        assert out.strip()  # the model answers inside its chat format
+        ctx, cont = be._encode_pair("What colour is grass?", "Green")
+        # as in lm-evaluation-harness, the context's trailing whitespace moves to the continuation
+        assert be._tokenizer.decode(ctx + cont) == text + "Green"
+        assert be._tokenizer.decode(cont) == "\nGreen"
