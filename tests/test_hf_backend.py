@@ -137,7 +137,7 @@ def test_constructor_is_light_and_validates():
     with pytest.raises(ConfigError, match="backend.device"):
         HFBackend(HFBackendConfig(device="tpu"), SMOLLM2, NONE, TaskLimits(8, 2))
     with pytest.raises(ConfigError, match="quant"):
-        HFBackend(HFBackendConfig(), SMOLLM2, QuantConfig(name="fp8", quant_algo="FP8"), TaskLimits(8, 2))
+        HFBackend(HFBackendConfig(), SMOLLM2, QuantConfig(name="fp9", quant_algo="FP9"), TaskLimits(8, 2))
 
 
 def test_missing_model_path_is_a_model_error(tmp_path):

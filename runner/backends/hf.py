@@ -17,6 +17,7 @@ import sys
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Sequence
 
+from runner.backends import hf_quant
 from runner.backends.base import (
     BackendInfo,
     ChatFormat,
@@ -62,14 +63,11 @@ class HFBackend:
         if config.batch_size < 1 or config.max_batch_tokens < 1:
             raise ConfigError("batch limits must be positive", where="backend.batch_size / backend.max_batch_tokens",
                               given=f"{config.batch_size} / {config.max_batch_tokens}")
-        if quant.quant_algo or quant.kv_cache_quant_algo:
-            raise ConfigError(
-                "the hf backend evaluates unquantized checkpoints only",
-                where="quant", given=quant.name, allowed="quant=none with backend=hf",
-                fix="use quant=none, or a TensorRT-LLM backend for quantized specs",
-            )
+        if hf_quant.is_quantized(quant):
+            hf_quant.validate_spec(quant)  # simulated with ModelOpt on entry (runner/backends/hf_quant.py)
         self.config = config
         self.model_config = model
+        self.quant = quant
         self.limits = limits
         self.chat = chat
         self.progress = progress
@@ -78,6 +76,16 @@ class HFBackend:
         self._info: BackendInfo | None = None
 
     # ------------------------------------------------------------------ lifecycle
+    def preflight(self) -> None:
+        """Before any other work: a quantized spec needs ModelOpt, and NVFP4 needs a visible GPU."""
+        if not hf_quant.is_quantized(self.quant):
+            return
+        hf_quant.import_modelopt()
+        if hf_quant.cuda_reasons(self.quant):
+            import torch
+
+            hf_quant.check_device(self.quant, self._resolve_device(torch).type)
+
     def __enter__(self) -> "HFBackend":
         import torch
         import transformers
@@ -88,6 +96,8 @@ class HFBackend:
         if self.config.num_threads:
             torch.set_num_threads(self.config.num_threads)
         device = self._resolve_device(torch)
+        if hf_quant.is_quantized(self.quant):
+            hf_quant.check_device(self.quant, device.type)
         source = resolve_model_source(self.model_config.name, self.model_config.hf_id,
                                       self.model_config.path, self.model_config.embedded)
         kwargs = dict(revision=self.model_config.revision, trust_remote_code=self.model_config.trust_remote_code)
@@ -117,16 +127,23 @@ class HFBackend:
         if quant_cfg:
             quant_algo = str(quant_cfg.get("quant_algo") or quant_cfg.get("quant_method")) if isinstance(quant_cfg, dict) \
                 else str(getattr(quant_cfg, "quant_method", "unknown"))
+        kv_algo, versions, details = None, {}, {}
+        if hf_quant.is_quantized(self.quant):
+            done = hf_quant.quantize(model, tokenizer, self.quant, source.location, self.model_config.revision,
+                                     dtype, device, self.progress)
+            self._model = done.model
+            quant_algo, kv_algo = done.spec.quant_algo, done.spec.kv_cache_quant_algo
+            versions, details = done.versions, done.details
         dtype_name = "auto" if dtype == native else str(dtype).removeprefix("torch.")
         self._info = BackendInfo(
             name=self.name,
-            spec=AccuracySpec(dtype=dtype_name, quant_algo=quant_algo),
+            spec=AccuracySpec(dtype=dtype_name, quant_algo=quant_algo, kv_cache_quant_algo=kv_algo),
             device=str(device) if device.type == "cpu" else f"{device} ({torch.cuda.get_device_name(device)})",
             model_path=source.location,
             versions={"torch": torch.__version__, "transformers": transformers.__version__,
-                      "python": platform.python_version()},
+                      "python": platform.python_version()} | versions,
             details={"torch_dtype": str(dtype).removeprefix("torch."), "checkpoint_dtype": str(native).removeprefix("torch."),
-                     "model_source": source.kind, "threads": str(torch.get_num_threads())},
+                     "model_source": source.kind, "threads": str(torch.get_num_threads())} | details,
         )
         return self
 

