@@ -27,6 +27,7 @@ from runner.stats import HypothesisParams
 
 log = logging.getLogger("runner")
 REFERENCE_MODES = ("check", "record", "skip")
+REFERENCE_AGAINST = ("spec", "baseline")
 
 
 @dataclass
@@ -48,6 +49,9 @@ def run(cfg: DictConfig) -> Outcome:
     mode = cfg.reference.mode
     if mode not in REFERENCE_MODES:
         raise ConfigError("unknown reference mode", where="reference.mode", given=mode, allowed=", ".join(REFERENCE_MODES))
+    if cfg.reference.against not in REFERENCE_AGAINST:
+        raise ConfigError("unknown reference target", where="reference.against", given=cfg.reference.against,
+                          allowed=", ".join(REFERENCE_AGAINST))
     task = OmegaConf.to_object(cfg.task)
     model = OmegaConf.to_object(cfg.model)
     quant = OmegaConf.to_object(cfg.quant)
@@ -107,7 +111,11 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
         params = defaults
         notes: list[str] = []
         if mode == "check":
-            reference = references.lookup(ref_dir, task.name, task.metric, model.hf_id, spec, defaults)
+            key = spec
+            if cfg.reference.against == "baseline":
+                key = replace(spec, quant_algo=None, kv_cache_quant_algo=None)
+                notes.append(f"compared with the unquantized baseline reference [{key.describe()}]")
+            reference = references.lookup(ref_dir, task.name, task.metric, model.hf_id, key, defaults)
             params = reference.params
             if params.num_samples != task.num_samples:
                 notes.append(f"the reference entry fixes num_samples={params.num_samples} (task.num_samples="

@@ -149,6 +149,7 @@ class NoTrackingConfig:
 class ReferenceConfig:
     mode: str = "check"  # check | record | skip
     dir: Optional[str] = None  # None: the project's references/ directory
+    against: str = "spec"  # spec: the entry of the effective spec | baseline: the unquantized entry
 
 
 @dataclass

@@ -60,6 +60,7 @@ def test_unreachable_tracking_server_fails_before_compute(tmp_path):
 
 @pytest.mark.parametrize("override,fragment", [
     ("reference.mode=maybe", "reference.mode"),
+    ("reference.against=yesterday", "reference.against"),
     ("task.scoring=vibes", "task.scoring"),
     ("task.alpha=1.5", "alpha"),
 ])

@@ -47,6 +47,14 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     # the reference kept per-sample scores for the same samples: the paired test decides
     assert decision.method == "paired" and decision.paired.discordant == (0, 0)
 
+    # a quantized spec against the unquantized baseline: paired, with its discordant counts logged
+    quantized = run(compose([*common, "quant=w8a16", "reference.against=baseline", f"output_dir={tmp_path / 'q'}"]))
+    assert quantized.spec.quant_algo == "W8A16" and quantized.decision.method == "paired"
+    b, c = quantized.decision.paired.discordant
+    q_metrics = MlflowClient(tracking_uri=mlflow_server).get_run(quantized.run_id).data.metrics
+    assert q_metrics["paired_discordant_b"] == b and q_metrics["paired_discordant_c"] == c
+    assert "paired_p_value" in q_metrics
+
     client = MlflowClient(tracking_uri=mlflow_server)
     mlrun = client.get_run(checked.run_id)
     assert mlrun.info.status == "FINISHED"
