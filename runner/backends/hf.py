@@ -26,6 +26,7 @@ from runner.backends.base import (
     LoglikelihoodResult,
     TaskLimits,
 )
+from runner.backends.prompting import cut_at_stop, render_prompt
 from runner.errors import ConfigError, ModelError
 from runner.models import resolve_model_source
 from runner.spec import AccuracySpec
@@ -175,14 +176,7 @@ class HFBackend:
     # ------------------------------------------------------------------ tokenization
     def _render(self, prompt: str) -> tuple[str, bool]:
         """Apply the chat template if asked; returns the text and whether special tokens are still to add."""
-        if not self.chat.apply_chat_template:
-            return prompt, True
-        messages = []
-        if self.chat.system_prompt:
-            messages.append({"role": "system", "content": self.chat.system_prompt})
-        messages.append({"role": "user", "content": prompt})
-        text = self._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return text, False
+        return render_prompt(self._tokenizer, self.chat, prompt)
 
     def _encode(self, text: str, add_special_tokens: bool) -> list[int]:
         return self._tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]
@@ -386,7 +380,7 @@ class HFBackend:
                               past_key_values=cache, use_cache=True, logits_to_keep=1)
             logits, position = out.logits, position + 1
         texts = [tokenizer.decode(p, skip_special_tokens=True) for p in produced]
-        return [_cut_at_stop(t, params.stop) for t in texts]
+        return [cut_at_stop(t, params.stop) for t in texts]
 
     @staticmethod
     def _pick(logits: Any, params: GenerationRequest, generators: list[Any] | None) -> Any:
@@ -424,12 +418,3 @@ def _as_list(value: Any) -> list[int]:
 
 def _hits_stop(text: str, stops: tuple[str, ...]) -> bool:
     return any(s in text for s in stops)
-
-
-def _cut_at_stop(text: str, stops: tuple[str, ...]) -> str:
-    cut = len(text)
-    for s in stops:
-        pos = text.find(s)
-        if pos != -1:
-            cut = min(cut, pos)
-    return text[:cut]

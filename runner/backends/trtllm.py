@@ -26,6 +26,7 @@ from runner.backends.base import (
     LoglikelihoodResult,
     TaskLimits,
 )
+from runner.backends.prompting import cut_at_stop, render_prompt
 from runner.errors import ConfigError
 from runner.spec import AccuracySpec
 
@@ -152,20 +153,6 @@ def sampling_kwargs(request: GenerationRequest, limits: TaskLimits) -> dict[str,
         if not request.top_k and request.top_p is None:
             kwargs["top_p"] = 1.0
     return kwargs
-
-
-def cut_at_stop(text: str, stops: Sequence[str]) -> str:
-    """Cut ``text`` before the first stop string.
-
-    TensorRT-LLM matches stop strings as token sequences, so a stop string tokenized differently
-    inside the output is missed; cutting the text as well gives backend=hf's result.
-    """
-    cut = len(text)
-    for stop in stops:
-        pos = text.find(stop)
-        if pos != -1:
-            cut = min(cut, pos)
-    return text[:cut]
 
 
 # ---------------------------------------------------------------------------- outputs -> effective spec
@@ -305,16 +292,8 @@ class TRTLLMBackendBase:
         Tokenizing here rather than in TensorRT-LLM (``truncate_prompt_tokens``) keeps the tokens
         identical across backends and lets truncation apply after the chat template.
         """
-        tokenizer = self._tokenizer
-        text, special = prompt, True
-        if self.chat.apply_chat_template:
-            messages = []
-            if self.chat.system_prompt:
-                messages.append({"role": "system", "content": self.chat.system_prompt})
-            messages.append({"role": "user", "content": prompt})
-            text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-            special = False
-        ids = list(tokenizer(text, add_special_tokens=special)["input_ids"])
+        text, special = render_prompt(self._tokenizer, self.chat, prompt)
+        ids = list(self._tokenizer(text, add_special_tokens=special)["input_ids"])
         budget = self.limits.max_input_len
         return ids[-budget:] if len(ids) > budget else ids
 
