@@ -25,6 +25,11 @@ def entry() -> None:
     """Console-script entry point (``runner``)."""
     register_schemas()
     main()
+    from runner.sweep import take_exit_status
+
+    status = take_exit_status()  # a multirun: the sweep's verdict (runner/sweep.py)
+    if status:
+        sys.exit(status)
 
 
 if __name__ == "__main__":

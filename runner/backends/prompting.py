@@ -4,21 +4,79 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from runner.backends.base import ChatFormat
+from runner.backends.base import ChatFormat, GenerationRequest
+
+TRUNCATIONS = ("left", "right")
 
 
-def render_prompt(tokenizer: Any, chat: ChatFormat, prompt: str) -> tuple[str, bool]:
+def render_prompt(tokenizer: Any, chat: ChatFormat, prompt: str,
+                  conversation: Sequence[tuple[str, str]] | None = None) -> tuple[str, bool]:
     """The text to tokenize and whether the tokenizer should still add its special tokens.
 
     With the chat template on, the template already holds them (BOS, role markers).
+    ``conversation`` ((role, content) pairs) replaces the single user turn ``prompt``; the task's
+    system prompt goes first unless the conversation opens with its own. Without the chat
+    template, a conversation is its contents separated by blank lines.
     """
     if not chat.apply_chat_template:
+        if conversation is not None:
+            return "\n\n".join(content for _, content in conversation), True
         return prompt, True
+    turns = list(conversation) if conversation is not None else [("user", prompt)]
     messages = []
-    if chat.system_prompt:
+    if chat.system_prompt and not (turns and turns[0][0] == "system"):
         messages.append({"role": "system", "content": chat.system_prompt})
-    messages.append({"role": "user", "content": prompt})
+    messages += [{"role": role, "content": content} for role, content in turns]
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True), False
+
+
+def encode_request(tokenizer: Any, chat: ChatFormat, request: GenerationRequest, budget: int) -> list[int]:
+    """Token ids of a generation request, at most ``budget`` of them, the same on every backend.
+
+    ``truncation="left"`` keeps the last tokens (after the tokenizer's own leading special tokens,
+    see :func:`keep_last`); ``"right"`` keeps the first ones. With a
+    ``suffix`` and ``"right"``, the end of ``prompt`` is cut instead, so the suffix (and whatever
+    the chat template puts after it) survives: the prompt's tokens are shortened, decoded and the
+    request rendered again until it fits (a token boundary can move by one when re-encoded).
+    """
+    if request.truncation not in TRUNCATIONS:
+        raise ValueError(f"unknown truncation {request.truncation!r}; allowed: {', '.join(TRUNCATIONS)}")
+
+    def encode(prompt: str) -> list[int]:
+        text, special = render_prompt(tokenizer, chat, prompt, request.messages)
+        return list(tokenizer(text, add_special_tokens=special)["input_ids"])
+
+    ids = encode(request.prompt + request.suffix)
+    if len(ids) <= budget:
+        return ids
+    if request.truncation == "left":
+        return keep_last(tokenizer, ids, budget, added_special=not chat.apply_chat_template)
+    if not request.suffix or request.messages is not None:
+        return ids[:budget]
+    body = list(tokenizer(request.prompt, add_special_tokens=False)["input_ids"])
+    keep = len(body) - (len(ids) - budget)
+    while keep > 0:
+        ids = encode(tokenizer.decode(body[:keep]) + request.suffix)
+        if len(ids) <= budget:
+            return ids
+        keep -= len(ids) - budget
+    return encode(request.suffix)[-budget:]  # not even the suffix fits: its last tokens
+
+
+def keep_last(tokenizer: Any, ids: list[int], budget: int, added_special: bool) -> list[int]:
+    """The last ``budget`` tokens of ``ids``; a BOS the tokenizer added stays in front.
+
+    That is what TensorRT-LLM's ``truncate_prompt_tokens`` does (its tokenizer truncates on the
+    left, and Hugging Face tokenizers truncate the text before adding special tokens), so a
+    truncated Llama prompt still starts with <|begin_of_text|>. With the chat template the
+    special tokens are part of the text and are cut like any other token, as upstream.
+    """
+    head: list[int] = []
+    if added_special:
+        head = list(tokenizer("", add_special_tokens=True)["input_ids"])
+        if ids[:len(head)] != head or len(head) >= budget:
+            head = []
+    return head + ids[len(head):][-(budget - len(head)):]
 
 
 def cut_at_stop(text: str, stops: Sequence[str]) -> str:

@@ -26,7 +26,8 @@ from runner.backends.base import (
     LoglikelihoodResult,
     TaskLimits,
 )
-from runner.backends.prompting import cut_at_stop, render_prompt
+from runner.backends import guided
+from runner.backends.prompting import cut_at_stop, encode_request
 from runner.errors import ConfigError
 from runner.spec import AccuracySpec
 
@@ -100,14 +101,20 @@ def with_enum_algos(api: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def calib_config_kwargs(quant: Any, dataset: str) -> dict[str, Any]:
-    """CalibConfig arguments: ``calib_num_samples`` samples in batches of ``calib_batch_size``."""
-    batches, rest = divmod(quant.calib_num_samples, quant.calib_batch_size)
-    if quant.calib_num_samples < 1 or quant.calib_batch_size < 1 or rest:
-        raise ConfigError("calib_num_samples must be a positive multiple of calib_batch_size",
+    """CalibConfig arguments: ``calib_num_samples`` samples in batches of ``calib_batch_size``.
+
+    Despite its name and docstring ("number of batches"), ``CalibConfig.calib_batches`` counts
+    SAMPLES: the engine build passes it to ``quantize_and_export(calib_size=calib_batches,
+    batch_size=calib_batch_size)`` (``tensorrt_llm/models/modeling_utils.py``), whose
+    ``get_calib_dataloader`` keeps the first ``calib_size`` texts and batches them by ``batch_size``
+    (``tensorrt_llm/quantization/quantize_by_modelopt.py``). So it takes ``calib_num_samples`` as is.
+    """
+    if quant.calib_num_samples < 1 or quant.calib_batch_size < 1:
+        raise ConfigError("calib_num_samples and calib_batch_size must be positive",
                           where=f"quant={quant.name}", given=f"{quant.calib_num_samples} / {quant.calib_batch_size}")
     kwargs: dict[str, Any] = {
         "calib_dataset": dataset,
-        "calib_batches": batches,
+        "calib_batches": int(quant.calib_num_samples),
         "calib_batch_size": int(quant.calib_batch_size),
         "calib_max_seq_length": int(quant.calib_max_seq_length),
         "random_seed": int(quant.calib_seed),
@@ -223,6 +230,7 @@ class TRTLLMBackendBase:
                               given=f"{limits.max_input_len} / {limits.max_output_len} / {limits.max_batch_size}")
         validate_spec(quant, self.name, self.kv_cache_algos)
         self._validate(config, quant)
+        self.guided_backend = guided.resolve_trtllm(limits.guided_decoding, self.name)
         self.config = config
         self.model_config = model
         self.quant = quant
@@ -253,6 +261,7 @@ class TRTLLMBackendBase:
             llm.shutdown()
             raise
         self._api, self._llm = api, llm
+        details = details | {"guided_decoding": self.guided_backend}
         layout = self.config.tensor_parallel_size * self.config.pipeline_parallel_size
         device = f"cuda ({api.gpu_name()})" + (
             f" x{layout} (tp={self.config.tensor_parallel_size}, pp={self.config.pipeline_parallel_size})"
@@ -281,6 +290,10 @@ class TRTLLMBackendBase:
     def _load(self, api: Any) -> tuple[Any, str, str, dict[str, str], AccuracySpec]:
         raise NotImplementedError
 
+    def _guided_llm_kwargs(self) -> dict[str, Any]:
+        """``LLM(guided_decoding_backend=...)`` when the task constrains outputs; nothing otherwise."""
+        return {} if self.guided_backend == guided.NONE else {"guided_decoding_backend": self.guided_backend}
+
     def _kv_cache_config(self, api: Any, **extra: Any) -> Any:
         return api.KvCacheConfig(free_gpu_memory_fraction=float(self.config.free_gpu_memory_fraction),
                                  enable_block_reuse=bool(self.config.enable_block_reuse), **extra)
@@ -292,10 +305,18 @@ class TRTLLMBackendBase:
         Tokenizing here rather than in TensorRT-LLM (``truncate_prompt_tokens``) keeps the tokens
         identical across backends and lets truncation apply after the chat template.
         """
-        text, special = render_prompt(self._tokenizer, self.chat, prompt)
-        ids = list(self._tokenizer(text, add_special_tokens=special)["input_ids"])
-        budget = self.limits.max_input_len
-        return ids[-budget:] if len(ids) > budget else ids
+        return self._encode_request(GenerationRequest(prompt, max_tokens=1))
+
+    def _encode_request(self, request: GenerationRequest) -> list[int]:
+        """Token ids of a request (conversation, suffix and truncation side included), as backend=hf builds them."""
+        return encode_request(self._tokenizer, self.chat, request, self.limits.max_input_len)
+
+    def _sampling_params(self, request: GenerationRequest) -> Any:
+        """SamplingParams of one request; a json_schema becomes ``GuidedDecodingParams(json=...)`` when guided decoding is on."""
+        kwargs = sampling_kwargs(request, self.limits)
+        if request.json_schema and self.guided_backend != guided.NONE:
+            kwargs["guided_decoding"] = self._api.GuidedDecodingParams(json=request.json_schema)
+        return self._api.SamplingParams(**kwargs)
 
     # ------------------------------------------------------------------ requests
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
@@ -304,8 +325,8 @@ class TRTLLMBackendBase:
             raise RuntimeError("generate() needs the backend to be entered")
         if not requests:
             return []
-        params = [self._api.SamplingParams(**sampling_kwargs(r, self.limits)) for r in requests]
-        prompts = [self._encode_prompt(r.prompt) for r in requests]
+        params = [self._sampling_params(r) for r in requests]
+        prompts = [self._encode_request(r) for r in requests]
         outputs = self._llm.generate(prompts, sampling_params=params, use_tqdm=self.progress)
         if len(outputs) != len(requests):
             raise RuntimeError(f"TensorRT-LLM returned {len(outputs)} outputs for {len(requests)} requests")

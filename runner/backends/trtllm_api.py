@@ -9,8 +9,8 @@ Written against TensorRT-LLM's LLM API of releases 1.0-1.2.x:
 - ``tensorrt_llm.LLM``: the PyTorch backend (the default LLM class since 1.0);
 - ``tensorrt_llm._tensorrt_engine.LLM``: the TensorRT engine backend (gone from upstream's main
   branch in 2026, hence imported only by the backend that needs it);
-- ``tensorrt_llm.SamplingParams`` and ``tensorrt_llm.llmapi.{BuildConfig, CalibConfig,
-  KvCacheConfig, QuantAlgo, QuantConfig}``.
+- ``tensorrt_llm.SamplingParams``, ``tensorrt_llm.sampling_params.GuidedDecodingParams`` and
+  ``tensorrt_llm.llmapi.{BuildConfig, CalibConfig, KvCacheConfig, QuantAlgo, QuantConfig}``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class TRTLLMApi:
     SamplingParams: Any
     gpu_name: Callable[[], str]  # the GPU model of device 0 (part of the engine cache key)
     load_tokenizer: Callable[[str, bool, Optional[str]], Any]  # (path, trust_remote_code, revision)
+    GuidedDecodingParams: Any = None  # tensorrt_llm.sampling_params.GuidedDecodingParams (json=<schema text>)
 
 
 def load_api(backend: str, *, engine: bool) -> TRTLLMApi:
@@ -54,6 +55,7 @@ def load_api(backend: str, *, engine: bool) -> TRTLLMApi:
         import tensorrt_llm
         from tensorrt_llm import SamplingParams
         from tensorrt_llm.llmapi import BuildConfig, CalibConfig, KvCacheConfig, QuantAlgo, QuantConfig
+        from tensorrt_llm.sampling_params import GuidedDecodingParams
     except ModuleNotFoundError as err:
         if err.name and err.name.split(".")[0] != "tensorrt_llm":
             raise _broken(backend, err) from None
@@ -78,7 +80,7 @@ def load_api(backend: str, *, engine: bool) -> TRTLLMApi:
     else:
         from tensorrt_llm import LLM as llm_class
     return TRTLLMApi(version, llm_class, BuildConfig, QuantConfig, QuantAlgo, CalibConfig, KvCacheConfig,
-                     SamplingParams, _gpu_name, _load_tokenizer)
+                     SamplingParams, _gpu_name, _load_tokenizer, GuidedDecodingParams)
 
 
 def _broken(backend: str, err: BaseException) -> BackendUnavailable:

@@ -27,6 +27,8 @@ from runner.errors import ConfigError, DataError, ModelError
 from runner.models import resolve_model_source
 from runner.spec import AccuracySpec
 
+PACKAGED = "packaged"
+
 
 class TRTLLMEngineBackend(TRTLLMBackendBase):
     """TensorRT engine backend (``tensorrt_llm._tensorrt_engine.LLM``). Construct cheaply; build on entry."""
@@ -37,30 +39,40 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
     kv_cache_algos = ("FP8", "INT8")
 
     def _validate(self, config: Any, quant: Any) -> None:
+        if getattr(config, "calib_dataset", None):
+            raise ConfigError(
+                "backend.calib_dataset was removed: calibration data is part of the quant spec on every backend",
+                where="backend.calib_dataset", given=config.calib_dataset,
+                fix=f"use quant.calib_dataset={config.calib_dataset} instead",
+            )
         if not needs_calibration(quant):
             return
-        if not config.calib_dataset:
+        source = str(quant.calib_dataset or "").strip()
+        path = Path(source).expanduser()
+        if not source or (source != PACKAGED and path.exists() and not path.is_dir()):
             raise ConfigError(
-                f"quant={quant.name} is calibrated while the engine is built, and no calibration data was given",
-                where="backend.calib_dataset", given=None,
-                allowed="a local directory: a Hugging Face snapshot of cnn_dailymail (its path must contain "
-                        "'cnn_dailymail'), or a dataset directory with a train split and a 'text' column",
-                fix="set backend.calib_dataset=/path/to/calibration/data (TensorRT-LLM would otherwise "
-                    "download cnn_dailymail from the Hub)",
+                f"quant={quant.name} is calibrated while the engine is built, and TensorRT-LLM reads "
+                "calibration data from a local directory only",
+                where=f"quant={quant.name}: calib_dataset", given=quant.calib_dataset,
+                allowed="packaged (the runner writes the packaged text to a local directory), a Hugging Face "
+                        "snapshot of cnn_dailymail (its path must contain 'cnn_dailymail'), or a dataset "
+                        "directory with a train split and a 'text' column",
+                fix="point quant.calib_dataset at such a directory, or use quant.calib_dataset=packaged",
             )
-        calib_config_kwargs(quant, str(config.calib_dataset))  # checks the sample counts now, not after loading
+        calib_config_kwargs(quant, source)  # checks the sample counts now, not after loading
 
     def _load(self, api: Any) -> tuple[Any, str, str, dict[str, str], AccuracySpec]:
         m = self.model_config
         source = resolve_model_source(m.name, m.hf_id, m.path, m.embedded)
         hf_dir = source.location
-        calib = self._calib_dir() if needs_calibration(self.quant) else None
+        calib = self._calib_dir(hf_dir) if needs_calibration(self.quant) else None
         build_kw = build_config_kwargs(self.limits, self.config.max_num_tokens)
         quant_kw = quant_config_kwargs(self.quant)
         calib_kw = calib_config_kwargs(self.quant, str(calib)) if calib else None
         common = dict(tokenizer=hf_dir, tensor_parallel_size=self.config.tensor_parallel_size,
                       pipeline_parallel_size=self.config.pipeline_parallel_size,
-                      trust_remote_code=m.trust_remote_code, kv_cache_config=self._kv_cache_config(api))
+                      trust_remote_code=m.trust_remote_code, kv_cache_config=self._kv_cache_config(api),
+                      **self._guided_llm_kwargs())
 
         def build() -> Any:
             kwargs = dict(model=hf_dir, dtype="auto", build_config=api.BuildConfig(**build_kw), **common)
@@ -128,12 +140,60 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
             raise
         return llm, hf_dir, hf_dir, details | read_back, spec
 
-    def _calib_dir(self) -> Path:
-        path = Path(str(self.config.calib_dataset)).expanduser()
+    def _calib_dir(self, hf_dir: str) -> Path:
+        """The local directory TensorRT-LLM calibrates on: ``quant.calib_dataset``, or the packaged text."""
+        if self.quant.calib_dataset == PACKAGED:
+            return packaged_calibration_dir(self.quant, hf_dir, self.model_config.trust_remote_code)
+        path = Path(str(self.quant.calib_dataset)).expanduser()
         if not path.is_dir():
-            raise DataError("the calibration dataset directory does not exist", where="backend.calib_dataset",
-                            given=str(path), fix="point backend.calib_dataset at a local calibration data directory")
+            raise DataError("the calibration dataset directory does not exist", where=f"quant={self.quant.name}: calib_dataset",
+                            given=str(path), fix="point quant.calib_dataset at a local calibration data directory, "
+                                                 "or use quant.calib_dataset=packaged")
         return path.resolve()
+
+
+def packaged_calibration_dir(quant: Any, tokenizer_dir: str, trust_remote_code: bool) -> Path:
+    """The packaged calibration text as a dataset directory TensorRT-LLM reads: ``<dir>/train.jsonl``.
+
+    TensorRT-LLM calibrates on the first ``calib_batches`` rows of a local directory's train split
+    (``text`` column), each truncated to ``calib_max_seq_length`` tokens; it does not pack or shuffle.
+    To calibrate on what ``backend=hf`` calibrates on, the rows written here are that backend's rows
+    (:func:`runner.backends.hf_quant.calibration_rows`: documents shuffled with ``calib_seed``,
+    packed into ``calib_num_samples`` rows of ``calib_max_seq_length`` tokens), decoded back to text
+    with the model's tokenizer. The directory lives in the cache, keyed by the data, the tokenizer
+    files and those settings, so its fingerprint (part of the engine key) is stable.
+    """
+    from transformers import AutoTokenizer
+
+    from runner.assets import sha256_of
+    from runner.backends import hf_quant
+    from runner.engine_cache import engine_key
+    from runner.locking import file_lock
+    from runner.paths import cache_dir
+
+    docs, description, fingerprint = hf_quant.calibration_documents(PACKAGED)
+    tokenizer_files = sorted(p for p in Path(tokenizer_dir).glob("*") if p.is_file() and (
+        p.name.startswith(("tokenizer", "special_tokens", "vocab", "merges")) or p.suffix == ".model"))
+    settings = {"kind": "trtllm-packaged-calibration", "data": fingerprint, "format": hf_quant.CALIB_FORMAT,
+                "tokenizer": {p.name: sha256_of(p) for p in tokenizer_files},
+                "num_samples": int(quant.calib_num_samples), "max_seq_length": int(quant.calib_max_seq_length),
+                "seed": int(quant.calib_seed)}
+    root = cache_dir() / "calibration"
+    key = engine_key(settings)
+    target = root / key
+    with file_lock(root / f"{key}.lock"):
+        if not (target / "train.jsonl").is_file():
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, trust_remote_code=trust_remote_code)
+            rows = hf_quant.calibration_rows(docs, tokenizer, settings["num_samples"], settings["max_seq_length"],
+                                             settings["seed"])
+            tmp = root / f"{key}.tmp"
+            tmp.mkdir(parents=True, exist_ok=True)
+            with open(tmp / "train.jsonl", "w") as handle:
+                for row in rows:
+                    handle.write(json.dumps({"text": tokenizer.decode(row, skip_special_tokens=True)}) + "\n")
+            (tmp / "source.json").write_text(json.dumps(settings | {"description": description}, indent=2))
+            tmp.rename(target)
+    return target
 
 
 def _engine_config(engine_dir: Path | None) -> dict | None:

@@ -11,16 +11,39 @@ silently different reference key. An FP8 (or NVFP4) KV cache is a runtime choice
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
-from runner.backends.trtllm import KV_DTYPE_TO_ALGO, TRTLLMBackendBase, read_effective_spec
+from runner.backends.trtllm import KV_DTYPE_TO_ALGO, TRTLLMBackendBase, algo_name, read_effective_spec
 from runner.errors import ModelError
 from runner.models import resolve_model_source
 from runner.spec import AccuracySpec
 
 ALGO_TO_KV_DTYPE = {algo: dtype for dtype, algo in KV_DTYPE_TO_ALGO.items()}
+
+
+def checkpoint_spec(path: Path) -> tuple[Optional[str], Optional[str]] | None:
+    """``(quant_algo, kv_cache_quant_algo)`` a pre-quantized checkpoint declares, or None if it declares none.
+
+    Read as TensorRT-LLM 1.0-1.2 reads it when the PyTorch backend loads a checkpoint
+    (``ModelLoader._update_from_hf_quant_config`` in ``tensorrt_llm/llmapi/llm_utils.py``): the
+    ``quantization`` mapping of ``hf_quant_config.json`` (a ModelOpt export) sets ``quant_algo`` and
+    ``kv_cache_quant_algo``; a file without ``quant_algo`` is refused there, and here.
+    """
+    file = path / "hf_quant_config.json"
+    if not file.is_file():
+        return None
+    try:
+        quantization = json.loads(file.read_text()).get("quantization") or {}
+    except (OSError, ValueError, AttributeError) as err:
+        raise ModelError("hf_quant_config.json is not readable JSON", where=str(file), given=str(err)) from None
+    algo, kv = algo_name(quantization.get("quant_algo")), algo_name(quantization.get("kv_cache_quant_algo"))
+    if algo is None:
+        raise ModelError("a pre-quantized checkpoint must name its quant_algo (TensorRT-LLM refuses it otherwise)",
+                         where=str(file), given=json.dumps(quantization)[:200])
+    return algo, kv
 
 
 class TRTLLMPyTorchBackend(TRTLLMBackendBase):
@@ -51,6 +74,16 @@ class TRTLLMPyTorchBackend(TRTLLMBackendBase):
                 fix="set backend.checkpoint to the quantized checkpoint, or use backend=trtllm, which "
                     "quantizes while it builds the engine",
             )
+        declared = checkpoint_spec(Path(location))
+        if declared is not None and declared[0] != self.quant.quant_algo:
+            raise ModelError(  # fail before the load: TensorRT-LLM would run the checkpoint's own algorithm
+                f"the checkpoint is quantized as {declared[0]}, not as quant={self.quant.name} asks",
+                where="backend.checkpoint" if self.config.checkpoint else "model.path",
+                given=f"{location}: hf_quant_config.json quant_algo={declared[0]}, kv_cache_quant_algo={declared[1]}",
+                allowed=f"a checkpoint with quant_algo={self.quant.quant_algo}",
+                fix="choose the quant option that matches the checkpoint, or export a matching one with "
+                    f"python -m runner.quantize quant={self.quant.name}",
+            )
         kv_extra = {}
         if self.quant.kv_cache_quant_algo:
             kv_extra["dtype"] = ALGO_TO_KV_DTYPE[self.quant.kv_cache_quant_algo]
@@ -62,6 +95,7 @@ class TRTLLMPyTorchBackend(TRTLLMBackendBase):
             trust_remote_code=m.trust_remote_code, kv_cache_config=self._kv_cache_config(api, **kv_extra),
             max_batch_size=self.limits.max_batch_size, max_num_tokens=self.config.max_num_tokens,
             max_seq_len=self.limits.max_input_len + self.limits.max_output_len,
+            **self._guided_llm_kwargs(),
         )
         details = {"model_source": kind, "checkpoint": location, "load_time_s": f"{time.monotonic() - start:.1f}",
                    "kv_cache_dtype": kv_extra.get("dtype", "auto")}

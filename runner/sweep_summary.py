@@ -1,0 +1,240 @@
+"""The summary of a finished sweep: one row per job, the family-wise verdict, a table and a plot.
+
+Rows come from what each job left in its directory under the sweep directory (``report.json`` when
+it finished, ``failure.json`` when it failed, Hydra's ``.hydra/config.yaml`` for what it was asked
+to do), so the summary works for every launcher and without a tracking server. With MLflow, child
+runs of the parent that left no file (a job killed by the OS) are listed too, with their status.
+
+Each job contributes the p-value of the test that decided it (paired when the reference kept
+per-sample scores, else TensorRT-LLM's unpaired test); ``runner.multiple_testing`` adjusts them, and
+the sweep flags a regression only where the adjusted p-value is at most the family's alpha.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.errors import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION
+from runner.multiple_testing import adjust
+
+COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "threshold", "theta",
+           "margin", "test", "p_value", "verdict", "p_adjusted", "sweep_verdict", "error", "mlflow_run_id"]
+
+
+@dataclass
+class Summary:
+    rows: list[dict[str, Any]]
+    correction: str
+    alpha: float
+    sweep_dir: Path
+    files: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["verdict"] in ("failed", "incomplete")]
+
+    @property
+    def flagged(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["sweep_verdict"] == "regression"]
+
+    @property
+    def verdict(self) -> str:
+        if self.failed:
+            return "FAILED"
+        if self.flagged:
+            return "REGRESSION"
+        return "PASSED" if any(r["p_value"] is not None for r in self.rows) else "NO VERDICT"
+
+    @property
+    def exit_status(self) -> int:
+        """1 when a job failed, else 3 when the corrected test flags a regression, else 0."""
+        return {"FAILED": EXIT_ERROR, "REGRESSION": EXIT_REGRESSION}.get(self.verdict, EXIT_OK)
+
+    def render(self) -> str:
+        lines = ["=" * 100, f"sweep summary: {len(self.rows)} jobs in {self.sweep_dir}",
+                 f"{'job':<36} {'score':>8} {'thresh':>8} {'p':>8} {'p_adj':>8}  verdict -> sweep"]
+        for r in self.rows:
+            lines.append(f"{r['job'][:36]:<36} {_fmt(r['score']):>8} {_fmt(r['threshold']):>8} "
+                         f"{_fmt(r['p_value'], 4):>8} {_fmt(r['p_adjusted'], 4):>8}  {r['verdict']} -> {r['sweep_verdict']}"
+                         + (f"  ({r['error'][:80]})" if r["error"] else ""))
+        lines.append(f"sweep verdict: {self.verdict} ({self.correction} correction at alpha {self.alpha:g}; "
+                     f"{len(self.flagged)} flagged, {len(self.failed)} failed) -> exit {self.exit_status}")
+        if self.files:
+            lines.append("summary: " + ", ".join(str(p) for p in self.files.values()))
+        lines.append("=" * 100)
+        return "\n".join(lines)
+
+    def log_to(self, client: Any, parent_id: str) -> None:
+        """Table, plot and counts on the parent run."""
+        for path in self.files.values():
+            client.log_artifact(parent_id, str(path))
+        counts = {"jobs": len(self.rows), "jobs_failed": len(self.failed), "jobs_flagged": len(self.flagged),
+                  "jobs_regressed_uncorrected": sum(r["verdict"] == "regression" for r in self.rows)}
+        for key, value in counts.items():
+            client.log_metric(parent_id, key, float(value))
+        client.set_tag(parent_id, "sweep.verdict", self.verdict)
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def build(sweep_dir: Path, correction: str, alpha: float, client: Any = None, parent_id: str | None = None) -> Summary:
+    """Collect the jobs' rows, adjust their p-values, and write summary.{csv,html,json,png} in ``sweep_dir``."""
+    dirs = sorted(_job_dirs(sweep_dir), key=_job_order)
+    rows = [_row(d) for d in dirs]
+    _label_configurations(rows, dirs)
+    if client is not None and parent_id:
+        rows += _orphans(client, parent_id, {r["mlflow_run_id"] for r in rows})
+    tested = [r for r in rows if r["p_value"] is not None]
+    adjusted = adjust([r["p_value"] for r in tested], correction, alpha)
+    for r, p_adj, reject in zip(tested, adjusted.p_adjusted, adjusted.reject):
+        r["p_adjusted"] = p_adj
+        r["sweep_verdict"] = "regression" if reject else "passed"
+    for r in rows:
+        if r["sweep_verdict"] is None:
+            r["sweep_verdict"] = r["verdict"] if r["verdict"] in ("failed", "incomplete") else "no verdict"
+    summary = Summary(rows, correction, alpha, sweep_dir)
+    summary.files = write(summary)
+    return summary
+
+
+def _label_configurations(rows: list[dict[str, Any]], dirs: list[Path]) -> None:
+    """A job's configuration: its overrides that differ between the jobs (what the sweep varied)."""
+    from omegaconf import OmegaConf
+
+    per_job = [list(OmegaConf.load(d / ".hydra" / "overrides.yaml")) for d in dirs]
+    common = set.intersection(*(set(o) for o in per_job)) if per_job else set()
+    for row, overrides in zip(rows, per_job):
+        row["configuration"] = " ".join(o for o in overrides if o not in common) or row["job"]
+
+
+def _job_dirs(sweep_dir: Path) -> list[Path]:
+    return [d for d in sweep_dir.iterdir() if d.is_dir() and (d / ".hydra").is_dir()] if sweep_dir.is_dir() else []
+
+
+def _job_order(path: Path) -> tuple[int, str]:
+    head = path.name.split("-", 1)[0]
+    return (int(head) if head.isdigit() else 1 << 30, path.name)
+
+
+def _row(job_dir: Path) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    asked = OmegaConf.load(job_dir / ".hydra" / "config.yaml")
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    row |= {"job": job_dir.name, "model": asked.model.hf_id, "quant": asked.quant.name, "task": asked.task.name,
+            "metric": asked.task.metric, "spec": f"quant_algo={asked.quant.quant_algo}", "error": ""}
+    report, failure = job_dir / "report.json", job_dir / "failure.json"
+    if report.is_file():
+        payload = json.loads(report.read_text())
+        from runner.spec import AccuracySpec
+
+        verdict, paired = payload.get("verdict"), payload.get("paired")
+        row |= {"spec": AccuracySpec(**payload["spec"]).describe(), "n": payload.get("num_evaluated"),
+                "score": payload["metrics"].get(asked.task.metric), "mlflow_run_id": payload.get("mlflow_run_id")}
+        if verdict:
+            row |= {k: verdict[k] for k in ("reference", "threshold", "theta", "margin")}
+            row["test"] = payload.get("decided_by")
+            row["p_value"] = paired["p_value"] if row["test"] == "paired" and paired else verdict["p_value"]
+            row["verdict"] = "passed" if payload.get("passed") else "regression"
+        else:
+            row["verdict"] = "no verdict"
+    elif failure.is_file():
+        payload = json.loads(failure.read_text())
+        row |= {"verdict": "failed", "error": payload["error"], "mlflow_run_id": payload.get("mlflow_run_id")}
+    else:
+        row |= {"verdict": "incomplete", "error": "the job left neither report.json nor failure.json (killed?)"}
+    for key in ("score", "reference", "threshold", "theta", "margin", "p_value"):
+        if isinstance(row[key], float) and not math.isfinite(row[key]):
+            row[key] = None
+    return row
+
+
+def _orphans(client: Any, parent_id: str, known: set[Any]) -> list[dict[str, Any]]:
+    """Child runs that left no file in the sweep directory (e.g. a job killed by the OS)."""
+    parent = client.get_run(parent_id)
+    runs = client.search_runs([parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
+    out = []
+    for run in runs:
+        if run.info.run_id in known:
+            continue
+        tags = run.data.tags
+        out.append(dict.fromkeys(COLUMNS) | {
+            "job": run.info.run_name, "model": tags.get("model"), "quant": tags.get("quant"), "task": tags.get("task"),
+            "verdict": "incomplete", "error": f"MLflow status {run.info.status}; no output in the sweep directory",
+            "mlflow_run_id": run.info.run_id})
+    return out
+
+
+def write(summary: Summary) -> dict[str, Path]:
+    import pandas as pd
+
+    base = summary.sweep_dir
+    base.mkdir(parents=True, exist_ok=True)
+    frame = pd.DataFrame(summary.rows, columns=COLUMNS)
+    files = {"csv": base / "summary.csv", "html": base / "summary.html", "json": base / "summary.json",
+             "png": base / "summary.png"}
+    frame.to_csv(files["csv"], index=False)
+    head = (f"<h1>Sweep summary</h1><p>Sweep verdict: <b>{summary.verdict}</b> ({summary.correction} correction "
+            f"at family alpha {summary.alpha:g}; {len(summary.flagged)} flagged, {len(summary.failed)} failed, "
+            f"{len(summary.rows)} jobs). p_value: the deciding test's one-sided p-value; p_adjusted: after the "
+            f"correction; sweep_verdict: regression where p_adjusted &le; alpha.</p>")
+    table = frame.to_html(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}", border=0, classes="summary")
+    style = ("<style>body{font-family:sans-serif}table.summary{border-collapse:collapse}"
+             "table.summary td,table.summary th{padding:3px 8px;border-bottom:1px solid #ccc;text-align:right}</style>")
+    files["html"].write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>sweep summary</title>{style}"
+                             f"</head><body>{head}{table}</body></html>\n")
+    files["json"].write_text(json.dumps({"verdict": summary.verdict, "exit_status": summary.exit_status,
+                                         "correction": summary.correction, "alpha": summary.alpha,
+                                         "rows": summary.rows}, indent=2, default=str) + "\n")
+    plot(summary.rows, files["png"])
+    return files
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Score against threshold per configuration, one panel per task, with the theta band: the range
+    between the reference and reference - theta (regressions smaller than theta may pass unnoticed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(r["task"] for r in rows)) or ["(no jobs)"]
+    width = sum(max(4.5, 1.5 + 1.2 * sum(r["task"] == t for r in rows)) for t in tasks)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(width, 4.2), squeeze=False)
+    colours = {"passed": "#2a9d4b", "regression": "#d62728", "no verdict": "#7f7f7f"}
+    for ax, task in zip(axes[0], tasks):
+        mine = [r for r in rows if r["task"] == task]
+        for x, r in enumerate(mine):
+            if r["reference"] is not None and r["theta"] is not None:
+                lower = r["reference"] - r["theta"] if (r["threshold"] or 0) <= r["reference"] else r["reference"]
+                ax.add_patch(plt.Rectangle((x - 0.35, lower), 0.7, r["theta"], color="#9ecae1", alpha=0.45, lw=0,
+                                           label="theta band" if x == 0 else None))
+                ax.hlines(r["reference"], x - 0.35, x + 0.35, colors="#1f4e79", lw=1.5,
+                          label="reference" if x == 0 else None)
+            if r["threshold"] is not None:
+                ax.hlines(r["threshold"], x - 0.35, x + 0.35, colors="#d62728", lw=1.5, linestyles="--",
+                          label="threshold" if x == 0 else None)
+            if r["score"] is not None:
+                verdict = r["sweep_verdict"] if r["sweep_verdict"] in colours else "no verdict"
+                ax.plot(x, r["score"], "o", ms=8, color=colours[verdict])
+            else:
+                ax.annotate(r["verdict"], (x, 0.02), xycoords=("data", "axes fraction"), ha="center", color="#d62728")
+        ax.set_xticks(range(len(mine)), [(r["configuration"] or r["job"]).replace(" ", "\n") for r in mine],
+                      fontsize=7)
+        ax.set_xlim(-0.6, max(len(mine), 1) - 0.4)
+        ax.set_title(f"{task}: score vs threshold", fontsize=10)
+        ax.set_ylabel(mine[0]["metric"] if mine and mine[0]["metric"] else "score")
+        ax.grid(axis="y", alpha=0.3)
+    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=f"score ({k})") for k, c in colours.items()]
+    first = axes[0][0].get_legend_handles_labels()
+    fig.legend(first[0] + handles, first[1] + [h.get_label() for h in handles], loc="lower center", ncol=3,
+               fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

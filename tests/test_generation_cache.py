@@ -1,0 +1,110 @@
+"""The generation cache: keys, chunked storage, hits and misses, and several processes at once."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+
+import pytest
+
+from runner.backends.base import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
+from runner.generation_cache import GenerationCache
+
+
+def fake_generate(requests):
+    """A deterministic 'model': the answer names the prompt and the sampling settings."""
+    return [f"{r.prompt}|{r.max_tokens}|{r.seed}" for r in requests]
+
+
+def requests(n, seed=None):
+    return [GenerationRequest(prompt=f"q{i}", max_tokens=2, seed=seed) for i in range(n)]
+
+
+class Counter:
+    def __init__(self, fn):
+        self.fn, self.calls = fn, []
+
+    def __call__(self, batch):
+        self.calls.append(len(batch))
+        return self.fn(batch)
+
+
+def test_misses_are_computed_in_chunks_and_stored_as_each_chunk_returns(tmp_path):
+    store = GenerationCache(tmp_path / "g.sqlite")
+    cache = store.bind({"model": "m"})
+    seen = []
+
+    def compute(batch):
+        seen.append(store.count())  # rows already durable when the next chunk starts
+        return fake_generate(batch)
+
+    out = cache.resolve(requests(10), compute, chunk_size=4)
+    assert out == [f"q{i}|2|None" for i in range(10)]
+    assert seen == [0, 4, 8] and store.count() == 10
+    assert (cache.hits, cache.misses) == (0, 10)
+
+    again = store.bind({"model": "m"})
+    counter = Counter(fake_generate)
+    assert again.resolve(requests(12), counter, chunk_size=4) == [f"q{i}|2|None" for i in range(12)]
+    assert counter.calls == [2] and (again.hits, again.misses) == (10, 2)
+
+
+def test_every_request_field_and_the_context_are_in_the_key(tmp_path):
+    store = GenerationCache(tmp_path / "g.sqlite")
+    a = store.bind({"model": "m", "compute_dtype": "bfloat16"})
+    a.resolve(requests(3), fake_generate, 8)
+    for changed in (requests(3, seed=1), [GenerationRequest("q0", 2, stop=("\n",))],
+                    [GenerationRequest("q0", 3)], [GenerationRequest("q0", 2, temperature=0.7, seed=0)]):
+        probe = store.bind({"model": "m", "compute_dtype": "bfloat16"})
+        probe.resolve(changed, fake_generate, 8)
+        assert probe.hits == 0, changed
+    other_dtype = store.bind({"model": "m", "compute_dtype": "float32"})
+    other_dtype.resolve(requests(3), fake_generate, 8)
+    assert other_dtype.hits == 0 and other_dtype.misses == 3
+
+
+def test_loglikelihood_results_round_trip_and_duplicates_are_computed_once(tmp_path):
+    store = GenerationCache(tmp_path / "g.sqlite")
+    reqs = [LoglikelihoodRequest("ctx", " A"), LoglikelihoodRequest("ctx", " B"), LoglikelihoodRequest("ctx", " A")]
+    counter = Counter(lambda batch: [LoglikelihoodResult(-float(len(r.continuation + r.context)), True, 1)
+                                     for r in batch])
+    first = store.bind({}).resolve(reqs, counter, 16)
+    assert counter.calls == [2] and first[0] == first[2]
+    second = store.bind({}).resolve(reqs, counter, 16)
+    assert counter.calls == [2] and second == first and isinstance(second[1], LoglikelihoodResult)
+
+
+def test_wal_mode(tmp_path):
+    GenerationCache(tmp_path / "g.sqlite")
+    assert sqlite3.connect(tmp_path / "g.sqlite").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def _worker(path, offset, n, queue):
+    store = GenerationCache(path)
+    cache = store.bind({"model": "m"})
+    reqs = [GenerationRequest(prompt=f"q{i}", max_tokens=2) for i in range(offset, offset + n)]
+    out = cache.resolve(reqs, fake_generate, chunk_size=3)
+    queue.put((offset, out == fake_generate(reqs), cache.hits + cache.misses))
+
+
+def test_several_processes_share_one_cache(tmp_path):
+    """Four processes with overlapping requests write one file at once: no error, no lost row."""
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(tmp_path / "g.sqlite", 20 * k, 60, queue)) for k in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    results = [queue.get(timeout=5) for _ in procs]
+    assert all(p.exitcode == 0 for p in procs)
+    assert all(ok and total == 60 for _, ok, total in results)
+    assert GenerationCache(tmp_path / "g.sqlite").count() == 120  # q0..q119, each stored once
+
+
+@pytest.mark.parametrize("value", ["on", "off"])
+def test_cache_group_composes(value):
+    from tests.conftest import compose
+
+    cfg = compose([f"cache={value}"])
+    assert cfg.cache.enabled is (value == "on") and cfg.cache.chunk_size == 256

@@ -1,0 +1,236 @@
+"""json_mode_eval: scoring on hand-written outputs, data, guided-decoding modes, the TensorRT-LLM translation
+(test double), schema-constrained generation on the embedded model, and end to end."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from evaluators.base import Sample
+from evaluators.json_mode import JsonModeEvaluator, judge, unfence
+from runner.backends import guided
+from runner.backends.base import ChatFormat, GenerationRequest, TaskLimits
+from runner.errors import ConfigError, DataError
+from runner.schema import DatasetConfig, JsonModeTaskConfig
+from tests.conftest import ROOT, compose
+from tests.test_trtllm_backend import FakeTokenizer, engine_backend, fake, model_dir  # noqa: F401
+
+FIXTURE = ROOT / "tests" / "data" / "json_mode_eval"
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name", "age"]}
+CLOSED = PERSON | {"additionalProperties": False}
+
+
+def task(**kw) -> JsonModeTaskConfig:
+    dataset = kw.pop("dataset", DatasetConfig(source="local", local_path=str(FIXTURE), split="train"))
+    base = dict(_target_="evaluators.json_mode.JsonModeEvaluator", name="json_mode_eval", num_samples=100,
+                max_input_len=1024, max_output_len=512, apply_chat_template=True, dataset=dataset)
+    return JsonModeTaskConfig(**(base | kw))
+
+
+# ------------------------------------------------------------------------------ scoring
+@pytest.mark.parametrize("output,schema,parsed,valid,correct", [
+    ('{"name": "Ada", "age": 36}', PERSON, True, True, True),
+    ('  {"age": 36, "name": "Ada"}\n', PERSON, True, True, True),  # key order and whitespace do not matter
+    ('{"name": "Ada", "age": 36, "city": "London"}', PERSON, True, True, False),  # extra key: valid, not equal
+    ('{"name": "Ada", "age": 36, "city": "London"}', CLOSED, True, False, False),  # extra key forbidden
+    ('{"name": "Ada", "age": "36"}', PERSON, True, False, False),  # wrong type
+    ('{"name": "Ada"}', PERSON, True, False, False),  # missing required key
+    ('{"name": "Ada", "age": 36', PERSON, False, False, False),  # truncated: not JSON
+    ("name: Ada, age: 36", PERSON, False, False, False),
+    ('```json\n{"name": "Ada", "age": 36}\n```', PERSON, True, True, True),  # fenced, unwrapped
+    ('{"name": "Ada", "age": 37}', PERSON, True, True, False),  # valid, wrong value
+])
+def test_judge_parses_validates_and_compares(output, schema, parsed, valid, correct):
+    verdict = judge(output, schema, {"name": "Ada", "age": 36}, strip_code_fences=True)
+    assert (verdict.parsed, verdict.valid, verdict.correct) == (parsed, valid, correct)
+
+
+def test_fences_are_kept_when_stripping_is_off_and_only_whole_blocks_unwrap():
+    fenced = '```\n{"name": "Ada", "age": 36}\n```'
+    assert not judge(fenced, PERSON, {"name": "Ada", "age": 36}, strip_code_fences=False).parsed
+    assert unfence(fenced) == '{"name": "Ada", "age": 36}'
+    assert unfence('Here it is: ```json\n{}\n```') == 'Here it is: ```json\n{}\n```'  # prose around: left alone
+
+
+def test_score_and_aggregate_report_parse_and_valid_rates():
+    ev = JsonModeEvaluator(task())
+    meta = {"messages": [["user", "x"]], "schema": json.dumps(CLOSED)}
+    sample = Sample("train/0", "x", json.dumps({"name": "Ada", "age": 36}), meta)
+    outputs = ['{"name": "Ada", "age": 36}', '{"name": "Ada", "age": 36, "x": 1}', "not json", '{"name": "Bo", "age": 1}']
+    scored = [ev.score(sample, [o]) for o in outputs]
+    assert [s.score for s in scored] == [100.0, 0.0, 0.0, 0.0]
+    assert ev.aggregate(scored) == {"accuracy": 25.0, "parse_rate": 75.0, "schema_valid_rate": 50.0}
+
+
+# ------------------------------------------------------------------------------ data and requests
+def test_fixture_rows_become_chats_with_their_schema():
+    ev = JsonModeEvaluator(task())
+    samples = ev.samples(100, seed=0)
+    assert len(samples) == 6 and ev.source_used == "local"
+    rows = [json.loads(line) for line in (FIXTURE / "train.jsonl").read_text().splitlines()]
+    s = next(x for x in samples if x.id == "train/2")
+    assert s.target == rows[2]["completion"] and s.meta["schema"] == rows[2]["schema"]
+    (req,) = ev.requests(s)
+    assert req.messages == tuple((m["role"], m["content"]) for m in rows[2]["prompt"])
+    assert req.messages[0][0] == "system" and "<schema>" in req.messages[0][1]
+    assert req.json_schema == rows[2]["schema"] and req.max_tokens == 512 and req.greedy
+
+
+@pytest.mark.parametrize("row,fragment", [
+    ({"prompt": [{"role": "user"}], "completion": "{}", "schema": "{}"}, "'role' and a 'content'"),
+    ({"prompt": [{"role": "user", "content": "x"}], "completion": "{", "schema": "{}"}, "'completion' is not valid JSON"),
+    ({"prompt": [{"role": "user", "content": "x"}], "completion": "{}", "schema": '{"type": 5}'}, "not a valid JSON Schema"),
+])
+def test_malformed_rows_name_source_and_row(tmp_path, row, fragment):
+    good = {"prompt": [{"role": "user", "content": "x"}], "completion": "{}", "schema": "{}"}
+    path = tmp_path / "train.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(row) + "\n")
+    with pytest.raises(DataError, match=fragment) as err:
+        JsonModeEvaluator(task(dataset=DatasetConfig(source="local", local_path=str(tmp_path), split="train"))).samples(2, 0)
+    assert "row 1" in str(err.value)
+
+
+def test_unreachable_hub_names_the_local_alternative():
+    ev = JsonModeEvaluator(task(dataset=DatasetConfig(source="hub", hub_id="NousResearch/json-mode-eval", split="train")))
+    with pytest.raises(DataError) as err:
+        ev.samples(4, 0)
+    assert "NousResearch/json-mode-eval" in str(err.value) and "task.dataset.local_path" in str(err.value)
+
+
+def test_the_chat_template_is_required():
+    with pytest.raises(ConfigError, match="task.apply_chat_template"):
+        JsonModeEvaluator(task(apply_chat_template=False))
+
+
+def test_task_config_carries_upstreams_parameters():
+    cfg = compose(["task=json_mode_eval"]).task
+    assert (cfg.metric, cfg.alpha, cfg.beta, cfg.sigma, cfg.num_samples) == ("accuracy", 0.05, 0.2, 50.0, 100)
+    assert (cfg.max_input_len, cfg.max_output_len, cfg.apply_chat_template) == (1024, 512, True)
+    assert (cfg.dataset.hub_id, cfg.dataset.split, cfg.guided_decoding) == ("NousResearch/json-mode-eval", "train", "auto")
+
+
+# ------------------------------------------------------------------------------ guided decoding modes
+def test_free_generation_is_a_different_protocol():
+    ev = JsonModeEvaluator(task())
+    assert ev.extra_acc_spec() is None  # auto: constrained until the backend says otherwise
+    ev.bind_backend(SimpleNamespace(name="hf", details={"guided_decoding": "lm-format-enforcer"}))
+    assert ev.extra_acc_spec() is None
+    ev.bind_backend(SimpleNamespace(name="hf", details={"guided_decoding": "none"}))
+    assert ev.extra_acc_spec() == "guided_decoding=none"
+    assert JsonModeEvaluator(task(guided_decoding="none", strip_code_fences=False)).extra_acc_spec() == \
+        "guided_decoding=none,strip_code_fences=false"
+    # under constrained decoding a fence cannot occur, so it is not unwrapped
+    constrained = JsonModeEvaluator(task())
+    constrained.bind_backend(SimpleNamespace(name="trtllm", details={"guided_decoding": "xgrammar"}))
+    sample = Sample("train/0", "x", "{}", {"messages": [["user", "x"]], "schema": "{}"})
+    assert constrained.score(sample, ["```\n{}\n```"]).score == 0.0
+    assert ev.score(sample, ["```\n{}\n```"]).score == 100.0
+
+
+def test_modes_resolve_per_backend(monkeypatch):
+    assert guided.resolve_trtllm("auto", "trtllm") == "xgrammar"
+    assert guided.resolve_trtllm("llguidance", "trtllm_pytorch") == "llguidance"
+    assert guided.resolve_trtllm("none", "trtllm") == "none"
+    with pytest.raises(ConfigError, match="task.guided_decoding"):
+        guided.resolve_trtllm("lm-format-enforcer", "trtllm")
+    with pytest.raises(ConfigError, match="task.guided_decoding"):
+        guided.resolve_hf("xgrammar")
+    assert guided.resolve_hf("auto") == "lm-format-enforcer" and guided.resolve_hf("none") == "none"
+    monkeypatch.setattr(guided, "lmfe_installed", lambda: False)
+    assert guided.resolve_hf("auto") == "none"  # falls back to free generation, with a warning
+    from runner.errors import BackendUnavailable
+
+    with pytest.raises(BackendUnavailable, match="pip install"):
+        guided.resolve_hf("lm-format-enforcer")
+
+
+# ------------------------------------------------------------------------------ TensorRT-LLM translation (double)
+SCHEMA_TEXT = json.dumps(PERSON)
+CHAT = (("system", "Answer in JSON."), ("user", "Ada is 36."))
+
+
+@pytest.mark.parametrize("make", ["engine", "torch"])
+def test_trtllm_passes_guided_decoding_params_and_the_backend(fake, model_dir, make):  # noqa: F811
+    limits = TaskLimits(max_input_len=64, max_output_len=16, max_batch_size=4, guided_decoding="auto")
+    chat = ChatFormat(apply_chat_template=True)
+    if make == "engine":
+        be = engine_backend(model_dir, limits=limits, chat=chat, max_num_tokens=64)
+    else:
+        from runner.backends.trtllm_pytorch import TRTLLMPyTorchBackend
+        from runner.schema import ModelConfig, QuantConfig, TRTLLMPyTorchBackendConfig
+
+        be = TRTLLMPyTorchBackend(TRTLLMPyTorchBackendConfig(max_num_tokens=64),
+                                  model=ModelConfig(name="tiny", hf_id="org/tiny", path=str(model_dir)),
+                                  quant=QuantConfig(name="none"), limits=limits, chat=chat, progress=False)
+    with be:
+        assert be.info().details["guided_decoding"] == "xgrammar"
+        be.generate([GenerationRequest("Ada is 36.", 16, messages=CHAT, json_schema=SCHEMA_TEXT),
+                     GenerationRequest("plain", 16)])
+    (llm,) = fake.named("LLM")
+    assert llm["guided_decoding_backend"] == "xgrammar"
+    assert fake.named("GuidedDecodingParams") == [{"json": SCHEMA_TEXT}]
+    params = fake.named("SamplingParams")
+    assert params[0]["guided_decoding"].json == SCHEMA_TEXT and "guided_decoding" not in params[1]
+    (call,) = fake.named("generate")
+    assert FakeTokenizer().decode(call["inputs"][0]) == "<s> [system] Answer in JSON. [user] Ada is 36. [assistant]"
+
+
+def test_trtllm_without_guided_decoding_sets_nothing(fake, model_dir):  # noqa: F811
+    limits = TaskLimits(max_input_len=64, max_output_len=16, max_batch_size=4, guided_decoding="none")
+    with engine_backend(model_dir, limits=limits, max_num_tokens=64) as be:
+        assert be.info().details["guided_decoding"] == "none"
+        be.generate([GenerationRequest("Ada is 36.", 16, json_schema=SCHEMA_TEXT)])
+    (llm,) = fake.named("LLM")
+    assert "guided_decoding_backend" not in llm
+    assert fake.named("GuidedDecodingParams") == [] and "guided_decoding" not in fake.named("SamplingParams")[0]
+    with pytest.raises(ConfigError, match="task.guided_decoding"):
+        engine_backend(model_dir, limits=TaskLimits(64, 16, 4, guided_decoding="lm-format-enforcer"), max_num_tokens=64)
+
+
+# ------------------------------------------------------------------------------ the embedded model
+@pytest.mark.e2e
+def test_hf_guided_decoding_yields_schema_valid_json():
+    import jsonschema
+
+    from runner.backends.hf import HFBackend
+    from runner.schema import HFBackendConfig, ModelConfig, QuantConfig
+
+    schema = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]},
+                                               "count": {"type": "integer"}},
+              "required": ["colour", "count"], "additionalProperties": False}
+    model = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
+    chat = ChatFormat(apply_chat_template=True)
+    requests = [GenerationRequest("x", 40, messages=(("user", "Describe three green apples as JSON."),),
+                                  json_schema=json.dumps(schema)),
+                GenerationRequest("Name a colour of the sky.", 12)]
+    limits = TaskLimits(256, 40, guided_decoding="auto")
+    with HFBackend(HFBackendConfig(device="cpu"), model, QuantConfig(name="none"), limits, chat=chat,
+                   progress=False) as be:
+        assert be.info().details["guided_decoding"] == "lm-format-enforcer"
+        constrained, free = be.generate(requests)
+        (alone,) = be.generate(requests[1:])
+    jsonschema.validate(json.loads(constrained), schema)
+    assert free == alone  # a row without a schema is not touched by its neighbour's constraint
+
+
+@pytest.mark.e2e
+def test_runs_end_to_end_on_the_fixture_and_logs_to_mlflow(tmp_path, mlflow_server, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from runner.job import run
+
+    monkeypatch.chdir(tmp_path)
+    outcome = run(compose(["task=json_mode_eval", "task.num_samples=2", "task.max_output_len=96",
+                           f"task.dataset.local_path={FIXTURE}", "reference.mode=skip", "cache.enabled=false",
+                           f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e-json",
+                           f"output_dir={tmp_path / 'out'}"]))
+    assert outcome.exit_status == 0 and outcome.spec.extra_acc_spec is None  # constrained: upstream's protocol
+    rows = [json.loads(line) for line in (outcome.output_dir / "samples.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(r["meta"]["parsed"] and r["meta"]["schema_valid"] for r in rows)
+    run_data = MlflowClient(tracking_uri=mlflow_server).get_run(outcome.run_id).data
+    assert run_data.metrics["parse_rate"] == 100.0 and run_data.metrics["schema_valid_rate"] == 100.0
+    assert run_data.metrics["accuracy"] == pytest.approx(outcome.score)
+    assert run_data.tags["extra_acc_spec"] == "None"

