@@ -40,8 +40,17 @@ CPU_SPECS = ("none", "fp8", "fp8_kv", "fp8_per_channel_per_token", "w8a16", "w4a
 
 
 def run_spec(spec: str, task: str, overrides: list[str], out_dir: Path) -> dict[str, Any]:
-    """One job in its own process; its report.json figures, or the error it stopped with."""
+    """One job in its own process; its report.json figures, or the error it stopped with.
+
+    A run directory that already holds a report (an earlier, interrupted invocation with the same
+    ``--out-dir``) is read back instead of run again.
+    """
     run_dir = out_dir / spec
+    report = run_dir / "report.json"
+    if report.is_file():
+        wall_file = run_dir / "wall_s"
+        wall = float(wall_file.read_text()) if wall_file.is_file() else None
+        return _figures(spec, json.loads(report.read_text()), {"spec": spec, "exit": 0, "wall_s": wall})
     cmd = [sys.executable, "-m", "runner", f"task={task}", f"quant={spec}", "tracking=none", "reference.mode=skip",
            "cache=off", f"hydra.run.dir={run_dir}", *overrides]
     env = dict(os.environ) | {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
@@ -49,12 +58,15 @@ def run_spec(spec: str, task: str, overrides: list[str], out_dir: Path) -> dict[
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.monotonic() - start
     row: dict[str, Any] = {"spec": spec, "exit": proc.returncode, "wall_s": wall}
-    report = run_dir / "report.json"
     if proc.returncode != 0 or not report.is_file():
         lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
         row["error"] = lines[0] if lines else (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         return row
-    data = json.loads(report.read_text())
+    (run_dir / "wall_s").write_text(f"{wall:.1f}")
+    return _figures(spec, json.loads(report.read_text()), row)
+
+
+def _figures(spec: str, data: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
     details = data["backend"]["details"]
     row |= {
         "quant_algo": data["spec"]["quant_algo"], "kv_cache_quant_algo": data["spec"]["kv_cache_quant_algo"],
@@ -82,9 +94,10 @@ def markdown(rows: list[dict[str, Any]], metric: str) -> str:
         if r["quant_cache"] == "hit" and calib != "-":
             calib = f"{calib} (cached)"
         algo = f"{r['quant_algo'] or '-'} / {r['kv_cache_quant_algo'] or '-'}"
+        wall = "-" if r["wall_s"] is None else f"{r['wall_s']:.0f}"
         lines.append(f"| `{r['spec']}` | {algo} | {value:.3f} | {delta} | "
                      f"{'-' if weighted is None else f'{weighted:.3f}'} | {r['calibration']} | {calib} | "
-                     f"{r['eval_time_s']:.0f} | {r['wall_s']:.0f} |")
+                     f"{r['eval_time_s']:.0f} | {wall} |")
     return "\n".join(lines)
 
 
@@ -97,15 +110,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, default=None, help="run directories (default: a temporary one)")
     parser.add_argument("--out", type=Path, default=None, help="write the markdown table here")
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
+    parser.add_argument("--jobs", type=int, default=1, help="specs run at once (timings then share the CPU)")
     args = parser.parse_args(argv)
     out_dir = args.out_dir or Path(tempfile.mkdtemp(prefix="quant_specs_"))
-    rows = []
-    for spec in args.specs:
+    def one(spec: str) -> dict[str, Any]:
         print(f"[quant_specs] {spec} ...", file=sys.stderr, flush=True)
         row = run_spec(spec, args.task, args.override, out_dir)
-        rows.append(row)
         shown = row.get("error") or f"{args.metric}={row['metrics'][args.metric]:.4f}"
-        print(f"[quant_specs] {spec}: {shown} ({row['wall_s']:.0f} s)", file=sys.stderr, flush=True)
+        print(f"[quant_specs] {spec}: {shown}", file=sys.stderr, flush=True)
+        return row
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        rows = list(pool.map(one, args.specs))
     first = next((r for r in rows if "metrics" in r), {})
     header = (f"task={args.task} ({first.get('extra_acc_spec')}), n={first.get('num_evaluated')}, "
               f"{first.get('device')} {first.get('dtype')}, {os.cpu_count()} CPUs, Python {platform.python_version()}"

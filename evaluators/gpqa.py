@@ -21,7 +21,6 @@ data errors name the row and the column, not the text.
 from __future__ import annotations
 
 import csv
-import hashlib
 import random
 import re
 from collections import defaultdict
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from evaluators.base import Request, Response, Sample, ScoredSample
+from evaluators.protocol import generation_deviations
 from evaluators.task_source import check_source, resolve_source, split_loader
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError, DataError
@@ -112,14 +112,7 @@ class GPQAEvaluator:
         parts = []
         if c.extraction != "strict":
             parts.append(f"extraction={c.extraction}")
-        if c.max_output_len != UPSTREAM_MAX_OUTPUT:
-            parts.append(f"max_output_len={c.max_output_len}")
-        if tuple(c.stop) != UPSTREAM_STOP:
-            parts.append("stop=" + _short_hash("\x00".join(c.stop)))
-        if c.apply_chat_template:
-            parts.append("chat_template=true")
-        if c.system_prompt:
-            parts.append("system_prompt=" + _short_hash(c.system_prompt))
+        parts += generation_deviations(c, UPSTREAM_MAX_OUTPUT, UPSTREAM_STOP)
         return ",".join(parts) or None
 
     # ------------------------------------------------------------------ data
@@ -186,10 +179,6 @@ class GPQAEvaluator:
         for domain, scores in sorted(per_domain.items()):
             result[f"domain/{domain}"] = sum(scores) / len(scores)
         return result
-
-
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def read_csv(path: Path) -> list[dict[str, Any]]:

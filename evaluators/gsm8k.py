@@ -19,7 +19,6 @@ split; there its first ``num_fewshot`` problems are the examples and are not eva
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import Any, Sequence
 
 from evaluators.base import Request, Response, Sample, ScoredSample
 from evaluators.datasets_io import load_packaged_json
+from evaluators.protocol import generation_deviations
 from evaluators.task_source import check_source, optional_split, resolve_source, split_loader
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError, DataError
@@ -110,14 +110,7 @@ class GSM8KEvaluator:
         parts = []
         if c.num_fewshot != UPSTREAM_FEWSHOT:
             parts.append(f"num_fewshot={c.num_fewshot}")
-        if c.max_output_len != UPSTREAM_MAX_OUTPUT:
-            parts.append(f"max_output_len={c.max_output_len}")
-        if tuple(c.stop) != UPSTREAM_STOP:
-            parts.append("stop=" + _short_hash("\x00".join(c.stop)))
-        if c.apply_chat_template:
-            parts.append("chat_template=true")
-        if c.system_prompt:
-            parts.append("system_prompt=" + _short_hash(c.system_prompt))
+        parts += generation_deviations(c, UPSTREAM_MAX_OUTPUT, UPSTREAM_STOP)
         return ",".join(parts) or None
 
     # ------------------------------------------------------------------ data
@@ -175,10 +168,6 @@ class GSM8KEvaluator:
             "exact_match_strict": 100.0 * sum(bool(s.meta["strict_match"]) for s in scored) / n,
             "exact_match_flexible": 100.0 * sum(bool(s.meta["flexible_match"]) for s in scored) / n,
         }
-
-
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def parse_rows(ds: Any, source: str) -> list[Problem]:

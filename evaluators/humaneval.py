@@ -5,10 +5,14 @@ no instruction). Generation is greedy, ``max_output_len`` tokens; the backend is
 stop early, so the whole output is kept.
 
 Scoring, per sample:
-- ``pass_at_1`` (the metric; 100 or 0): the output is cut before the first stop string
+- ``pass_at_1`` (the metric; 100 or 0): the code is taken from the output (``task.extraction``):
+  ``completion`` (upstream's completion protocol) cuts it before the first stop string
   (``task.stop``, the Codex paper's set by default: a new top-level ``class``, ``def``,
-  comment, ``if`` or ``print``), and the program ``prompt + completion + "\\n" + test +
-  "\\ncheck(<entry_point>)"`` runs in a separate, limited process (``evaluators/sandbox.py``).
+  comment, ``if`` or ``print``); ``code_block`` (for chat models, which answer with the whole
+  function in a markdown fence) takes the fenced code, see :func:`extract_code_block`. The
+  program ``prompt + code + "\\n" + test + "\\ncheck(<entry_point>)"`` (with a newline after
+  the prompt for ``code_block``: the prompt's stub, whose docstring is a valid body, is then
+  redefined) runs in a separate, limited process (``evaluators/sandbox.py``).
   It passes when the program runs to its end; an exception, an exit before the tests finish, a
   timeout or a resource limit is a failure. One greedy sample per problem, so the pass rate
   is pass@1.
@@ -27,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -42,6 +47,8 @@ log = logging.getLogger("runner")
 UPSTREAM_MAX_OUTPUT = 100
 DEFAULT_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 COLUMNS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
+EXTRACTIONS = ("completion", "code_block")
+_FENCE = re.compile(r"^[ \t]*```[\w+-]*[ \t]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,30 @@ class Problem:
     test: str
     entry_point: str
     row: int
+
+
+def extract_code_block(output: str) -> str:
+    """The code of a chat answer: the first fenced block, or the code before a closing fence.
+
+    - no fence: the whole output;
+    - the first fence opens the output (only blank text before it), or the text before it is
+      prose (does not compile): the lines between it and the next fence (or the end);
+    - the text before the first fence compiles: that text (the model wrote code, then closed a
+      fence it never opened).
+    """
+    fences = list(_FENCE.finditer(output))
+    if not fences:
+        return output
+    first = fences[0]
+    before = output[:first.start()]
+    if before.strip():
+        try:
+            compile(before, "<answer>", "exec")
+            return before
+        except Exception:  # SyntaxError, or a pathological text (too deeply nested, too large)
+            pass
+    end = fences[1].start() if len(fences) > 1 else len(output)
+    return output[first.end():end].strip("\n") + "\n"
 
 
 def build_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
@@ -71,6 +102,9 @@ class HumanEvalEvaluator:
             if value < low:
                 raise ConfigError("sandbox limit out of range", where=f"task.sandbox.{key}", given=value,
                                   allowed=f">= {low}")
+        if config.extraction not in EXTRACTIONS:
+            raise ConfigError("unknown HumanEval code extraction", where="task.extraction", given=config.extraction,
+                              allowed=", ".join(EXTRACTIONS))
         if config.metric not in ("pass_at_1", *ROUGE_TYPES):
             raise ConfigError("unknown HumanEval metric", where="task.metric", given=config.metric,
                               allowed="pass_at_1 (execution), " + ", ".join(ROUGE_TYPES) + " (TensorRT-LLM's scoring)")
@@ -83,6 +117,8 @@ class HumanEvalEvaluator:
         """Settings that change the protocol (part of the reference key)."""
         c = self.config
         parts = []
+        if c.extraction != "completion":
+            parts.append(f"extraction={c.extraction}")
         if c.max_output_len != UPSTREAM_MAX_OUTPUT:
             parts.append(f"max_output_len={c.max_output_len}")
         if tuple(c.stop) != DEFAULT_STOP:
@@ -132,8 +168,14 @@ class HumanEvalEvaluator:
             (output,) = resp
             assert isinstance(output, str)
             outputs.append(output)
-        completions = [cut_at_stop(o, self.config.stop) for o in outputs]
-        programs = [build_program(s.prompt, c, s.meta["test"], s.meta["entry_point"]) for s, c in zip(samples, completions)]
+        if self.config.extraction == "completion":
+            completions = [cut_at_stop(o, self.config.stop) for o in outputs]
+            prompts = [s.prompt for s in samples]
+        else:
+            completions = [extract_code_block(o) for o in outputs]
+            prompts = [s.prompt + "\n" for s in samples]
+        programs = [build_program(p, c, s.meta["test"], s.meta["entry_point"])
+                    for p, s, c in zip(prompts, samples, completions)]
         box = self.config.sandbox
         limits = sandbox.Limits(timeout_s=box.timeout_s, memory_mb=box.memory_mb, workers=box.workers)
         log.info("executing %d completions in the sandbox (%d workers; kernel layers: %s)", len(programs),

@@ -14,8 +14,9 @@ threshold equals the reference). Each sample is generated from the seed, nothing
 
 Length: the evaluator does not see the model's tokenizer, so the filler is sized with an
 estimate of ``chars_per_token`` (default 4.0). The filler is plain English; SmolLM2's tokenizer
-reads 4.59 characters per token on it, and tokenizers with larger vocabularies (Llama 3) read
-more, so the prompt lands a little below ``length`` tokens rather than above it. A prompt that
+reads 4.59 characters per token on it, so the prompt lands a little below ``length`` tokens
+(87-89%) rather than above it; a tokenizer that splits English more finely needs a lower
+``chars_per_token``. A prompt that
 were still longer than ``max_input_len`` would lose its first tokens in the backend, which is
 why ``length`` may not exceed ``max_input_len``.
 

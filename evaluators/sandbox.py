@@ -156,4 +156,9 @@ def isolation_layers() -> tuple[str, ...]:
     for line in stdout.splitlines():
         if line.startswith("sandbox-layers:"):
             return tuple(x for x in line.split(":", 1)[1].split(",") if x)
-    raise RuntimeError(f"the execution sandbox does not start on this host: {result.status} {result.detail}")
+    from runner.errors import UserError
+
+    raise UserError("the execution sandbox does not start on this host", where="evaluators/sandbox.py",
+                    given=f"{result.status}: {result.detail}",
+                    fix="run on Linux (it needs /proc and setrlimit); as root, the process must be allowed to "
+                        "switch to uid 65534 and keep CAP_DAC_READ_SEARCH")

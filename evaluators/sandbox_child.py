@@ -89,14 +89,18 @@ def _os_layers(settings):
         tasks = _count_tasks(uid)
         resource.setrlimit(resource.RLIMIT_NPROC, (tasks + settings["nproc_extra"],) * 2)
         libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-        keep = 1 << CAP_DAC_READ_SEARCH
-        data = (Data * 2)(Data(keep, keep, 0), Data(0, 0, 0))
-        if libc.capset(ctypes.byref(Header(LINUX_CAPABILITY_VERSION_3, 0)), data) != 0:
-            raise OSError(ctypes.get_errno(), "capset failed")
-        layers += ["uid", "nproc"]
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        except PermissionError:
+            pass  # a root without CAP_SETUID/CAP_SETGID (a restricted container): stays root, no "uid" layer
+        else:
+            keep = 1 << CAP_DAC_READ_SEARCH
+            data = (Data * 2)(Data(keep, keep, 0), Data(0, 0, 0))
+            if libc.capset(ctypes.byref(Header(LINUX_CAPABILITY_VERSION_3, 0)), data) != 0:
+                raise OSError(ctypes.get_errno(), "capset failed")  # fail closed: the parent reports it
+            layers += ["uid", "nproc"]
     elif not root:
         resource.setrlimit(resource.RLIMIT_NPROC, (_count_tasks(os.getuid()) + settings["nproc_extra"],) * 2)
         layers.append("nproc")
@@ -111,8 +115,8 @@ def _os_layers(settings):
 def _install_guard(workdir):
     """The audit hook: Python-level refusals, a second line behind the kernel's limits."""
     inside = os.path.realpath(workdir)
-    realpath = os.path.realpath
-    join = os.path.join
+    realpath = os.path.realpath  # relative paths resolve against the current directory, wherever it is now
+    isdir = os.path.isdir
     fspath = os.fspath
     startswith = str.startswith
 
@@ -125,7 +129,7 @@ def _install_guard(workdir):
             return False
         if isinstance(path, bytes):
             path = path.decode(errors="surrogateescape")
-        full = realpath(join(inside, path))
+        full = realpath(path)
         return full == inside or startswith(full, inside + "/")
 
     def hook(event, args):
@@ -134,6 +138,10 @@ def _install_guard(workdir):
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool((flags or 0) & WRITE_FLAGS)
             if writing and not is_inside(path):
                 raise PermissionError(f"sandbox: writing outside the working directory is not allowed: {path!r}")
+            # A directory descriptor (os.open) would let dir_fd-relative calls, which the event does
+            # not show, write outside: refuse descriptors of directories outside.
+            if mode is None and not isinstance(path, int) and not is_inside(path) and isdir(path):
+                raise PermissionError(f"sandbox: opening a directory outside the working directory: {path!r}")
         elif event in PATH_EVENTS:
             for i in PATH_EVENTS[event]:
                 if i < len(args) and not is_inside(args[i]):

@@ -23,6 +23,10 @@ def run_job(cfg: DictConfig) -> int:
     multirun = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
     failure: BaseException | None = None
     try:
+        if multirun:
+            from runner.sweep import spread_over_gpus
+
+            spread_over_gpus(cfg, HydraConfig.get().job.num)
         outcome = run(cfg)
         status = outcome.exit_status
     except UserError as err:

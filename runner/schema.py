@@ -112,6 +112,7 @@ class HumanEvalTaskConfig(TaskConfig):
     # Cut points of a completion before it is executed (the Codex paper's set); the backend is not
     # asked to stop there, so ROUGE sees the whole output as upstream's does.
     stop: list[str] = field(default_factory=lambda: ["\nclass", "\ndef", "\n#", "\nif", "\nprint"])
+    extraction: str = "completion"  # completion (cut at stop, upstream's) | code_block (a chat answer's fenced code)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
 

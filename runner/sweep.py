@@ -46,6 +46,20 @@ def take_exit_status() -> int | None:
     return status
 
 
+def spread_over_gpus(cfg: DictConfig, job_num: int) -> None:
+    """One job per GPU: with ``backend.device=auto`` and several visible GPUs, job k of a sweep runs
+    on ``cuda:(k mod count)``, so parallel launchers (joblib with n_jobs = GPU count) do not all
+    land on cuda:0. The choice is written into the job's config, hence logged with the run."""
+    if cfg.backend.get("device") != "auto":
+        return
+    import torch
+
+    count = torch.cuda.device_count()
+    if count > 1:
+        cfg.backend.device = f"cuda:{job_num % count}"
+        log.info("sweep job %d runs on %s (%d GPUs visible)", job_num, cfg.backend.device, count)
+
+
 def record_failure(cfg: DictConfig, err: BaseException) -> None:
     """Make a failed job visible in the sweep: ``failure.json``, and a FAILED child run when the
     error came before the job's own run existed. Never raises: the sweep must go on."""
@@ -85,14 +99,15 @@ class SweepCallback(Callback):
         self.started: datetime | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Hydra turns a callback's exception into a warning, so errors are printed here in full."""
-        from runner.errors import UserError
+        """Hydra turns a callback's exception into a warning, so errors are handled here: a user error
+        (unknown correction, unreachable tracking server) stops the sweep before any job runs."""
+        from runner.errors import EXIT_ERROR, UserError
 
         try:
             self._start(config)
         except UserError as err:
             print(err.render(), file=sys.stderr, flush=True)
-            self.client = None
+            sys.exit(EXIT_ERROR)
         except Exception as err:
             print_crash(err)
             self.client = None
@@ -115,6 +130,9 @@ class SweepCallback(Callback):
         logging.getLogger("alembic").setLevel(logging.WARNING)
         mlflow.set_tracking_uri(tracker.uri)
         experiment = mlflow.set_experiment(config.tracking.experiment)
+        from runner.tracking import mark_model_experiment
+
+        mark_model_experiment(experiment, tracker.uri)
         self.client = MlflowClient(tracking_uri=tracker.uri)
         name = config.sweep.name or f"sweep-{self.started:%Y-%m-%d-%H%M%S}"
         overrides = " ".join(config.hydra.overrides.task)

@@ -19,6 +19,19 @@ def default_tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlflow.db'}"
 
 
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+
+
+def mark_model_experiment(experiment: Any, uri: str) -> None:
+    """MLflow 3's UI opens an untagged experiment as a GenAI (traces) one; runner experiments hold
+    model evaluations, so they are tagged to open on the runs table, where runs are compared."""
+    if EXPERIMENT_KIND_TAG not in (experiment.tags or {}):
+        from mlflow.tracking import MlflowClient
+
+        MlflowClient(tracking_uri=uri).set_experiment_tag(experiment.experiment_id, EXPERIMENT_KIND_TAG,
+                                                          "custom_model_development")
+
+
 class NullTracker:
     """Logs nothing; the run's output directory still holds the report and per-sample outputs."""
 
@@ -84,6 +97,7 @@ class MlflowTracker:
         logging.getLogger("alembic").setLevel(logging.WARNING)
         mlflow.set_tracking_uri(self.uri)
         experiment = mlflow.set_experiment(self.config.experiment)
+        mark_model_experiment(experiment, self.uri)
         self.experiment_id = experiment.experiment_id
         run = mlflow.start_run(run_name=run_name, tags=tags)
         self.run_id = run.info.run_id

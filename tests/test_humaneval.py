@@ -11,7 +11,7 @@ import pytest
 
 from evaluators import sandbox
 from evaluators.cnn_dailymail import RougeScorer
-from evaluators.humaneval import HumanEvalEvaluator, build_program
+from evaluators.humaneval import HumanEvalEvaluator, build_program, extract_code_block
 from evaluators.sandbox import Limits, run_program, run_programs
 from runner.errors import ConfigError, DataError
 from runner.schema import DatasetConfig, HumanEvalTaskConfig, SandboxConfig
@@ -144,6 +144,9 @@ def test_writing_outside_the_working_directory_is_refused(tmp_path):
         f"import pathlib\npathlib.Path({str(target)!r}).write_text('x')",
         "open('../escaped.txt', 'w').write('x')",
         "import os\nos.symlink('/etc', 'link')\nopen('link/escaped.txt', 'w').write('x')",
+        f"import os\nos.chdir({str(tmp_path)!r})\nopen('escaped.txt', 'w').write('x')",
+        f"import os\nfd = os.open({str(tmp_path)!r}, os.O_RDONLY)\n"
+        "os.close(os.open('escaped.txt', os.O_WRONLY | os.O_CREAT, dir_fd=fd))",
     ]
     for src in attempts:
         result, _ = run_program(src + "\n", FAST)
@@ -244,6 +247,32 @@ def test_a_wrong_solution_fails_its_tests():
 
 
 # ---------------------------------------------------------------------- scorer
+@pytest.mark.parametrize("output,code", [
+    ("def f():\n    return 1\n", "def f():\n    return 1\n"),  # no fence: all of it
+    ("```python\ndef f():\n    return 1\n```\n\nThis works.", "def f():\n    return 1\n"),
+    ("You can write:\n\n```py\ndef f():\n    return 1\n```\nDone.", "def f():\n    return 1\n"),
+    ("def f():\n    return 1\n```\n\nIt returns one.", "def f():\n    return 1\n"),  # closing fence only
+    ("```\ndef f():\n    return 1\n", "def f():\n    return 1\n"),  # never closed
+    ("Sure! ```python is great``` and\n```python\nx = 1\n```", "x = 1\n"),  # inline backticks are no fence
+])
+def test_code_block_extraction(output, code):
+    assert extract_code_block(output) == code
+
+
+def test_chat_answers_with_the_canonical_function_pass_in_code_block_mode():
+    """A chat-style answer (prose, a fenced block with the whole function, prose) of 20 problems."""
+    ev = HumanEvalEvaluator(task(extraction="code_block", apply_chat_template=True))
+    samples = ev.samples(20, 0)
+    answers = [[f"Here is the function:\n\n```python\n{s.prompt}{s.target}```\n\nIt passes the examples."]
+               for s in samples]
+    scored = ev.score_batch(samples, answers)
+    assert [s.meta["execution"] for s in scored] == ["passed"] * 20
+    assert ev.extra_acc_spec() == "extraction=code_block,chat_template=true"
+    # the same answers cut as completions fail: the prose is no code
+    plain = HumanEvalEvaluator(task()).score_batch(samples[:3], answers[:3])
+    assert [s.score for s in plain] == [0.0] * 3
+
+
 def test_program_layout():
     assert build_program("def f():\n", "    return 1\n", "def check(c):\n    assert c() == 1\n", "f") == (
         "def f():\n    return 1\n\ndef check(c):\n    assert c() == 1\n\ncheck(f)\n")
@@ -302,6 +331,8 @@ def test_bad_settings_are_config_errors():
         HumanEvalEvaluator(task(sandbox=SandboxConfig(workers=0)))
     with pytest.raises(ConfigError, match="task.metric"):
         HumanEvalEvaluator(task(metric="pass@1"))
+    with pytest.raises(ConfigError, match="task.extraction"):
+        HumanEvalEvaluator(task(extraction="regex"))
 
 
 def test_malformed_row_names_source_and_row(tmp_path):

@@ -113,13 +113,15 @@ def test_task_config_carries_upstreams_parameters():
 
 
 # ------------------------------------------------------------------------------ guided decoding modes
-def test_free_generation_is_a_different_protocol():
+def test_free_generation_is_a_different_protocol(caplog):
     ev = JsonModeEvaluator(task())
     assert ev.extra_acc_spec() is None  # auto: constrained until the backend says otherwise
     ev.bind_backend(SimpleNamespace(name="hf", details={"guided_decoding": "lm-format-enforcer"}))
     assert ev.extra_acc_spec() is None
-    ev.bind_backend(SimpleNamespace(name="hf", details={"guided_decoding": "none"}))
+    with caplog.at_level("WARNING", logger="runner"):
+        ev.bind_backend(SimpleNamespace(name="hf", details={"guided_decoding": "none"}))
     assert ev.extra_acc_spec() == "guided_decoding=none"
+    assert "free generation" in caplog.text and "guided_decoding=none" in caplog.text
     assert JsonModeEvaluator(task(guided_decoding="none", strip_code_fences=False)).extra_acc_spec() == \
         "guided_decoding=none,strip_code_fences=false"
     # under constrained decoding a fence cannot occur, so it is not unwrapped
@@ -188,6 +190,38 @@ def test_trtllm_without_guided_decoding_sets_nothing(fake, model_dir):  # noqa: 
     assert fake.named("GuidedDecodingParams") == [] and "guided_decoding" not in fake.named("SamplingParams")[0]
     with pytest.raises(ConfigError, match="task.guided_decoding"):
         engine_backend(model_dir, limits=TaskLimits(64, 16, 4, guided_decoding="lm-format-enforcer"), max_num_tokens=64)
+
+
+@pytest.mark.trtllm
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend_name", ["trtllm", "trtllm_pytorch"])
+def test_real_tensorrt_llm_constrains_output_to_the_schema(tmp_path, monkeypatch, backend_name):
+    """On a GPU host with TensorRT-LLM: RUNNER_TRTLLM_TEST_MODEL=/path/to/hf/model pytest -m trtllm tests/test_json_mode.py"""
+    import os
+
+    import jsonschema
+
+    pytest.importorskip("tensorrt_llm")
+    path = os.environ.get("RUNNER_TRTLLM_TEST_MODEL")
+    if not path:
+        pytest.skip("set RUNNER_TRTLLM_TEST_MODEL to a local Hugging Face model directory")
+    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
+    from runner.backends.trtllm_engine import TRTLLMEngineBackend
+    from runner.backends.trtllm_pytorch import TRTLLMPyTorchBackend
+    from runner.schema import ModelConfig, QuantConfig, TRTLLMBackendConfig, TRTLLMPyTorchBackendConfig
+
+    model = ModelConfig(name="trtllm-test", hf_id="trtllm-test", path=path)
+    limits = TaskLimits(max_input_len=256, max_output_len=48, max_batch_size=4, guided_decoding="auto")
+    if backend_name == "trtllm":
+        be = TRTLLMEngineBackend(TRTLLMBackendConfig(max_num_tokens=1024), model, QuantConfig(name="none"), limits,
+                                 progress=False)
+    else:
+        be = TRTLLMPyTorchBackend(TRTLLMPyTorchBackendConfig(max_num_tokens=1024), model, QuantConfig(name="none"),
+                                  limits, progress=False)
+    with be:
+        (out,) = be.generate([GenerationRequest("Ada is 36 years old. As JSON:", 48, json_schema=SCHEMA_TEXT)])
+        assert be.info().details["guided_decoding"] == "xgrammar"
+    jsonschema.validate(json.loads(out), PERSON)
 
 
 # ------------------------------------------------------------------------------ the embedded model

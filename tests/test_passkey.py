@@ -87,10 +87,9 @@ def test_requests_are_greedy_with_upstreams_output_length():
 
 
 def test_levels_compose_with_upstreams_parameters():
-    for option, name, length in (("passkey_1k", "passkey_retrieval_1k", 1024), ("passkey_4k", "passkey_retrieval_4k", 4096),
-                                 ("passkey_64k", "passkey_retrieval_64k", 65536),
-                                 ("passkey_128k", "passkey_retrieval_128k", 131072)):
-        t = compose([f"task={option}"]).task
+    for name, length in (("passkey_retrieval_1k", 1024), ("passkey_retrieval_4k", 4096),
+                         ("passkey_retrieval_64k", 65536), ("passkey_retrieval_128k", 131072)):
+        t = compose([f"task={name}"]).task
         assert (t.name, t.length, t.max_input_len) == (name, length, length)
         assert (t.alpha, t.beta, t.sigma, t.num_samples, t.max_output_len) == (0.5, 0.2, 0.0, 20, 50)
         assert PasskeyEvaluator(t).extra_acc_spec() is None

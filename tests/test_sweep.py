@@ -85,16 +85,15 @@ def test_summary_lists_failures_and_a_failure_fails_the_sweep(tmp_path):
 def test_committed_sweep_composes_as_a_multirun():
     from hydra.types import RunMode
 
-    cfg = compose(["sweep=embedded_gate"])
-    assert cfg.task.num_samples == 57 and cfg.task.num_fewshot == 0 and cfg.reference.against == "baseline"
-    assert cfg.sweep.correction == "holm" and cfg.sweep.name == "embedded_gate"
-    with pytest.raises(Exception):
-        compose(["sweep.correction=bonferroni", "sweep.alpha=abc"])
+    cfg = compose(["sweep=embedded_gate", "+sweep_task=mmlu_0shot"])
+    assert (cfg.task.name, cfg.task.num_samples, cfg.task.num_fewshot, cfg.task.scoring) == ("mmlu", 57, 0, "loglikelihood")
+    assert cfg.reference.against == "baseline" and cfg.sweep.correction == "holm" and cfg.sweep.name == "embedded_gate"
+    assert compose(["sweep=embedded_gate", "+sweep_task=perplexity"]).task.name == "perplexity"
     result = run_cli(["sweep=embedded_gate", "--cfg", "hydra"], cwd=ROOT)
-    hydra_cfg = OmegaConf.create(result.stdout.split("\n", 1)[1] if result.stdout.startswith("#") else result.stdout)
+    hydra_cfg = OmegaConf.create(result.stdout)
     assert hydra_cfg.hydra.mode == RunMode.MULTIRUN.name
-    assert set(hydra_cfg.hydra.sweeper.params) == {"quant", "task.scoring"}
-    assert len(hydra_cfg.hydra.sweeper.params.quant.split(",")) >= 3
+    params = hydra_cfg.hydra.sweeper.params
+    assert len(params.quant.split(",")) >= 3 and params["+sweep_task"].split(",") == ["mmlu_0shot", "perplexity"]
 
 
 # ---------------------------------------------------------------------------- end to end
@@ -212,3 +211,32 @@ def test_a_job_killed_mid_run_resumes_with_exactly_n_samples(tmp_path, shared_ca
     assert json.loads((tmp_path / "third" / "report.json").read_text())["generation_cache"] == \
         {"hits": 57, "misses": 0, "path": str(db)}
     assert (tmp_path / "third" / "samples.jsonl").read_text() == "\n".join(lines) + "\n"
+
+
+def test_an_unknown_correction_stops_the_sweep_before_any_job(tmp_path):
+    result = run_cli(["-m", "quant=none,w8a16", "sweep.correction=bonferroni", "tracking=none",
+                      f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert "unknown multiple-testing correction" in result.stderr and "allowed: holm, bh, none" in result.stderr
+    assert not list((tmp_path / "sweep").glob("*/report.json"))
+
+
+def test_jobs_spread_over_visible_gpus(monkeypatch):
+    import torch
+
+    from runner.sweep import spread_over_gpus
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    devices = []
+    for num in range(6):
+        cfg = compose([])
+        spread_over_gpus(cfg, num)
+        devices.append(cfg.backend.device)
+    assert devices == ["cuda:0", "cuda:1", "cuda:2", "cuda:3", "cuda:0", "cuda:1"]
+    pinned = compose(["backend.device=cpu"])
+    spread_over_gpus(pinned, 3)
+    assert pinned.backend.device == "cpu"
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    single = compose([])
+    spread_over_gpus(single, 3)
+    assert single.backend.device == "auto"

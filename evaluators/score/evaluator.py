@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 from typing import Any, Sequence
 
@@ -136,11 +137,16 @@ class ScoreEvaluator:
                                   temperature=c.temperature if sampled else None, seed=v["seed"] if sampled else None)
                 for v in sample.meta["variants"]]
 
+    @property
+    def labels(self) -> str:
+        """Upstream's label list of the family (A-J for MMLU-Pro, A-E for AGIEval)."""
+        return extract.LETTERS[:10 if self.family == "mmlu_pro" else 5]
+
     def _answer(self, generation: str, variant: dict[str, Any]) -> Any:
         if self.family == "math":
             return upstream.math_extract_boxed(generation)
         raw = extract.extract_choice(generation, self.faithful)
-        return extract.translate_to_label(raw, variant["options_format"], extract.LETTERS[:10 if self.family == "mmlu_pro" else 5])
+        return extract.translate_to_label(raw, variant["options_format"], self.labels)
 
     def _correct(self, answer: Any, gold: str) -> bool:
         if self.family == "math":
@@ -158,8 +164,7 @@ class ScoreEvaluator:
                       "gold": variant["gold"], "generation": generation, "prompt": variant["prompt"]}
             if self.kind == "option_order":
                 record["identity"] = extract.option_identity(answer, variant["forced"], sample.meta["answer_index"],
-                                                             extract.LETTERS[:10 if self.family == "mmlu_pro" else 5],
-                                                             self.faithful)
+                                                             self.labels, self.faithful)
             records.append(record)
         compared = [r["identity" if self.kind == "option_order" else "answer"] for r in records]
         same = None
@@ -201,4 +206,5 @@ class ScoreEvaluator:
     def reference_extras(self, result: dict[str, float]) -> dict[str, float]:
         """Keys recorded next to the accuracy by reference.mode=record: the consistency rate and its se."""
         name = self.consistency_metric
-        return {name: round(result[name], 4), f"{name}_se": round(result[f"{name}_se"], 4)}
+        values = {name: result[name], f"{name}_se": result[f"{name}_se"]}
+        return {k: round(v, 4) for k, v in values.items() if math.isfinite(v)}  # no se from a single question

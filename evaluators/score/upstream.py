@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import logging
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
@@ -52,6 +53,9 @@ def templates(family: str) -> dict[str, Any]:
     """The family's ``prompt_templates.json``: keys prompt_robustness (list of 10), non_greedy_robustness,
     and option_order_robustness (multiple-choice families only)."""
     path = score_dir() / FAMILY_DIRS[family] / "prompt_templates.json"
+    if version() != TESTED_VERSION:
+        logging.getLogger("runner").warning("SCORE templates from lm-eval %s; this runner was checked against %s",
+                                            version(), TESTED_VERSION)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:

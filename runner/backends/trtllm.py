@@ -299,16 +299,12 @@ class TRTLLMBackendBase:
                                  enable_block_reuse=bool(self.config.enable_block_reuse), **extra)
 
     # ------------------------------------------------------------------ prompts
-    def _encode_prompt(self, prompt: str) -> list[int]:
-        """Token ids as backend=hf builds them: chat template if asked, then the last max_input_len.
+    def _encode_request(self, request: GenerationRequest) -> list[int]:
+        """Token ids as backend=hf builds them (chat template or conversation, then truncation to max_input_len).
 
         Tokenizing here rather than in TensorRT-LLM (``truncate_prompt_tokens``) keeps the tokens
         identical across backends and lets truncation apply after the chat template.
         """
-        return self._encode_request(GenerationRequest(prompt, max_tokens=1))
-
-    def _encode_request(self, request: GenerationRequest) -> list[int]:
-        """Token ids of a request (conversation, suffix and truncation side included), as backend=hf builds them."""
         return encode_request(self._tokenizer, self.chat, request, self.limits.max_input_len)
 
     def _sampling_params(self, request: GenerationRequest) -> Any:
