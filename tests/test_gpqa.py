@@ -204,6 +204,18 @@ def test_config_composes_with_upstream_parameters():
     assert GPQAEvaluator(small).extra_acc_spec() == "max_output_len=256"
 
 
+
+@pytest.mark.parametrize("quant,kv,value", [(None, None, 45.96), ("FP8", None, 48.03), ("NVFP4", "FP8", 45.55)])
+def test_published_references(quant, kv, value):
+    from runner.references import lookup
+    from runner.spec import AccuracySpec
+    from runner.stats import HypothesisParams
+
+    entry = lookup(ROOT / "references", "gpqa_diamond", "accuracy", "meta-llama/Llama-3.3-70B-Instruct",
+                   AccuracySpec(quant_algo=quant, kv_cache_quant_algo=kv), HypothesisParams(0.05, 0.2, 50.0, 198))
+    assert entry.value == value and entry.params.num_samples == 198
+
+
 @pytest.mark.e2e
 def test_end_to_end_on_the_packaged_copy_logs_to_mlflow_without_leaking_questions(tmp_path, mlflow_server, monkeypatch, capfd):
     """The embedded model on 2 packaged questions with a short output budget; nothing outside the run's

@@ -176,6 +176,22 @@ def test_config_composes_with_upstream_parameters():
     assert GSM8KEvaluator(t).extra_acc_spec() is None
 
 
+
+@pytest.mark.parametrize("model,quant,kv,value", [
+    ("meta-llama/Llama-3.1-8B-Instruct", None, None, 74.20), ("meta-llama/Llama-3.1-8B-Instruct", "FP8", None, 74.30),
+    ("meta-llama/Llama-3.1-8B-Instruct", "FP8", "FP8", 72.85), ("meta-llama/Llama-3.1-8B-Instruct", "FP8", "NVFP4", 69.75),
+    ("mistralai/Ministral-8B-Instruct-2410", None, None, 79.25), ("mistralai/Ministral-8B-Instruct-2410", "FP8", "FP8", 78.35),
+])
+def test_published_references(model, quant, kv, value):
+    from runner.references import lookup
+    from runner.spec import AccuracySpec
+    from runner.stats import HypothesisParams
+
+    entry = lookup(ROOT / "references", "gsm8k", "accuracy", model, AccuracySpec(quant_algo=quant, kv_cache_quant_algo=kv),
+                   HypothesisParams(0.05, 0.2, 50.0, 1319))
+    assert entry.value == value and entry.params.num_samples == 1319
+
+
 @pytest.mark.e2e
 def test_end_to_end_record_then_check_logs_both_parts_to_mlflow(tmp_path, mlflow_server, monkeypatch):
     """The embedded model on 3 packaged problems: record a reference, check against it, read MLflow back."""

@@ -99,8 +99,8 @@ def test_levels_compose_with_upstreams_parameters():
 
 def test_extra_acc_spec_names_deviations_from_the_level():
     assert nominal_length("passkey_retrieval_64k") == 65536 and nominal_length("passkey_retrieval") is None
-    spec = PasskeyEvaluator(task(length=512, depth="end", passkey_digits=7)).extra_acc_spec()
-    assert spec == "length=512,passkey_digits=7,depth=end"
+    spec = PasskeyEvaluator(task(length=512, depth="end", passkey_digits=7, max_output_len=16)).extra_acc_spec()
+    assert spec == "length=512,passkey_digits=7,depth=end,max_output_len=16"
 
 
 def test_bad_settings_are_config_errors():
@@ -139,7 +139,7 @@ def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, mo
               "task.max_output_len=8", "cache=off", f"reference.dir={refs}",
               f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e-passkey"]
     recorded = run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))
-    assert recorded.exit_status == 0 and recorded.spec.extra_acc_spec == "length=256"
+    assert recorded.exit_status == 0 and recorded.spec.extra_acc_spec == "length=256,max_output_len=8"
     checked = run(compose([*common, f"output_dir={tmp_path / 'chk'}"]))
     assert checked.exit_status == 0 and checked.score == recorded.score
     verdict = checked.decision.verdict
