@@ -10,7 +10,8 @@ Extraction of the answer letter from the free-form output:
   around the colon). Unlike upstream, a letter that starts a longer word ("Answer: Because")
   does not count;
 - ``flexible``: the last explicit statement ("Answer: (B)", "the answer is B", "**Answer:** B",
-  ``\\boxed{B}``), else the last standalone letter A-D (``(C)``, ``C.``; never the article "A").
+  ``\\boxed{B}``), else the last standalone letter A-D (``(C)``, ``C.``), leaving out the article
+  "A", variables ("B = 2x") and option lines the model copied from the prompt ("D) 4 eV").
 ``task.extraction`` picks which one the ``accuracy`` metric uses; both are always reported.
 
 Questions are never logged: the authors ask that GPQA not be published in plain text, so only
@@ -48,9 +49,13 @@ _STATEMENT = re.compile(
     r"[(\[]?([A-D])[)\]]?(?![A-Za-z0-9])"
     r"|\\boxed\{\s*(?:\\text\{)?\s*\(?([A-D])\)?\s*\}?\s*\}"
 )
-# A letter on its own, bare or bracketed; a bare "A" before a lower-case word is the article.
-_STANDALONE = re.compile(r"(?<![A-Za-z0-9])([(\[]?)([A-D])[)\]]?(?![A-Za-z0-9])")
+# A letter on its own, bare or bracketed. Not an answer: a bare "A" before a lower-case word (the
+# article), a letter before an operator ("B = 2x", a variable), and a label that opens a line and
+# is followed by text ("D) 4.2 eV", an option the model copied from the prompt).
+_STANDALONE = re.compile(r"(?<![A-Za-z0-9])([(\[]?)([A-D])([)\]]?)(?![A-Za-z0-9])")
 _ARTICLE = re.compile(r"\s+[a-z]")
+_OPERATOR = re.compile(r"\s*[=+*/^<>]")
+_LABEL_TEXT = re.compile(r"[ \t]*[^\s]")
 
 
 def extract_strict(output: str) -> str | None:
@@ -63,9 +68,19 @@ def extract_flexible(output: str) -> str | None:
     statements += [(m.start(), m.group(1) or m.group(2)) for m in _STATEMENT.finditer(output)]
     if statements:
         return max(statements)[1].upper()
-    letters = [m.group(2) for m in _STANDALONE.finditer(output)
-               if m.group(1) or m.group(2) != "A" or not _ARTICLE.match(output, m.end())]
+    letters = [m.group(2) for m in _STANDALONE.finditer(output) if _is_answer_letter(output, m)]
     return letters[-1] if letters else None
+
+
+def _is_answer_letter(output: str, m: re.Match[str]) -> bool:
+    bracketed = bool(m.group(1) or m.group(3))
+    if m.group(2) == "A" and not bracketed and _ARTICLE.match(output, m.end()):
+        return False
+    if _OPERATOR.match(output, m.end()):
+        return False
+    line_start = output.rfind("\n", 0, m.start()) + 1
+    opens_line = not output[line_start:m.start()].strip()
+    return not (opens_line and m.group(3) and _LABEL_TEXT.match(output, m.end()))
 
 
 @dataclass(frozen=True)

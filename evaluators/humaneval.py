@@ -9,7 +9,9 @@ Scoring, per sample:
   ``completion`` (upstream's completion protocol) cuts it before the first stop string
   (``task.stop``, the Codex paper's set by default: a new top-level ``class``, ``def``,
   comment, ``if`` or ``print``); ``code_block`` (for chat models, which answer with the whole
-  function in a markdown fence) takes the fenced code, see :func:`extract_code_block`. The
+  function in a markdown fence) takes the fenced code (:func:`extract_code_block`) and drops
+  trailing top-level statements that an output cut by ``max_output_len`` left unfinished
+  (:func:`drop_broken_tail`). The
   program ``prompt + code + "\\n" + test + "\\ncheck(<entry_point>)"`` (with a newline after
   the prompt for ``code_block``: the prompt's stub, whose docstring is a valid body, is then
   redefined) runs in a separate, limited process (``evaluators/sandbox.py``).
@@ -75,14 +77,34 @@ def extract_code_block(output: str) -> str:
         return output
     first = fences[0]
     before = output[:first.start()]
-    if before.strip():
-        try:
-            compile(before, "<answer>", "exec")
-            return before
-        except Exception:  # SyntaxError, or a pathological text (too deeply nested, too large)
-            pass
+    if before.strip() and _compiles(before):
+        return before
     end = fences[1].start() if len(fences) > 1 else len(output)
     return output[first.end():end].strip("\n") + "\n"
+
+
+def _compiles(code: str) -> bool:
+    try:
+        compile(code, "<answer>", "exec")
+        return True
+    except Exception:  # SyntaxError, or a pathological text (too deeply nested, too large)
+        return False
+
+
+def drop_broken_tail(code: str) -> str:
+    """Drop trailing top-level statements until the code compiles.
+
+    A chat answer cut by ``max_output_len`` usually ends inside its example calls; the function
+    above them is whole. Only statements that start at column 0 are dropped, from the end, so a
+    broken function body still fails.
+    """
+    lines = code.splitlines(keepends=True)
+    while lines and not _compiles("".join(lines)):
+        starts = [i for i, line in enumerate(lines) if line[:1].strip() and not line.startswith((")", "]", "}"))]
+        if not starts or starts[-1] == 0:
+            return code
+        lines = lines[:starts[-1]]
+    return "".join(lines) if lines else code
 
 
 def build_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
@@ -163,7 +185,7 @@ class HumanEvalEvaluator:
             completions = [cut_at_stop(o, self.config.stop) for o in outputs]
             prompts = [s.prompt for s in samples]
         else:
-            completions = [extract_code_block(o) for o in outputs]
+            completions = [drop_broken_tail(extract_code_block(o)) for o in outputs]
             prompts = [s.prompt + "\n" for s in samples]
         programs = [build_program(p, c, s.meta["test"], s.meta["entry_point"])
                     for p, s, c in zip(prompts, samples, completions)]

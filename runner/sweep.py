@@ -165,6 +165,8 @@ class SweepCallback(Callback):
             _exit_status = summary.exit_status
             if self.client is not None:
                 summary.log_to(self.client, self.parent_id)
+                print(f"tracking: MLflow parent run {self.parent_id} in {self.client.tracking_uri} "
+                      f"(experiment '{config.tracking.experiment}')", flush=True)
             status = "FINISHED"
         except Exception as err:
             _exit_status = 1

@@ -47,6 +47,10 @@ def task(**kw) -> GPQATaskConfig:
     ("Options (A) and (C) fail, so (D) it is.", None, "D"),  # no statement: last standalone letter
     ("A cell divides twice. B is right.", None, "B"),
     ("A cell divides twice.", None, None),  # the article "A" is not an answer
+    ("A) 4 eV\nB) 2 eV\nC) 1 eV\nD) 0 eV", None, None),  # options copied from the prompt are not answers
+    ("Copying: C) 1 eV\nD) 0 eV\nI choose (B)", None, "B"),
+    ("Let B = 2x and D = 4, so I pick A.", None, "A"),  # letters before an operator are variables
+    ("Final pick:\n(C)", None, "C"),
     ("I cannot tell.", None, None),
     ("", None, None),
 ])

@@ -11,7 +11,7 @@ import pytest
 
 from evaluators import sandbox
 from evaluators.cnn_dailymail import RougeScorer
-from evaluators.humaneval import HumanEvalEvaluator, build_program, extract_code_block
+from evaluators.humaneval import HumanEvalEvaluator, build_program, drop_broken_tail, extract_code_block
 from evaluators.sandbox import Limits, run_program, run_programs
 from runner.errors import ConfigError, DataError
 from runner.schema import DatasetConfig, HumanEvalTaskConfig, SandboxConfig
@@ -257,6 +257,14 @@ def test_a_wrong_solution_fails_its_tests():
 ])
 def test_code_block_extraction(output, code):
     assert extract_code_block(output) == code
+
+
+def test_an_unfinished_tail_is_dropped_but_a_broken_function_is_kept():
+    cut = "def f():\n    return 1\n\n# Example usage:\nprint(f([1, 2,"
+    assert drop_broken_tail(cut) == "def f():\n    return 1\n\n# Example usage:\n"
+    assert drop_broken_tail("def f():\n    return (1\n") == "def f():\n    return (1\n"  # nothing to drop
+    assert drop_broken_tail("x = [\n1,\n2\n]\nprint(x") == "x = [\n1,\n2\n]\n"
+    assert drop_broken_tail("def f():\n    return 1\n") == "def f():\n    return 1\n"
 
 
 def test_chat_answers_with_the_canonical_function_pass_in_code_block_mode():
