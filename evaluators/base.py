@@ -46,3 +46,21 @@ class Evaluator(Protocol):
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]: ...
 
     def extra_acc_spec(self) -> str | None: ...
+
+
+class EvaluatorHooks(Protocol):
+    """Optional members an evaluator may define; ``runner.job`` checks for each and skips it when absent.
+
+    - ``uses_loglikelihood: bool`` and ``loglikelihood_fix: str``: the task sends log-likelihood
+      requests; a backend without them is refused up front with ``loglikelihood_fix`` as the advice.
+    - ``bind_backend(info)``: called once the model is loaded, before ``extra_acc_spec()``, for a
+      protocol that depends on what the backend can do (constrained decoding or free generation).
+    - ``use_token_counter(count)``: receives the backend's ``count_tokens`` before ``samples()``, for
+      length filters measured in the model's own tokens (perplexity's minimum document length).
+    - ``score_batch(samples, responses)``: scores every sample at once (HumanEval runs programs in parallel).
+    - ``extra_gates(metrics, reference)``: further pass/fail checks against the same reference entry
+      (SCORE's consistency rate); a failed gate fails the job with the regression exit status.
+    - ``reference_extras(metrics)``: extra keys written into a recorded reference entry.
+    - ``source_used: str``: where the rows came from (hub, local, packaged), recorded as provenance.
+    """
+

@@ -109,7 +109,7 @@ def _table_corpus(config: Any, source: str) -> Corpus:
         local = Path(ds.local_path).expanduser()
         if local.is_dir() and (local / "data").is_dir() and not any(local.glob(f"{ds.split}*")):
             ds = replace(ds, hub_config="data")  # a Hub snapshot keeps its files under data/
-    where, load = split_loader(ds, source, _alternatives())
+    _, load = split_loader(ds, source, _alternatives())
     table = load(ds.split)
     where = f"{ds.local_path if source == 'local' else ds.hub_id} [{ds.split}]"
     column = config.text_column

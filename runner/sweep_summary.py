@@ -225,8 +225,10 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
                 ax.plot(x, r["score"], "o", ms=8, color=colours[verdict])
             else:
                 ax.annotate(r["verdict"], (x, 0.02), xycoords=("data", "axes fraction"), ha="center", color="#d62728")
-        ax.set_xticks(range(len(mine)), [(r["configuration"] or r["job"]).replace(" ", "\n") for r in mine],
-                      fontsize=7)
+        parts = [(r["configuration"] or r["job"]).split() for r in mine]
+        shared = set.intersection(*(set(p) for p in parts)) if len(parts) > 1 else set()
+        labels = ["\n".join(w for w in p if w not in shared) or r["job"] for p, r in zip(parts, mine)]
+        ax.set_xticks(range(len(mine)), labels, fontsize=8)
         ax.set_xlim(-0.6, max(len(mine), 1) - 0.4)
         ax.set_title(f"{task}: score vs threshold", fontsize=10)
         ax.set_ylabel(mine[0]["metric"] if mine and mine[0]["metric"] else "score")

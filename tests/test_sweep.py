@@ -94,6 +94,9 @@ def test_committed_sweep_composes_as_a_multirun():
     assert hydra_cfg.hydra.mode == RunMode.MULTIRUN.name
     params = hydra_cfg.hydra.sweeper.params
     assert len(params.quant.split(",")) >= 3 and params["+sweep_task"].split(",") == ["mmlu_0shot", "perplexity"]
+    slurm = run_cli(["hydra/launcher=submitit_slurm", "hydra.launcher.gpus_per_node=1", "--cfg", "hydra"], cwd=ROOT)
+    launcher = OmegaConf.create(slurm.stdout).hydra.launcher
+    assert launcher._target_.endswith("SlurmLauncher") and launcher.gpus_per_node == 1
 
 
 # ---------------------------------------------------------------------------- end to end
