@@ -95,8 +95,9 @@ def markdown(rows: list[dict[str, Any]], metric: str) -> str:
             calib = f"{calib} (cached)"
         algo = f"{r['quant_algo'] or '-'} / {r['kv_cache_quant_algo'] or '-'}"
         wall = "-" if r["wall_s"] is None else f"{r['wall_s']:.0f}"
+        data = r["calibration"].split(" of ")[0] if " tokens of " in r["calibration"] else "none"  # "N x L tokens"
         lines.append(f"| `{r['spec']}` | {algo} | {value:.3f} | {delta} | "
-                     f"{'-' if weighted is None else f'{weighted:.3f}'} | {r['calibration']} | {calib} | "
+                     f"{'-' if weighted is None else f'{weighted:.3f}'} | {data} | {calib} | "
                      f"{r['eval_time_s']:.0f} | {wall} |")
     return "\n".join(lines)
 
@@ -125,9 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         rows = list(pool.map(one, args.specs))
     first = next((r for r in rows if "metrics" in r), {})
+    calibrated = next((r["calibration"] for r in rows if " tokens of " in r.get("calibration", "")), None)
     header = (f"task={args.task} ({first.get('extra_acc_spec')}), n={first.get('num_evaluated')}, "
               f"{first.get('device')} {first.get('dtype')}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-              + (f", overrides: {' '.join(args.override)}" if args.override else ""))
+              + (f", overrides: {' '.join(args.override)}" if args.override else "")
+              + (f"; calibration data: {calibrated.split(' of ', 1)[1]}" if calibrated else ""))
     table = header + "\n\n" + markdown(rows, args.metric)
     print(table)
     if args.out:

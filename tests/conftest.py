@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -16,6 +17,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
+# One generation cache per test session, so no test passes on answers cached by an earlier session.
+SESSION_GENERATION_CACHE = Path(tempfile.mkdtemp(prefix="runner-test-generations-")) / "generations.sqlite"
+
+
+def _hermetic(overrides: list[str]) -> list[str]:
+    """Add the session's generation-cache path unless the test chose one."""
+    if any(o.lstrip("+~").startswith("cache.path") for o in overrides):
+        return overrides
+    return [*overrides, f"cache.path={SESSION_GENERATION_CACHE}"]
 
 
 def compose(overrides: list[str] | None = None, config_name: str = "config"):
@@ -30,7 +40,9 @@ def compose(overrides: list[str] | None = None, config_name: str = "config"):
     register_schemas()
     GlobalHydra.instance().clear()
     with initialize_config_module(config_module="conf", version_base="1.3"):
-        return hydra_compose(config_name=config_name, overrides=list(overrides or []))
+        overrides = list(overrides or [])
+        return hydra_compose(config_name=config_name,
+                             overrides=_hermetic(overrides) if config_name == "config" else overrides)
 
 
 def free_port() -> int:
@@ -75,5 +87,5 @@ def mlflow_server(tmp_path_factory):
 def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600):
     """``python -m runner ARGS`` as a user runs it; returns the CompletedProcess."""
     full_env = dict(os.environ) | {"PYTHONPATH": str(ROOT)} | (env or {})
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=cwd, env=full_env,
+    return subprocess.run([sys.executable, "-m", "runner", *_hermetic(list(args))], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
