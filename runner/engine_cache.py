@@ -14,17 +14,26 @@ requested spec (QuantConfig and CalibConfig arguments, the calibration data's fi
 BuildConfig, the parallel layout, the TensorRT-LLM version and the GPU model. Any change to one of
 them gives another key, hence a fresh build; nothing is ever invalidated in place.
 
-File fingerprints (``fingerprint_dir``) identify content, not paths or times:
-- every file's relative name and size;
-- files up to ``SMALL_FILE_BYTES`` (config.json, tokenizer files, the safetensors index, generation
-  config): the sha256 of the whole file;
-- bigger files (the weights): the sha256 of their first and last MiB. A safetensors file starts with
-  its header (every tensor's name, dtype, shape and offsets), so a different export, dtype or layout
-  changes the key; reading 2 MiB instead of gigabytes keeps a cache lookup within a second.
-  Modification times are ignored, so a copied or re-downloaded checkpoint still hits. An in-place
-  edit of a weight file's middle that keeps its size would go unnoticed; checkpoints are not edited
-  that way, and ``backend.engine_cache=false`` (or deleting the entry) forces a rebuild.
+File fingerprints (``fingerprint_dir``) identify content, not paths or times: every file's relative
+name, size and the sha256 of its whole content. Hashing the whole file is what makes a hit safe: a
+fine-tune that keeps every shape and changes only middle layers leaves a safetensors file's header
+and tail untouched, so a partial hash (``KEY_FORMAT`` 1 read only the first and last MiB)
+would hand back a stale engine, quantized model or cached generation, a wrong answer for a tool
+whose job is to detect accuracy changes. Nothing but the content enters the fingerprint, so a
+copied or re-downloaded checkpoint still hits.
 Names starting with a dot (``.cache/``, ``.git/``) are skipped: they hold download bookkeeping.
+
+Reading gigabytes of weights on every lookup would cost seconds to minutes, so a checkpoint is
+read once (its first lookup) and each file's sha256 is memoized under ``<cache_dir>/file-hashes/``
+(one small JSON file per resolved path). A memo entry records the path, size, ``st_mtime_ns``,
+``st_ino`` and ``st_dev`` it was computed for, and is trusted only when all of them still match: a
+rewrite changes the mtime, a replacement by rename changes the inode, a move to another disk
+changes the device. Two guards keep a stale entry from ever being written: the file is stat'ed
+again after hashing (a file changed meanwhile is not memoized), and a file modified less than
+``RACY_SECONDS`` before it was hashed is not memoized either, since a second write within the file
+system's timestamp granularity could keep the mtime. Entries are written to a temporary file and
+renamed into place, so concurrent jobs never read half an entry; an unreadable or malformed entry
+is ignored and recomputed. The memo only saves time: deleting ``file-hashes/`` is always safe.
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -44,9 +55,9 @@ from runner.assets import sha256_of
 from runner.locking import file_lock
 from runner.paths import cache_dir
 
-SMALL_FILE_BYTES = 16 * 1024 * 1024
-EDGE_BYTES = 1024 * 1024
-KEY_FORMAT = 1  # bump when the meaning of the key inputs changes
+KEY_FORMAT = 2  # bump when the meaning of the key inputs changes (2: whole-file sha256 of every file)
+RACY_SECONDS = 2.0  # a file modified this recently is hashed but not memoized (see the module docstring)
+_STAT_FIELDS = ("path", "size", "mtime_ns", "ino", "dev")
 
 
 def fingerprint_dir(root: Path) -> list[dict[str, Any]]:
@@ -56,14 +67,24 @@ def fingerprint_dir(root: Path) -> list[dict[str, Any]]:
         rel = path.relative_to(root)
         if any(part.startswith(".") for part in rel.parts):
             continue
-        size = path.stat().st_size
-        entry: dict[str, Any] = {"name": rel.as_posix(), "size": size}
-        if size <= SMALL_FILE_BYTES:
-            entry["sha256"] = sha256_of(path)
-        else:
-            entry["edges_sha256"] = _sha256_edges(path, size)
-        entries.append(entry)
+        size, digest = file_sha256(path)
+        entries.append({"name": rel.as_posix(), "size": size, "sha256": digest})
     return entries
+
+
+def file_sha256(path: Path) -> tuple[int, str]:
+    """``(size, sha256)`` of a file's whole content, from the memo when it still describes the file."""
+    resolved = path.resolve()
+    before = _stat_identity(resolved)
+    memo = _memo_path(resolved)
+    digest = _read_memo(memo, before)
+    if digest is None:
+        hashed_at_ns = time.time_ns()
+        digest = sha256_of(resolved)
+        settled = before["mtime_ns"] <= hashed_at_ns - int(RACY_SECONDS * 1e9)
+        if settled and _stat_identity(resolved) == before:
+            _write_memo(memo, {**before, "sha256": digest})
+    return before["size"], digest
 
 
 def fingerprint_digest(root: Path) -> str:
@@ -134,10 +155,49 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _sha256_edges(path: Path, size: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        h.update(handle.read(EDGE_BYTES))
-        handle.seek(max(size - EDGE_BYTES, 0))
-        h.update(handle.read(EDGE_BYTES))
-    return h.hexdigest()
+def _stat_identity(resolved: Path) -> dict[str, Any]:
+    """What a memo entry must match to be trusted: the path and the stat fields a rewrite changes."""
+    st = resolved.stat()
+    return {"path": str(resolved), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "ino": st.st_ino, "dev": st.st_dev}
+
+
+def _memo_path(resolved: Path) -> Path:
+    """One entry per resolved path, so a rewritten file replaces its entry instead of adding one."""
+    name = hashlib.sha256(str(resolved).encode()).hexdigest()
+    return cache_dir() / "file-hashes" / f"{name}.json"
+
+
+def _read_memo(memo: Path, identity: dict[str, Any]) -> str | None:
+    """The memoized sha256, or None when the entry is missing, unreadable, malformed or stale."""
+    try:
+        data = json.loads(memo.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or any(data.get(k) != identity[k] for k in _STAT_FIELDS):
+        return None
+    digest = data.get("sha256")
+    if not isinstance(digest, str) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        return None
+    return digest
+
+
+def _write_memo(memo: Path, data: dict[str, Any]) -> None:
+    """Write beside the entry and rename, so a concurrent reader sees the old entry or the new one.
+
+    A failure (read-only or full cache directory) is ignored: the memo only saves time.
+    """
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{memo.name}.", dir=memo.parent)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, sort_keys=True)
+        os.replace(tmp, memo)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,126 @@
+"""Model fingerprints (runner.engine_cache.fingerprint_dir): whole-content hashes and their memo.
+
+Real files in tmp_path; RUNNER_CACHE_DIR points at tmp_path, so the memo (``file-hashes/``) starts
+empty. Modification times are set explicitly, in the past, so the memo's racy-write guard and the
+file system's timestamp granularity never decide an outcome.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from runner import engine_cache
+from runner.engine_cache import fingerprint_digest, fingerprint_dir
+
+BIG = 17 * 1024 * 1024  # above the 16 MiB that key format 1 hashed only by its first and last MiB
+SETTLED_NS = 1_700_000_000 * 10**9  # Nov 2023: long before any test runs
+
+
+@pytest.fixture(autouse=True)
+def cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("RUNNER_CACHE_DIR", str(root))
+    return root
+
+
+def _write(path: Path, data: bytes, mtime_ns: int = SETTLED_NS) -> None:
+    """Write ``data`` and pin the mtime, as a file downloaded long before the lookup would have."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+def _checkpoint(root: Path) -> Path:
+    """A small checkpoint: a config, a weight file above 16 MiB, and download bookkeeping to skip."""
+    _write(root / "config.json", b'{"hidden_size": 64}')
+    _write(root / "model.safetensors", bytes(range(256)) * (BIG // 256))
+    _write(root / ".cache" / "huggingface" / "download.lock", b"bookkeeping")
+    return root
+
+
+@pytest.fixture
+def hash_calls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every path engine_cache reads in full, in order."""
+    calls: list[Path] = []
+    real = engine_cache.sha256_of
+
+    def counting(path: Path) -> str:
+        calls.append(Path(path))
+        return real(path)
+
+    monkeypatch.setattr(engine_cache, "sha256_of", counting)
+    return calls
+
+
+def test_fingerprint_is_names_sizes_and_whole_file_hashes(tmp_path):
+    model = _checkpoint(tmp_path / "model")
+    entries = fingerprint_dir(model)
+    assert [e["name"] for e in entries] == ["config.json", "model.safetensors"]  # dot-dirs skipped
+    assert entries[1]["size"] == BIG and set(entries[1]) == {"name", "size", "sha256"}
+    assert entries[1]["sha256"] == engine_cache.sha256_of(model / "model.safetensors")
+
+
+def test_a_changed_middle_byte_of_a_big_file_changes_the_fingerprint(tmp_path):
+    model = _checkpoint(tmp_path / "model")
+    before = fingerprint_digest(model)
+    weights = model / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[BIG // 2] ^= 0xFF  # same size, same header and tail: a fine-tuned middle layer
+    _write(weights, bytes(data), SETTLED_NS + 10**9)
+    assert fingerprint_digest(model) != before
+
+
+def test_a_copied_checkpoint_has_the_same_fingerprint(tmp_path, hash_calls):
+    model = _checkpoint(tmp_path / "model")
+    copy = tmp_path / "elsewhere" / "copy"
+    shutil.copytree(model, copy)
+    assert fingerprint_dir(copy) == fingerprint_dir(model)
+    assert len(hash_calls) == 4  # other paths, other memo entries: both hashed once
+
+
+def test_the_memo_spares_the_second_read_and_a_rewrite_invalidates_it(tmp_path, cache_root, hash_calls):
+    model = _checkpoint(tmp_path / "model")
+    first = fingerprint_dir(model)
+    assert len(hash_calls) == 2 and len(list((cache_root / "file-hashes").glob("*.json"))) == 2
+
+    assert fingerprint_dir(model) == first
+    assert len(hash_calls) == 2  # both answered from the memo
+
+    weights = model / "model.safetensors"
+    _write(weights, bytes(reversed(weights.read_bytes())), SETTLED_NS + 10**9)  # same size, new mtime
+    third = fingerprint_dir(model)
+    assert hash_calls[2:] == [weights.resolve()]  # only the rewritten file is read again
+    assert third[0] == first[0] and third[1]["size"] == BIG and third[1]["sha256"] != first[1]["sha256"]
+
+
+def test_a_just_written_file_is_hashed_but_not_memoized(tmp_path, cache_root, hash_calls):
+    fresh = tmp_path / "model" / "config.json"
+    fresh.parent.mkdir()
+    fresh.write_text("{}")  # mtime now: another write in the same timestamp tick could keep it
+    fingerprint_dir(fresh.parent)
+    fingerprint_dir(fresh.parent)
+    assert len(hash_calls) == 2 and not list(cache_root.glob("file-hashes/*.json"))
+
+
+@pytest.mark.parametrize("corrupt", [b"", b"{not json", b"[1, 2]", b'{"path": "x"}'])
+def test_a_corrupt_memo_entry_is_recomputed(tmp_path, cache_root, hash_calls, corrupt):
+    model = _checkpoint(tmp_path / "model")
+    first = fingerprint_dir(model)
+    memos = sorted((cache_root / "file-hashes").glob("*.json"))
+    for memo in memos:
+        memo.write_bytes(corrupt)
+    assert fingerprint_dir(model) == first
+    assert len(hash_calls) == 4  # both files read again
+    assert fingerprint_dir(model) == first and len(hash_calls) == 4  # and the memo was repaired
+
+
+def test_a_memo_entry_with_a_bad_digest_is_recomputed(tmp_path, cache_root, hash_calls):
+    model = _checkpoint(tmp_path / "model")
+    first = fingerprint_dir(model)
+    for memo in (cache_root / "file-hashes").glob("*.json"):
+        memo.write_text(memo.read_text().replace('"sha256": "', '"sha256": "zz'))
+    assert fingerprint_dir(model) == first and len(hash_calls) == 4
