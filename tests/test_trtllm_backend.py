@@ -610,6 +610,60 @@ def test_effective_spec_on_a_cache_hit_comes_from_the_engine(fake, model_dir, ca
         _check_effective_spec(quant, info.spec)
 
 
+def run_fp8_job(model_dir: Path, calib_dir: Path, out: Path, *overrides: str) -> Any:
+    """``python -m runner backend=trtllm quant=fp8`` on the test checkpoint, untracked."""
+    from runner.job import run
+
+    return run(compose(["backend=trtllm", f"model.path={model_dir}", "quant=fp8", f"quant.calib_dataset={calib_dir}",
+                        "task=gsm8k", "task.num_samples=2", "tracking=none", "reference.mode=skip", "cache.enabled=false",
+                        f"output_dir={out}", *overrides]))
+
+
+def test_a_cached_engine_quantized_otherwise_stops_the_run(fake, model_dir, calib_dir, tmp_path):
+    """On a hit the spec comes from the engine's config.json, so an entry that disagrees with its key
+    (hand-edited, or written by another runner version) must stop the job, not be scored as FP8."""
+    first = run_fp8_job(model_dir, calib_dir, tmp_path / "first")
+    assert first.spec.quant_algo == "FP8"  # built, saved and checked: the match case
+    (engine_config,) = (tmp_path / "cache" / "engines").glob("*/engine/config.json")
+    config = json.loads(engine_config.read_text())
+    config["pretrained_config"]["quantization"]["quant_algo"] = "W8A16"
+    engine_config.write_text(json.dumps(config))
+    fake.calls.clear()
+
+    with pytest.raises(ConfigError, match="differs from the requested one") as info:
+        run_fp8_job(model_dir, calib_dir, tmp_path / "out")
+    assert "loaded quant_algo=W8A16, kv_cache_quant_algo=None" in str(info.value)
+    assert "quant_algo=FP8, kv_cache_quant_algo=None" in str(info.value)
+    assert [n for n, _ in fake.calls if n.startswith("engine.")] == ["engine.load"]  # the hit, not a rebuild
+    assert fake.named("generate") == [] and fake.calls[-1] == ("shutdown", None)
+    failure = json.loads((tmp_path / "out" / "failure.json").read_text())
+    assert "differs from the requested one" in failure["error"]
+
+
+def test_a_build_that_drops_the_quantization_stops_the_run(fake, model_dir, calib_dir, tmp_path, monkeypatch):
+    """Without the cache the spec comes from ``llm.args``: a TensorRT-LLM that silently builds an
+    unquantized engine (ignoring ``quant_config``) must stop the job too."""
+    real = fake.load_api
+
+    def ignoring_quant_config(backend: str, *, engine: bool) -> trtllm_api.TRTLLMApi:
+        api = real(backend, engine=engine)
+
+        class Unquantized(api.llm_class):
+            def __init__(self, **kwargs: Any) -> None:
+                kwargs.pop("quant_config", None)
+                kwargs.pop("calib_config", None)
+                super().__init__(**kwargs)
+
+        return replace(api, llm_class=Unquantized)
+
+    monkeypatch.setattr(trtllm_api, "load_api", ignoring_quant_config)
+    with pytest.raises(ConfigError, match="differs from the requested one") as info:
+        run_fp8_job(model_dir, calib_dir, tmp_path / "out", "backend.engine_cache=false")
+    assert "loaded quant_algo=None, kv_cache_quant_algo=None" in str(info.value)
+    assert [n for n, _ in fake.calls if n.startswith("engine.")] == ["engine.build"]
+    assert fake.named("generate") == []
+
+
 def test_pytorch_backend_reads_the_prequantized_checkpoint(fake, model_dir, tmp_path):
     from runner.job import _check_effective_spec
 
