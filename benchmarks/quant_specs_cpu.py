@@ -71,7 +71,7 @@ def _figures(spec: str, data: dict[str, Any], row: dict[str, Any]) -> dict[str, 
     row |= {
         "quant_algo": data["spec"]["quant_algo"], "kv_cache_quant_algo": data["spec"]["kv_cache_quant_algo"],
         "metrics": data["metrics"], "num_evaluated": data["num_evaluated"], "eval_time_s": data.get("eval_time_s"),
-        "calibration": details.get("quant_calibration", "-"), "calib_time_s": details.get("quant_calib_time_s"),
+        "calibration": details.get("quant_calibration", "-"), "calib_time_s": details.get("quant_calib_time_s") or details.get("quant_calib_time_s_at_build"),
         "quant_cache": details.get("quant_cache", "-"), "device": data["backend"]["device"],
         "dtype": details.get("torch_dtype"), "extra_acc_spec": data["spec"]["extra_acc_spec"],
     }

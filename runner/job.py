@@ -130,6 +130,9 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
         log.info("loaded %s on %s: effective spec %s", info.model_path, info.device, spec.describe())
         tracker.set_tags({f"version.{k}": v for k, v in info.versions.items()}
                          | {"device": info.device, "effective_dtype": spec.dtype, "extra_acc_spec": str(spec.extra_acc_spec)})
+        detail_tags, detail_metrics = backend_details_for_tracking(info.details)
+        tracker.set_tags(detail_tags)
+        tracker.log_metrics(detail_metrics)
         reference = None
         params = defaults
         notes: list[str] = []
@@ -218,6 +221,24 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
     tracker.log_artifacts(out_dir)
     status = EXIT_REGRESSION if decision is not None and not decision.passed else EXIT_OK
     return Outcome(status, score, metrics, spec, out_dir, decision, tracker.run_id, record_path, notes)
+
+
+def backend_details_for_tracking(details: dict[str, str]) -> tuple[dict[str, str], dict[str, float]]:
+    """What the backend did to get the model ready, as searchable MLflow values.
+
+    Every detail becomes a ``backend.<name>`` tag (engine or quantized-model cache hit/miss, engine
+    path, calibration data), so the MLflow UI can filter runs by them; the timings (``*_time_s``:
+    engine build, ModelOpt calibration, cached-model load) also become metrics, so they can be
+    compared and plotted across a sweep."""
+    tags = {f"backend.{name}": str(value)[:5000] for name, value in details.items()}
+    metrics: dict[str, float] = {}
+    for name, value in details.items():
+        if name.endswith("_time_s"):
+            try:
+                metrics[name] = float(value)
+            except (TypeError, ValueError):
+                continue
+    return tags, metrics
 
 
 def _check_effective_spec(quant: Any, effective: AccuracySpec) -> None:

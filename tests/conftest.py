@@ -21,11 +21,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SESSION_GENERATION_CACHE = Path(tempfile.mkdtemp(prefix="runner-test-generations-")) / "generations.sqlite"
 
 
-def _hermetic(overrides: list[str]) -> list[str]:
-    """Add the session's generation-cache path unless the test chose one."""
-    if any(o.lstrip("+~").startswith("cache.path") for o in overrides):
-        return overrides
-    return [*overrides, f"cache.path={SESSION_GENERATION_CACHE}"]
+def _hermetic(args: list[str]) -> list[str]:
+    """Add the session's generation-cache path unless the test chose one.
+
+    Hydra's command line takes its overrides as one contiguous group, so the new override goes right
+    after the last one given (``backend=x --cfg job`` must not become ``... --cfg job cache.path=...``)."""
+    if any(a.lstrip("+~").startswith("cache.path") for a in args):
+        return args
+    extra = f"cache.path={SESSION_GENERATION_CACHE}"
+    last = max((i for i, a in enumerate(args) if "=" in a and not a.startswith("-")), default=len(args) - 1)
+    return [*args[:last + 1], extra, *args[last + 1:]]
 
 
 def compose(overrides: list[str] | None = None, config_name: str = "config"):

@@ -54,6 +54,10 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     q_metrics = MlflowClient(tracking_uri=mlflow_server).get_run(quantized.run_id).data.metrics
     assert q_metrics["paired_discordant_b"] == b and q_metrics["paired_discordant_c"] == c
     assert "paired_p_value" in q_metrics
+    # how the quantized model was obtained is searchable: tags, and this run's own timings as metrics
+    q_tags = MlflowClient(tracking_uri=mlflow_server).get_run(quantized.run_id).data.tags
+    assert q_tags["backend.quant_cache"] in ("hit", "miss") and q_tags["backend.quant_layers"] == "W8A16: 210"
+    assert ("quant_calib_time_s" in q_metrics) == (q_tags["backend.quant_cache"] == "miss")
 
     client = MlflowClient(tracking_uri=mlflow_server)
     mlrun = client.get_run(checked.run_id)

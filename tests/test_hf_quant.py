@@ -253,6 +253,25 @@ def test_cuda_only_spec_on_cpu_is_a_clear_error_before_loading(name, monkeypatch
         assert "fp8" in text  # names the specs that do run on CPU
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["fp8", "fp8_kv", "w4a16_awq", "nvfp4", "nvfp4_kv"])
+def test_spec_quantizes_on_cuda_and_reports_its_effective_spec(name, cold_cache, baseline):
+    """On a GPU host: ModelOpt's CUDA path, the NVFP4 specs included (``pytest -m gpu``)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    algo, kv, _ = OPTIONS[name]
+    with backend(spec(name), device="cuda") as be:
+        info = be.info()
+        got = [r.logprob for r in be.loglikelihood(REQUESTS)]
+    assert info.device.startswith("cuda")
+    assert (info.spec.quant_algo, info.spec.kv_cache_quant_algo) == (algo, kv)
+    assert info.details["quant_layers"] == f"{algo}: 210"
+    diffs = [abs(a - b) for a, b in zip(got, baseline)]  # baseline: float32 on CPU
+    assert max(diffs) > 1e-3 and sum(diffs) / len(diffs) < 2.0  # quantized, and still the same model
+
+
 def test_cli_stops_early_on_cuda_only_spec(tmp_path):
     proc = run_cli(["quant=nvfp4", "backend.device=cpu", "tracking=none", "reference.mode=skip"], tmp_path)
     text = proc.stdout + proc.stderr

@@ -313,6 +313,29 @@ def test_scoring_executes_and_reports_rouge_on_the_whole_output():
     assert agg["execution/passed"] == 1 and agg["execution/failed"] == 2
 
 
+def test_hostile_completions_score_zero_and_the_run_goes_on(tmp_path):
+    """Each hostile completion runs its attack, then returns the right answer: only the attack can fail it."""
+    ev = HumanEvalEvaluator(task(sandbox=SandboxConfig(timeout_s=3.0, memory_mb=512, workers=2)))
+    add = next(s for s in ev.samples(164, 0) if s.id == "HumanEval/53")  # add(x, y)
+    target = tmp_path / "escaped.txt"
+    with _listener() as server:
+        port = server.getsockname()[1]
+        attacks = {
+            "loop": "    while True:\n        pass\n",
+            "fork": "    import os\n    while True:\n        os.fork()\n",
+            "memory": "    chunks = [bytearray(10**9) for _ in range(99)]\n",
+            "write outside": f"    open({str(target)!r}, 'w').write('x')\n",
+            "socket": f"    import socket\n    socket.create_connection(('127.0.0.1', {port}), timeout=1)\n",
+        }
+        completions = [body + "    return x + y\n" for body in attacks.values()] + ["    return x + y\n"]
+        scored = ev.score_batch([add] * len(completions), [[c] for c in completions])
+        assert not _connection_arrived(server)
+    assert [s.score for s in scored] == [0.0] * len(attacks) + [100.0], \
+        {name: s.meta["execution"] for name, s in zip(attacks, scored)}
+    assert not target.exists()
+    assert ev.aggregate(scored)["pass_at_1"] == pytest.approx(100 / 6)
+
+
 def test_rouge1_as_the_metric_scores_each_sample_by_rouge():
     ev = HumanEvalEvaluator(task(metric="rouge1", sigma=15.08))
     sample = ev.samples(1, 0)[0]

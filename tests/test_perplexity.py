@@ -284,21 +284,21 @@ def test_hf_scores_a_document_from_bos_and_keeps_its_beginning():
 
 
 @pytest.mark.e2e
-def test_record_then_check_a_quantized_spec_end_to_end(tmp_path, mlflow_server, monkeypatch):
+def test_record_then_check_quantized_specs_end_to_end(tmp_path, mlflow_server, monkeypatch):
     from mlflow.tracking import MlflowClient
 
-    from runner.errors import EXIT_OK
+    from runner.errors import EXIT_OK, EXIT_REGRESSION
     from runner.job import run
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"
-    common = ["task=perplexity", "task.num_samples=3", "task.max_input_len=96", "task.min_tokens=64", "cache=off",
+    common = ["task=perplexity", "task.num_samples=8", "task.max_input_len=96", "task.min_tokens=64", "cache=off",
               f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e-perplexity", f"reference.dir={refs}"]
     recorded = run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))
     assert recorded.exit_status == EXIT_OK and recorded.spec.extra_acc_spec.endswith("min_tokens=64,max_input_len=96")
     rows = [json.loads(line) for line in (tmp_path / "rec" / "samples.jsonl").read_text().splitlines()]
-    assert len(rows) == 3 and all(r["meta"]["tokens_scored"] == 95 or not r["meta"]["truncated"] for r in rows)
-    assert recorded.score == pytest.approx(sum(r["score"] for r in rows) / 3)
+    assert len(rows) == 8 and all(r["meta"]["tokens_scored"] == 95 or not r["meta"]["truncated"] for r in rows)
+    assert recorded.score == pytest.approx(sum(r["score"] for r in rows) / 8)
     assert 1.0 < recorded.score < 1000.0
     metrics = MlflowClient(tracking_uri=mlflow_server).get_run(recorded.run_id).data.metrics
     assert metrics["perplexity"] == pytest.approx(recorded.score)
@@ -310,3 +310,10 @@ def test_record_then_check_a_quantized_spec_end_to_end(tmp_path, mlflow_server, 
     assert checked.spec.quant_algo == "W8A16" and decision.method == "paired"
     assert decision.paired.method == "paired t-test" and decision.paired.higher_is_better is False
     assert decision.verdict.threshold > decision.verdict.reference  # lower is better: the threshold sits above
+
+    # the regression demonstration (README): per-channel INT4 weights raise the perplexity of every
+    # document, and the job fails with the regression status; the same check passed W8A16 above
+    regressed = run(compose([*common, "quant=w4a16", "reference.against=baseline", f"output_dir={tmp_path / 'q4'}"]))
+    assert regressed.spec.quant_algo == "W4A16" and regressed.decision.method == "paired"
+    assert regressed.exit_status == EXIT_REGRESSION and not regressed.decision.passed
+    assert regressed.score > 1.2 * recorded.score and regressed.decision.paired.mean_diff > 0

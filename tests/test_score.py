@@ -116,11 +116,14 @@ def test_option_order_variants_faithful_duplicates_and_fixed():
     assert [v["key"] for v in four.meta["variants"]] == ["option_A", "option_B", "option_C", "option_D"]
 
 
-def test_agieval_position_e_only_in_fixed_mode():
+def test_agieval_position_e_only_in_fixed_mode(caplog):
     faithful = evaluator("agieval", "option_order").samples(100, 0)
     five = next(s for s in faithful if s.id == "aqua_rat/0")
     assert [v["key"] for v in five.meta["variants"]] == ["option_A", "option_B", "option_C", "option_D"]
-    fixed = evaluator("agieval", "option_order", faithful=False)
+    assert "DEVIATION" not in caplog.text
+    with caplog.at_level("WARNING", logger="runner"):
+        fixed = evaluator("agieval", "option_order", faithful=False)
+    assert "DEVIATION from upstream SCORE" in caplog.text and "AGIEval position E" in caplog.text
     five = next(s for s in fixed.samples(100, 0) if s.id == "aqua_rat/0")
     assert [v["gold"] for v in five.meta["variants"]] == list("ABCDE")
     assert "\nE: $8" in five.meta["variants"][4]["prompt"]
@@ -152,6 +155,7 @@ def test_seeded_subset_keeps_whole_questions():
     ev = evaluator("agieval", "option_order")
     a, b, c = ev.samples(2, 0), ev.samples(2, 0), ev.samples(2, 1)
     assert [s.id for s in a] == [s.id for s in b] and len(a) == 2
+    assert [s.id for s in a] != [s.id for s in c]  # the seed picks the subset
     assert all(len(s.meta["variants"]) == 4 for s in a + c)
     all_ids = [s.id for s in ev.samples(100, 0)]
     assert all_ids == ["aqua_rat/0", "aqua_rat/1", "logiqa_en/0", "lsat_ar/0", "lsat_lr/0", "lsat_rc/0", "sat_en/0", "sat_math/0"]

@@ -65,6 +65,9 @@ class ScoreEvaluator:
         if not self.faithful and self._quirks_fixed():
             log.warning("task.faithful=false: DEVIATION from upstream SCORE (fixes: %s); numbers are not "
                         "comparable with lm-evaluation-harness or the leaderboard", ", ".join(self._quirks_fixed()))
+        elif not self.faithful:
+            log.info("task.faithful=false: no documented SCORE quirk applies to %s %s; the run is upstream's protocol",
+                     family, kind)
 
     # ------------------------------------------------------------------ protocol settings
     def _quirks_fixed(self) -> list[str]:

@@ -550,7 +550,7 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
                 with contextlib.redirect_stdout(out):
                     model = mto.restore(model, str(saved), map_location=device)
                 details |= {"quant_cache": "hit", "quant_load_time_s": f"{time.monotonic() - start:.1f}",
-                            "quant_calib_time_s": str(entry.manifest().get("calib_time_s", ""))}
+                            "quant_calib_time_s_at_build": str(entry.manifest().get("calib_time_s", ""))}
             else:
                 model = calibrate()
                 manifest = {"inputs": inputs, "model_path": str(model_dir), "recipe": recipe,
