@@ -162,3 +162,18 @@ def test_chat_template_and_system_prompt_wrap_the_prompt():
         # as in lm-evaluation-harness, the context's trailing whitespace moves to the continuation
         assert be._tokenizer.decode(ctx + cont) == text + "Green"
         assert be._tokenizer.decode(cont) == "\nGreen"
+
+
+@pytest.mark.parametrize("native_bf16", [True, False])
+def test_auto_dtype_is_one_reference_key_on_every_cpu(native_bf16, monkeypatch):
+    """The checkpoint is bfloat16: a CPU without bf16 arithmetic computes in float32, and the spec still says auto."""
+    import runner.backends.hf as hf_module
+
+    monkeypatch.setattr(hf_module, "cpu_has_native_bf16", lambda: native_bf16)
+    with backend(dtype="auto") as be:
+        info = be.info()
+    assert info.spec.dtype == "auto"
+    assert info.details["checkpoint_dtype"] == "bfloat16"
+    assert info.details["torch_dtype"] == ("bfloat16" if native_bf16 else "float32")
+    with backend(dtype="float32") as be:  # chosen by hand: part of the key
+        assert be.info().spec.dtype == "float32"

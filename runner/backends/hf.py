@@ -139,7 +139,7 @@ class HFBackend:
             self._model = done.model
             quant_algo, kv_algo = done.spec.quant_algo, done.spec.kv_cache_quant_algo
             versions, details = done.versions, done.details
-        dtype_name = "auto" if dtype == native else str(dtype).removeprefix("torch.")
+        dtype_name = self._spec_dtype(dtype, native)
         self._info = BackendInfo(
             name=self.name,
             spec=AccuracySpec(dtype=dtype_name, quant_algo=quant_algo, kv_cache_quant_algo=kv_algo),
@@ -177,6 +177,18 @@ class HFBackend:
             raise ConfigError("CUDA was asked for but no GPU is visible", where="backend.device",
                               given=wanted, fix="use backend.device=cpu (or auto)")
         return torch.device(wanted)
+
+    def _spec_dtype(self, dtype: Any, native: Any) -> str:
+        """The dtype as a reference key: ``auto`` unless the user chose a dtype other than the checkpoint's.
+
+        ``backend.dtype=auto`` is one protocol on every host: the checkpoint's precision, widened to
+        float32 on a CPU without bfloat16 arithmetic (an exact upcast of the weights, chosen for speed).
+        Keying that host-dependent choice would make the shipped references, recorded on a
+        bfloat16-capable CPU, unreachable on any other; the dtype actually computed in is reported
+        as ``torch_dtype`` and keys the generation cache."""
+        if self.config.dtype == "auto" or dtype == native:
+            return "auto"
+        return str(dtype).removeprefix("torch.")
 
     def _resolve_dtype(self, torch: Any, native: Any, device: Any) -> Any:
         if self.config.dtype != "auto":
