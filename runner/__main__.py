@@ -1,16 +1,19 @@
 """``python -m runner``: a thin Hydra shell around :func:`runner.job.run`.
 
 Hydra composes the job; this module only converts the result of :func:`run` into an exit
-status, and prints user errors without a traceback.
+status, prints user errors without a traceback, and closes a sweep whose launcher raised
+(:func:`runner.sweep.abort_open_sweep`).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 import hydra
 from omegaconf import DictConfig
 
+from runner.errors import EXIT_ERROR
 from runner.schema import register_schemas
 
 
@@ -23,10 +26,20 @@ def main(cfg: DictConfig) -> int:
 
 def entry() -> None:
     """Console-script entry point (``runner``)."""
-    register_schemas()
-    main()
-    from runner.sweep import take_exit_status
+    from runner.sweep import abort_open_sweep, register_resolvers, take_exit_status
 
+    register_schemas()
+    register_resolvers()
+    try:
+        main()
+    except (Exception, KeyboardInterrupt) as err:
+        # A multirun whose launcher raised gets here (runner/sweep.py sets HYDRA_FULL_ERROR while a
+        # sweep is open, so Hydra re-raises): close the sweep Hydra left open, and exit with a
+        # message instead of a traceback. Anything else keeps its usual report.
+        status = abort_open_sweep(err)
+        if status is None or os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise  # not a sweep's error, or the user asked for the full traceback
+        sys.exit(status or EXIT_ERROR)
     status = take_exit_status()  # a multirun: the sweep's verdict (runner/sweep.py)
     if status:
         sys.exit(status)

@@ -14,6 +14,11 @@ The jobs of a multirun may live in other processes (``hydra/launcher=joblib``) o
   exit status for the entry point (:func:`take_exit_status`).
 - A job that fails before its own run starts (a bad override, a missing library) still gets a
   FAILED child run with its error (:func:`record_failure`), and the sweep goes on.
+- A job whose *process* dies (SIGKILL, the OOM killer, a crash in native code) cannot record anything,
+  and the launcher then raises (loky's ``TerminatedWorkerError``, submitit's ``UncompletedJobError``)
+  out of Hydra's multirun, which has no ``finally``: ``on_multirun_end`` never runs. The open sweep
+  is therefore reachable from the module (:func:`abort_open_sweep`), and the entry point finishes it:
+  the summary from the job directories, the parent run closed FAILED, a message and exit status 1.
 """
 
 from __future__ import annotations
@@ -31,7 +36,11 @@ from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("runner")
 PARENT_ENV = "RUNNER_SWEEP_PARENT_RUN_ID"
+GPU_COUNT_RESOLVER = "runner.gpu_count"
+FULL_ERROR_ENV = "HYDRA_FULL_ERROR"
+DEAD_JOB = "the job's process ended without closing its run (killed by a signal or the OOM killer?)"
 _exit_status: int | None = None
+_open_sweep: SweepCallback | None = None  # between on_multirun_start and the end of the sweep
 
 
 def parent_run_id() -> str | None:
@@ -46,18 +55,71 @@ def take_exit_status() -> int | None:
     return status
 
 
-def spread_over_gpus(cfg: DictConfig, job_num: int) -> None:
-    """One job per GPU: with ``backend.device=auto`` and several visible GPUs, job k of a sweep runs
-    on ``cuda:(k mod count)``, so parallel launchers (joblib with n_jobs = GPU count) do not all
-    land on cuda:0. The choice is written into the job's config, hence logged with the run."""
-    if cfg.backend.get("device") != "auto":
-        return
-    import torch
+def visible_gpu_count() -> int:
+    """The GPUs this process may use (0 without torch or CUDA). torch counts them through NVML, which
+    does not initialise CUDA, so ``CUDA_VISIBLE_DEVICES`` can still be narrowed afterwards."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count()
 
-    count = torch.cuda.device_count()
-    if count > 1:
-        cfg.backend.device = f"cuda:{job_num % count}"
-        log.info("sweep job %d runs on %s (%d GPUs visible)", job_num, cfg.backend.device, count)
+
+def gpu_count() -> int:
+    """``${runner.gpu_count:}``: how many jobs to run at once for one job per GPU (1 without a GPU,
+    so the same launcher preset runs the sweep one job at a time on a CPU host)."""
+    return max(visible_gpu_count(), 1)
+
+
+def register_resolvers() -> None:
+    """Make the runner's OmegaConf resolvers known (``conf/hydra/launcher/joblib_gpu.yaml`` uses
+    ``runner.gpu_count``). Called by the entry points, like the schemas; idempotent."""
+    if not OmegaConf.has_resolver(GPU_COUNT_RESOLVER):
+        OmegaConf.register_new_resolver(GPU_COUNT_RESOLVER, gpu_count)
+
+
+def gpus_for_job(job_num: int, count: int, visible: str | None, per_job: int = 1) -> str | None:
+    """The ``CUDA_VISIBLE_DEVICES`` value for job ``job_num``, or None to leave the variable as it is.
+
+    ``count`` GPUs are visible, ``visible`` is the current variable (None: unset, all GPUs) and a job
+    needs ``per_job`` of them (tensor x pipeline parallel). Job k gets group ``k mod (count // per_job)``
+    of the visible ones, named as the variable names them (ids or UUIDs). Nothing changes when only
+    one group fits, or when the variable already holds no more than one job's GPUs: a scheduler
+    (SLURM, a container) chose them, or an earlier job of this worker process did, and CUDA, once
+    initialised in a process, keeps the devices it saw first."""
+    if count < 2:
+        return None
+    named = [d.strip() for d in visible.split(",") if d.strip()] if visible is not None else []
+    ids = named[:count] if named else [str(i) for i in range(count)]
+    groups = len(ids) // max(per_job, 1)
+    if groups < 2:
+        return None
+    first = (job_num % groups) * per_job
+    return ",".join(ids[first:first + per_job])
+
+
+def spread_over_gpus(cfg: DictConfig, job_num: int) -> None:
+    """One job per GPU, so parallel launchers (``hydra/launcher=joblib_gpu``: n_jobs = GPU count) do
+    not all land on the first GPU. Called before the job imports anything that initialises CUDA.
+
+    - ``backend.device=auto`` (backend=hf): job k runs on ``cuda:(k mod count)``; the choice is
+      written into the job's config, hence logged with the run.
+    - backends without a device key (the TensorRT-LLM ones, which use every visible GPU and spawn
+      worker processes): job k gets its own ``CUDA_VISIBLE_DEVICES`` (:func:`gpus_for_job`), which
+      this process and its children inherit."""
+    if "device" in cfg.backend:
+        if cfg.backend.device != "auto":
+            return
+        count = visible_gpu_count()
+        if count > 1:
+            cfg.backend.device = f"cuda:{job_num % count}"
+            log.info("sweep job %d runs on %s (%d GPUs visible)", job_num, cfg.backend.device, count)
+        return
+    per_job = int(cfg.backend.get("tensor_parallel_size", 1)) * int(cfg.backend.get("pipeline_parallel_size", 1))
+    devices = gpus_for_job(job_num, visible_gpu_count(), os.environ.get("CUDA_VISIBLE_DEVICES"), per_job)
+    if devices is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = devices
+        log.info("sweep job %d runs with CUDA_VISIBLE_DEVICES=%s", job_num, devices)
 
 
 def record_failure(cfg: DictConfig, err: BaseException) -> None:
@@ -97,10 +159,13 @@ class SweepCallback(Callback):
         self.parent_id: str | None = None
         self.client: Any = None
         self.started: datetime | None = None
+        self.config: DictConfig | None = None
+        self._full_error: str | None = None  # the user's HYDRA_FULL_ERROR, restored at the end
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Hydra turns a callback's exception into a warning, so errors are handled here: a user error
         (unknown correction, unreachable tracking server) stops the sweep before any job runs."""
+        global _open_sweep
         from runner.errors import EXIT_ERROR, UserError
 
         try:
@@ -111,6 +176,13 @@ class SweepCallback(Callback):
         except Exception as err:
             print_crash(err)
             self.client = None
+        self.config = config
+        _open_sweep = self
+        # Hydra prints an exception out of the multirun as a traceback and exits, before the entry
+        # point could close the sweep; with HYDRA_FULL_ERROR=1 it re-raises it instead (only while
+        # the sweep is open: composition errors before it keep Hydra's short messages).
+        self._full_error = os.environ.get(FULL_ERROR_ENV)
+        os.environ[FULL_ERROR_ENV] = "1"
 
     def _start(self, config: DictConfig) -> None:
         from runner.multiple_testing import validate
@@ -154,25 +226,125 @@ class SweepCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _exit_status
-        from runner import sweep_summary
+        _exit_status = self.finish(config)
 
+    def finish(self, config: DictConfig, stopped_by: BaseException | None = None) -> int:
+        """Close the sweep once: summary (printed, written, logged), dead children and the parent run
+        closed. ``stopped_by``: the exception that ended the multirun before all jobs returned; the
+        sweep then fails whatever its jobs said. Returns the sweep's exit status."""
+        global _open_sweep
+        from runner import sweep_summary
+        from runner.errors import EXIT_ERROR
+
+        if _open_sweep is self:
+            _open_sweep = None
+        self._restore_full_error()
         os.environ.pop(PARENT_ENV, None)
-        status = "FAILED"
+        status, exit_status = "FAILED", EXIT_ERROR
         try:
+            if self.client is not None:
+                close_dead_children(self.client, self.parent_id)
             summary = sweep_summary.build(Path(str(config.hydra.sweep.dir)), config.sweep.correction,
-                                          config.sweep.alpha, self.client, self.parent_id)
+                                          config.sweep.alpha, self.client, self.parent_id,
+                                          stopped=None if stopped_by is None else describe_stop(stopped_by))
             print(summary.render(), flush=True)
-            _exit_status = summary.exit_status
+            exit_status = summary.exit_status
             if self.client is not None:
                 summary.log_to(self.client, self.parent_id)
                 print(f"tracking: MLflow parent run {self.parent_id} in {self.client.tracking_uri} "
                       f"(experiment '{config.tracking.experiment}')", flush=True)
-            status = "FINISHED"
+            if stopped_by is None:
+                status = "FINISHED"
         except Exception as err:
-            _exit_status = 1
             print_crash(err)
-            if self.client is not None:
-                self.client.set_tag(self.parent_id, "error", f"{type(err).__name__}: {err}"[:5000])
+            self._tag_error(err)
         finally:
-            if self.client is not None:
-                self.client.set_terminated(self.parent_id, status=status)
+            if stopped_by is not None:
+                self._tag_error(stopped_by)
+                status = "KILLED" if isinstance(stopped_by, KeyboardInterrupt) else "FAILED"
+            self._close_parent(status)
+        return exit_status
+
+    def _restore_full_error(self) -> None:
+        if self._full_error is None:
+            os.environ.pop(FULL_ERROR_ENV, None)
+        else:
+            os.environ[FULL_ERROR_ENV] = self._full_error
+
+    def _tag_error(self, err: BaseException) -> None:
+        if self.client is None:
+            return
+        try:
+            self.client.set_tag(self.parent_id, "error", describe_stop(err)[:5000])
+        except Exception as track_err:  # the store itself may be the problem
+            log.warning("could not tag the sweep's parent run with its error: %s", track_err)
+
+    def _close_parent(self, status: str) -> None:
+        if self.client is None:
+            return
+        try:
+            self.client.set_terminated(self.parent_id, status=status)
+        except Exception as track_err:
+            log.warning("could not close the sweep's parent run %s: %s", self.parent_id, track_err)
+
+
+def close_dead_children(client: Any, parent_id: str) -> None:
+    """Child runs still RUNNING when the sweep ends belong to jobs whose process died without closing
+    them: mark them KILLED, so no run of the sweep stays RUNNING forever. (A SLURM job that is in fact
+    still alive overwrites this with its own status when it ends.)"""
+    parent = client.get_run(parent_id)
+    running = client.search_runs([parent.info.experiment_id], filter_string=(
+        f"tags.mlflow.parentRunId = '{parent_id}' and attributes.status = 'RUNNING'"))
+    for run in running:
+        client.set_tag(run.info.run_id, "error", DEAD_JOB)
+        client.set_terminated(run.info.run_id, status="KILLED")
+        log.warning("sweep: child run %s (%s) was still RUNNING: marked KILLED", run.info.run_name, run.info.run_id)
+
+
+def describe_stop(err: BaseException) -> str:
+    """One line for what ended a multirun early (loky's messages span several lines)."""
+    if isinstance(err, KeyboardInterrupt):
+        return "interrupted (Ctrl-C)"
+    return " ".join(f"{type(err).__name__}: {err}".split())
+
+
+def abort_open_sweep(err: BaseException) -> int | None:
+    """Finish the sweep this process has open after its multirun raised instead of returning (a worker
+    killed by a signal or the OOM killer, a submitit job that died, Ctrl-C): the summary from the job
+    directories, the parent run closed, and a message instead of a traceback. Returns the exit status,
+    or None when no sweep was open (the error is not a sweep's)."""
+    sweep = _open_sweep
+    if sweep is None or sweep.config is None:
+        return None
+    status = sweep.finish(sweep.config, stopped_by=err)
+    print(stop_message(err, sweep.config), file=sys.stderr, flush=True)
+    return status
+
+
+def stop_message(err: BaseException, config: DictConfig) -> str:
+    """What the user reads when the multirun stopped before all its jobs returned."""
+    from hydra.errors import CompactHydraException
+
+    from runner.errors import UserError
+
+    if isinstance(err, (CompactHydraException, UserError)):  # e.g. a swept value that does not compose
+        return f"error: the sweep stopped: {err}"
+    launcher = str(config.hydra.launcher.get("_target_", "")).rpartition(".")[2] or "the launcher"
+    if isinstance(err, KeyboardInterrupt):
+        what, fix = "the sweep was interrupted", "rerun the same command to finish it"
+    elif _job_died(err):
+        what = "the sweep stopped early: a job's process died, and the launcher gave up on the sweep"
+        fix = ("a job killed by a signal or the OOM killer leaves no report: look for it as 'incomplete' in the "
+               "summary (jobs without a row never started), lower hydra.launcher.n_jobs or the job's memory "
+               "use, then rerun the same command: answers already computed come from the generation cache")
+    else:
+        what = "the sweep stopped early: the launcher raised an error"
+        fix = f"the summary lists the jobs that ran; rerun with {FULL_ERROR_ENV}=1 for the full traceback"
+    return UserError(what, where=f"hydra/launcher ({launcher})", given=describe_stop(err)[:1000], fix=fix).render()
+
+
+def _job_died(err: BaseException) -> bool:
+    """The launchers' ways of saying a job's process is gone (loky/joblib, concurrent.futures, submitit),
+    matched by name so that no launcher library has to be imported."""
+    names = {cls.__name__ for cls in type(err).__mro__}
+    return bool(names & {"TerminatedWorkerError", "BrokenProcessPool", "UncompletedJobError", "FailedJobError"})

@@ -3,7 +3,10 @@
 Rows come from what each job left in its directory under the sweep directory (``report.json`` when
 it finished, ``failure.json`` when it failed, Hydra's ``.hydra/config.yaml`` for what it was asked
 to do), so the summary works for every launcher and without a tracking server. With MLflow, child
-runs of the parent that left no file (a job killed by the OS) are listed too, with their status.
+runs of the parent that left no file (a job killed by the OS) are listed too, with their status: on
+the row of their job directory when the run names it (the ``output_dir`` param), else on their own.
+Each row also counts the job's generation-cache hits and misses; the summary totals them into the
+sweep's cache hit rate (how much of the sweep was answered without running the model).
 
 Each job contributes the p-value of the test that decided it (paired when the reference kept
 per-sample scores, else TensorRT-LLM's unpaired test); ``runner.multiple_testing`` adjusts them, and
@@ -12,6 +15,7 @@ the sweep flags a regression only where the adjusted p-value is at most the fami
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from dataclasses import dataclass, field
@@ -22,7 +26,8 @@ from runner.errors import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION
 from runner.multiple_testing import adjust
 
 COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "threshold", "theta",
-           "margin", "test", "p_value", "verdict", "p_adjusted", "sweep_verdict", "error", "mlflow_run_id"]
+           "margin", "test", "p_value", "verdict", "p_adjusted", "sweep_verdict", "cache_hits", "cache_misses", "error",
+           "mlflow_run_id"]
 
 
 @dataclass
@@ -32,6 +37,7 @@ class Summary:
     alpha: float
     sweep_dir: Path
     files: dict[str, Path] = field(default_factory=dict)
+    stopped: str | None = None  # what ended the multirun before all its jobs returned (a killed worker)
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -43,7 +49,7 @@ class Summary:
 
     @property
     def verdict(self) -> str:
-        if self.failed:
+        if self.failed or self.stopped:
             return "FAILED"
         if self.flagged:
             return "REGRESSION"
@@ -51,8 +57,24 @@ class Summary:
 
     @property
     def exit_status(self) -> int:
-        """1 when a job failed, else 3 when the corrected test flags a regression, else 0."""
+        """1 when a job failed or the sweep stopped early, else 3 when the corrected test flags a regression, else 0."""
         return {"FAILED": EXIT_ERROR, "REGRESSION": EXIT_REGRESSION}.get(self.verdict, EXIT_OK)
+
+    @property
+    def cache(self) -> dict[str, Any]:
+        """The generation cache over the sweep: hits, misses, requests and the hit rate (None when no
+        job asked its cache anything: ``cache=off``, or every job failed before evaluating)."""
+        hits = sum(r["cache_hits"] or 0 for r in self.rows)
+        requests = hits + sum(r["cache_misses"] or 0 for r in self.rows)
+        return {"hits": hits, "misses": requests - hits, "requests": requests,
+                "hit_rate": hits / requests if requests else None}
+
+    def render_cache(self) -> str:
+        cache = self.cache
+        if cache["hit_rate"] is None:
+            return "generation cache: no requests (cache=off, or no job evaluated)"
+        return (f"generation cache: {cache['hits']} of {cache['requests']} requests answered from the cache "
+                f"(hit rate {100 * cache['hit_rate']:.1f}%)")
 
     def render(self) -> str:
         lines = ["=" * 100, f"sweep summary: {len(self.rows)} jobs in {self.sweep_dir}",
@@ -60,7 +82,10 @@ class Summary:
         for r in self.rows:
             lines.append(f"{r['job'][:36]:<36} {_fmt(r['score']):>8} {_fmt(r['threshold']):>8} "
                          f"{_fmt(r['p_value'], 4):>8} {_fmt(r['p_adjusted'], 4):>8}  {r['verdict']} -> {r['sweep_verdict']}"
-                         + (f"  ({r['error'][:80]})" if r["error"] else ""))
+                         + (f"  ({_clip(r['error'], 80)})" if r["error"] else ""))
+        lines.append(self.render_cache())
+        if self.stopped:
+            lines.append(f"sweep stopped early: {_clip(self.stopped, 200)}")
         lines.append(f"sweep verdict: {self.verdict} ({self.correction} correction at alpha {self.alpha:g}; "
                      f"{len(self.flagged)} flagged, {len(self.failed)} failed) -> exit {self.exit_status}")
         if self.files:
@@ -69,11 +94,15 @@ class Summary:
         return "\n".join(lines)
 
     def log_to(self, client: Any, parent_id: str) -> None:
-        """Table, plot and counts on the parent run."""
+        """Table, plot, counts and the generation cache's totals on the parent run."""
         for path in self.files.values():
             client.log_artifact(parent_id, str(path))
+        cache = self.cache
         counts = {"jobs": len(self.rows), "jobs_failed": len(self.failed), "jobs_flagged": len(self.flagged),
-                  "jobs_regressed_uncorrected": sum(r["verdict"] == "regression" for r in self.rows)}
+                  "jobs_regressed_uncorrected": sum(r["verdict"] == "regression" for r in self.rows),
+                  "cache_hits": cache["hits"], "cache_requests": cache["requests"]}
+        if cache["hit_rate"] is not None:
+            counts["cache_hit_rate"] = cache["hit_rate"]
         for key, value in counts.items():
             client.log_metric(parent_id, key, float(value))
         client.set_tag(parent_id, "sweep.verdict", self.verdict)
@@ -83,13 +112,21 @@ def _fmt(value: Any, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def build(sweep_dir: Path, correction: str, alpha: float, client: Any = None, parent_id: str | None = None) -> Summary:
-    """Collect the jobs' rows, adjust their p-values, and write summary.{csv,html,json,png} in ``sweep_dir``."""
+def _clip(text: str, width: int) -> str:
+    """One line of at most ``width`` characters (errors rendered for a person span several lines)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[:width - 3] + "..."
+
+
+def build(sweep_dir: Path, correction: str, alpha: float, client: Any = None, parent_id: str | None = None,
+          stopped: str | None = None) -> Summary:
+    """Collect the jobs' rows, adjust their p-values, and write summary.{csv,html,json,png} in ``sweep_dir``.
+    ``stopped``: why the multirun ended before all its jobs returned; the sweep then fails."""
     dirs = sorted(_job_dirs(sweep_dir), key=_job_order)
     rows = [_row(d) for d in dirs]
     _label_configurations(rows, dirs)
     if client is not None and parent_id:
-        rows += _orphans(client, parent_id, {r["mlflow_run_id"] for r in rows})
+        rows += _orphans(client, parent_id, dict(zip(dirs, rows)))
     tested = [r for r in rows if r["p_value"] is not None]
     adjusted = adjust([r["p_value"] for r in tested], correction, alpha)
     for r, p_adj, reject in zip(tested, adjusted.p_adjusted, adjusted.reject):
@@ -98,7 +135,7 @@ def build(sweep_dir: Path, correction: str, alpha: float, client: Any = None, pa
     for r in rows:
         if r["sweep_verdict"] is None:
             r["sweep_verdict"] = r["verdict"] if r["verdict"] in ("failed", "incomplete") else "no verdict"
-    summary = Summary(rows, correction, alpha, sweep_dir)
+    summary = Summary(rows, correction, alpha, sweep_dir, stopped=stopped)
     summary.files = write(summary)
     return summary
 
@@ -135,8 +172,10 @@ def _row(job_dir: Path) -> dict[str, Any]:
         from runner.spec import AccuracySpec
 
         verdict, paired = payload.get("verdict"), payload.get("paired")
+        cache = payload.get("generation_cache") or {}  # None with cache=off
         row |= {"spec": AccuracySpec(**payload["spec"]).describe(), "n": payload.get("num_evaluated"),
-                "score": payload["metrics"].get(asked.task.metric), "mlflow_run_id": payload.get("mlflow_run_id")}
+                "score": payload["metrics"].get(asked.task.metric), "mlflow_run_id": payload.get("mlflow_run_id"),
+                "cache_hits": cache.get("hits"), "cache_misses": cache.get("misses")}
         if verdict:
             row |= {k: verdict[k] for k in ("reference", "threshold", "theta", "margin")}
             row["test"] = payload.get("decided_by")
@@ -155,13 +194,23 @@ def _row(job_dir: Path) -> dict[str, Any]:
     return row
 
 
-def _orphans(client: Any, parent_id: str, known: set[Any]) -> list[dict[str, Any]]:
-    """Child runs that left no file in the sweep directory (e.g. a job killed by the OS)."""
+def _orphans(client: Any, parent_id: str, by_dir: dict[Path, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Child runs that left no file in the sweep directory (e.g. a job killed by the OS). A run whose
+    ``output_dir`` param is a job directory completes that job's row (its run id and MLflow status);
+    the others become rows of their own."""
+    known = {r["mlflow_run_id"] for r in by_dir.values()}
+    rows_at = {str(d.resolve()): r for d, r in by_dir.items() if r["mlflow_run_id"] is None}
     parent = client.get_run(parent_id)
     runs = client.search_runs([parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
     out = []
     for run in runs:
         if run.info.run_id in known:
+            continue
+        output_dir = run.data.params.get("output_dir")
+        row = rows_at.pop(str(Path(output_dir).resolve()), None) if output_dir else None
+        if row is not None:
+            row["mlflow_run_id"] = run.info.run_id
+            row["error"] = f"{row['error']}; MLflow status {run.info.status}"
             continue
         tags = run.data.tags
         out.append(dict.fromkeys(COLUMNS) | {
@@ -177,13 +226,18 @@ def write(summary: Summary) -> dict[str, Path]:
     base = summary.sweep_dir
     base.mkdir(parents=True, exist_ok=True)
     frame = pd.DataFrame(summary.rows, columns=COLUMNS)
+    for count in ("n", "cache_hits", "cache_misses"):  # counts stay integers next to jobs without one
+        frame[count] = frame[count].astype("Int64")
     files = {"csv": base / "summary.csv", "html": base / "summary.html", "json": base / "summary.json",
              "png": base / "summary.png"}
     frame.to_csv(files["csv"], index=False)
     head = (f"<h1>Sweep summary</h1><p>Sweep verdict: <b>{summary.verdict}</b> ({summary.correction} correction "
             f"at family alpha {summary.alpha:g}; {len(summary.flagged)} flagged, {len(summary.failed)} failed, "
             f"{len(summary.rows)} jobs). p_value: the deciding test's one-sided p-value; p_adjusted: after the "
-            f"correction; sweep_verdict: regression where p_adjusted &le; alpha.</p>")
+            f"correction; sweep_verdict: regression where p_adjusted &le; alpha.</p>"
+            f"<p>{html.escape(summary.render_cache())}; cache_hits / cache_misses: each job's requests answered "
+            f"from / computed past the generation cache.</p>"
+            + (f"<p><b>Sweep stopped early</b>: {html.escape(summary.stopped)}</p>" if summary.stopped else ""))
     table = frame.to_html(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}", border=0, classes="summary")
     style = ("<style>body{font-family:sans-serif}table.summary{border-collapse:collapse}"
              "table.summary td,table.summary th{padding:3px 8px;border-bottom:1px solid #ccc;text-align:right}</style>")
@@ -191,6 +245,7 @@ def write(summary: Summary) -> dict[str, Path]:
                              f"</head><body>{head}{table}</body></html>\n")
     files["json"].write_text(json.dumps({"verdict": summary.verdict, "exit_status": summary.exit_status,
                                          "correction": summary.correction, "alpha": summary.alpha,
+                                         "stopped": summary.stopped, "generation_cache": summary.cache,
                                          "rows": summary.rows}, indent=2, default=str) + "\n")
     plot(summary.rows, files["png"])
     return files

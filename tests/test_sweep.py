@@ -1,12 +1,14 @@
 """Sweeps: the summary and its family-wise verdict, and, end to end on the embedded model at tiny n,
 multiruns through joblib and submitit_local with MLflow parent and child runs on a real server,
-a failing job that does not stop the sweep, one quantization shared by concurrent jobs, and a job
-killed with SIGKILL that resumes from the generation cache."""
+a failing job that does not stop the sweep, one quantization shared by concurrent jobs, a job
+killed with SIGKILL that resumes from the generation cache, a joblib worker killed with SIGKILL that
+still leaves a summary and a closed parent run, and one job per GPU (launcher preset, pinning)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -28,7 +30,7 @@ TINY = ["task.dataset.source=local", f"task.dataset.local_path={FIXTURE}", "task
 
 # ---------------------------------------------------------------------------- summary (no model)
 def fake_job(sweep: Path, num: int, quant: str, *, p: float | None = None, passed: bool = True,
-             error: str | None = None) -> None:
+             error: str | None = None, cache: tuple[int, int] | None = None) -> None:
     job = sweep / f"{num}-smollm2_135m-{quant}-mmlu"
     (job / ".hydra").mkdir(parents=True)
     (job / ".hydra" / "config.yaml").write_text(OmegaConf.to_yaml(
@@ -43,14 +45,35 @@ def fake_job(sweep: Path, num: int, quant: str, *, p: float | None = None, passe
         "spec": {"dtype": "auto", "quant_algo": quant.upper(), "kv_cache_quant_algo": None, "spec_dec_algo": None,
                  "extra_acc_spec": None},
         "metrics": {"accuracy": 55.0}, "num_evaluated": 64, "verdict": verdict, "paired": None,
-        "decided_by": "unpaired", "passed": passed, "mlflow_run_id": f"run{num}"}))
+        "decided_by": "unpaired", "passed": passed, "mlflow_run_id": f"run{num}",
+        "generation_cache": None if cache is None else {"hits": cache[0], "misses": cache[1], "path": "/c.sqlite"}}))
+
+
+class RecordingClient:
+    """What ``Summary.log_to`` sends to MLflow, without a server."""
+
+    def __init__(self) -> None:
+        self.metrics: dict[str, float] = {}
+        self.tags: dict[str, str] = {}
+        self.artifacts: list[str] = []
+
+    def log_artifact(self, run_id: str, path: str) -> None:
+        self.artifacts.append(Path(path).name)
+
+    def log_metric(self, run_id: str, key: str, value: float) -> None:
+        self.metrics[key] = value
+
+    def set_tag(self, run_id: str, key: str, value: str) -> None:
+        self.tags[key] = value
 
 
 def test_summary_applies_the_correction_and_sets_the_exit_status(tmp_path):
     # two jobs fail their own test at alpha 0.05 (p 0.02, 0.04); with 4 jobs Holm gives
     # 0.02 x 4 = 0.08 and max(0.08, 0.04 x 3) = 0.12: no sweep-level regression; none flags both
+    # generation cache: 64 + 0 + 16 hits out of 3 x 64 requests (the last job ran with cache=off)
+    caches = [(64, 0), (0, 64), (16, 48), None]
     for num, (quant, p) in enumerate([("fp8", 0.02), ("w8a16", 0.5), ("w4a16", 0.04), ("int8_sq", 0.9)]):
-        fake_job(tmp_path, num, quant, p=p, passed=p > 0.05)
+        fake_job(tmp_path, num, quant, p=p, passed=p > 0.05, cache=caches[num])
     holm = sweep_summary.build(tmp_path, "holm", 0.05)
     assert [r["verdict"] for r in holm.rows] == ["regression", "passed", "regression", "passed"]
     assert [r["p_adjusted"] for r in holm.rows] == pytest.approx([0.08, 1.0, 0.12, 1.0])
@@ -64,8 +87,22 @@ def test_summary_applies_the_correction_and_sets_the_exit_status(tmp_path):
     assert (tmp_path / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     header = (tmp_path / "summary.csv").read_text().splitlines()[0].split(",")
     for column in ("model", "spec", "task", "score", "reference", "threshold", "theta", "margin", "verdict",
-                   "p_value", "p_adjusted", "sweep_verdict"):
+                   "p_value", "p_adjusted", "sweep_verdict", "cache_hits", "cache_misses"):
         assert column in header
+
+    # the generation cache: per job in the table, totalled into the sweep's hit rate
+    csv_rows = [dict(zip(header, line.split(","))) for line in (tmp_path / "summary.csv").read_text().splitlines()[1:]]
+    assert [(r["cache_hits"], r["cache_misses"]) for r in csv_rows] == [("64", "0"), ("0", "64"), ("16", "48"), ("", "")]
+    assert none.cache == {"hits": 80, "misses": 112, "requests": 192, "hit_rate": pytest.approx(80 / 192)}
+    assert "generation cache: 80 of 192 requests answered from the cache (hit rate 41.7%)" in none.render()
+    html = (tmp_path / "summary.html").read_text()
+    assert "<th>cache_hits</th>" in html and "<th>cache_misses</th>" in html and "hit rate 41.7%" in html
+    assert json.loads((tmp_path / "summary.json").read_text())["generation_cache"]["requests"] == 192
+    client = RecordingClient()
+    none.log_to(client, "parent")
+    assert client.metrics["cache_hit_rate"] == pytest.approx(80 / 192)
+    assert (client.metrics["cache_hits"], client.metrics["cache_requests"]) == (80, 192)
+    assert client.tags["sweep.verdict"] == "REGRESSION" and "summary.csv" in client.artifacts
 
 
 def test_summary_lists_failures_and_a_failure_fails_the_sweep(tmp_path):
@@ -80,6 +117,15 @@ def test_summary_lists_failures_and_a_failure_fails_the_sweep(tmp_path):
     assert summary.rows[1]["error"] == "ConfigError: needs a GPU" and summary.rows[1]["mlflow_run_id"] == "run1"
     assert summary.verdict == "FAILED" and summary.exit_status == 1
     assert "needs a GPU" in (tmp_path / "summary.html").read_text()
+    assert "generation cache: no requests" in summary.render() and summary.cache["hit_rate"] is None
+    # a multirun that ended early (its launcher raised) fails even when every job that ran passed
+    shutil.rmtree(tmp_path / "1-smollm2_135m-nvfp4-mmlu")
+    shutil.rmtree(tmp_path / "2-smollm2_135m-fp8-mmlu")
+    stopped = sweep_summary.build(tmp_path, "holm", 0.05, stopped="TerminatedWorkerError: worker killed")
+    assert [r["verdict"] for r in stopped.rows] == ["passed"]
+    assert stopped.verdict == "FAILED" and stopped.exit_status == 1
+    assert "sweep stopped early: TerminatedWorkerError: worker killed" in stopped.render()
+    assert json.loads((tmp_path / "summary.json").read_text())["stopped"] == "TerminatedWorkerError: worker killed"
 
 
 def test_committed_sweep_composes_as_a_multirun():
@@ -173,6 +219,48 @@ def test_submitit_local_sweep_records_a_bad_model_path_as_failed(tmp_path, mlflo
     assert "model path does not exist" in html and "passed" in html
 
 
+def killer_checkpoint(root: Path) -> Path:
+    """A model directory whose remote code SIGKILLs the process that loads it (with
+    ``model.trust_remote_code=true``): what the OOM killer or a crash in native code does to a worker,
+    reached through the config alone."""
+    model = root / "killer_model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(
+        {"model_type": "killer", "auto_map": {"AutoConfig": "configuration_killer.KillerConfig"}}))
+    (model / "configuration_killer.py").write_text("import os\nimport signal\n\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    return model
+
+
+@pytest.mark.e2e
+def test_a_worker_killed_by_sigkill_still_ends_the_sweep(tmp_path, mlflow_server, shared_cache):
+    """loky raises TerminatedWorkerError out of Hydra's multirun, which then skips on_multirun_end: the
+    entry point still writes the summary, closes the parent run and exits 1 with a message."""
+    env = {"RUNNER_CACHE_DIR": str(shared_cache), "OMP_NUM_THREADS": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
+    killer = killer_checkpoint(tmp_path)
+    result = run_cli(["-m", f"model.path=/nonexistent/checkpoint,{killer}", "model.trust_remote_code=true", *TINY,
+                      "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"tracking.tracking_uri={mlflow_server}",
+                      "tracking.experiment=sweep-killed", f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=env)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "error: the sweep stopped early: a job's process died" in result.stderr
+    assert "TerminatedWorkerError" in result.stderr and "SIGKILL" in result.stderr
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "sweep verdict: FAILED" in result.stdout and "sweep stopped early: TerminatedWorkerError" in result.stdout
+
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    assert summary["verdict"] == "FAILED" and "TerminatedWorkerError" in summary["stopped"]
+    killed = [r for r in summary["rows"] if str(killer) in r["configuration"]]
+    assert len(killed) == 1 and killed[0]["verdict"] == "incomplete", summary["rows"]
+    assert "MLflow status KILLED" in killed[0]["error"]
+    assert killed[0]["job"] in (tmp_path / "sweep" / "summary.csv").read_text()
+
+    client, parent, kids = children(mlflow_server, "sweep-killed")
+    assert parent.info.status == "FAILED" and "TerminatedWorkerError" in parent.data.tags["error"]
+    assert parent.data.tags["sweep.verdict"] == "FAILED"
+    assert {a.path for a in client.list_artifacts(parent.info.run_id)} >= {"summary.csv", "summary.html", "summary.json"}
+    assert "RUNNING" not in {k.info.status for k in kids}
+    assert client.get_run(killed[0]["mlflow_run_id"]).info.status == "KILLED"
+
+
 def _rows(db: Path) -> int:
     try:
         with sqlite3.connect(db, timeout=5) as conn:
@@ -243,3 +331,60 @@ def test_jobs_spread_over_visible_gpus(monkeypatch):
     single = compose([])
     spread_over_gpus(single, 3)
     assert single.backend.device == "auto"
+
+
+def test_cuda_visible_devices_pin_each_job_of_a_backend_without_device_key(monkeypatch):
+    import torch
+
+    from runner.sweep import gpus_for_job, spread_over_gpus
+
+    # the choice: job k gets group k mod (count // GPUs per job), named as the variable names them
+    assert [gpus_for_job(k, 4, None) for k in range(5)] == ["0", "1", "2", "3", "0"]
+    assert [gpus_for_job(k, 4, None, per_job=2) for k in range(3)] == ["0,1", "2,3", "0,1"]
+    assert [gpus_for_job(k, 2, "5,7") for k in range(3)] == ["5", "7", "5"]  # a scheduler's (or user's) subset
+    assert gpus_for_job(0, 1, None) is None and gpus_for_job(3, 0, None) is None  # nothing to spread over
+    assert gpus_for_job(3, 4, "2") is None  # already one device: the scheduler's, or this worker's earlier job
+    assert gpus_for_job(1, 4, "0,1", per_job=2) is None and gpus_for_job(1, 3, None, per_job=2) is None
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "unset by the test")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")  # restored to the session's value at teardown
+    trtllm = compose(["backend=trtllm"])
+    assert "device" not in trtllm.backend
+    spread_over_gpus(trtllm, 6)
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "2"
+    spread_over_gpus(trtllm, 7)  # the same worker process: CUDA keeps the devices it saw first
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "2"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    spread_over_gpus(compose(["backend=trtllm_pytorch", "backend.tensor_parallel_size=2"]), 1)
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "2,3"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    hf = compose([])
+    spread_over_gpus(hf, 1)  # backend=hf takes backend.device instead
+    assert hf.backend.device == "cuda:1" and "CUDA_VISIBLE_DEVICES" not in os.environ
+
+
+def test_joblib_gpu_launcher_runs_one_job_per_visible_gpu(monkeypatch):
+    import torch
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    from runner.schema import register_schemas
+    from runner.sweep import GPU_COUNT_RESOLVER, gpu_count, register_resolvers
+
+    register_schemas()
+    register_resolvers()
+    register_resolvers()  # idempotent: every entry point may call it
+    GlobalHydra.instance().clear()
+    with initialize_config_module(config_module="conf", version_base="1.3"):
+        cfg = hydra_compose(config_name="config", overrides=["hydra/launcher=joblib_gpu"], return_hydra_config=True)
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("joblib_launcher.JoblibLauncher") and launcher.prefer == "processes"
+    assert OmegaConf.to_container(launcher)["n_jobs"] == "${" + GPU_COUNT_RESOLVER + ":}"
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
+    assert launcher.n_jobs == 8
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    assert launcher.n_jobs == 1  # no GPU: one job at a time
+    monkeypatch.setitem(sys.modules, "torch", None)  # torch not importable
+    assert gpu_count() == 1
