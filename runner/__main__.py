@@ -26,10 +26,9 @@ def main(cfg: DictConfig) -> int:
 
 def entry() -> None:
     """Console-script entry point (``runner``)."""
-    from runner.sweep import abort_open_sweep, register_resolvers, take_exit_status
+    from runner.sweep import abort_open_sweep, take_exit_status
 
     register_schemas()
-    register_resolvers()
     try:
         main()
     except (Exception, KeyboardInterrupt) as err:

@@ -320,3 +320,6 @@ def register_schemas() -> None:
     cs.store(name="quantize_schema", node=QuantizeJobConfig)
     for name, node in SCHEMAS.items():
         cs.store(name=name, node=node)
+    from runner.sweep import register_resolvers
+
+    register_resolvers()  # conf/hydra/launcher/joblib_gpu.yaml needs ${runner.gpu_count:}
