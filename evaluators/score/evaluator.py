@@ -3,8 +3,9 @@
 ``score()`` extracts every variant's answer, marks it correct or not, maps option-order answers back
 to the original option order, and counts the question's agreeing answer pairs; ``aggregate()`` turns
 those records into upstream's metrics. The per-sample score is the question's accuracy over its
-variants (0-100), so the task metric ``accuracy`` (their mean over questions) is the mean of the
-per-variant micro accuracies and gates with the core threshold method at n = questions.
+variants (0-100), so the task metric ``accuracy`` (their mean over questions) weighs every question
+the same (the mean of the per-variant micro accuracies when all questions have as many variants) and
+gates with the core threshold method at n = questions.
 """
 
 from __future__ import annotations
