@@ -43,7 +43,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -53,7 +52,7 @@ from typing import Any
 
 from runner.assets import sha256_of
 from runner.locking import file_lock
-from runner.paths import cache_dir
+from runner.paths import cache_dir, write_atomic
 
 KEY_FORMAT = 2  # bump when the meaning of the key inputs changes (2: whole-file sha256 of every file)
 RACY_SECONDS = 2.0  # a file modified this recently is hashed but not memoized (see the module docstring)
@@ -183,21 +182,9 @@ def _read_memo(memo: Path, identity: dict[str, Any]) -> str | None:
 
 
 def _write_memo(memo: Path, data: dict[str, Any]) -> None:
-    """Write beside the entry and rename, so a concurrent reader sees the old entry or the new one.
-
-    A failure (read-only or full cache directory) is ignored: the memo only saves time.
-    """
+    """Atomically, so a concurrent reader sees the old entry or the new one. A failure (read-only or
+    full cache directory) is ignored: the memo only saves time."""
     try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{memo.name}.", dir=memo.parent)
+        write_atomic(memo, json.dumps(data, sort_keys=True))
     except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, sort_keys=True)
-        os.replace(tmp, memo)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        pass

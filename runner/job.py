@@ -128,10 +128,9 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
             evaluator.bind_backend(info)
         spec = replace(info.spec, extra_acc_spec=evaluator.extra_acc_spec())
         log.info("loaded %s on %s: effective spec %s", info.model_path, info.device, spec.describe())
-        tracker.set_tags({f"version.{k}": v for k, v in info.versions.items()}
-                         | {"device": info.device, "effective_dtype": spec.dtype, "extra_acc_spec": str(spec.extra_acc_spec)})
         detail_tags, detail_metrics = backend_details_for_tracking(info.details)
-        tracker.set_tags(detail_tags)
+        tracker.set_tags({f"version.{k}": v for k, v in info.versions.items()} | detail_tags
+                         | {"device": info.device, "effective_dtype": spec.dtype, "extra_acc_spec": str(spec.extra_acc_spec)})
         tracker.log_metrics(detail_metrics)
         reference = None
         params = defaults

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -27,3 +28,20 @@ def data_root() -> Path | None:
     """Optional directory holding local dataset copies as <root>/<hub id>: $RUNNER_DATA_ROOT."""
     env = os.environ.get("RUNNER_DATA_ROOT")
     return Path(env).expanduser() if env else None
+
+
+def write_atomic(path: Path, text: str, mode: int | None = None) -> None:
+    """Write ``text`` beside ``path`` and rename it into place, so a reader (another job, the next
+    run after a crash) sees the old file or the new one, never half a file. ``mode``: the new file's
+    permissions (default: mkstemp's 0o600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -13,15 +13,16 @@ When the runner records a reference it adds one key upstream never reads, ``reco
 
 from __future__ import annotations
 
+import io
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from runner.errors import ReferenceError_
+from runner.paths import write_atomic
 from runner.spec import SPEC_KEYS, AccuracySpec
 from runner.stats import HypothesisParams, check_params
 
@@ -398,16 +399,8 @@ def record(
     target[PROVENANCE_KEY] = _commented(_plain(provenance))
     _put_trailing(grown, tail)
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    # Write beside the file and rename, so an interrupted run never leaves half a file.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            yaml.dump(data, fh)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = io.StringIO()
+    yaml.dump(data, text)
+    write_atomic(path, text.getvalue(), mode)  # an interrupted run never leaves half a file
     return path
