@@ -142,13 +142,13 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
                 notes.append(f"compared with the unquantized baseline reference [{key.describe()}]")
             reference = references.lookup(ref_dir, task.name, task.metric, model.hf_id, key, defaults)
             params = reference.params
-            if params.num_samples != task.num_samples:
-                notes.append(f"the reference entry fixes num_samples={params.num_samples} (task.num_samples="
-                             f"{task.num_samples} not used); use reference.mode=skip to evaluate another n")
             log.info("reference %s = %.4f (%s, entry %d)", task.metric, reference.value, reference.path.name, reference.index)
         if hasattr(evaluator, "use_token_counter") and hasattr(backend, "count_tokens"):
             evaluator.use_token_counter(backend.count_tokens)  # length filters in the model's tokens (perplexity)
         samples = evaluator.samples(params.num_samples, cfg.seed)
+        for note in _sample_count_notes(task.num_samples, params.num_samples, len(samples), reference is not None):
+            log.warning(note)
+            notes.append(note)
         log.info("evaluating %d %s samples (seed %d) with %s", len(samples), task.name, cfg.seed, info.name)
         gen_cache = generation_cache.open_for_job(
             cfg, info, TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size,
@@ -162,24 +162,21 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
     score = metrics[task.metric]
     _write_samples(out_dir / "samples.jsonl", scored)
 
-    n_stats = min(params.num_samples, len(scored))
-    if n_stats < params.num_samples:
-        notes.append(f"only {len(scored)} samples were available; statistics use n={n_stats}")
-        params = replace(params, num_samples=n_stats)
+    params = replace(params, num_samples=max(len(scored), 1))  # the statistics use what was evaluated
     decision = None
-    extra_gates: list[Any] = []  # further checks against the same reference entry (SCORE's consistency rate)
     if reference is not None:
-        decision = decide_against(reference, ref_dir, scored, score, params, cfg.stats, task.chance_level, task.metric)
+        from runner.decision import RunProvenance
+
+        gates = evaluator.extra_gates(metrics, reference) if hasattr(evaluator, "extra_gates") else []
+        decision = decide_against(reference, ref_dir, scored, score, params, cfg.stats, task.chance_level, task.metric,
+                                  RunProvenance(cfg.seed, getattr(evaluator, "source_used", None)), gates)
         notes += decision.notes
-        extra_gates = evaluator.extra_gates(metrics, reference) if hasattr(evaluator, "extra_gates") else []
-        failed = [g.metric for g in extra_gates if not g.passed]
-        if failed:  # any failed gate fails the job (exit 3); the report names which
-            decision = replace(decision, passed=False, method="+".join([decision.method, *failed]))
     record_path = None
     if mode == "record":
         from runner import reference_samples
 
-        samples_file, samples_sha = reference_samples.store(ref_dir, task.name, ((s.sample_id, s.score) for s in scored))
+        samples_file, samples_sha = reference_samples.store(
+            ref_dir, task.name, ((s.sample_id, s.score, s.prompt) for s in scored))
         record_path = references.record(
             ref_dir, task.name, task.metric, model.hf_id, spec, score,
             provenance={
@@ -195,31 +192,43 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
         notes.append(f"recorded {task.metric}={score:.4f} for {model.hf_id} [{spec.describe()}] in {record_path}")
 
     report = _report_text(task, model, spec, score, len(scored), params, decision, mode, notes)
-    report += "".join("\n" + g.render() for g in extra_gates)
     (out_dir / "report.txt").write_text(report + "\n")
     payload = {"task": task.name, "model": model.hf_id, "spec": asdict(spec), "metrics": metrics,
-               "num_evaluated": len(scored), "verdict": decision.verdict.to_dict() if decision else None,
+               "num_evaluated": len(scored), "decision": decision.to_dict() if decision else None,
+               "verdict": decision.verdict.to_dict() if decision else None,
                "paired": decision.paired.to_dict() if decision and decision.paired else None,
-               "decided_by": decision.method if decision else None, "passed": decision.passed if decision else None,
+               "decided_by": decision.rule if decision else None, "passed": decision.all_passed if decision else None,
                "backend": asdict(info), "notes": notes, "generation_cache": cache_stats,
                "mlflow_run_id": tracker.run_id, "eval_time_s": round(eval_time_s, 2)}
     (out_dir / "report.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
     print(report, flush=True)
 
-    logged = {"score": score, "num_samples": float(params.num_samples), "num_evaluated": float(len(scored)),
-              "eval_time_s": eval_time_s,
-              "theta": params.theta}
+    logged = {"score": score, "num_samples": float(len(scored)), "num_evaluated": float(len(scored)),
+              "eval_time_s": eval_time_s, "theta": params.theta}
     logged |= {k.replace(",", "_"): v for k, v in metrics.items()}
     if decision is not None:
         logged |= decision.metrics()
-    for gate in extra_gates:
-        logged |= gate.metrics()
+        if decision.theta is None:
+            logged.pop("theta")
     tracker.log_metrics(logged)
-    tracker.set_tags({"verdict": "none" if decision is None else ("passed" if decision.passed else "regression"),
-                      "decided_by": decision.method if decision else "none"})
+    tracker.set_tags({"verdict": "none" if decision is None else ("passed" if decision.all_passed else "regression"),
+                      "decided_by": decision.rule if decision else "none"})
     tracker.log_artifacts(out_dir)
-    status = EXIT_REGRESSION if decision is not None and not decision.passed else EXIT_OK
+    status = EXIT_REGRESSION if decision is not None and not decision.all_passed else EXIT_OK
     return Outcome(status, score, metrics, spec, out_dir, decision, tracker.run_id, record_path, notes)
+
+
+def _sample_count_notes(asked: int, planned: int, selected: int, checked: bool) -> list[str]:
+    """Say, before anything is evaluated, when the number of samples differs from what the user asked."""
+    notes = []
+    if checked and planned != asked:
+        notes.append(f"the reference entry fixes num_samples={planned} (task.num_samples={asked} not used); "
+                     "use reference.mode=skip to evaluate another n")
+    if selected != planned:
+        why = ("the task draws the same number from every stratum (subject), rounding up" if selected > planned
+               else "the dataset has fewer samples")
+        notes.append(f"{selected} samples are evaluated, not {planned}: {why}; the statistics use n={selected}")
+    return notes
 
 
 def backend_details_for_tracking(details: dict[str, str]) -> tuple[dict[str, str], dict[str, float]]:
@@ -318,7 +327,7 @@ def _summary(outcome: Outcome, tracker: Any) -> str:
     if outcome.decision is None:
         result = "NO VERDICT"
     else:
-        result = ("PASSED" if outcome.decision.passed else "REGRESSION DETECTED") + f" ({outcome.decision.method} test)"
+        result = ("PASSED" if outcome.decision.all_passed else "REGRESSION DETECTED") + f" ({outcome.decision.test})"
     return "\n".join([
         f"result: {result} (exit {outcome.exit_status})",
         f"outputs: {outcome.output_dir} (report.txt, report.json, samples.jsonl)",

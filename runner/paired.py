@@ -268,7 +268,10 @@ def near_chance_warning(reference: float, theta: float, chance: float, higher_is
 
 @dataclass(frozen=True)
 class PairedResult:
-    """The outcome of a paired test, in metric units (0-100 scale)."""
+    """The outcome of a paired test, in metric units (0-100 scale).
+
+    ``p_value`` belongs to the gate's null hypothesis (``gate``: regression, H0 drop <= tolerance;
+    noninferiority, H0 drop >= tolerance); the gate's H0 is rejected when ``p < alpha``."""
 
     method: str
     n: int
@@ -284,6 +287,10 @@ class PairedResult:
     discordant: tuple[int, int] | None = None  # (b, c) for binary scores
     discordance_rate: float | None = None  # (b + c) / n for binary scores
     sd_diff: float | None = None  # standard deviation of the differences, continuous scores
+    ci: tuple[float, float] | None = None  # two-sided (1 - 2 alpha) interval for new - reference
+    ci_method: str = ""
+    tolerance: float = 0.0
+    gate: str = "regression"
 
     def to_dict(self) -> dict[str, object]:
         """Flat, JSON-friendly form (``theta_paired`` is ``None`` when it is undefined)."""
@@ -303,6 +310,11 @@ class PairedResult:
             "discordant_c": self.discordant[1] if self.discordant else None,
             "discordance_rate": self.discordance_rate,
             "sd_diff": self.sd_diff,
+            "ci_low": self.ci[0] if self.ci else None,
+            "ci_high": self.ci[1] if self.ci else None,
+            "ci_method": self.ci_method,
+            "tolerance": self.tolerance,
+            "gate": self.gate,
         }
 
     def render(self) -> str:
@@ -318,13 +330,15 @@ class PairedResult:
             f"  new          {self.new_mean:10.3f}",
             f"  difference   {self.mean_diff:+10.3f}   new - reference",
         ]
+        if self.ci is not None:
+            lines.append(f"  {1 - 2 * self.alpha:.0%} CI       [{self.ci[0]:+.3f}, {self.ci[1]:+.3f}]   {self.ci_method}")
         if self.discordant is not None:
             b, c = self.discordant
             lines.append(
                 f"  discordant   {f'b={b} c={c}':>10}   reference right & new wrong (b), the reverse (c); "
                 f"{self.discordance_rate:.1%} of samples"
             )
-        else:
+        if self.sd_diff is not None:
             lines.append(f"  sd(diff)     {self.sd_diff:10.3f}   standard deviation of the per-sample differences")
         if math.isfinite(self.theta_paired):
             lines.append(
@@ -336,17 +350,26 @@ class PairedResult:
                 f"  theta        {'undefined':>10}   fewer than {min_discordant_to_reject(self.alpha)} "
                 "disagreements: the exact test cannot flag any regression"
             )
-        lines.append(f"  p-value      {self.p_value:10.4f}   chance of a result this bad if nothing regressed")
+        lines.append(f"  p-value      {self.p_value:10.4f}   {_p_meaning(self.gate, self.tolerance)}")
         lines.append(rule)
         if self.passed:
-            lines.append("paired verdict: PASSED - the disagreements are within what chance explains.")
+            lines.append("paired verdict: PASSED - " + (
+                "the disagreements are within what chance explains." if self.gate == "regression"
+                else f"the data show the drop is smaller than the tolerance (p < {self.alpha:g})."))
         else:
-            lines.append(
-                "paired verdict: REGRESSION DETECTED - on the same samples, the new run loses more than "
-                f"chance explains (p < {self.alpha:g})."
-            )
+            lines.append("paired verdict: REGRESSION DETECTED - " + (
+                f"on the same samples, the new run loses more than chance explains (p < {self.alpha:g})."
+                if self.gate == "regression" else
+                f"the data do not show the drop is smaller than the tolerance (p >= {self.alpha:g})."))
         lines.append(rule)
         return "\n".join(lines)
+
+
+def _p_meaning(gate: str, tolerance: float) -> str:
+    if gate == "regression":
+        return ("chance of a result this bad if nothing regressed" if not tolerance
+                else f"chance of a result this bad if the drop were at most {tolerance:g}")
+    return f"chance of a result this good if the drop were {tolerance:g} or more"
 
 
 def _upper_tail_half(b, m):  # noqa: ANN001, ANN202 - scalars or numpy arrays
@@ -377,27 +400,60 @@ def _binary_values(ref: Sequence[float], new: Sequence[float]) -> tuple[list[flo
     return ref_v, new_v, unit
 
 
+def newcombe_paired_interval(both: int, new_only: int, ref_only: int, neither: int,
+                             confidence: float) -> tuple[float, float]:
+    """Newcombe's (1998) method 10 interval for a difference of paired proportions, new - reference.
+
+    ``both``: samples right in both runs; ``new_only``: right in the new run only; ``ref_only``:
+    right in the reference only; ``neither``. Built from the two Wilson score intervals of the
+    marginal proportions (statsmodels) and the phi correlation of the 2x2 table, on the 0-1 scale.
+    """
+    from statsmodels.stats.proportion import proportion_confint
+
+    n = both + new_only + ref_only + neither
+    if n < 1:
+        raise ValueError("an interval needs at least one sample")
+    p1, p2 = (both + new_only) / n, (both + ref_only) / n
+    l1, u1 = proportion_confint(both + new_only, n, alpha=1 - confidence, method="wilson")
+    l2, u2 = proportion_confint(both + ref_only, n, alpha=1 - confidence, method="wilson")
+    margins = (both + new_only) * (ref_only + neither) * (both + ref_only) * (new_only + neither)
+    phi_corr = 0.0 if margins == 0 else (both * neither - new_only * ref_only) / math.sqrt(margins)
+    lower = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi_corr * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    upper = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi_corr * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    diff = p1 - p2
+    return max(-1.0, diff - lower), min(1.0, diff + upper)
+
+
 def mcnemar_exact(
     ref_correct: Sequence[float],
     new_correct: Sequence[float],
     alpha: float,
     beta: float,
     higher_is_better: bool = True,
+    gate: str = "regression",
 ) -> PairedResult:
     """McNemar's exact one-sided test on binary per-sample scores (0/100 or 0/1, or booleans).
 
     ``b`` = samples the reference got right and the new run wrong, ``c`` = the reverse ("right"
-    is the high value, or the low one when ``higher_is_better`` is false). ``p = P(X >= b)``
-    with ``X ~ Bin(b + c, 1/2)``; ``p = 1`` when ``b + c == 0``. Regression when ``p < alpha``.
-    Means and the difference are reported on the 0-100 scale (0/1 scores are read as fractions).
+    is the high value, or the low one when ``higher_is_better`` is false). Regression gate:
+    ``p = P(X >= b)`` with ``X ~ Bin(b + c, 1/2)``, a regression when ``p < alpha``. The
+    non-inferiority gate with no tolerance asks the reverse: ``p = P(X <= b)``, a pass when
+    ``p < alpha``. ``p = 1`` when ``b + c == 0``. Means, the difference and Newcombe's interval
+    are on the 0-100 scale (0/1 scores are read as fractions).
     """
     _k(alpha, beta)  # validates alpha and beta
     ref_v, new_v, unit = _binary_values(ref_correct, new_correct)
     good = unit if higher_is_better else 0.0
     b = sum(1 for r, w in zip(ref_v, new_v) if r == good and w != good)
     c = sum(1 for r, w in zip(ref_v, new_v) if r != good and w == good)
+    both = sum(1 for r, w in zip(ref_v, new_v) if r == good and w == good)
     n = len(ref_v)
-    p = 1.0 if b + c == 0 else float(_upper_tail_half(b, b + c))
+    if b + c == 0:
+        p = 1.0
+    elif gate == "regression":
+        p = float(_upper_tail_half(b, b + c))
+    else:
+        p = float(_upper_tail_half(c, b + c))
     rate = (b + c) / n
     if b + c < min_discordant_to_reject(alpha):
         theta = math.inf
@@ -406,12 +462,17 @@ def mcnemar_exact(
     to_points = 100.0 / unit
     ref_mean = sum(ref_v) / n * to_points
     new_mean = sum(new_v) / n * to_points
+    low, high = newcombe_paired_interval(both, c, b, n - both - b - c, 1 - 2 * alpha)
+    # the interval is for the proportion of "good" answers; in metric units the sign follows the direction
+    sign = 100.0 if higher_is_better else -100.0
+    ci = tuple(sorted((sign * low, sign * high)))
+    rejected = p < alpha
     return PairedResult(
         method="McNemar exact",
         n=n,
         mean_diff=new_mean - ref_mean,
         p_value=p,
-        passed=not p < alpha,
+        passed=not rejected if gate == "regression" else rejected,
         alpha=float(alpha),
         beta=float(beta),
         higher_is_better=bool(higher_is_better),
@@ -420,6 +481,9 @@ def mcnemar_exact(
         new_mean=new_mean,
         discordant=(b, c),
         discordance_rate=rate,
+        ci=ci,  # type: ignore[arg-type]
+        ci_method="Newcombe (Wilson, paired)",
+        gate=gate,
     )
 
 
@@ -432,16 +496,21 @@ def paired_continuous(
     method: str = "t",
     seed: int = 0,
     n_boot: int = 10_000,
+    tolerance: float = 0.0,
+    gate: str = "regression",
 ) -> PairedResult:
-    """One-sided paired test on continuous per-sample scores (ROUGE, perplexity, ...).
+    """One-sided paired test on per-sample score differences (ROUGE, perplexity; 0/100 with a tolerance).
 
     The differences ``new - ref`` are oriented so that negative means worse (their sign is
-    flipped when lower is better). H0: the oriented mean difference is >= 0.
+    flipped when lower is better), and ``tolerance`` (points, >= 0) is added to them. Regression
+    gate, H0: the shifted mean is >= 0, rejected (a regression) when ``p < alpha``.
+    Non-inferiority gate, H0: the shifted mean is <= 0, rejected (a pass) when ``p < alpha``.
 
-    * ``method="t"``: paired t-test, ``p = T_{n-1}(mean / (sd / sqrt(n)))``.
-    * ``method="bootstrap"``: the oriented differences are centred on 0 (H0) and resampled
+    * ``method="t"``: paired t-test; interval ``mean +- t_{1-alpha, n-1} sd / sqrt(n)``.
+    * ``method="bootstrap"``: the shifted differences are centred on 0 (H0) and resampled
       ``n_boot`` times with a generator seeded by ``seed``;
-      ``p = (1 + #{resampled mean <= observed mean}) / (n_boot + 1)``.
+      ``p = (1 + #{resampled mean <= observed mean}) / (n_boot + 1)`` (``>=`` for
+      non-inferiority); the interval is the percentile interval of the same resampled means.
 
     ``theta_paired = (|z(alpha)| + |z(beta)|) * sd(diff) / sqrt(n)``.
     """
@@ -460,39 +529,49 @@ def paired_continuous(
     if not (np.all(np.isfinite(r)) and np.all(np.isfinite(w))):
         raise ValueError("paired scores must be finite numbers")
     diff = w - r
-    oriented = diff if higher_is_better else -diff
-    mean_o = float(oriented.mean())
+    sign = 1.0 if higher_is_better else -1.0
+    shifted = sign * diff + tolerance
+    mean_s = float(shifted.mean())
+    mean_d = float(diff.mean())
     sd = float(diff.std(ddof=1))
+    regression = gate == "regression"
     if method == "t":
         name = "paired t-test"
-        if sd == 0.0:
-            p = 0.0 if mean_o < 0 else 1.0
-        else:
-            from scipy import stats
+        from scipy import stats
 
-            p = float(stats.t.cdf(mean_o / (sd / math.sqrt(n)), n - 1))
+        if sd == 0.0:
+            if regression:
+                p = 0.0 if mean_s < 0 else 1.0
+            else:
+                p = 0.0 if mean_s > 0 else 1.0
+            ci = (mean_d, mean_d)
+        else:
+            t_stat = mean_s / (sd / math.sqrt(n))
+            p = float(stats.t.cdf(t_stat, n - 1) if regression else stats.t.sf(t_stat, n - 1))
+            half = float(stats.t.ppf(1 - alpha, n - 1)) * sd / math.sqrt(n)
+            ci = (mean_d - half, mean_d + half)
+        ci_method = "paired t"
     else:
         name = "paired bootstrap"
         if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
             raise ValueError(f"n_boot must be a whole number >= 1, got {n_boot!r}")
-        rng = np.random.default_rng(seed)
-        centred = oriented - mean_o
-        tol = 1e-12 * max(1.0, float(np.abs(oriented).max()))
-        below = 0
-        chunk = max(1, (1 << 20) // n)
-        done = 0
-        while done < n_boot:
-            k_rows = min(chunk, n_boot - done)
-            idx = rng.integers(0, n, size=(k_rows, n))
-            below += int(np.count_nonzero(centred[idx].mean(axis=1) <= mean_o + tol))
-            done += k_rows
-        p = (1 + below) / (n_boot + 1)
+        means = bootstrap_means(diff, n_boot, seed)
+        centred = sign * (means - mean_d)  # the shifted statistic's resampled deviations, H0-centred
+        tol = 1e-12 * max(1.0, float(np.abs(shifted).max()))
+        if regression:
+            extreme = int(np.count_nonzero(centred <= mean_s + tol))
+        else:
+            extreme = int(np.count_nonzero(centred >= mean_s - tol))
+        p = (1 + extreme) / (n_boot + 1)
+        ci = (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+        ci_method = "bootstrap percentile"
+    rejected = p < alpha
     return PairedResult(
         method=name,
         n=n,
-        mean_diff=float(diff.mean()),
+        mean_diff=mean_d,
         p_value=p,
-        passed=not p < alpha,
+        passed=not rejected if regression else rejected,
         alpha=float(alpha),
         beta=float(beta),
         higher_is_better=bool(higher_is_better),
@@ -500,7 +579,28 @@ def paired_continuous(
         reference_mean=float(r.mean()),
         new_mean=float(w.mean()),
         sd_diff=sd,
+        ci=ci,
+        ci_method=ci_method,
+        tolerance=float(tolerance),
+        gate=gate,
     )
+
+
+def bootstrap_means(values, n_boot: int, seed: int):  # noqa: ANN001, ANN201 - numpy array in and out
+    """Means of ``n_boot`` resamples (with replacement) of ``values``, from a generator seeded by ``seed``."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    n = values.size
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_boot)
+    chunk = max(1, (1 << 20) // n)
+    done = 0
+    while done < n_boot:
+        rows = min(chunk, n_boot - done)
+        out[done:done + rows] = values[rng.integers(0, n, size=(rows, n))].mean(axis=1)
+        done += rows
+    return out
 
 
 def is_binary(pairs: PairedScores) -> bool:
@@ -516,13 +616,20 @@ def paired_test(
     higher_is_better: bool = True,
     method: str = "auto",
     seed: int = 0,
+    tolerance: float = 0.0,
+    gate: str = "regression",
 ) -> PairedResult:
     """Run the fitting paired test: McNemar for binary scores, the t-test otherwise.
 
-    ``method`` is ``"auto"``, ``"mcnemar"``, ``"t"`` or ``"bootstrap"``.
+    ``method`` is ``"auto"``, ``"mcnemar"``, ``"t"`` or ``"bootstrap"``. McNemar's exact test has
+    no tolerance; with a tolerance, binary scores take the paired t-test on their 0/100
+    differences (its normal approximation), which tests a shifted mean directly.
     """
     if method == "auto":
-        method = "mcnemar" if is_binary(pairs) else "t"
+        method = "mcnemar" if is_binary(pairs) and not tolerance else "t"
     if method == "mcnemar":
-        return mcnemar_exact(pairs.reference, pairs.new, alpha, beta, higher_is_better)
-    return paired_continuous(pairs.reference, pairs.new, alpha, beta, higher_is_better, method=method, seed=seed)
+        if tolerance:
+            raise ValueError("McNemar's exact test has no tolerance; use the paired t-test (method 't') with a margin")
+        return mcnemar_exact(pairs.reference, pairs.new, alpha, beta, higher_is_better, gate=gate)
+    return paired_continuous(pairs.reference, pairs.new, alpha, beta, higher_is_better, method=method, seed=seed,
+                             tolerance=tolerance, gate=gate)

@@ -5,6 +5,10 @@ and names that file (and its sha256) in the entry's ``recorded`` mapping. This i
 paired test needs, and it works on hosts that cannot reach the MLflow server the reference
 was recorded with. The file name is the hash of its content, so a file never changes once
 referenced.
+
+Each row holds the sample id, its score at full precision (a rounded score would make an identical
+rerun of a continuous metric look different) and the sha256 of the prompt the sample was asked
+with, so a paired test can check it compares answers to the same questions.
 """
 
 from __future__ import annotations
@@ -13,14 +17,28 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from runner.errors import ReferenceError_
 
 
-def store(ref_dir: Path, task: str, scores: Iterable[tuple[str, float]]) -> tuple[str, str]:
-    """Write ``(sample_id, score)`` pairs; return (path relative to ``ref_dir``, sha256)."""
-    body = "".join(json.dumps({"sample_id": sid, "score": round(float(score), 6)}) + "\n" for sid, score in scores)
+def prompt_hash(prompt: str) -> str:
+    """The fingerprint of a sample's prompt stored with its reference score."""
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SampleRow:
+    score: float
+    prompt_sha256: str | None  # None in files recorded before prompt hashes were stored
+
+
+def store(ref_dir: Path, task: str, rows: Iterable[tuple[str, float, str]]) -> tuple[str, str]:
+    """Write ``(sample_id, score, prompt)`` rows (the prompt as its hash); return (path relative to
+    ``ref_dir``, sha256 of the file)."""
+    body = "".join(json.dumps({"sample_id": sid, "score": float(score), "prompt_sha256": prompt_hash(prompt)}) + "\n"
+                   for sid, score, prompt in rows)
     digest = hashlib.sha256(body.encode()).hexdigest()
     relative = Path("samples") / task / f"{digest[:20]}.jsonl"
     target = Path(ref_dir) / relative
@@ -34,6 +52,11 @@ def store(ref_dir: Path, task: str, scores: Iterable[tuple[str, float]]) -> tupl
 
 def load(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[str, float]:
     """The stored scores by sample id; the content must still hash to ``sha256`` when given."""
+    return {sid: row.score for sid, row in load_rows(ref_dir, relative, sha256).items()}
+
+
+def load_rows(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[str, SampleRow]:
+    """The stored rows by sample id; the content must still hash to ``sha256`` when given."""
     path = Path(ref_dir) / relative
     if not path.is_file():
         raise ReferenceError_("the reference's per-sample scores file is missing", where=str(path),
@@ -43,9 +66,9 @@ def load(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[str, f
         raise ReferenceError_("the reference's per-sample scores file was modified", where=str(path),
                               given=hashlib.sha256(body).hexdigest(), allowed=sha256,
                               fix="restore the original file, or record the reference again")
-    scores: dict[str, float] = {}
+    rows: dict[str, SampleRow] = {}
     for line in body.decode().splitlines():
         if line.strip():
             row = json.loads(line)
-            scores[str(row["sample_id"])] = float(row["score"])
-    return scores
+            rows[str(row["sample_id"])] = SampleRow(float(row["score"]), row.get("prompt_sha256"))
+    return rows

@@ -88,8 +88,11 @@ class MMLUTaskConfig(TaskConfig):
 
 @dataclass
 class GSM8KTaskConfig(TaskConfig):
-    num_fewshot: int = 5  # solved train problems before the question (upstream: 5)
+    num_fewshot: int = 5  # solved problems drawn per question, lm-eval's way (upstream: 5)
     stop: list[str] = field(default_factory=lambda: ["Question:", "</s>", "<|im_end|>"])
+    # Split the examples are drawn from: auto (train; the evaluated split when the source holds only
+    # that one, as the packaged copy) | train (upstream's) | test
+    fewshot_split: str = "auto"
 
 
 @dataclass
@@ -118,10 +121,11 @@ class HumanEvalTaskConfig(TaskConfig):
 
 @dataclass
 class PasskeyTaskConfig(TaskConfig):
-    length: int = 4096  # target prompt length in tokens (estimated; see evaluators/passkey.py)
+    length: int = 4096  # the level in tokens: picks num_noise/noise_step (see evaluators/passkey.py)
+    num_noise: Optional[int] = None  # filler lines per prompt; None: the level's (upstream's table)
+    noise_step: Optional[int] = None  # filler lines between successive depths; None: the level's
     passkey_digits: int = 5
-    depth: str = "uniform"  # where the passkey sits: uniform (seeded) | start | end | a fraction 0..1
-    chars_per_token: float = 4.0  # sizes the filler without the tokenizer (SmolLM2 reads 4.59 on it)
+    depth: str = "upstream"  # upstream (its depth schedule) | uniform (seeded) | start | end | a fraction 0..1
 
 
 @dataclass
@@ -130,6 +134,9 @@ class CNNDailyMailTaskConfig(TaskConfig):
     # (upstream's: the prompt's last max_input_len tokens, after BOS) | article_end
     truncation: str = "article_start"
     use_stemmer: bool = False  # Porter stemming in ROUGE (off in the `evaluate` rouge metric upstream uses)
+    # how per-sample ROUGE becomes the task score: bootstrap (upstream's: the `evaluate` metric's median of
+    # 1000 bootstrap means, numpy seeded with the run seed) | mean (the plain mean of the per-sample scores)
+    aggregation: str = "bootstrap"
 
 
 @dataclass
@@ -242,6 +249,12 @@ class StatsConfig:
     method: str = "auto"  # auto (paired when possible) | unpaired (TensorRT-LLM's threshold) | paired
     paired_test: str = "auto"  # auto (McNemar for 0/1 scores, t otherwise) | mcnemar | t | bootstrap
     bootstrap_seed: int = 0
+    # A tolerated drop: 0 keeps upstream's rule. In points of the metric, or in percent of the reference.
+    margin: float = 0.0
+    margin_unit: str = "points"  # points | percent
+    # regression: fail only when the data show a drop larger than the margin (H0: drop <= margin);
+    # noninferiority: pass only when the data show the drop is smaller than the margin (H0: drop >= margin)
+    gate: str = "regression"
 
 
 @dataclass
@@ -258,7 +271,9 @@ class SweepConfig:
     """How a multirun's jobs are judged together (runner/sweep.py, runner/multiple_testing.py)."""
 
     correction: str = "holm"  # holm (family-wise error) | bh (false discovery rate) | none
-    alpha: float = 0.05  # the family's false-alarm budget
+    # None: each job is tested at its own task's alpha (CNN/DailyMail 0.002, perplexity 0.01, ...);
+    # a number replaces every job's alpha, and the summary says so.
+    alpha: Optional[float] = None
     name: Optional[str] = None  # the parent run's name; None: sweep-<time>
 
 

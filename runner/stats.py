@@ -187,20 +187,60 @@ def plan_rows(sigma: float, alpha: float, beta: float, num_samples_total: int) -
     ]
 
 
+GATES = ("regression", "noninferiority")
+"""What a job must show. ``regression`` (default): it fails only when the data show a drop larger
+than the tolerance (H0: drop <= tolerance). ``noninferiority``: it passes only when the data show
+the drop is smaller than the tolerance (H0: drop >= tolerance)."""
+
+
+def one_sided_p(gain: float, tolerance: float, spread: float, gate: str) -> float:
+    """p-value of the gate's null hypothesis for a normal statistic.
+
+    ``gain`` is the observed change oriented so that negative is worse (new - reference, sign
+    flipped when lower is better), ``tolerance`` the allowed drop (>= 0) and ``spread`` the
+    standard deviation of ``gain``. The gate's H0 is rejected when ``p < alpha``."""
+    shifted = gain + tolerance
+    if spread == 0:
+        if gate == "regression":
+            return 0.0 if shifted < 0 else 1.0
+        return 0.0 if shifted > 0 else 1.0
+    x = shifted / spread
+    return phi(x) if gate == "regression" else phi(-x)
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of one test, with everything needed to explain it to a person."""
+    """TensorRT-LLM's unpaired test on one score, with everything needed to explain it to a person.
+
+    ``tolerance`` (points, >= 0) and ``gate`` implement ``stats.margin`` / ``stats.gate``; with
+    tolerance 0 and the regression gate this is exactly upstream's rule."""
 
     score: float
     reference: float
     threshold: float
     theta: float
-    margin: float  # > 0: passes with room to spare, whatever the metric's direction
+    room: float  # > 0: passes with room to spare, whatever the metric's direction
     passed: bool
     params: HypothesisParams
     explicit_threshold: bool  # the threshold came from the reference entry, not from alpha
     p_value: float
     metric: str = "accuracy"
+    tolerance: float = 0.0
+    gate: str = "regression"
+
+    @property
+    def difference(self) -> float:
+        """new - reference, in metric units."""
+        return self.score - self.reference
+
+    def confidence_interval(self) -> tuple[float, float] | None:
+        """Two-sided (1 - 2 alpha) Wald interval for new - reference: its bound on the side of a drop
+        crosses ``-tolerance`` exactly when the one-sided test rejects. None when sigma is 0."""
+        s = self.params.scale
+        if s == 0:
+            return None
+        half = abs(z(self.params.alpha)) * s
+        return (self.difference - half, self.difference + half)
 
     def to_dict(self) -> dict[str, object]:
         """Flat, JSON-friendly form (MLflow metrics/params, reports)."""
@@ -210,7 +250,7 @@ class Verdict:
             "reference": self.reference,
             "threshold": self.threshold,
             "theta": self.theta,
-            "margin": self.margin,
+            "room": self.room,
             "passed": self.passed,
             "p_value": self.p_value,
             "explicit_threshold": self.explicit_threshold,
@@ -219,6 +259,8 @@ class Verdict:
             "sigma": self.params.sigma,
             "num_samples": self.params.num_samples,
             "higher_is_better": self.params.higher_is_better,
+            "tolerance": self.tolerance,
+            "gate": self.gate,
         }
 
     def render(self) -> str:
@@ -227,13 +269,16 @@ class Verdict:
         direction = "higher is better" if p.higher_is_better else "lower is better"
         if self.explicit_threshold:
             how = "explicit threshold registered with the reference"
+        elif p.sigma == 0:
+            how = "exact rule (sigma 0): the reference itself"
         else:
             offset = self.threshold - self.reference
-            how = (
-                f"reference {'-' if offset < 0 else '+'} {abs(offset):.3f} "
-                f"(|z(alpha)| {abs(z(p.alpha)):.4f} x sqrt(2 sigma^2 / n) {p.scale:.4f})"
-            )
-        margin_how = "score - threshold" if p.higher_is_better else "threshold - score"
+            how = f"reference {'-' if offset < 0 else '+'} {abs(offset):.3f}"
+            if self.tolerance:
+                how += f" (tolerance {self.tolerance:g}, |z(alpha)| x sqrt(2 sigma^2 / n) {abs(z(p.alpha)) * p.scale:.4f})"
+            else:
+                how += f" (|z(alpha)| {abs(z(p.alpha)):.4f} x sqrt(2 sigma^2 / n) {p.scale:.4f})"
+        room_how = "score - threshold" if p.higher_is_better else "threshold - score"
         rule = "=" * 64
         lines = [
             rule,
@@ -247,7 +292,7 @@ class Verdict:
             f"  sigma        {p.sigma:10.3f}   standard deviation of one sample's score",
             f"  theta        {self.theta:10.3f}   smallest regression caught with probability 1 - beta",
             f"  threshold    {self.threshold:10.3f}   {how}",
-            f"  margin       {self.margin:+10.3f}   {margin_how}; positive means room to spare",
+            f"  room         {self.room:+10.3f}   {room_how}; positive means room to spare",
             f"  p-value      {self.p_value:10.4f}   chance of a result this bad if nothing regressed",
             rule,
         ]
@@ -261,6 +306,8 @@ class Verdict:
                 "verdict: REGRESSION DETECTED - the score is past the threshold registered "
                 "for this reference."
             )
+        elif p.sigma == 0:
+            lines.append("verdict: REGRESSION DETECTED - the score is below the reference (exact rule).")
         else:
             lines.append(
                 "verdict: REGRESSION DETECTED - a result this far past the reference would happen "
@@ -270,15 +317,6 @@ class Verdict:
         return "\n".join(lines)
 
 
-def _p_value(score: float, reference: float, params: HypothesisParams) -> float:
-    """One-sided p-value of the observed change under H0 (no regression)."""
-    drop_side = score - reference if params.higher_is_better else reference - score
-    s = params.scale
-    if s == 0:
-        return 0.0 if drop_side < 0 else 1.0
-    return phi(drop_side / s)
-
-
 def decide(
     score: float,
     reference: float,
@@ -286,29 +324,45 @@ def decide(
     explicit_threshold: float | None = None,
     *,
     metric: str = "accuracy",
+    tolerance: float = 0.0,
+    gate: str = "regression",
 ) -> Verdict:
-    """Compare a score with its reference; an explicit threshold replaces the computed one."""
+    """Compare a score with its reference; an explicit threshold replaces the computed one.
+
+    Regression gate: the threshold is ``reference - tolerance + z(alpha) scale`` (mirrored when
+    lower is better) and the run passes when the score is on or past it (p >= alpha).
+    Non-inferiority gate: ``reference - tolerance + |z(alpha)| scale``, and the run passes only
+    when the score is strictly past it (p < alpha)."""
+    if gate not in GATES:
+        raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
+    if tolerance < 0 or not math.isfinite(tolerance):
+        raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
     score = float(score)
     reference = float(reference)
+    sign = 1.0 if params.higher_is_better else -1.0
+    gain = sign * (score - reference)
     if explicit_threshold is not None:
         threshold = float(explicit_threshold)
     else:
-        threshold = params.threshold(reference)
-    if params.higher_is_better:
-        passed = score >= threshold
-        margin = score - threshold
+        shift = z(params.alpha) * params.scale  # < 0
+        offset = -tolerance + (shift if gate == "regression" else -shift)
+        threshold = reference + sign * offset
+    room = sign * (score - threshold)
+    if explicit_threshold is not None or gate == "regression" or params.sigma == 0:
+        passed = room >= 0
     else:
-        passed = score <= threshold
-        margin = threshold - score
+        passed = room > 0
     return Verdict(
         score=score,
         reference=reference,
         threshold=threshold,
         theta=params.theta,
-        margin=margin,
+        room=room,
         passed=bool(passed),
         params=params,
         explicit_threshold=explicit_threshold is not None,
-        p_value=_p_value(score, reference, params),
+        p_value=one_sided_p(gain, tolerance, params.scale, gate),
         metric=metric,
+        tolerance=float(tolerance),
+        gate=gate,
     )

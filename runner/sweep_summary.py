@@ -8,9 +8,12 @@ the row of their job directory when the run names it (the ``output_dir`` param),
 Each row also counts the job's generation-cache hits and misses; the summary totals them into the
 sweep's cache hit rate (how much of the sweep was answered without running the model).
 
-Each job contributes the p-value of the test that decided it (paired when the reference kept
-per-sample scores, else TensorRT-LLM's unpaired test); ``runner.multiple_testing`` adjusts them, and
-the sweep flags a regression only where the adjusted p-value is at most the family's alpha.
+A job's verdict in the sweep is its own full decision (``report.json``'s ``decision``): every test
+of the job (the accuracy gate and each extra gate) enters with the rule that decided it. Statistical
+tests (paired, unpaired) contribute their p-value and their own alpha to the family-wise correction
+(``runner.multiple_testing``; regression and non-inferiority gates are corrected as separate
+families); deterministic rules (an explicit threshold, the exact rule of sigma-0 tasks) keep their
+verdict unchanged. ``sweep.correction=none`` therefore gives back exactly the jobs' own verdicts.
 """
 
 from __future__ import annotations
@@ -23,18 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION
+from runner.decision import STATISTICAL_RULES
 from runner.multiple_testing import adjust
 
-COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "threshold", "theta",
-           "margin", "test", "p_value", "verdict", "p_adjusted", "sweep_verdict", "cache_hits", "cache_misses", "error",
-           "mlflow_run_id"]
+COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
+           "ci_low", "ci_high", "threshold", "theta", "test", "alpha", "p_value", "verdict", "p_adjusted", "sweep_verdict",
+           "cache_hits", "cache_misses", "error", "mlflow_run_id"]
 
 
 @dataclass
 class Summary:
     rows: list[dict[str, Any]]
     correction: str
-    alpha: float
+    alpha: float | None  # None: each test at its own task's alpha
     sweep_dir: Path
     files: dict[str, Path] = field(default_factory=dict)
     stopped: str | None = None  # what ended the multirun before all its jobs returned (a killed worker)
@@ -53,7 +57,7 @@ class Summary:
             return "FAILED"
         if self.flagged:
             return "REGRESSION"
-        return "PASSED" if any(r["p_value"] is not None for r in self.rows) else "NO VERDICT"
+        return "PASSED" if any(r["verdict"] in ("passed", "regression") for r in self.rows) else "NO VERDICT"
 
     @property
     def exit_status(self) -> int:
@@ -68,6 +72,11 @@ class Summary:
         requests = hits + sum(r["cache_misses"] or 0 for r in self.rows)
         return {"hits": hits, "misses": requests - hits, "requests": requests,
                 "hit_rate": hits / requests if requests else None}
+
+    @property
+    def alpha_text(self) -> str:
+        return ("at each job's own alpha" if self.alpha is None
+                else f"at alpha {self.alpha:g}, replacing the tasks' own alphas (sweep.alpha)")
 
     def render_cache(self) -> str:
         cache = self.cache
@@ -86,7 +95,7 @@ class Summary:
         lines.append(self.render_cache())
         if self.stopped:
             lines.append(f"sweep stopped early: {_clip(self.stopped, 200)}")
-        lines.append(f"sweep verdict: {self.verdict} ({self.correction} correction at alpha {self.alpha:g}; "
+        lines.append(f"sweep verdict: {self.verdict} ({self.correction} correction {self.alpha_text}; "
                      f"{len(self.flagged)} flagged, {len(self.failed)} failed) -> exit {self.exit_status}")
         if self.files:
             lines.append("summary: " + ", ".join(str(p) for p in self.files.values()))
@@ -118,26 +127,46 @@ def _clip(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[:width - 3] + "..."
 
 
-def build(sweep_dir: Path, correction: str, alpha: float, client: Any = None, parent_id: str | None = None,
+def build(sweep_dir: Path, correction: str, alpha: float | None, client: Any = None, parent_id: str | None = None,
           stopped: str | None = None) -> Summary:
-    """Collect the jobs' rows, adjust their p-values, and write summary.{csv,html,json,png} in ``sweep_dir``.
+    """Collect the jobs' rows, correct their tests for multiplicity, and write summary.{csv,html,json,png}
+    in ``sweep_dir``. ``alpha``: None tests each at its task's alpha; a number replaces them all.
     ``stopped``: why the multirun ended before all its jobs returned; the sweep then fails."""
     dirs = sorted(_job_dirs(sweep_dir), key=_job_order)
     rows = [_row(d) for d in dirs]
     _label_configurations(rows, dirs)
     if client is not None and parent_id:
         rows += _orphans(client, parent_id, dict(zip(dirs, rows)))
-    tested = [r for r in rows if r["p_value"] is not None]
-    adjusted = adjust([r["p_value"] for r in tested], correction, alpha)
-    for r, p_adj, reject in zip(tested, adjusted.p_adjusted, adjusted.reject):
-        r["p_adjusted"] = p_adj
-        r["sweep_verdict"] = "regression" if reject else "passed"
-    for r in rows:
-        if r["sweep_verdict"] is None:
-            r["sweep_verdict"] = r["verdict"] if r["verdict"] in ("failed", "incomplete") else "no verdict"
+    judge(rows, correction, alpha)
     summary = Summary(rows, correction, alpha, sweep_dir, stopped=stopped)
     summary.files = write(summary)
     return summary
+
+
+def judge(rows: list[dict[str, Any]], correction: str, alpha: float | None) -> None:
+    """Set each row's ``sweep_verdict`` (and ``p_adjusted`` of its accuracy test) from its tests."""
+    tests = [(row, t) for row in rows for t in row.pop("_tests", [])]
+    for gate in ("regression", "noninferiority"):
+        family = [(row, t) for row, t in tests
+                  if t["rule"] in STATISTICAL_RULES and t["gate"] == gate and t["p_value"] is not None]
+        adjusted = adjust([t["p_value"] for _, t in family], [alpha or t["alpha"] for _, t in family], correction)
+        for (row, t), p_adj, reject in zip(family, adjusted.p_adjusted, adjusted.reject):
+            t["p_adjusted"] = p_adj
+            t["sweep_passed"] = not reject if gate == "regression" else reject
+    by_row: dict[int, list[dict[str, Any]]] = {}
+    for row, t in tests:
+        t.setdefault("sweep_passed", t["passed"])  # deterministic rules keep their verdict
+        by_row.setdefault(id(row), []).append(t)
+        if t["name"] == "accuracy":
+            row["p_adjusted"] = t.get("p_adjusted")
+    for r in rows:
+        mine = by_row.get(id(r))
+        if mine:
+            r["sweep_verdict"] = "passed" if all(t["sweep_passed"] for t in mine) else "regression"
+        elif r["verdict"] in ("failed", "incomplete"):
+            r["sweep_verdict"] = r["verdict"]
+        else:
+            r["sweep_verdict"] = "no verdict"
 
 
 def _label_configurations(rows: list[dict[str, Any]], dirs: list[Path]) -> None:
@@ -171,16 +200,17 @@ def _row(job_dir: Path) -> dict[str, Any]:
         payload = json.loads(report.read_text())
         from runner.spec import AccuracySpec
 
-        verdict, paired = payload.get("verdict"), payload.get("paired")
+        decision = payload.get("decision")
         cache = payload.get("generation_cache") or {}  # None with cache=off
         row |= {"spec": AccuracySpec(**payload["spec"]).describe(), "n": payload.get("num_evaluated"),
                 "score": payload["metrics"].get(asked.task.metric), "mlflow_run_id": payload.get("mlflow_run_id"),
                 "cache_hits": cache.get("hits"), "cache_misses": cache.get("misses")}
-        if verdict:
-            row |= {k: verdict[k] for k in ("reference", "threshold", "theta", "margin")}
-            row["test"] = payload.get("decided_by")
-            row["p_value"] = paired["p_value"] if row["test"] == "paired" and paired else verdict["p_value"]
-            row["verdict"] = "passed" if payload.get("passed") else "regression"
+        if decision:
+            row |= {k: decision[k] for k in ("reference", "difference", "ci_low", "ci_high", "threshold", "theta",
+                                              "alpha", "p_value", "n")}
+            row["test"] = decision["rule"]
+            row["verdict"] = "passed" if decision["passed"] else "regression"
+            row["_tests"] = [dict(t) for t in decision["tests"]]
         else:
             row["verdict"] = "no verdict"
     elif failure.is_file():
@@ -188,7 +218,7 @@ def _row(job_dir: Path) -> dict[str, Any]:
         row |= {"verdict": "failed", "error": payload["error"], "mlflow_run_id": payload.get("mlflow_run_id")}
     else:
         row |= {"verdict": "incomplete", "error": "the job left neither report.json nor failure.json (killed?)"}
-    for key in ("score", "reference", "threshold", "theta", "margin", "p_value"):
+    for key in ("score", "reference", "difference", "ci_low", "ci_high", "threshold", "theta", "p_value"):
         if isinstance(row[key], float) and not math.isfinite(row[key]):
             row[key] = None
     return row
@@ -232,9 +262,10 @@ def write(summary: Summary) -> dict[str, Path]:
              "png": base / "summary.png"}
     frame.to_csv(files["csv"], index=False)
     head = (f"<h1>Sweep summary</h1><p>Sweep verdict: <b>{summary.verdict}</b> ({summary.correction} correction "
-            f"at family alpha {summary.alpha:g}; {len(summary.flagged)} flagged, {len(summary.failed)} failed, "
-            f"{len(summary.rows)} jobs). p_value: the deciding test's one-sided p-value; p_adjusted: after the "
-            f"correction; sweep_verdict: regression where p_adjusted &le; alpha.</p>"
+            f"{html.escape(summary.alpha_text)}; {len(summary.flagged)} flagged, {len(summary.failed)} failed, "
+            f"{len(summary.rows)} jobs). test: the rule that decided the job; p_value: its one-sided p-value "
+            f"(none for a deterministic rule); p_adjusted: after the correction; sweep_verdict: regression where "
+            f"p_adjusted &lt; alpha, a deterministic rule failed, or an extra gate failed.</p>"
             f"<p>{html.escape(summary.render_cache())}; cache_hits / cache_misses: each job's requests answered "
             f"from / computed past the generation cache.</p>"
             + (f"<p><b>Sweep stopped early</b>: {html.escape(summary.stopped)}</p>" if summary.stopped else ""))

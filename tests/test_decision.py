@@ -1,99 +1,189 @@
-"""The decision: unpaired TensorRT-LLM threshold, paired test on recorded per-sample scores, warnings."""
+"""The decision: rule precedence, pairing provenance, margins, intervals and warnings.
+
+Expected figures are derived by hand from the rules (binomial tails, normal quantiles, Wilson's
+closed form), not from the code's output.
+"""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import pytest
 
 from evaluators.base import ScoredSample
 from runner import reference_samples
-from runner.decision import decide_against
+from runner.decision import RunProvenance, decide_against, validate
 from runner.errors import ConfigError, ReferenceError_
 from runner.references import Reference
 from runner.spec import AccuracySpec
 from runner.stats import HypothesisParams
 
 PARAMS = HypothesisParams(0.05, 0.2, 50.0, 100)
-AUTO = SimpleNamespace(method="auto", paired_test="auto", bootstrap_seed=0)
+Z05 = 1.6448536269514722
+RUN = RunProvenance(seed=0, dataset_source="packaged")
 
 
-def reference(tmp_path, scores: dict[str, float] | None, value: float) -> Reference:
+def stats(**kw) -> SimpleNamespace:
+    return SimpleNamespace(**({"method": "auto", "paired_test": "auto", "bootstrap_seed": 0, "margin": 0.0,
+                               "margin_unit": "points", "gate": "regression"} | kw))
+
+
+def reference(tmp_path, scores: dict[str, float] | None, value: float, *, threshold: float | None = None,
+              params: HypothesisParams = PARAMS, seed: int = 0, source: str = "packaged",
+              prompt=lambda sid: f"prompt {sid}") -> Reference:
     recorded = None
     if scores is not None:
-        rel, sha = reference_samples.store(tmp_path, "mmlu", scores.items())
-        recorded = {"samples": rel, "samples_sha256": sha}
-    return Reference("mmlu", "m", AccuracySpec(), value, PARAMS, None, None, tmp_path / "mmlu.yaml", 0, recorded)
+        rel, sha = reference_samples.store(tmp_path, "mmlu", ((k, v, prompt(k)) for k, v in scores.items()))
+        recorded = {"samples": rel, "samples_sha256": sha, "seed": seed, "dataset_source": source}
+    return Reference("mmlu", "m", AccuracySpec(), value, params, threshold, None, tmp_path / "mmlu.yaml", 0, recorded)
 
 
 def scored(scores: dict[str, float]) -> list[ScoredSample]:
-    return [ScoredSample(k, "", "", "", v) for k, v in scores.items()]
+    return [ScoredSample(k, f"prompt {k}", "", "", v) for k, v in scores.items()]
 
 
-def ref_scores() -> dict[str, float]:
-    return {f"s/{i}": (100.0 if i < 60 else 0.0) for i in range(100)}  # 60% accurate
+def ref_scores(n: int = 100, right: int = 60) -> dict[str, float]:
+    return {f"s/{i}": (100.0 if i < right else 0.0) for i in range(n)}
+
+
+def decide(ref, new: dict[str, float], score: float, tmp_path, st=None, params=PARAMS, chance=None, metric="accuracy",
+           run=RUN, gates=()):
+    return decide_against(ref, tmp_path, scored(new), score, params, st or stats(), chance, metric, run, gates)
 
 
 def test_paired_test_catches_what_the_unpaired_threshold_misses(tmp_path):
     ref = ref_scores()
-    new = dict(ref)
-    for i in range(10):  # ten answers the reference got right are now wrong; nothing gained
-        new[f"s/{i}"] = 0.0
-    d = decide_against(reference(tmp_path, ref, 60.0), tmp_path, scored(new), 50.0, PARAMS, AUTO, None, "accuracy")
+    new = dict(ref) | {f"s/{i}": 0.0 for i in range(10)}  # ten right answers lost, nothing gained
+    d = decide(reference(tmp_path, ref, 60.0), new, 50.0, tmp_path)
     # unpaired at n=100: threshold = 60 - 1.6448536 * sqrt(2 * 2500 / 100) = 60 - 11.63 -> 50 passes
-    assert d.verdict.threshold == pytest.approx(60 - 1.6448536 * (2 * 2500 / 100) ** 0.5, abs=1e-4)
+    assert d.verdict.threshold == pytest.approx(60 - Z05 * (2 * 2500 / 100) ** 0.5, abs=1e-6)
     assert d.verdict.passed
     # paired: b = 10, c = 0, exact one-sided p = 0.5 ** 10
-    assert d.method == "paired" and d.paired.discordant == (10, 0)
-    assert d.paired.p_value == pytest.approx(1 / 1024)
-    assert not d.passed
-    assert d.metrics()["passed"] == 0.0 and d.metrics()["unpaired_passed"] == 1.0
+    assert d.rule == "paired" and d.paired.discordant == (10, 0)
+    assert d.p_value == pytest.approx(1 / 1024)
+    assert not d.passed and not d.all_passed
+    m = d.metrics()
+    assert m["passed"] == 0.0 and m["unpaired_passed"] == 1.0 and m["p_value"] == pytest.approx(1 / 1024)
 
 
 def test_identical_answers_pass_the_paired_test(tmp_path):
     ref = ref_scores()
-    d = decide_against(reference(tmp_path, ref, 60.0), tmp_path, scored(ref), 60.0, PARAMS, AUTO, None, "accuracy")
-    assert d.method == "paired" and d.passed and d.paired.p_value == 1.0
+    d = decide(reference(tmp_path, ref, 60.0), ref, 60.0, tmp_path)
+    assert d.rule == "paired" and d.passed and d.p_value == 1.0 and d.difference == 0.0
+
+
+def test_explicit_threshold_keeps_its_rule_over_the_paired_test(tmp_path):
+    """A registered threshold decides even when a paired test is possible (and would pass)."""
+    ref = ref_scores()
+    new = dict(ref) | {f"s/{i}": 0.0 for i in range(4)}  # 56%; McNemar b=4, c=0: p = 1/16 > 0.05 would pass
+    d = decide(reference(tmp_path, ref, 60.0, threshold=58.0), new, 56.0, tmp_path)
+    assert d.rule == "explicit_threshold" and not d.passed
+    assert d.paired is None and d.p_value is None
+    assert d.to_dict()["tests"][0] == {"name": "accuracy", "rule": "explicit_threshold", "gate": "regression",
+                                       "p_value": None, "alpha": 0.05, "passed": False}
+
+
+def test_exact_rule_one_lost_passkey_of_twenty_fails(tmp_path):
+    """Passkey upstream: sigma 0, threshold = reference; 19 of 20 against 100 fails, as upstream."""
+    params = HypothesisParams(0.5, 0.2, 0.0, 20)
+    ref = {f"p/{i}": 100.0 for i in range(20)}
+    new = dict(ref) | {"p/7": 0.0}
+    d = decide(reference(tmp_path, ref, 100.0, params=params), new, 95.0, tmp_path, params=params)
+    assert d.rule == "exact" and not d.passed and d.p_value is None and d.paired is None
+    assert d.verdict.threshold == 100.0
+    same = decide(reference(tmp_path, ref, 100.0, params=params), ref, 100.0, tmp_path, params=params)
+    assert same.rule == "exact" and same.passed
+
+
+def test_no_common_ids_falls_back_to_unpaired_and_paired_refuses(tmp_path):
+    """passkey seed=1 against a reference recorded at seed 0 shares no id: auto must not crash."""
+    ref = reference(tmp_path, ref_scores(), 60.0)
+    new = {f"t/{i}": 100.0 for i in range(100)}
+    d = decide(ref, new, 100.0, tmp_path)
+    assert d.rule == "unpaired" and any("no sample id" in n for n in d.notes)
+    with pytest.raises(ConfigError, match="cannot be paired"):
+        decide(ref, new, 100.0, tmp_path, st=stats(method="paired"))
 
 
 def test_other_subset_falls_back_to_unpaired_unless_paired_is_forced(tmp_path):
     ref = ref_scores()
     new = {f"t/{i}": 100.0 for i in range(50)} | {f"s/{i}": ref[f"s/{i}"] for i in range(50)}
-    d = decide_against(reference(tmp_path, ref, 60.0), tmp_path, scored(new), 75.0, PARAMS, AUTO, None, "accuracy")
-    assert d.method == "unpaired" and any("50 of 100" in n for n in d.notes)
-    forced = SimpleNamespace(method="paired", paired_test="auto", bootstrap_seed=0)
-    d = decide_against(reference(tmp_path, ref, 60.0), tmp_path, scored(new), 75.0, PARAMS, forced, None, "accuracy")
-    assert d.method == "paired" and d.paired.n == 50
+    d = decide(reference(tmp_path, ref, 60.0), new, 75.0, tmp_path)
+    assert d.rule == "unpaired" and any("50 of 100" in n for n in d.notes)
+    d = decide(reference(tmp_path, ref, 60.0), new, 75.0, tmp_path, st=stats(method="paired"))
+    assert d.rule == "paired" and d.paired.n == 50
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"seed": 1}, "seed=0"),
+    ({"source": "hub"}, "dataset source"),
+    ({"prompt": lambda sid: "other" if sid == "s/3" else f"prompt {sid}"}, "1 of the 100 common samples"),
+])
+def test_pairing_needs_the_same_seed_source_and_prompts(tmp_path, change, why):
+    ref = reference(tmp_path, ref_scores(), 60.0, **change)
+    d = decide(ref, ref_scores(), 60.0, tmp_path)
+    assert d.rule == "unpaired" and any(why in n for n in d.notes), d.notes
+    with pytest.raises(ConfigError, match="cannot be paired"):
+        decide(ref, ref_scores(), 60.0, tmp_path, st=stats(method="paired"))
+
+
+def test_reference_without_prompt_hashes_is_not_paired(tmp_path):
+    ref = reference(tmp_path, ref_scores(), 60.0)
+    path = tmp_path / ref.recorded["samples"]
+    body = "".join(line.split(', "prompt_sha256"')[0] + "}\n" for line in path.read_text().splitlines())
+    rel, sha = "samples/mmlu/old.jsonl", __import__("hashlib").sha256(body.encode()).hexdigest()
+    (tmp_path / rel).write_text(body)
+    old = Reference("mmlu", "m", AccuracySpec(), 60.0, PARAMS, None, None, tmp_path / "mmlu.yaml", 0,
+                    dict(ref.recorded, samples=rel, samples_sha256=sha))
+    d = decide(old, ref_scores(), 60.0, tmp_path)
+    assert d.rule == "unpaired" and any("no prompt hashes" in n for n in d.notes)
 
 
 def test_paired_without_per_sample_scores_is_a_config_error(tmp_path):
-    forced = SimpleNamespace(method="paired", paired_test="auto", bootstrap_seed=0)
     with pytest.raises(ConfigError, match="per-sample scores"):
-        decide_against(reference(tmp_path, None, 60.0), tmp_path, scored(ref_scores()), 60.0, PARAMS, forced, None, "accuracy")
+        decide(reference(tmp_path, None, 60.0), ref_scores(), 60.0, tmp_path, st=stats(method="paired"))
 
 
 def test_unpaired_method_ignores_per_sample_scores(tmp_path):
-    unpaired = SimpleNamespace(method="unpaired", paired_test="auto", bootstrap_seed=0)
-    d = decide_against(reference(tmp_path, ref_scores(), 60.0), tmp_path, scored(ref_scores()), 60.0, PARAMS,
-                       unpaired, None, "accuracy")
-    assert d.method == "unpaired" and d.paired is None
+    d = decide(reference(tmp_path, ref_scores(), 60.0), ref_scores(), 60.0, tmp_path, st=stats(method="unpaired"))
+    assert d.rule == "unpaired" and d.paired is None
 
 
 def test_near_chance_reference_warns(tmp_path):
-    # MMLU chance is 25; reference 30 with unpaired theta at n=100 (= 2.486... * 7.07 = 17.6) is within reach of chance
-    d = decide_against(reference(tmp_path, None, 30.0), tmp_path, scored(ref_scores()), 60.0, PARAMS, AUTO, 25.0, "accuracy")
+    # chance 25; reference 30 with unpaired theta at n=100 (2.4865 x 7.071 = 17.6) reaches chance
+    d = decide(reference(tmp_path, None, 30.0), ref_scores(), 60.0, tmp_path, chance=25.0)
     assert any("chance level" in n for n in d.notes)
-    d = decide_against(reference(tmp_path, None, 80.0), tmp_path, scored(ref_scores()), 80.0, PARAMS, AUTO, 25.0, "accuracy")
+    d = decide(reference(tmp_path, None, 80.0), ref_scores(), 80.0, tmp_path, chance=25.0)
+    assert not any("chance level" in n for n in d.notes)
+
+
+def test_no_chance_warning_when_the_paired_theta_is_undefined(tmp_path):
+    """Identical answers: 0 discordant pairs, the paired theta is undefined, nothing to warn about."""
+    ref = ref_scores(right=30)
+    d = decide(reference(tmp_path, ref, 30.0), ref, 30.0, tmp_path, chance=25.0)
+    assert d.rule == "paired" and d.theta is None
     assert not any("chance level" in n for n in d.notes)
 
 
 def test_continuous_scores_estimate_sigma_from_the_reference(tmp_path):
     ref = {f"s/{i}": float(v) for i, v in enumerate([10, 20, 30, 40, 50])}
-    d = decide_against(reference(tmp_path, ref, 30.0), tmp_path, scored(ref), 30.0,
-                       HypothesisParams(0.05, 0.2, 11.06, 5), AUTO, None, "rouge1")
+    d = decide(reference(tmp_path, ref, 30.0), ref, 30.0, tmp_path, params=HypothesisParams(0.05, 0.2, 11.06, 5),
+               metric="rouge1")
     # sample sd of 10..50 step 10 = sqrt(250) = 15.811...
     assert d.verdict.params.sigma == pytest.approx(250 ** 0.5)
     assert any("estimated from the reference" in n for n in d.notes)
+    # theta in the metrics is the one of the estimated sigma (one computation, written everywhere)
+    assert d.metrics()["sigma"] == pytest.approx(250 ** 0.5)
+
+
+def test_identical_continuous_rerun_gives_difference_0_and_p_1(tmp_path):
+    """Full-precision per-sample scores: no rounding noise in an identical rerun."""
+    ref = {f"s/{i}": 14.0 + i / 3.0 + 1e-9 * i for i in range(40)}
+    params = HypothesisParams(0.01, 0.2, 4.48, 40, higher_is_better=False)
+    score = sum(ref.values()) / len(ref)
+    d = decide(reference(tmp_path, ref, score, params=params), ref, score, tmp_path, params=params, metric="perplexity")
+    assert d.rule == "paired" and d.difference == 0.0 and d.p_value == 1.0 and d.passed
 
 
 def test_tampered_samples_file_is_refused(tmp_path):
@@ -101,4 +191,124 @@ def test_tampered_samples_file_is_refused(tmp_path):
     path = tmp_path / ref.recorded["samples"]
     path.write_text(path.read_text().replace('"score": 100.0', '"score": 0.0', 1))
     with pytest.raises(ReferenceError_, match="modified"):
-        decide_against(ref, tmp_path, scored(ref_scores()), 60.0, PARAMS, AUTO, None, "accuracy")
+        decide(ref, ref_scores(), 60.0, tmp_path)
+
+
+# ----------------------------------------------------------------------------- intervals
+
+
+def test_unpaired_interval_is_the_wald_interval_of_the_test(tmp_path):
+    d = decide(reference(tmp_path, None, 60.0), ref_scores(), 55.0, tmp_path)
+    half = Z05 * math.sqrt(2 * 2500 / 100)  # 11.6309
+    assert d.ci == pytest.approx((-5.0 - half, -5.0 + half), abs=1e-9)
+    assert d.to_dict()["ci_level"] == pytest.approx(0.9)
+
+
+def _wilson(x: int, n: int, z: float) -> tuple[float, float]:
+    p = x / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+def test_paired_binary_interval_is_newcombes_method_10(tmp_path):
+    """Newcombe (1998), paired data, method 10, worked by hand from Wilson's closed form."""
+    ref = ref_scores()  # 60 right
+    new = dict(ref) | {f"s/{i}": 0.0 for i in range(10)} | {f"s/{i}": 100.0 for i in range(60, 63)}
+    d = decide(reference(tmp_path, ref, 60.0), new, 53.0, tmp_path)
+    # table: both right 50, new only 3, reference only 10, neither 37
+    a, c, b, dd, n = 50, 3, 10, 37, 100
+    p1, p2 = (a + c) / n, (a + b) / n
+    l1, u1 = _wilson(a + c, n, Z05)
+    l2, u2 = _wilson(a + b, n, Z05)
+    phi = (a * dd - c * b) / math.sqrt((a + c) * (b + dd) * (a + b) * (c + dd))
+    lower = p1 - p2 - math.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
+    upper = p1 - p2 + math.sqrt((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2)
+    assert d.rule == "paired" and d.difference == pytest.approx(-7.0)
+    assert d.ci == pytest.approx((100 * lower, 100 * upper), abs=1e-9)
+    assert d.ci[1] < 0  # the regression shows in the interval too
+    m = d.metrics()
+    assert m["diff_ci_low"] == pytest.approx(100 * lower) and m["diff_ci_high"] == pytest.approx(100 * upper)
+
+
+# ----------------------------------------------------------------------------- margins
+
+
+def test_a_margin_turns_a_detectable_small_drop_into_a_pass(tmp_path):
+    """Continuous metric, lower is better: a 3% perplexity rise always fails against a baseline without a margin."""
+    ref = {f"s/{i}": 10.0 + (i % 7) for i in range(50)}
+    new = {k: v * 1.03 for k, v in ref.items()}
+    params = HypothesisParams(0.01, 0.2, 4.48, 50, higher_is_better=False)
+    r = reference(tmp_path, ref, sum(ref.values()) / 50, params=params)
+    score = sum(new.values()) / 50
+    strict = decide(r, new, score, tmp_path, params=params, metric="perplexity")
+    assert strict.rule == "paired" and not strict.passed
+    relaxed = decide(r, new, score, tmp_path, st=stats(margin=5.0, margin_unit="percent"), params=params,
+                     metric="perplexity")
+    assert relaxed.rule == "paired" and relaxed.passed and relaxed.verdict.tolerance == pytest.approx(0.05 * r.value)
+    assert "H0: drop <=" in relaxed.hypothesis()
+    # non-inferiority: the data must show the rise is below 5%: every difference is 3%, so it is shown
+    ni = decide(r, new, score, tmp_path, st=stats(margin=5.0, margin_unit="percent", gate="noninferiority"),
+                params=params, metric="perplexity")
+    assert ni.passed and "PASSED only when H0 is rejected" in ni.hypothesis()
+    # ...and a 2% margin is not shown (the rise is 3%)
+    ni2 = decide(r, new, score, tmp_path, st=stats(margin=2.0, margin_unit="percent", gate="noninferiority"),
+                 params=params, metric="perplexity")
+    assert not ni2.passed
+
+
+def test_unpaired_margin_shifts_the_threshold_and_the_p_value(tmp_path):
+    r = reference(tmp_path, None, 60.0)
+    s = math.sqrt(2 * 2500 / 100)
+    d = decide(r, ref_scores(), 47.0, tmp_path, st=stats(margin=2.0))
+    assert d.verdict.threshold == pytest.approx(60 - 2 - Z05 * s)
+    # H0: drop <= 2; observed drop 13: p = Phi((47 - 60 + 2) / s)
+    assert d.p_value == pytest.approx(0.5 * math.erfc(11 / s / math.sqrt(2)))
+    ni = decide(r, ref_scores(), 59.0, tmp_path, st=stats(margin=2.0, gate="noninferiority"))
+    # pass only when 59 > 60 - 2 + 1.645 s = 69.6: not shown at n=100
+    assert ni.verdict.threshold == pytest.approx(60 - 2 + Z05 * s) and not ni.passed
+
+
+def test_binary_paired_margin_uses_the_t_test_on_differences(tmp_path):
+    ref = ref_scores()
+    new = dict(ref) | {f"s/{i}": 0.0 for i in range(10)}  # drop 10 points, b=10 c=0
+    d = decide(reference(tmp_path, ref, 60.0), new, 50.0, tmp_path, st=stats(margin=12.0))
+    assert d.rule == "paired" and d.paired.method == "paired t-test" and d.passed
+    # differences: ten -100, ninety 0; mean -10, sd = sqrt((10 * 90^2 + 90 * 10^2) / 99)
+    sd = math.sqrt((10 * 90 ** 2 + 90 * 10 ** 2) / 99)
+    from scipy import stats as st
+
+    assert d.p_value == pytest.approx(st.t.cdf((-10 + 12) / (sd / 10), 99))
+
+
+def test_bad_stats_settings_are_config_errors():
+    with pytest.raises(ConfigError, match="stats.margin"):
+        validate(stats(margin=-1.0))
+    with pytest.raises(ConfigError, match="stats.gate"):
+        validate(stats(gate="superiority"))
+    with pytest.raises(ConfigError, match="stats.margin_unit"):
+        validate(stats(margin_unit="pct"))
+
+
+# ----------------------------------------------------------------------------- extra gates
+
+
+class _Gate:
+    metric, alpha, checked, p_value = "consistency_rate", 0.05, True, 0.001
+    passed = False
+
+    def render(self) -> str:
+        return "consistency gate: REGRESSION"
+
+    def metrics(self) -> dict[str, float]:
+        return {"consistency_rate_passed": 0.0}
+
+
+def test_a_failed_extra_gate_fails_the_decision(tmp_path):
+    ref = ref_scores()
+    d = decide(reference(tmp_path, ref, 60.0), ref, 60.0, tmp_path, gates=[_Gate()])
+    assert d.passed and not d.all_passed
+    tests = d.to_dict()["tests"]
+    assert [t["name"] for t in tests] == ["accuracy", "consistency_rate"]
+    assert tests[1]["p_value"] == 0.001 and not tests[1]["passed"]
+    assert "failed gate: consistency_rate" in d.render()

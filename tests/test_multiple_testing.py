@@ -1,47 +1,43 @@
-"""Holm and Benjamini-Hochberg against adjustments computed by hand."""
+"""Multiplicity correction at each test's own alpha: the textbook procedures when alphas are equal."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 
 from runner.errors import ConfigError
-from runner.multiple_testing import adjust
-
-# Four jobs' one-sided p-values, in job order.
-P = [0.01, 0.04, 0.03, 0.005]
+from runner.multiple_testing import adjust, validate
 
 
-def test_holm_step_down_by_hand():
-    # sorted: 0.005 x4 = 0.02, 0.01 x3 = 0.03, 0.03 x2 = 0.06, 0.04 x1 = 0.04 -> running max 0.06
-    out = adjust(P, "holm", 0.05)
-    assert out.p_adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert out.reject == [True, False, False, True]
+@pytest.mark.parametrize("method, sm", [("holm", "holm"), ("bh", "fdr_bh")])
+def test_equal_alphas_reject_what_statsmodels_rejects(method, sm):
+    from statsmodels.stats.multitest import multipletests
+
+    rng = random.Random(3)
+    for _ in range(200):
+        m = rng.randint(1, 12)
+        p = [rng.random() ** 3 for _ in range(m)]
+        ours = adjust(p, [0.05] * m, method)
+        reject, corrected, _, _ = multipletests(p, alpha=0.05, method=sm)
+        assert ours.reject == list(reject)
+        assert ours.p_adjusted == pytest.approx(list(corrected))
 
 
-def test_bh_step_up_by_hand():
-    # sorted p(i) x m / i: 0.005x4/1 = 0.02, 0.01x4/2 = 0.02, 0.03x4/3 = 0.04, 0.04x4/4 = 0.04 (running min from the top)
-    out = adjust(P, "bh", 0.05)
-    assert out.p_adjusted == pytest.approx([0.02, 0.04, 0.04, 0.02])
-    assert out.reject == [True, True, True, True]
-    # at alpha 0.03 only the two smallest survive BH; Holm keeps only the smallest
-    assert adjust(P, "bh", 0.03).reject == [True, False, False, True]
-    assert adjust(P, "holm", 0.025).reject == [False, False, False, True]
+def test_none_is_each_test_at_its_own_alpha():
+    out = adjust([0.001, 0.002, 0.009, 0.011], [0.002, 0.002, 0.01, 0.01], "none")
+    assert out.reject == [True, False, True, False]  # p < alpha, strictly
 
 
-def test_none_tests_each_job_alone_and_forty_jobs_need_correction():
-    assert adjust(P, "none", 0.05).reject == [True, True, True, True]
-    assert adjust(P, "none", 0.05).p_adjusted == P
-    # 40 healthy configurations, one of which looks unlucky at p = 0.02: no sweep alarm after Holm
-    # (0.02 x 40 = 0.8) or BH (0.02 x 40 / 1 = 0.8), an alarm without correction
-    family = [0.02] + [0.5 + i / 100 for i in range(39)]
-    assert not any(adjust(family, "holm").reject) and not any(adjust(family, "bh").reject)
-    assert adjust(family, "holm").p_adjusted[0] == pytest.approx(0.8)
-    assert adjust(family, "none").reject[0]
+def test_holm_with_mixed_alphas_by_hand():
+    # u = p / alpha = (0.5, 0.3, 2.0): order 0.3, 0.5, 2.0 -> u_adj 0.9, max(0.9, 1.0), max(1.0, 2.0)
+    out = adjust([0.001, 0.015, 0.1], [0.002, 0.05, 0.05], "holm")
+    assert out.reject == [False, True, False]
+    assert out.p_adjusted == pytest.approx([0.002, 0.045, 0.1])
 
 
-def test_empty_family_and_bad_settings():
-    assert adjust([], "holm").reject == []
+def test_bad_settings_are_config_errors():
     with pytest.raises(ConfigError, match="sweep.correction"):
-        adjust(P, "bonferonni")
+        validate("bonferroni", None)
     with pytest.raises(ConfigError, match="sweep.alpha"):
-        adjust(P, "holm", 1.5)
+        validate("holm", 1.5)

@@ -78,11 +78,11 @@ def test_lower_is_better_perplexity() -> None:
     params = HypothesisParams(alpha=0.01, beta=0.2, sigma=4.48, num_samples=86, higher_is_better=False)
     good = decide(9.0, 7.663, params, metric="perplexity")
     assert good.passed
-    assert good.margin == pytest.approx(expected - 9.0, abs=TOL)  # threshold - score, positive
+    assert good.room == pytest.approx(expected - 9.0, abs=TOL)  # threshold - score, positive
     bad = decide(9.3, 7.663, params, metric="perplexity")
     assert not bad.passed
-    assert bad.margin == pytest.approx(expected - 9.3, abs=TOL)
-    assert bad.margin < 0
+    assert bad.room == pytest.approx(expected - 9.3, abs=TOL)
+    assert bad.room < 0
     # a score exactly at reference + |z(0.01)| * scale has a one-sided p-value of 0.01
     assert decide(expected, 7.663, params).p_value == pytest.approx(0.01, abs=1e-6)
     assert decide(7.0, 7.663, params).p_value > 0.5  # perplexity improved
@@ -97,7 +97,7 @@ def test_passkey_sigma_zero_threshold_is_reference() -> None:
     assert compute_threshold(99.0, 20, 0.0, 0.5) == 99.0
     assert compute_theta(20, 0.0, 0.5, 0.2) == 0.0
     ok = decide(99.0, 99.0, params)
-    assert ok.passed and ok.threshold == 99.0 and ok.margin == 0.0 and ok.p_value == 1.0
+    assert ok.passed and ok.threshold == 99.0 and ok.room == 0.0 and ok.p_value == 1.0
     fail = decide(98.0, 99.0, params)
     assert not fail.passed and fail.p_value == 0.0
 
@@ -107,14 +107,14 @@ def test_decide_higher_is_better_mmlu() -> None:
     assert v.passed
     assert v.threshold == pytest.approx(MMLU_THRESHOLD_68_17, abs=TOL)
     assert v.theta == pytest.approx(MMLU_THETA, abs=TOL)
-    assert v.margin == pytest.approx(67.0 - MMLU_THRESHOLD_68_17, abs=TOL)
+    assert v.room == pytest.approx(67.0 - MMLU_THRESHOLD_68_17, abs=TOL)
     assert not v.explicit_threshold
     # p-value: Phi((67.0 - 68.17) / 1.1048543) = Phi(-1.058963...) ~ 0.14481
     assert v.p_value == pytest.approx(0.14481, abs=1e-4)
 
     v = decide(66.0, 68.17, mmlu())
     assert not v.passed
-    assert v.margin == pytest.approx(66.0 - MMLU_THRESHOLD_68_17, abs=TOL)
+    assert v.room == pytest.approx(66.0 - MMLU_THRESHOLD_68_17, abs=TOL)
     assert v.p_value < 0.05
 
     at_line = decide(MMLU_THRESHOLD_68_17, 68.17, mmlu())
@@ -132,7 +132,7 @@ def test_explicit_threshold_replaces_computed() -> None:
     v = decide(66.0, 68.17, mmlu(), explicit_threshold=65.5)
     assert v.passed and v.explicit_threshold
     assert v.threshold == 65.5
-    assert v.margin == pytest.approx(0.5)
+    assert v.room == pytest.approx(0.5)
     v = decide(65.0, 68.17, mmlu(), explicit_threshold=65.5)
     assert not v.passed
     assert "registered" in v.render()
@@ -144,7 +144,7 @@ def test_verdict_to_dict_and_render() -> None:
     json.dumps(d)  # JSON-friendly
     assert d["passed"] is False
     assert d["num_samples"] == 4096 and d["alpha"] == 0.05 and d["higher_is_better"] is True
-    for key in ("score", "reference", "threshold", "theta", "margin", "p_value", "explicit_threshold", "sigma", "beta"):
+    for key in ("score", "reference", "threshold", "theta", "room", "p_value", "explicit_threshold", "sigma", "beta"):
         assert key in d
     text = v.render()
     assert "Hypothesis test report" in text

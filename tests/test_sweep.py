@@ -29,23 +29,34 @@ TINY = ["task.dataset.source=local", f"task.dataset.local_path={FIXTURE}", "task
 
 
 # ---------------------------------------------------------------------------- summary (no model)
+def decision(p: float | None, passed: bool, *, alpha: float = 0.05, rule: str = "unpaired",
+             gates: list[dict] | None = None) -> dict:
+    """report.json's ``decision`` as runner.decision.Decision.to_dict writes it."""
+    tests = [{"name": "accuracy", "rule": rule, "gate": "regression", "p_value": p, "alpha": alpha, "passed": passed}]
+    tests += gates or []
+    return {"rule": rule, "passed": passed and all(g["passed"] for g in gates or []), "accuracy_passed": passed,
+            "reference": 60.0, "difference": -5.0, "ci_low": -9.0, "ci_high": -1.0, "threshold": 50.0, "theta": 15.0,
+            "alpha": alpha, "p_value": p, "n": 64, "tests": tests}
+
+
 def fake_job(sweep: Path, num: int, quant: str, *, p: float | None = None, passed: bool = True,
-             error: str | None = None, cache: tuple[int, int] | None = None) -> None:
-    job = sweep / f"{num}-smollm2_135m-{quant}-mmlu"
+             error: str | None = None, cache: tuple[int, int] | None = None, task: str = "mmlu",
+             decided: dict | None = None) -> None:
+    job = sweep / f"{num}-smollm2_135m-{quant}-{task}"
     (job / ".hydra").mkdir(parents=True)
     (job / ".hydra" / "config.yaml").write_text(OmegaConf.to_yaml(
         {"model": {"hf_id": "org/m"}, "quant": {"name": quant, "quant_algo": quant.upper()},
-         "task": {"name": "mmlu", "metric": "accuracy"}}))
+         "task": {"name": task, "metric": "accuracy"}}))
     (job / ".hydra" / "overrides.yaml").write_text(OmegaConf.to_yaml([f"quant={quant}", "task.num_samples=64"]))
     if error:
         (job / "failure.json").write_text(json.dumps({"error": error, "mlflow_run_id": f"run{num}"}))
         return
-    verdict = {"reference": 60.0, "threshold": 50.0, "theta": 15.0, "margin": 5.0, "p_value": p}
+    decided = decided if decided is not None else decision(p, passed)
     (job / "report.json").write_text(json.dumps({
         "spec": {"dtype": "auto", "quant_algo": quant.upper(), "kv_cache_quant_algo": None, "spec_dec_algo": None,
                  "extra_acc_spec": None},
-        "metrics": {"accuracy": 55.0}, "num_evaluated": 64, "verdict": verdict, "paired": None,
-        "decided_by": "unpaired", "passed": passed, "mlflow_run_id": f"run{num}",
+        "metrics": {"accuracy": 55.0}, "num_evaluated": 64, "decision": decided,
+        "decided_by": decided["rule"], "passed": decided["passed"], "mlflow_run_id": f"run{num}",
         "generation_cache": None if cache is None else {"hits": cache[0], "misses": cache[1], "path": "/c.sqlite"}}))
 
 
@@ -74,19 +85,20 @@ def test_summary_applies_the_correction_and_sets_the_exit_status(tmp_path):
     caches = [(64, 0), (0, 64), (16, 48), None]
     for num, (quant, p) in enumerate([("fp8", 0.02), ("w8a16", 0.5), ("w4a16", 0.04), ("int8_sq", 0.9)]):
         fake_job(tmp_path, num, quant, p=p, passed=p > 0.05, cache=caches[num])
-    holm = sweep_summary.build(tmp_path, "holm", 0.05)
+    holm = sweep_summary.build(tmp_path, "holm", None)
     assert [r["verdict"] for r in holm.rows] == ["regression", "passed", "regression", "passed"]
     assert [r["p_adjusted"] for r in holm.rows] == pytest.approx([0.08, 1.0, 0.12, 1.0])
     assert holm.verdict == "PASSED" and holm.exit_status == 0
     assert [r["configuration"] for r in holm.rows] == ["quant=fp8", "quant=w8a16", "quant=w4a16", "quant=int8_sq"]
-    none = sweep_summary.build(tmp_path, "none", 0.05)
+    none = sweep_summary.build(tmp_path, "none", None)
     assert [r["sweep_verdict"] for r in none.rows] == ["regression", "passed", "regression", "passed"]
     assert none.verdict == "REGRESSION" and none.exit_status == 3
     for name in ("summary.csv", "summary.html", "summary.json", "summary.png"):
         assert (tmp_path / name).stat().st_size > 200, name
     assert (tmp_path / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     header = (tmp_path / "summary.csv").read_text().splitlines()[0].split(",")
-    for column in ("model", "spec", "task", "score", "reference", "threshold", "theta", "margin", "verdict",
+    for column in ("model", "spec", "task", "score", "reference", "difference", "ci_low", "ci_high", "threshold",
+                   "theta", "alpha", "test", "verdict",
                    "p_value", "p_adjusted", "sweep_verdict", "cache_hits", "cache_misses"):
         assert column in header
 
@@ -126,6 +138,108 @@ def test_summary_lists_failures_and_a_failure_fails_the_sweep(tmp_path):
     assert stopped.verdict == "FAILED" and stopped.exit_status == 1
     assert "sweep stopped early: TerminatedWorkerError: worker killed" in stopped.render()
     assert json.loads((tmp_path / "summary.json").read_text())["stopped"] == "TerminatedWorkerError: worker killed"
+
+
+def test_a_failed_extra_gate_is_a_regression_of_the_sweep(tmp_path):
+    """A SCORE job whose consistency gate fails is a regression in its own report: the sweep must agree."""
+    gate = {"name": "consistency_rate", "rule": "unpaired", "gate": "regression", "p_value": 1e-6, "alpha": 0.05,
+            "passed": False}
+    fake_job(tmp_path, 0, "none", task="score_prompt_mmlu_pro", decided=decision(0.7, True, gates=[gate]))
+    fake_job(tmp_path, 1, "fp8", p=0.6)
+    for correction in ("holm", "bh", "none"):
+        summary = sweep_summary.build(tmp_path, correction, None)
+        assert [r["verdict"] for r in summary.rows] == ["regression", "passed"]
+        assert [r["sweep_verdict"] for r in summary.rows] == ["regression", "passed"], correction
+        assert summary.exit_status == 3
+
+
+def test_each_job_is_corrected_at_its_own_tasks_alpha(tmp_path):
+    """CNN/DailyMail at alpha 0.002 with p 0.004 passes on its own; a sweep must not judge it at 0.05."""
+    fake_job(tmp_path, 0, "fp8", task="cnn_dailymail", decided=decision(0.004, True, alpha=0.002))
+    fake_job(tmp_path, 1, "fp8", task="perplexity", decided=decision(0.02, True, alpha=0.01))
+    fake_job(tmp_path, 2, "fp8", task="mmlu", decided=decision(0.3, True))
+    none = sweep_summary.build(tmp_path, "none", None)
+    assert [r["sweep_verdict"] for r in none.rows] == ["passed", "passed", "passed"]
+    assert [r["alpha"] for r in none.rows] == [0.002, 0.01, 0.05]
+    # Holm on u = p / alpha = (2, 2, 6): steps 3 x 2, max(6, 2 x 2), max(6, 1 x 6) give u_adj = 6 for all,
+    # so p_adjusted = alpha x 6
+    holm = sweep_summary.build(tmp_path, "holm", None)
+    assert [r["p_adjusted"] for r in holm.rows] == pytest.approx([0.012, 0.06, 0.3])
+    # sweep.alpha given: every test at that level, and the summary says it replaced the tasks' alphas
+    forced = sweep_summary.build(tmp_path, "none", 0.05)
+    assert [r["sweep_verdict"] for r in forced.rows] == ["regression", "regression", "passed"]
+    assert "replacing the tasks' own alphas" in forced.render()
+
+
+def test_the_boundary_is_the_same_in_the_job_and_the_sweep(tmp_path):
+    """A job rejects when p < alpha, so p == alpha passes, in the job and in the sweep."""
+    fake_job(tmp_path, 0, "fp8", decided=decision(0.05, True))
+    summary = sweep_summary.build(tmp_path, "none", None)
+    assert summary.rows[0]["sweep_verdict"] == "passed" and summary.exit_status == 0
+
+
+def test_deterministic_rules_keep_their_verdict(tmp_path):
+    fake_job(tmp_path, 0, "w4a16", task="passkey_retrieval_64k", decided=decision(None, False, alpha=0.5, rule="exact"))
+    fake_job(tmp_path, 1, "fp8", decided=decision(None, True, rule="explicit_threshold"))
+    summary = sweep_summary.build(tmp_path, "holm", None)
+    assert [r["sweep_verdict"] for r in summary.rows] == ["regression", "passed"]
+    assert [r["p_adjusted"] for r in summary.rows] == [None, None]
+
+
+def test_correction_none_reproduces_every_jobs_own_verdict(tmp_path):
+    """Random p-values, alphas, rules and gates: with correction=none the sweep says what each job said."""
+    import random
+
+    rng = random.Random(7)
+    jobs = []
+    for num in range(30):
+        alpha = rng.choice([0.002, 0.01, 0.05, 0.5])
+        rule = rng.choice(["paired", "unpaired", "exact", "explicit_threshold"])
+        if rule in ("exact", "explicit_threshold"):
+            p, passed = None, rng.random() < 0.5
+        else:
+            p = rng.choice([alpha, alpha / 2, alpha * 1.5, rng.random()])
+            passed = not p < alpha
+        gates = []
+        if rng.random() < 0.3:
+            gp = rng.random() * 0.1
+            gates.append({"name": "consistency_rate", "rule": "unpaired", "gate": "regression", "p_value": gp,
+                          "alpha": alpha, "passed": not gp < alpha})
+        d = decision(p, passed, alpha=alpha, rule=rule, gates=gates)
+        jobs.append(d["passed"])
+        fake_job(tmp_path, num, f"q{num}", decided=d)
+    summary = sweep_summary.build(tmp_path, "none", None)
+    assert [r["sweep_verdict"] == "passed" for r in summary.rows] == jobs
+
+
+def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
+    """A job decided by the paired test contributes the paired p-value (not the unpaired one) to Holm."""
+    from evaluators.base import ScoredSample
+    from runner import reference_samples
+    from runner.decision import RunProvenance, decide_against
+    from runner.references import Reference
+    from runner.spec import AccuracySpec
+    from runner.stats import HypothesisParams
+    from types import SimpleNamespace
+
+    params = HypothesisParams(0.05, 0.2, 50.0, 100)
+    ref = {f"s/{i}": (100.0 if i < 60 else 0.0) for i in range(100)}
+    new = dict(ref) | {f"s/{i}": 0.0 for i in range(6)}  # b = 6, c = 0: paired p = 1/64
+    rel, sha = reference_samples.store(tmp_path, "mmlu", ((k, v, f"q {k}") for k, v in ref.items()))
+    reference = Reference("mmlu", "m", AccuracySpec(), 60.0, params, None, None, tmp_path / "mmlu.yaml", 0,
+                          {"samples": rel, "samples_sha256": sha, "seed": 0})
+    stats = SimpleNamespace(method="auto", paired_test="auto", bootstrap_seed=0, margin=0.0, margin_unit="points",
+                            gate="regression")
+    d = decide_against(reference, tmp_path, [ScoredSample(k, f"q {k}", "", "", v) for k, v in new.items()], 54.0,
+                       params, stats, None, "accuracy", RunProvenance(0, None))
+    assert d.rule == "paired" and d.p_value == pytest.approx(1 / 64) and d.verdict.p_value > 0.19
+    sweep = tmp_path / "sweep"
+    fake_job(sweep, 0, "fp8", decided=json.loads(json.dumps(d.to_dict())))
+    fake_job(sweep, 1, "w8a16", p=0.5)
+    summary = sweep_summary.build(sweep, "holm", None)
+    assert summary.rows[0]["p_value"] == pytest.approx(1 / 64) and summary.rows[0]["test"] == "paired"
+    assert summary.rows[0]["p_adjusted"] == pytest.approx(2 / 64)  # Holm: 2 tests, smallest p doubled
+    assert summary.rows[0]["sweep_verdict"] == "regression"
 
 
 def test_committed_sweep_composes_as_a_multirun():
