@@ -41,3 +41,41 @@ def test_bad_settings_are_config_errors():
         validate("bonferroni", None)
     with pytest.raises(ConfigError, match="sweep.alpha"):
         validate("holm", 1.5)
+
+
+# Four jobs' one-sided p-values, in job order, all at alpha 0.05.
+P = [0.01, 0.04, 0.03, 0.005]
+A = [0.05] * 4
+
+
+def test_holm_step_down_by_hand():
+    # sorted: 0.005 x4 = 0.02, 0.01 x3 = 0.03, 0.03 x2 = 0.06, 0.04 x1 = 0.04 -> running max 0.06
+    out = adjust(P, A, "holm")
+    assert out.p_adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert out.reject == [True, False, False, True]
+
+
+def test_bh_step_up_by_hand():
+    # sorted p(i) x m / i: 0.005x4/1 = 0.02, 0.01x4/2 = 0.02, 0.03x4/3 = 0.04, 0.04x4/4 = 0.04 (running min from the top)
+    out = adjust(P, A, "bh")
+    assert out.p_adjusted == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    assert out.reject == [True, True, True, True]
+    # at alpha 0.03 only the two smallest survive BH; Holm at 0.025 keeps only the smallest
+    assert adjust(P, [0.03] * 4, "bh").reject == [True, False, False, True]
+    assert adjust(P, [0.025] * 4, "holm").reject == [False, False, False, True]
+
+
+def test_forty_jobs_need_correction():
+    assert adjust(P, A, "none").reject == [True, True, True, True]
+    assert adjust(P, A, "none").p_adjusted == P
+    # 40 healthy configurations, one of which looks unlucky at p = 0.02: no sweep alarm after Holm
+    # (0.02 x 40 = 0.8) or BH (0.02 x 40 / 1 = 0.8), an alarm without correction
+    family = [0.02] + [0.5 + i / 100 for i in range(39)]
+    alphas = [0.05] * 40
+    assert not any(adjust(family, alphas, "holm").reject) and not any(adjust(family, alphas, "bh").reject)
+    assert adjust(family, alphas, "holm").p_adjusted[0] == pytest.approx(0.8)
+    assert adjust(family, alphas, "none").reject[0]
+
+
+def test_empty_family():
+    assert adjust([], [], "holm").reject == []
