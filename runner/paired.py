@@ -143,60 +143,116 @@ def _check_agreement(agreement: float) -> float:
     return 1.0 - float(agreement)
 
 
-def _binary_theta(n: int, discordance: float, alpha: float, beta: float, continuity: bool) -> float:
-    theta = _k(alpha, beta) * 100.0 * math.sqrt(discordance / n)
-    return theta + (100.0 / n if continuity else 0.0)
+REGRESSION_MODELS = ("added", "split")
+"""How a regression changes the answers, for planning a paired test.
+
+``added`` (default): ``agreement`` is what a user measures between two *healthy* runs; its
+disagreements ``d0 = 1 - agreement`` fall evenly both ways, and a regression of ``delta`` adds
+``delta`` right-to-wrong flips on top: ``b = d0/2 + delta``, ``c = d0/2``, so the runs disagree on
+``d0 + delta`` under the regression. ``split``: the agreement holds under the regression and the
+drop only tilts the disagreements: ``b = (d + delta)/2``, ``c = (d - delta)/2``."""
 
 
-def paired_theta(n: int, agreement: float, alpha: float, beta: float, *, continuity: bool = True) -> float:
+def _check_model(model: str) -> None:
+    if model not in REGRESSION_MODELS:
+        raise ValueError(f"model must be one of {REGRESSION_MODELS}, got {model!r}")
+
+
+def _binary_theta(n: int, discordance: float, alpha: float, beta: float, continuity: bool, model: str = "split") -> float:
+    _check_model(model)
+    c = 100.0 / n if continuity else 0.0
+    if model == "split":
+        return _k(alpha, beta) * 100.0 * math.sqrt(discordance / n) + c
+    za, zb = abs(z(alpha)), abs(z(beta))
+
+    def excess(t: float) -> float:  # t - the drop detectable with discordance d0 + t (Connor 1987), in fractions
+        psi = discordance + t
+        return t - (za * math.sqrt(psi) + zb * math.sqrt(max(psi - t * t, 0.0))) / math.sqrt(n) - c / 100.0
+
+    hi = 1.0 - discordance
+    if hi <= 0 or excess(hi) < 0:
+        return math.inf  # no drop this sample size can show
+    lo = 0.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if excess(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return 100.0 * hi
+
+
+def paired_theta(n: int, agreement: float, alpha: float, beta: float, *, continuity: bool = True,
+                 model: str = "added") -> float:
     """Smallest drop (0-100 points) McNemar's test catches with probability ``1 - beta``.
 
-    ``100 * (k sqrt((1 - agreement) / n) + 1 / n)`` with ``k = |z(alpha)| + |z(beta)|``; the
-    ``1 / n`` continuity term is left out with ``continuity=False``. The paired counterpart of
-    :func:`runner.stats.compute_theta` for a 0/100 metric.
+    ``split`` model: ``100 (k sqrt((1 - agreement) / n) + 1 / n)`` with ``k = |z(alpha)| + |z(beta)|``.
+    ``added`` model (default, see :data:`REGRESSION_MODELS`): the ``t`` solving Connor's (1987)
+    sample-size equation ``sqrt(n) t = |z(alpha)| sqrt(psi) + |z(beta)| sqrt(psi - t^2)`` with the
+    discordance ``psi = 1 - agreement + t``, plus the same ``1 / n`` continuity term (left out with
+    ``continuity=False``). Inf when no drop can be shown at this ``n``.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a whole number >= 1, got {n!r}")
-    return _binary_theta(n, _check_agreement(agreement), alpha, beta, continuity)
+    return _binary_theta(n, _check_agreement(agreement), alpha, beta, continuity, model)
 
 
 def paired_min_samples(
-    target_theta: float, agreement: float, alpha: float, beta: float, *, continuity: bool = True
+    target_theta: float, agreement: float, alpha: float, beta: float, *, continuity: bool = True,
+    model: str = "added",
 ) -> int:
     """Smallest ``n`` whose :func:`paired_theta` is at most ``target_theta`` (0-100 points).
 
-    The paired counterpart of :func:`runner.stats.min_samples_for_theta`. Check
-    :func:`paired_feasible` as well: a drop of ``target_theta`` cannot coexist with an agreement
-    above ``1 - target_theta / 100``.
+    The paired counterpart of :func:`runner.stats.min_samples_for_theta`.
     """
     d = _check_agreement(agreement)
+    _check_model(model)
     k = _k(alpha, beta)
     if not (isinstance(target_theta, (int, float)) and target_theta > 0 and math.isfinite(target_theta)):
         raise ValueError(f"target theta must be a positive number of points, got {target_theta!r}")
     t = target_theta / 100.0
-    c = 1.0 if continuity else 0.0
-    # theta / 100 = k sqrt(d) x + c x^2 with x = 1 / sqrt(n): solve c x^2 + k sqrt(d) x - t = 0.
-    a1 = k * math.sqrt(d)
-    if c == 0.0:
-        x = t / a1 if a1 > 0 else math.inf
-    else:
-        x = (-a1 + math.sqrt(a1 * a1 + 4.0 * c * t)) / (2.0 * c)
-    n = 1 if x == math.inf or x >= 1.0 else max(1, math.ceil(1.0 / (x * x)))
-    # Nudge against paired_theta itself, so the answer agrees with the theta that is reported.
-    while n > 1 and _binary_theta(n - 1, d, alpha, beta, continuity) <= target_theta:
+    psi = d if model == "split" else d + t
+    # start from the normal-approximation n, then nudge against paired_theta itself
+    n = max(1, math.ceil((k * math.sqrt(psi) / t) ** 2)) if psi > 0 else 1
+    while n > 1 and _binary_theta(n - 1, d, alpha, beta, continuity, model) <= target_theta:
         n -= 1
-    while _binary_theta(n, d, alpha, beta, continuity) > target_theta:
+    while _binary_theta(n, d, alpha, beta, continuity, model) > target_theta:
         n += 1
     return n
 
 
-def paired_feasible(theta: float, agreement: float) -> bool:
-    """Whether a drop of ``theta`` points can happen while the runs agree on ``agreement``.
+def paired_feasible(theta: float, agreement: float, model: str = "added") -> bool:
+    """Whether a drop of ``theta`` points fits the model at ``agreement``.
 
-    Each point of drop on a 0/100 metric is at least one percent of answers flipped from right
-    to wrong, so ``theta <= 100 * (1 - agreement)`` is needed.
-    """
-    return theta <= 100.0 * _check_agreement(agreement) + 1e-9
+    ``split``: each point of drop is at least one percent of answers flipped, so ``theta <= 100 *
+    (1 - agreement)`` is needed. ``added``: the flips come on top of the agreement, so any drop up to
+    the agreeing share fits."""
+    d = _check_agreement(agreement)
+    _check_model(model)
+    return theta <= 100.0 * (d if model == "split" else 1.0 - d) + 1e-9
+
+
+def mcnemar_power(n: int, agreement: float, drop: float, alpha: float, model: str = "added") -> float:
+    """Exact power of McNemar's one-sided exact test at ``n`` for a true ``drop`` (points) under ``model``.
+
+    The number of discordant samples is ``Bin(n, b + c)``; given ``m`` of them, ``b ~ Bin(m, b / (b + c))``,
+    and the test flags a regression when ``P(X >= b) < alpha`` for ``X ~ Bin(m, 1/2)``."""
+    import numpy as np
+    from scipy import stats
+
+    d = _check_agreement(agreement)
+    _check_model(model)
+    delta = drop / 100.0
+    b, c = ((d + delta) / 2, (d - delta) / 2) if model == "split" else (d / 2 + delta, d / 2)
+    if c < -1e-12 or b + c > 1 + 1e-12:
+        raise ValueError(f"a drop of {drop:g} points does not fit agreement {agreement:g} under the {model} model")
+    psi = b + c
+    m = np.arange(n + 1)
+    # smallest b with P(X >= b) < alpha: isf gives k with P(X > k) <= alpha; step up where equality holds
+    crit = stats.binom.isf(alpha, m, 0.5) + 1
+    crit = np.where(stats.binom.sf(crit - 1, m, 0.5) < alpha, crit, crit + 1)
+    reject_given_m = stats.binom.sf(crit - 1, m, b / psi if psi > 0 else 0.0)
+    return float(np.sum(stats.binom.pmf(m, n, psi) * reject_given_m))
 
 
 def min_discordant_to_reject(alpha: float) -> int:
@@ -458,7 +514,7 @@ def mcnemar_exact(
     if b + c < min_discordant_to_reject(alpha):
         theta = math.inf
     else:
-        theta = _binary_theta(n, rate, alpha, beta, continuity=True)
+        theta = _binary_theta(n, rate, alpha, beta, continuity=True, model="split")
     to_points = 100.0 / unit
     ref_mean = sum(ref_v) / n * to_points
     new_mean = sum(new_v) / n * to_points

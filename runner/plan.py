@@ -82,6 +82,13 @@ def _parser() -> argparse.ArgumentParser:
         help="paired: fraction of samples the reference and new run score the same (required with --design paired)",
     )
     table.add_argument(
+        "--regression-model",
+        choices=("added", "split"),
+        default="added",
+        help="paired: how a regression changes the answers. added (default): --agreement is measured between two "
+        "healthy runs and the regression's flips come on top; split: the agreement holds under the regression",
+    )
+    table.add_argument(
         "--savings",
         action="store_true",
         help="samples needed for --target-theta (default 3): unpaired vs paired at agreement "
@@ -111,21 +118,25 @@ def _table(args: argparse.Namespace) -> int:
         out["min_num_samples"] = min_samples_for_theta(args.target_theta, vals["sigma"], vals["alpha"], vals["beta"])
     paired = args.design == "paired"
     agreement = args.agreement
+    model = args.regression_model
     if paired:
         out["design"] = "paired"
         out["agreement"] = agreement
+        out["regression_model"] = model
         for row in out["rows"]:  # type: ignore[union-attr]
-            row["paired_theta"] = paired_theta(row["num_samples"], agreement, vals["alpha"], vals["beta"])
-            row["paired_feasible"] = paired_feasible(row["paired_theta"], agreement)
+            row["paired_theta"] = paired_theta(row["num_samples"], agreement, vals["alpha"], vals["beta"], model=model)
+            row["paired_feasible"] = paired_feasible(row["paired_theta"], agreement, model)
         if args.target_theta is not None:
-            out["paired_min_num_samples"] = paired_min_samples(args.target_theta, agreement, vals["alpha"], vals["beta"])
-            out["paired_target_feasible"] = paired_feasible(args.target_theta, agreement)
+            out["paired_min_num_samples"] = paired_min_samples(args.target_theta, agreement, vals["alpha"], vals["beta"],
+                                                               model=model)
+            out["paired_target_feasible"] = paired_feasible(args.target_theta, agreement, model)
     if args.json:
         print(json.dumps(out))
         return 0
     print(f"sigma={vals['sigma']:g} alpha={vals['alpha']:g} beta={vals['beta']:g} (higher is better)")
     if paired:
-        print(f"paired: McNemar's exact test on the same samples of a 0/100 metric, agreement {agreement:g}")
+        print(f"paired: McNemar's exact test on the same samples of a 0/100 metric, agreement {agreement:g}; "
+              + _MODEL_TEXT[model])
         print(f"{'num_samples':>11}  {'theta':>9}  {'threshold-reference':>19}  {'paired-theta':>12}")
         for r, row in zip(rows, out["rows"]):  # type: ignore[arg-type]
             mark = "" if row["paired_feasible"] else "*"
@@ -149,18 +160,29 @@ def _table(args: argparse.Namespace) -> int:
                 f"{out['paired_min_num_samples']} paired at agreement {agreement:g}"
             )
             if not out["paired_target_feasible"]:
-                print(_infeasible_note(args.target_theta, agreement, vals["alpha"], vals["beta"]))
+                print(_infeasible_note(args.target_theta, agreement, vals["alpha"], vals["beta"], model))
         else:
             print(f"smallest n with theta <= {args.target_theta:g}: {out['min_num_samples']}")
     return 0
 
 
-def _infeasible_note(target: float, agreement: float, alpha: float, beta: float) -> str:
+_MODEL_TEXT = {
+    "added": "regression model 'added': the agreement is measured between two healthy runs and a drop of theta "
+             "adds theta% right-to-wrong flips on top (theta from Connor's sample-size equation with discordance "
+             "1 - agreement + theta, plus a 1/n continuity term)",
+    "split": "regression model 'split': the agreement holds under the regression "
+             "(theta = 100 (k sqrt((1 - agreement) / n) + 1 / n), k = |z(alpha)| + |z(beta)|)",
+}
+
+
+def _infeasible_note(target: float, agreement: float, alpha: float, beta: float, model: str) -> str:
+    if model != "split":
+        return f"note: a {target:g}-point drop does not fit agreement {agreement:g}"
     best = round(1.0 - target / 100.0, 6)
     return (
         f"note: a {target:g}-point drop changes at least {target:g}% of the answers, so the runs cannot agree on "
         f"more than {best:g} of them; at agreement {best:g} the paired n is "
-        f"{paired_min_samples(target, best, alpha, beta)}"
+        f"{paired_min_samples(target, best, alpha, beta, model='split')}"
     )
 
 
@@ -175,8 +197,8 @@ def _savings(args: argparse.Namespace) -> int:
     unpaired_n = min_samples_for_theta(target, sigma, alpha, beta)
     paired_rows = []
     for a in agreements:
-        feasible = paired_feasible(target, a)
-        n = paired_min_samples(target, a, alpha, beta) if feasible else None
+        feasible = paired_feasible(target, a, args.regression_model)
+        n = paired_min_samples(target, a, alpha, beta, model=args.regression_model) if feasible else None
         paired_rows.append(
             {"agreement": a, "num_samples": n, "feasible": feasible, "ratio": unpaired_n / n if n else None}
         )
@@ -186,6 +208,7 @@ def _savings(args: argparse.Namespace) -> int:
         "alpha": alpha,
         "beta": beta,
         "unpaired_num_samples": unpaired_n,
+        "regression_model": args.regression_model,
         "paired": paired_rows,
     }
     if args.json:
@@ -200,12 +223,11 @@ def _savings(args: argparse.Namespace) -> int:
         else:
             print(f"{'paired':<9} {row['agreement']:>9.2f} {'n/a*':>11}")
     print(f"unpaired: TensorRT-LLM's test, sigma {sigma:g}, runs treated as independent.")
-    print(
-        "paired: McNemar's exact test on the same samples of a 0/100 metric, where agreement is the fraction of "
-        "samples both runs score the same (theta = 100 (k sqrt((1 - agreement) / n) + 1 / n), k = |z(alpha)| + |z(beta)|)."
-    )
+    print("paired: McNemar's exact test on the same samples of a 0/100 metric, where agreement is the fraction of "
+          "samples both runs score the same; " + _MODEL_TEXT[args.regression_model] + ".")
     if not all(row["feasible"] for row in paired_rows):
-        print("* " + _infeasible_note(target, max(r["agreement"] for r in paired_rows), alpha, beta)[len("note: "):])
+        print("* " + _infeasible_note(target, max(r["agreement"] for r in paired_rows), alpha, beta,
+                                      args.regression_model)[len("note: "):])
     return 0
 
 

@@ -6,14 +6,15 @@ Model: ``n`` questions, binary per-sample correctness (0/100).
   Bernoulli runs, with accuracy ``p_ref`` and ``p_ref - true_drop / 100``. The new run is judged
   with :func:`runner.stats.compute_threshold` at ``sigma`` (50, as TensorRT-LLM does): an alarm
   is raised when ``score < threshold``.
-* **paired**: the reference run is Bernoulli(``p_ref``) per question. The new run agrees with it
-  except on a random fraction ``1 - agreement`` of the questions: a question the reference got
-  right is lost with probability ``b / p_ref`` and a question it got wrong is won with probability
-  ``c / (1 - p_ref)``, where ``b = (d + delta) / 2`` and ``c = (d - delta) / 2`` are the
-  expected discordant fractions (``d = 1 - agreement``, ``delta = true_drop / 100``). So the new
-  accuracy is ``p_ref - delta`` and the agreement ``1 - d`` in expectation. The decision is
-  McNemar's exact test (:func:`runner.paired.mcnemar_exact`, through the same tail function,
-  vectorized over trials).
+* **paired**: the reference run is Bernoulli(``p_ref``) per question. A question the reference
+  got right is lost with probability ``b / p_ref`` and one it got wrong is won with probability
+  ``c / (1 - p_ref)``, where ``b`` and ``c`` are the expected discordant fractions of the
+  regression model (:data:`runner.paired.REGRESSION_MODELS`; ``d = 1 - agreement``,
+  ``delta = true_drop / 100``): ``added`` (default), ``b = d/2 + delta`` and ``c = d/2``, the
+  healthy disagreements plus the regression's flips; ``split``, ``b = (d + delta)/2`` and
+  ``c = (d - delta)/2``. The new accuracy is ``p_ref - delta`` in expectation either way. The
+  decision is McNemar's exact test (:func:`runner.paired.mcnemar_exact`, through the same tail
+  function, vectorized over trials).
 
 The false-alarm rate is the alarm rate at ``true_drop = 0`` (promise: at most alpha); the power
 is the alarm rate at ``true_drop = theta`` (promise: at least ``1 - beta``).
@@ -30,7 +31,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from runner.paired import _upper_tail_half, paired_theta
+from runner.paired import REGRESSION_MODELS, _upper_tail_half, paired_theta
 from runner.stats import compute_theta, scale, z
 
 DESIGNS = ("unpaired", "paired")
@@ -91,7 +92,8 @@ class SimResult:
 
 
 def design_theta(
-    design: str, n: int, agreement: float | None, alpha: float, beta: float, sigma: float = 50.0, *, continuity: bool = True
+    design: str, n: int, agreement: float | None, alpha: float, beta: float, sigma: float = 50.0, *, continuity: bool = True,
+    model: str = "added",
 ) -> float:
     """Theta of a design at ``n``: TensorRT-LLM's for unpaired, McNemar's for paired."""
     if design == "unpaired":
@@ -99,15 +101,18 @@ def design_theta(
     if design == "paired":
         if agreement is None:
             raise ValueError("the paired design needs an agreement rate")
-        return paired_theta(n, agreement, alpha, beta, continuity=continuity)
+        return paired_theta(n, agreement, alpha, beta, continuity=continuity, model=model)
     raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
 
 
-def paired_flip_probabilities(p_ref: float, agreement: float, true_drop: float) -> tuple[float, float]:
-    """``(P(lose | reference right), P(win | reference wrong))`` giving the drop at that agreement."""
+def paired_flip_probabilities(p_ref: float, agreement: float, true_drop: float,
+                              model: str = "added") -> tuple[float, float]:
+    """``(P(lose | reference right), P(win | reference wrong))`` giving the drop under the regression model."""
+    if model not in REGRESSION_MODELS:
+        raise ValueError(f"model must be one of {REGRESSION_MODELS}, got {model!r}")
     d = 1.0 - agreement
     delta = true_drop / 100.0
-    b, c = (d + delta) / 2.0, (d - delta) / 2.0
+    b, c = ((d + delta) / 2.0, (d - delta) / 2.0) if model == "split" else (d / 2.0 + delta, d / 2.0)
     if c < -1e-12:
         raise ValueError(
             f"a drop of {true_drop:g} points needs at least {true_drop:g}% of answers to change, "
@@ -136,13 +141,14 @@ def _alarms_paired(ref, new, alpha: float):  # noqa: ANN001, ANN202 - numpy arra
     return _upper_tail_half(b, b + c) < alpha
 
 
-def _draw(design: str, rng, k: int, n: int, p_ref: float, agreement: float | None, true_drop: float):  # noqa: ANN001, ANN202
+def _draw(design: str, rng, k: int, n: int, p_ref: float, agreement: float | None, true_drop: float,  # noqa: ANN001, ANN202
+          model: str = "added"):
     """``k`` simulated (reference, new) pairs of boolean correctness arrays, shape ``(k, n)``."""
     ref = rng.random((k, n)) < p_ref
     if design == "unpaired":
         new = rng.random((k, n)) < p_ref - true_drop / 100.0
     else:
-        lose, win = paired_flip_probabilities(p_ref, agreement, true_drop)  # type: ignore[arg-type]
+        lose, win = paired_flip_probabilities(p_ref, agreement, true_drop, model)  # type: ignore[arg-type]
         u = rng.random((k, n))
         new = (ref & (u >= lose)) | (~ref & (u < win))
     return ref, new
@@ -161,13 +167,14 @@ def simulate(
     *,
     sigma: float = 50.0,
     continuity: bool = True,
+    model: str = "added",
 ) -> SimResult:
     """Alarm rate of ``design`` over ``trials`` seeded comparisons of ``n`` binary samples.
 
     ``p_ref`` is the reference accuracy as a probability (0-1); ``true_drop`` is in points
     (0-100 scale), like theta. ``agreement`` is used by the paired design only (the unpaired
     runs are independent). ``sigma`` is the unpaired test's sigma; ``continuity`` only affects
-    the reported paired theta.
+    the reported paired theta; ``model`` is the paired regression model.
     """
     import numpy as np
 
@@ -185,15 +192,15 @@ def simulate(
     else:
         if agreement is None or not 0.0 <= agreement < 1.0:
             raise ValueError(f"the paired design needs an agreement rate in [0, 1), got {agreement!r}")
-        paired_flip_probabilities(p_ref, agreement, true_drop)  # validates the combination
-    theta = design_theta(design, n, agreement, alpha, beta, sigma, continuity=continuity)
+        paired_flip_probabilities(p_ref, agreement, true_drop, model)  # validates the combination
+    theta = design_theta(design, n, agreement, alpha, beta, sigma, continuity=continuity, model=model)
     rng = np.random.default_rng(seed)
     chunk = max(1, _CHUNK_CELLS // n)
     alarms = 0
     done = 0
     while done < trials:
         k = min(chunk, trials - done)
-        ref, new = _draw(design, rng, k, n, p_ref, agreement, true_drop)
+        ref, new = _draw(design, rng, k, n, p_ref, agreement, true_drop, model)
         hit = _alarms_unpaired(ref, new, alpha, sigma) if design == "unpaired" else _alarms_paired(ref, new, alpha)
         alarms += int(np.count_nonzero(hit))
         done += k
@@ -239,6 +246,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="paired: test the power at the normal-approximation theta without the 1/n continuity term",
     )
+    p.add_argument("--regression-model", choices=REGRESSION_MODELS, default="added",
+                   help="paired: added (default: the regression's flips come on top of the healthy agreement) or "
+                        "split (the agreement holds under the regression)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     return p
 
@@ -256,9 +266,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for design in designs:
             for n in args.n:
                 agreement = args.agreement if design == "paired" else None
-                theta = design_theta(design, n, agreement, args.alpha, args.beta, args.sigma, continuity=not args.plain_theta)
+                theta = design_theta(design, n, agreement, args.alpha, args.beta, args.sigma,
+                                     continuity=not args.plain_theta, model=args.regression_model)
                 common = dict(alpha=args.alpha, beta=args.beta, trials=args.trials, seed=args.seed, sigma=args.sigma,
-                              continuity=not args.plain_theta)
+                              continuity=not args.plain_theta, model=args.regression_model)
                 null = simulate(design, n, args.p_ref, agreement, 0.0, **common)
                 alt = simulate(design, n, args.p_ref, agreement, theta, **common)
                 rows.append(
@@ -285,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "trials": args.trials,
         "seed": args.seed,
         "paired_theta": "plain" if args.plain_theta else "continuity-corrected",
+        "regression_model": args.regression_model,
     }
     if args.json:
         print(json.dumps({"settings": settings, "results": rows}))

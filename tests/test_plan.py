@@ -169,7 +169,8 @@ def hand_paired_theta(n: int, agreement: float) -> float:
 
 
 def test_table_paired_json() -> None:
-    res = plan("--num-samples-total", "4096", "--design", "paired", "--agreement", "0.95", "--target-theta", "3", "--json")
+    res = plan("--num-samples-total", "4096", "--design", "paired", "--agreement", "0.95", "--target-theta", "3", "--json",
+               "--regression-model", "split")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["design"] == "paired" and out["agreement"] == 0.95
@@ -192,7 +193,8 @@ def test_table_paired_json() -> None:
 
 
 def test_table_paired_human() -> None:
-    res = plan("--num-samples-total", "1024", "--design", "paired", "--agreement", "0.9", "--target-theta", "3")
+    res = plan("--num-samples-total", "1024", "--design", "paired", "--agreement", "0.9", "--target-theta", "3",
+               "--regression-model", "split")
     assert res.returncode == 0, res.stderr
     assert "paired-theta" in res.stdout and "threshold-reference" in res.stdout
     assert "3435 unpaired, 753 paired" in res.stdout
@@ -208,7 +210,7 @@ def test_table_explicit_unpaired_json_unchanged() -> None:
 
 
 def test_savings_json() -> None:
-    res = plan("--savings", "--json")
+    res = plan("--savings", "--json", "--regression-model", "split")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert (out["target_theta"], out["sigma"], out["alpha"], out["beta"]) == (3.0, 50.0, 0.05, 0.2)
@@ -225,11 +227,11 @@ def test_savings_json() -> None:
 
 
 def test_savings_human() -> None:
-    res = plan("--savings")
+    res = plan("--savings", "--regression-model", "split")
     assert res.returncode == 0, res.stderr
     for text in ("3435", "753", "408", "n/a", "0.97"):
         assert text in res.stdout
-    res = plan("--savings", "--agreement", "0.97", "--target-theta", "3")
+    res = plan("--savings", "--agreement", "0.97", "--target-theta", "3", "--regression-model", "split")
     assert res.returncode == 0 and "269" in res.stdout and "n/a" not in res.stdout
 
 
@@ -250,3 +252,18 @@ def test_paired_usage_errors_exit_2(args: tuple[str, ...]) -> None:
     res = plan(*args)
     assert res.returncode == 2
     assert "Traceback" not in res.stderr
+
+
+def test_default_plan_models_the_regression_as_added_flips() -> None:
+    """From a healthy agreement of 0.95, theta 3 needs about 600 samples, not the 408 of the split model;
+    the figure is checked against the exact power of McNemar's test."""
+    from runner.paired import mcnemar_power
+
+    res = plan("--num-samples-total", "4096", "--design", "paired", "--agreement", "0.95", "--target-theta", "3", "--json")
+    out = json.loads(res.stdout)
+    assert out["regression_model"] == "added"
+    n = out["paired_min_num_samples"]
+    assert 580 <= n <= 640
+    assert mcnemar_power(n, 0.95, 3.0, 0.05) >= 0.8 > mcnemar_power(408, 0.95, 3.0, 0.05)
+    text = plan("--savings", "--target-theta", "3").stdout
+    assert "regression model 'added'" in text

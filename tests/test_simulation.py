@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.paired import mcnemar_exact, paired_theta
+from runner.paired import mcnemar_exact, mcnemar_power, paired_min_samples, paired_theta
 from runner.simulate import _alarms_paired, _alarms_unpaired, _draw, simulate
-from runner.stats import HypothesisParams, compute_theta, decide
+from runner.stats import HypothesisParams, compute_theta, decide, min_samples_for_theta
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA, BETA = 0.05, 0.2
@@ -63,19 +63,52 @@ def test_unpaired_is_conservative_away_from_half() -> None:
     assert null.rate <= ALPHA + tol(ALPHA)
 
 
-def test_paired_model_hits_its_targets() -> None:
+def test_paired_models_hit_their_targets() -> None:
     rng = np.random.default_rng(5)
     drop = 2.0
-    ref, new = _draw("paired", rng, 400, 1024, 0.65, AGREEMENT, drop)
-    assert (ref == new).mean() == pytest.approx(AGREEMENT, abs=0.002)
+    ref, new = _draw("paired", rng, 400, 1024, 0.65, AGREEMENT, drop, "split")
+    assert (ref == new).mean() == pytest.approx(AGREEMENT, abs=0.002)  # split: the agreement holds
     assert 100 * (ref.mean() - new.mean()) == pytest.approx(drop, abs=0.1)
     assert ref.mean() == pytest.approx(0.65, abs=0.003)
+    ref, new = _draw("paired", rng, 400, 1024, 0.65, AGREEMENT, drop, "added")
+    assert (ref == new).mean() == pytest.approx(AGREEMENT - drop / 100, abs=0.002)  # added: flips on top
+    assert 100 * (ref.mean() - new.mean()) == pytest.approx(drop, abs=0.1)
+
+
+@pytest.mark.parametrize("n", [256, 1024, 4096])
+@pytest.mark.parametrize("agreement", [0.90, 0.95, 0.98])
+def test_planned_theta_has_its_power_exactly_and_needs_the_continuity_term(n: int, agreement: float) -> None:
+    """Exact power (no Monte Carlo noise) of McNemar's exact test at the planned theta, under the
+    added-flips model: at least 1 - beta, and below it at every n without the 1/n continuity term."""
+    theta = paired_theta(n, agreement, ALPHA, BETA)
+    assert mcnemar_power(n, agreement, theta, ALPHA) >= 1 - BETA
+    plain = paired_theta(n, agreement, ALPHA, BETA, continuity=False)
+    assert mcnemar_power(n, agreement, plain, ALPHA) < 1 - BETA
+
+
+def test_planning_from_healthy_agreement_needs_more_samples_than_the_split_model_promised() -> None:
+    """The split model plans n = 408 for theta 3 at agreement 0.95; if the regression adds flips on top
+    of a healthy agreement of 0.95, that n has exact power 0.645 only."""
+    split_n = paired_min_samples(3.0, 0.95, ALPHA, BETA, model="split")
+    assert split_n == 408
+    assert mcnemar_power(408, 0.95, 3.0, ALPHA, "added") == pytest.approx(0.645, abs=0.001)
+    n = paired_min_samples(3.0, 0.95, ALPHA, BETA)  # added model
+    assert 580 <= n <= 640 and mcnemar_power(n, 0.95, 3.0, ALPHA) >= 1 - BETA
+    assert mcnemar_power(n - 40, 0.95, 3.0, ALPHA) < 1 - BETA
+    assert min_samples_for_theta(3.0, 50.0, ALPHA, BETA) / n > 5  # still several times fewer than unpaired
+
+
+def test_exact_power_agrees_with_the_simulation() -> None:
+    n, drop = 512, 2.5
+    exact = mcnemar_power(n, AGREEMENT, drop, ALPHA)
+    sim = simulate("paired", n, 0.6, AGREEMENT, drop, ALPHA, BETA, 4000, seed=17)
+    assert abs(sim.rate - exact) <= 4 * math.sqrt(exact * (1 - exact) / 4000), (sim.rate, exact)
 
 
 def test_vectorized_decisions_match_the_tests() -> None:
     rng = np.random.default_rng(9)
     n = 256
-    ref, new = _draw("paired", rng, 60, n, 0.6, 0.9, paired_theta(n, 0.9, ALPHA, BETA))
+    ref, new = _draw("paired", rng, 60, n, 0.6, 0.9, paired_theta(n, 0.9, ALPHA, BETA, model="split"), "split")
     fast = _alarms_paired(ref, new, ALPHA)
     slow = [not mcnemar_exact(r * 100.0, w * 100.0, ALPHA, BETA).passed for r, w in zip(ref, new)]
     assert fast.tolist() == slow and 0 < sum(slow) < 60
@@ -92,7 +125,7 @@ def test_seeded_and_validated() -> None:
     assert a.alarms == b.alarms and a.se == pytest.approx(math.sqrt(a.rate * (1 - a.rate) / 300))
     json.dumps(a.to_dict())
     with pytest.raises(ValueError, match="answers to change"):
-        simulate("paired", 512, 0.6, 0.98, 3.0, trials=10)  # a 3-point drop cannot keep 98% agreement
+        simulate("paired", 512, 0.6, 0.98, 3.0, trials=10, model="split")  # a 3-point drop cannot keep 98% agreement
     with pytest.raises(ValueError):
         simulate("paired", 512, 0.6, None, 0.0, trials=10)
     with pytest.raises(ValueError):
@@ -104,7 +137,7 @@ def test_seeded_and_validated() -> None:
 def test_cli_json() -> None:
     res = subprocess.run(
         [sys.executable, "-m", "runner.simulate", "--design", "both", "--n", "256", "--agreement", "0.95",
-         "--trials", "200", "--json"],
+         "--trials", "200", "--json", "--regression-model", "split"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert res.returncode == 0, res.stderr
