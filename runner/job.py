@@ -168,7 +168,8 @@ def _evaluate(cfg: DictConfig, task: Any, model: Any, quant: Any, defaults: Hypo
         from runner.decision import RunProvenance
 
         gates = evaluator.extra_gates(metrics, reference) if hasattr(evaluator, "extra_gates") else []
-        decision = decide_against(reference, ref_dir, scored, score, params, cfg.stats, task.chance_level, task.metric,
+        chance = evaluator.chance_level(samples) if hasattr(evaluator, "chance_level") else task.chance_level
+        decision = decide_against(reference, ref_dir, scored, score, params, cfg.stats, chance, task.metric,
                                   RunProvenance(cfg.seed, getattr(evaluator, "source_used", None)), gates)
         notes += decision.notes
     record_path = None

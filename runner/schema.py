@@ -76,18 +76,21 @@ class TaskConfig:
     max_batch_size: int = 128
     apply_chat_template: bool = False
     system_prompt: Optional[str] = None
-    chance_level: Optional[float] = None  # score of a guessing model (warns when the reference is near it)
+    # score of a guessing model, or the metric's floor (warns when the reference is near it); every task declares it
+    chance_level: Optional[float] = MISSING
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
 
 
 @dataclass
 class MMLUTaskConfig(TaskConfig):
-    scoring: str = "generate"  # generate (first letter of the output, as upstream) | loglikelihood
+    chance_level: Optional[float] = 25.0  # four options
+    scoring: str = "generate"  # generate (upstream's: the stripped output starts with the gold letter) | loglikelihood
     num_fewshot: int = 5
 
 
 @dataclass
 class GSM8KTaskConfig(TaskConfig):
+    chance_level: Optional[float] = 0.0  # free-form numbers
     num_fewshot: int = 5  # solved problems drawn per question, lm-eval's way (upstream: 5)
     stop: list[str] = field(default_factory=lambda: ["Question:", "</s>", "<|im_end|>"])
     # Split the examples are drawn from: auto (train; the evaluated split when the source holds only
@@ -97,6 +100,7 @@ class GSM8KTaskConfig(TaskConfig):
 
 @dataclass
 class GPQATaskConfig(TaskConfig):
+    chance_level: Optional[float] = 25.0  # four options
     extraction: str = "strict"  # strict (first "Answer: X", upstream's) | flexible (last statement, else last letter)
     stop: list[str] = field(default_factory=list)
 
@@ -112,6 +116,7 @@ class SandboxConfig:
 
 @dataclass
 class HumanEvalTaskConfig(TaskConfig):
+    chance_level: Optional[float] = 0.0  # the metric's floor
     # Cut points of a completion before it is executed (the Codex paper's set); the backend is not
     # asked to stop there, so ROUGE sees the whole output as upstream's does.
     stop: list[str] = field(default_factory=lambda: ["\nclass", "\ndef", "\n#", "\nif", "\nprint"])
@@ -121,6 +126,7 @@ class HumanEvalTaskConfig(TaskConfig):
 
 @dataclass
 class PasskeyTaskConfig(TaskConfig):
+    chance_level: Optional[float] = 0.0  # a 5-digit key is not guessed
     length: int = 4096  # the level in tokens: picks num_noise/noise_step (see evaluators/passkey.py)
     num_noise: Optional[int] = None  # filler lines per prompt; None: the level's (upstream's table)
     noise_step: Optional[int] = None  # filler lines between successive depths; None: the level's
@@ -130,6 +136,7 @@ class PasskeyTaskConfig(TaskConfig):
 
 @dataclass
 class CNNDailyMailTaskConfig(TaskConfig):
+    chance_level: Optional[float] = 0.0  # ROUGE's floor
     # which part of a too-long article gives way (the " TL;DR:" cue always stays): article_start
     # (upstream's: the prompt's last max_input_len tokens, after BOS) | article_end
     truncation: str = "article_start"
@@ -141,6 +148,7 @@ class CNNDailyMailTaskConfig(TaskConfig):
 
 @dataclass
 class JsonModeTaskConfig(TaskConfig):
+    chance_level: Optional[float] = 0.0  # exact match of a JSON object
     # Schema-constrained decoding: auto (the backend's library; free generation on hf when none is
     # installed) | none (free generation, validated afterwards) | a library: lm-format-enforcer (hf),
     # xgrammar or llguidance (TensorRT-LLM)
@@ -151,6 +159,7 @@ class JsonModeTaskConfig(TaskConfig):
 @dataclass
 class PerplexityTaskConfig(TaskConfig):
     """Per-token perplexity of whole documents (evaluators/perplexity.py)."""
+    chance_level: Optional[float] = None  # no guessing level for perplexity
 
     metric: str = "perplexity"
     higher_is_better: bool = False
@@ -162,6 +171,7 @@ class PerplexityTaskConfig(TaskConfig):
 @dataclass
 class ScoreTaskConfig(TaskConfig):
     """SCORE robustness (evaluators/score/): one sample per question, one request per variant."""
+    chance_level: Optional[float] = None  # by the questions' option counts (ScoreEvaluator.chance_level)
 
     dataset: str = "mmlu_pro"  # type: ignore[assignment]  # mmlu_pro | agieval | math (not a DatasetConfig)
     robustness: str = MISSING  # prompt | option_order | non_greedy

@@ -175,6 +175,47 @@ def test_mmlu_pro_accuracy_is_macro_over_categories_and_gate_is_micro():
     assert m["consistency_rate"] == 100.0 and m["accuracy_range"] == 0.0
 
 
+def test_macro_and_micro_differ_with_unequal_categories_and_nonzero_accuracies():
+    """math: 1 of 2 right; biology: 1 of 1 right (the other biology question left out).
+    Macro over categories = (50 + 100) / 2 = 75; micro over questions = 2 / 3 = 66.67."""
+    ev = evaluator("mmlu_pro", "prompt")
+    right = {"math/101", "biology/102"}
+    _, scored = run_canned(ev, lambda s, v: f"The best answer is {v['gold'] if s.id in right else 'Z'}")
+    kept = [s for s in scored if s.sample_id != "biology/104"]
+    m = ev.aggregate(kept)
+    assert m["0_macro_accuracy"] == pytest.approx(75.0)
+    assert m["accuracy"] == pytest.approx(200.0 / 3)
+
+
+def test_chance_level_follows_the_option_counts():
+    """AGIEval: aqua_rat and the LSAT subsets have 5 options, logiqa_en and the SAT subsets 4; the
+    fixture holds 5 questions of the first kind and 3 of the second: (5 x 20 + 3 x 25) / 8."""
+    ev = evaluator("agieval", "prompt")
+    assert ev.chance_level(ev.samples(100, 0)) == pytest.approx(175 / 8)
+    math_ev = evaluator("math", "prompt")
+    assert math_ev.chance_level(math_ev.samples(100, 0)) == 0.0
+
+
+def test_bootstrap_se_matches_an_independent_computation():
+    """The question-level bootstrap of the consistency rate, recomputed here from its definition with the
+    same seeded generator: resample question indices, ratio of sums, sample standard deviation."""
+    import numpy as np
+
+    agree, pairs = [45, 0, 20, 45, 10, 30, 7], [45, 45, 45, 45, 45, 45, 10]
+    got = bootstrap_ratio(agree, pairs, 4000, 11, 0.9)
+    rng = np.random.default_rng(11)
+    ratios = []
+    for row in rng.integers(0, len(agree), size=(4000, len(agree))):
+        ratios.append(100.0 * sum(agree[i] for i in row) / sum(pairs[i] for i in row))
+    assert got.se == pytest.approx(float(np.std(ratios, ddof=1)), rel=1e-12)
+    assert (got.low, got.high) == pytest.approx((np.quantile(ratios, 0.05), np.quantile(ratios, 0.95)), rel=1e-12)
+    # and the delta-method standard error of a ratio estimator agrees to within the bootstrap's noise
+    a, p = np.array(agree, float), np.array(pairs, float)
+    r = a.sum() / p.sum()
+    delta_se = 100.0 * np.sqrt(np.sum((a - r * p) ** 2) / (len(a) - 1) * len(a)) / p.sum()
+    assert got.se == pytest.approx(delta_se, rel=0.15)
+
+
 def test_bootstrap_is_seeded_and_brackets_the_value():
     agree, pairs = [45, 0, 20, 45, 10, 30], [45] * 6
     a = bootstrap_ratio(agree, pairs, 500, 3, 0.95)

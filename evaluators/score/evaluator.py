@@ -128,6 +128,7 @@ class ScoreEvaluator:
             vs = self.variants(q)
             out.append(Sample(id=q.id, prompt=vs[0].prompt, target=q.answer, meta={
                 "group": q.group, "question_id": q.question_id, "answer_index": q.answer_index,
+                "num_options": len(q.options),
                 "variants": [{"key": v.key, "prompt": v.prompt, "gold": v.gold, "options_format": v.options_format,
                               "forced": v.forced, "seed": v.seed} for v in vs],
             }))
@@ -198,6 +199,12 @@ class ScoreEvaluator:
                 "num_questions": float(len(scored)),
                 "num_generations": float(sum(len(s.meta["variants"]) for s in scored))}
         return out
+
+    def chance_level(self, samples: Sequence[Sample]) -> float:
+        """A guessing model's accuracy on these questions: the mean of 100 / options (MMLU-Pro has up to 10,
+        AGIEval 4 or 5 by subset), 0 for free-form MATH answers."""
+        counts = [s.meta["num_options"] for s in samples]
+        return sum(100.0 / k for k in counts if k) / len(counts) if counts else 0.0
 
     # ------------------------------------------------------------------ the second gate (runner/job.py hook)
     def extra_gates(self, result: dict[str, float], reference: Any) -> list[Any]:
