@@ -45,11 +45,11 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     assert decision is not None and decision.passed and decision.verdict.passed
     assert decision.verdict.reference == pytest.approx(recorded.score, abs=1e-4)
     # the reference kept per-sample scores for the same samples: the paired test decides
-    assert decision.method == "paired" and decision.paired.discordant == (0, 0)
+    assert decision.rule == "paired" and decision.paired.discordant == (0, 0)
 
     # a quantized spec against the unquantized baseline: paired, with its discordant counts logged
     quantized = run(compose([*common, "quant=w8a16", "reference.against=baseline", f"output_dir={tmp_path / 'q'}"]))
-    assert quantized.spec.quant_algo == "W8A16" and quantized.decision.method == "paired"
+    assert quantized.spec.quant_algo == "W8A16" and quantized.decision.rule == "paired"
     b, c = quantized.decision.paired.discordant
     q_metrics = MlflowClient(tracking_uri=mlflow_server).get_run(quantized.run_id).data.metrics
     assert q_metrics["paired_discordant_b"] == b and q_metrics["paired_discordant_c"] == c
@@ -64,11 +64,13 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     assert mlrun.info.status == "FINISHED"
     assert mlrun.info.run_name == "smollm2_135m-none-mmlu"
     metrics = mlrun.data.metrics
-    for key in ("score", "accuracy", "reference", "threshold", "theta", "num_samples", "passed", "margin",
-                "paired_p_value", "paired_discordant_b"):
+    for key in ("score", "accuracy", "reference", "threshold", "theta", "num_samples", "passed", "room",
+                "p_value", "diff_ci_low", "diff_ci_high", "paired_p_value", "paired_discordant_b"):
         assert key in metrics, key
     assert metrics["passed"] == 1.0 and metrics["score"] == pytest.approx(checked.score)
-    assert metrics["margin"] == pytest.approx(metrics["score"] - metrics["threshold"])
+    assert metrics["room"] == pytest.approx(metrics["score"] - metrics["threshold"])
+    assert metrics["p_value"] == metrics["paired_p_value"] == 1.0  # identical answers: difference 0, p 1
+    assert metrics["diff_ci_low"] <= 0.0 <= metrics["diff_ci_high"]
     params = mlrun.data.params
     assert params["task.num_fewshot"] == "2" and params["model.hf_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
     tags = mlrun.data.tags
@@ -98,3 +100,20 @@ def test_cli_exits_with_the_regression_status(tmp_path):
     assert report["verdict"]["passed"] is False and report["num_evaluated"] == 7
     assert report["decided_by"] == "unpaired"  # no per-sample reference scores in this entry
     assert os.path.exists(out_dir / "samples.jsonl")
+
+
+def test_one_n_in_every_output(tmp_path, mlflow_server, monkeypatch):
+    """task.num_samples=1 on two subjects evaluates one question per subject (the per-subject rule rounds
+    up): 2 samples, said before any compute, and the same n in the report, report.json and MLflow."""
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.chdir(tmp_path)
+    out = run(compose([*SMALL, "task.num_samples=1", "reference.mode=skip", f"tracking.tracking_uri={mlflow_server}",
+                       "tracking.experiment=e2e-n", f"output_dir={tmp_path / 'n'}"]))
+    report = (tmp_path / "n" / "report.txt").read_text()
+    assert "on 2 samples" in report and "theta at n=2:" in report
+    assert "2 samples are evaluated, not 1" in report
+    payload = json.loads((tmp_path / "n" / "report.json").read_text())
+    assert payload["num_evaluated"] == 2
+    metrics = MlflowClient(tracking_uri=mlflow_server).get_run(out.run_id).data.metrics
+    assert metrics["num_samples"] == metrics["num_evaluated"] == 2.0

@@ -269,33 +269,35 @@ def hand_theta(n: int, agreement: float, continuity: bool = True) -> float:
 
 
 def test_paired_theta_hand_arithmetic() -> None:
+    """The split model (the agreement holds under the regression): the closed form."""
     # 100 * 2.4864748 * sqrt(0.05 / 1024) = 248.64748 * 0.0069877 = 1.7374771; continuity adds 100 / 1024
-    assert paired_theta(1024, 0.95, 0.05, 0.2, continuity=False) == pytest.approx(1.7374771, abs=TOL)
-    assert paired_theta(1024, 0.95, 0.05, 0.2) == pytest.approx(1.7374771 + 0.09765625, abs=TOL)
+    assert paired_theta(1024, 0.95, 0.05, 0.2, continuity=False, model="split") == pytest.approx(1.7374771, abs=TOL)
+    assert paired_theta(1024, 0.95, 0.05, 0.2, model="split") == pytest.approx(1.7374771 + 0.09765625, abs=TOL)
     # 100 * 2.4864748 * sqrt(0.1 / 4096) = 248.64748 * 0.0049411 = 1.2285818
-    assert paired_theta(4096, 0.90, 0.05, 0.2, continuity=False) == pytest.approx(1.2285818, abs=TOL)
+    assert paired_theta(4096, 0.90, 0.05, 0.2, continuity=False, model="split") == pytest.approx(1.2285818, abs=TOL)
     for n, a in ((256, 0.95), (512, 0.98), (4096, 0.9)):
-        assert paired_theta(n, a, 0.05, 0.2) == pytest.approx(hand_theta(n, a), abs=TOL)
+        assert paired_theta(n, a, 0.05, 0.2, model="split") == pytest.approx(hand_theta(n, a), abs=TOL)
 
 
 def test_paired_min_samples_plain_closed_form() -> None:
     # n >= (1 - A) * (100 K / T)^2: 0.10 * (248.64748 / 3)^2 = 686.95 -> 687; 0.05 -> 343.48 -> 344
-    assert paired_min_samples(3, 0.90, 0.05, 0.2, continuity=False) == 687
-    assert paired_min_samples(3, 0.95, 0.05, 0.2, continuity=False) == 344
-    assert paired_min_samples(3, 0.98, 0.05, 0.2, continuity=False) == 138  # 137.39 -> 138
+    assert paired_min_samples(3, 0.90, 0.05, 0.2, continuity=False, model="split") == 687
+    assert paired_min_samples(3, 0.95, 0.05, 0.2, continuity=False, model="split") == 344
+    assert paired_min_samples(3, 0.98, 0.05, 0.2, continuity=False, model="split") == 138  # 137.39 -> 138
 
 
 @pytest.mark.parametrize(("agreement", "expected"), [(0.90, 753), (0.95, 408), (0.97, 269)])
 def test_paired_min_samples_with_continuity(agreement: float, expected: int) -> None:
-    n = paired_min_samples(3, agreement, 0.05, 0.2)
+    n = paired_min_samples(3, agreement, 0.05, 0.2, model="split")
     assert n == expected
     assert hand_theta(n, agreement) <= 3 < hand_theta(n - 1, agreement)
     assert n < 3435  # the unpaired n for theta 3 at sigma 50
 
 
 def test_paired_feasible() -> None:
-    assert paired_feasible(3, 0.97) and paired_feasible(3, 0.95)
-    assert not paired_feasible(3, 0.98)  # a 3-point drop needs 3% of answers to change
+    assert paired_feasible(3, 0.97, "split") and paired_feasible(3, 0.95, "split")
+    assert not paired_feasible(3, 0.98, "split")  # a 3-point drop needs 3% of answers to change
+    assert paired_feasible(3, 0.98)  # added model: the flips come on top of the agreement
 
 
 def test_planning_rejects_bad_agreement() -> None:
