@@ -1,11 +1,22 @@
-"""JSON mode eval (NousResearch/json-mode-eval) as TensorRT-LLM's accuracy suite runs it.
+"""JSON mode eval (NousResearch/json-mode-eval) as TensorRT-LLM's accuracy suite runs it
+(tensorrt_llm/evaluate/json_mode_eval.py with the arguments of accuracy_core.py's ``JsonModeEval``;
+the same in TensorRT-LLM 1.0-1.2 and main).
 
-Each row is a chat whose system turn holds a JSON Schema, the schema itself, and the expected
-object. The chat goes through the model's chat template (required, as upstream) and generation
-is constrained to the schema (``task.guided_decoding``; TensorRT-LLM: xgrammar through
-``GuidedDecodingParams(json=schema)``; hf: lm-format-enforcer). A sample scores 100 when the output
-parses as JSON, validates against the schema (``jsonschema``) and equals the expected object;
-0 otherwise. The aggregate also reports the parse rate and the schema-valid rate.
+Data: the ``train`` split (100 rows) in the Hub's row order; each row is a chat whose system turn
+(the dataset's own text) holds the JSON Schema, plus the schema and the expected object. Subset: the
+first n rows after ``Dataset.shuffle(seed)`` (upstream: seed 0, n = 100, i.e. every row).
+
+Request: the row's chat through the model's chat template (required, as upstream); upstream passes
+no system prompt, and a ``task.system_prompt`` is put in front of the row's own system turn, as
+upstream's ``do_apply_chat_template`` does (a deviation, keyed). Generation is greedy up to
+``max_output_len`` (512) tokens, the prompt cut to its last ``max_input_len`` (1024) tokens, and
+constrained to the row's schema (``task.guided_decoding``; TensorRT-LLM: ``GuidedDecodingParams(json=
+schema)``, xgrammar or llguidance; hf: lm-format-enforcer).
+
+Score: 100 when ``json.loads`` of the output text succeeds, the value validates against the schema
+(``jsonschema.validate``) and equals ``json.loads`` of the expected completion under Python's ``==``
+(so 1 == 1.0 == True, a quirk kept); 0 otherwise. Metric: the mean (accuracy %). The aggregate also
+reports the parse rate and the schema-valid rate (upstream's logged "grammar accuracy").
 
 Free generation (``guided_decoding=none``, or hf without a constraint library) is another protocol:
 the runner says so in the log and keys references with ``extra_acc_spec`` ``guided_decoding=none``.
@@ -24,10 +35,13 @@ from typing import Any, Sequence
 from evaluators.base import Request, Response, Sample, ScoredSample
 from evaluators.hf_shuffle import shuffled_rows
 from evaluators.hub_or_local import check_source, load_rows
+from evaluators.protocol import short_hash
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError, DataError
 
 log = logging.getLogger("runner")
+# Upstream's fixed settings (accuracy_core.py JsonModeEval, json_mode_eval.py): deviations go into the key.
+UPSTREAM = {"max_input_len": 1024, "max_output_len": 512, "hub_config": None, "split": "train"}
 FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```$", re.DOTALL)
 
 
@@ -93,9 +107,22 @@ class JsonModeEvaluator:
         return mode == "none"
 
     def extra_acc_spec(self) -> str | None:
-        if not self._free():
-            return None
-        return "guided_decoding=none" + ("" if self.config.strip_code_fences else ",strip_code_fences=false")
+        c = self.config
+        parts = []
+        if self._free():
+            parts.append("guided_decoding=none")
+            if not c.strip_code_fences:
+                parts.append("strip_code_fences=false")
+        for name in ("max_input_len", "max_output_len"):
+            if getattr(c, name) != UPSTREAM[name]:
+                parts.append(f"{name}={getattr(c, name)}")
+        if c.dataset.hub_config != UPSTREAM["hub_config"]:
+            parts.append(f"config={c.dataset.hub_config}")
+        if c.dataset.split != UPSTREAM["split"]:
+            parts.append(f"split={c.dataset.split}")
+        if c.system_prompt:
+            parts.append("system_prompt=" + short_hash(c.system_prompt))
+        return ",".join(parts) or None
 
     # ------------------------------------------------------------------ data
     def samples(self, num_samples: int, seed: int) -> list[Sample]:
@@ -121,7 +148,11 @@ class JsonModeEvaluator:
 
     # ------------------------------------------------------------------ requests and scoring
     def requests(self, sample: Sample) -> list[Request]:
+        """The row's chat, after ``task.system_prompt`` when one is set (upstream prepends it even
+        though every row opens with its own system turn)."""
         messages = tuple((role, content) for role, content in sample.meta["messages"])
+        if self.config.system_prompt:
+            messages = (("system", self.config.system_prompt),) + messages
         return [GenerationRequest(prompt=messages[-1][1], messages=messages, json_schema=sample.meta["schema"],
                                   max_tokens=self.config.max_output_len)]
 

@@ -101,8 +101,13 @@ class GSM8KTaskConfig(TaskConfig):
 @dataclass
 class GPQATaskConfig(TaskConfig):
     chance_level: Optional[float] = 25.0  # four options
+    apply_chat_template: bool = True  # upstream's published GPQA figures were measured with it on
     extraction: str = "strict"  # strict (first "Answer: X", upstream's) | flexible (last statement, else last letter)
-    stop: list[str] = field(default_factory=list)
+    stop: list[str] = field(default_factory=lambda: ["</s>"])  # upstream's task file: until ["</s>"]
+    # Where the instruction comes from: trtllm (TensorRT-LLM's task file, read at run time) | runner
+    # (the project's own wording, key part prompt=runner) | auto (trtllm when the file is found, else runner)
+    prompt_source: str = "auto"
+    trtllm_task_file: Optional[str] = None  # its _gpqa_cot_zeroshot_aa_yaml (or a checkout); None: the installed tensorrt_llm's
 
 
 @dataclass

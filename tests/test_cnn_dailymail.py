@@ -1,13 +1,16 @@
-"""CNN/DailyMail: ROUGE on hand-computed cases, upstream's subset and prompt, truncation, data errors, end to end."""
+"""CNN/DailyMail: ROUGE on hand-computed cases, upstream's aggregation (re-derived through the `evaluate`
+library's seeding and rouge-score's BootstrapAggregator), upstream's subset and literal prompts,
+truncation, data errors, end to end."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 
 from evaluators.base import Sample, ScoredSample
-from evaluators.cnn_dailymail import CUE, CNNDailyMailEvaluator, RougeScorer, prompt_body
+from evaluators.cnn_dailymail import CUE, ROUGE_TYPES, CNNDailyMailEvaluator, RougeScorer, prompt_body
 from runner.backends.base import ChatFormat, GenerationRequest
 from runner.backends.prompting import encode_request
 from runner.errors import ConfigError, DataError
@@ -57,8 +60,8 @@ def test_lsum_splits_summaries_on_newlines_and_stemming_is_optional():
     assert RougeScorer(use_stemmer=True)("running dogs", "run dog")["rouge1"] == 100.0
 
 
-def test_score_and_aggregate_are_means_of_per_sample_f_measures():
-    ev = CNNDailyMailEvaluator(task())
+def test_mean_aggregation_is_the_plain_mean_of_per_sample_f_measures():
+    ev = CNNDailyMailEvaluator(task(aggregation="mean"))
     a = ev.score(Sample("test/0", "x" + CUE, "the cat lay on the rug"), ["the cat sat on the mat"])
     b = ev.score(Sample("test/1", "y" + CUE, "museum reopens"), ["museum reopens"])
     assert a.score == pytest.approx(200 / 3) and b.score == 100.0
@@ -69,6 +72,90 @@ def test_score_and_aggregate_are_means_of_per_sample_f_measures():
     rouge2 = CNNDailyMailEvaluator(task(metric="rouge2"))
     assert rouge2.score(Sample("test/0", "x" + CUE, "the cat lay on the rug"), ["the cat sat on the mat"]).score == \
         pytest.approx(40.0)
+
+
+def upstream_rouge(predictions: list[str], references: list[str], random_seed: int) -> dict[str, float]:
+    """What TensorRT-LLM's CnnDailymail.compute_score returns (x 100), re-derived through the libraries it uses.
+
+    Its Evaluator.__init__ calls np.random.seed(random_seed); evaluate.load then creates the rouge
+    metric, an `evaluate.Metric` whose seed comes from numpy's state and which compute() sets before
+    _compute; that _compute (the Hub's evaluate-metric/rouge, defaults: all four types, no stemmer,
+    aggregator on) scores (reference, prediction) pairs with rouge-score and returns each type's
+    BootstrapAggregator mid F-measure. The metric script itself is fetched from the Hub, so its
+    _compute is restated here; the seeding is evaluate's own code.
+    """
+    import datasets
+    import evaluate
+    import numpy as np
+    from rouge_score import rouge_scorer, scoring
+
+    class Rouge(evaluate.Metric):
+        def _info(self):
+            return evaluate.MetricInfo(description="", citation="", inputs_description="", features=datasets.Features(
+                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}))
+
+        def _compute(self, predictions, references):
+            scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=False)
+            aggregator = scoring.BootstrapAggregator()
+            for ref, pred in zip(references, predictions):
+                aggregator.add_scores(scorer.score(ref, pred))
+            return {k: v.mid.fmeasure for k, v in aggregator.aggregate().items()}
+
+    state = np.random.get_state()
+    try:
+        np.random.seed(random_seed)
+        metric = Rouge(keep_in_memory=True)
+        return {k: 100 * float(v) for k, v in metric.compute(predictions=predictions, references=references).items()}
+    finally:
+        np.random.set_state(state)
+
+
+# canned outputs for the fixture's six articles and one more; per-sample F-measures spread widely
+CANNED = [
+    ("Ellsworth bakery wins a prize for rye bread .", "Ellsworth bakery wins regional prize for its rye bread .\n"
+     "Owner Mara Lind plans to buy a second oven with the award ."),
+    ("Flooding cut off residents", "Flooding cut off about 400 residents of two mountain villages .\n"
+     "Rescue teams delivered food and medicine by boat ."),
+    ("The council approved a cycling path on the old railway line", "Council votes to convert unused railway line "
+     "into a twelve kilometre cycling path .\nConstruction starts next spring ."),
+    ("chess", "Teenage chess player beats three grandmasters at open tournament .\n"
+     "She will play at the junior championship in August ."),
+    ("Seals counted on a sandbank , a record", "Record count of more than two thousand seals on northern sandbank .\n"
+     "Researchers credit cleaner water and fewer fishing nets ."),
+    ("The museum reopens with a new wing", "Museum reopens after two year renovation with new modern art wing .\n"
+     "Entry is free on the first Sunday of each month ."),
+    ("nothing relevant here at all", "Museum reopens after two year renovation ."),
+]
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_bootstrap_aggregation_is_upstreams_evaluate_rouge_score(seed):
+    ev = CNNDailyMailEvaluator(task())
+    ev.samples(3, seed)  # the run seed reaches the aggregation as it does upstream (random_seed)
+    scored = [ev.score(Sample(f"test/{i}", "x" + CUE, ref), [pred]) for i, (pred, ref) in enumerate(CANNED)]
+    expected = upstream_rouge([p for p, _ in CANNED], [r for _, r in CANNED], seed)
+    metrics = ev.aggregate(scored)
+    assert set(metrics) == set(ROUGE_TYPES)
+    for name in ROUGE_TYPES:
+        assert metrics[name] == pytest.approx(expected[name], abs=1e-9)
+    mean = sum(s.score for s in scored) / len(scored)
+    if seed == 7:  # the bootstrap median is not the mean: the probe tells the two rules apart
+        assert abs(metrics["rouge1"] - mean) > 0.5
+    # order matters upstream (the resampled indices refer to positions): the samples' order is kept
+    assert ev.aggregate(scored[::-1])["rouge1"] == pytest.approx(
+        upstream_rouge([p for p, _ in CANNED][::-1], [r for _, r in CANNED][::-1], seed)["rouge1"], abs=1e-9)
+
+
+def test_bootstrap_aggregation_on_hand_derived_cases():
+    ev = CNNDailyMailEvaluator(task())
+    one = ev.score(Sample("test/0", "x" + CUE, "the cat lay on the rug"), ["the cat sat on the mat"])
+    # one sample: every resample is that sample, so every mean (and their median) is its F = 2/3
+    assert ev.aggregate([one])["rouge1"] == pytest.approx(200 / 3)
+    assert ev.aggregate([one, one, one])["rouge1"] == pytest.approx(200 / 3)
+    hit = ev.score(Sample("test/1", "y" + CUE, "museum reopens"), ["museum reopens"])
+    miss = ev.score(Sample("test/2", "z" + CUE, "museum reopens"), ["seals counted"])
+    # F of 100 and 0: a resample's mean is 0, 50 or 100 with odds 1:2:1, so the median of 1000 is 50
+    assert ev.aggregate([hit, miss]) == {"rouge1": 50.0, "rouge2": 50.0, "rougeL": 50.0, "rougeLsum": 50.0}
 
 
 # ------------------------------------------------------------------------------ prompt, subset, data
@@ -82,17 +169,41 @@ def test_prompt_is_the_article_then_the_cue_as_upstream():
     assert s0.prompt == first_row["article"] + " TL;DR:" and s0.target == first_row["highlights"]
     (req,) = ev.requests(s0)
     assert req.prompt == s0.prompt and req.greedy and req.max_tokens == 100 and req.truncation == "left"
+    assert req.stop == () and req.messages is None and req.suffix == ""
+
+
+def test_prompts_are_upstreams_literal_strings(tmp_path):
+    # upstream: (article + " TL;DR:").strip().replace(" n't", "n't"); expected strings written out by hand
+    articles = ["  The mayor said they do n't agree .\n",
+                "\tIt is n't over , she could n't say more .",
+                " n't at the start stays ; so does a trailing space ",
+                "Plain text."]
+    expected = ["The mayor said they don't agree .\n TL;DR:",
+                "It isn't over , she couldn't say more . TL;DR:",
+                "n't at the start stays ; so does a trailing space  TL;DR:",
+                "Plain text. TL;DR:"]
+    path = tmp_path / "test.jsonl"
+    path.write_text("".join(json.dumps({"article": a, "highlights": "h", "id": f"r{i}"}) + "\n"
+                            for i, a in enumerate(articles)))
+    ev = CNNDailyMailEvaluator(task(dataset=DatasetConfig(source="local", local_path=str(path))))
+    by_row = {s.id: s.prompt for s in ev.samples(4, seed=0)}
+    assert [by_row[f"test/{i}"] for i in range(4)] == expected
 
 
 def test_subset_is_upstreams_seeded_shuffle():
     import datasets
 
     rows = [json.loads(line) for line in (FIXTURE / "3.0.0" / "test.jsonl").read_text().splitlines()]
-    for seed in (0, 7):
-        upstream = datasets.Dataset.from_list(rows).shuffle(seed=seed)  # what TensorRT-LLM's evaluator does
-        expected = [r["id"] for r in upstream.select(range(3))]
-        got = [s.meta["article_id"] for s in CNNDailyMailEvaluator(task()).samples(3, seed)]
+    for seed, n in ((0, 3), (7, 3), (0, 512)):
+        upstream = datasets.Dataset.from_list(rows).shuffle(seed)  # TensorRT-LLM: self.data.shuffle(random_seed)
+        expected = [r["id"] for i, r in enumerate(upstream) if i < n]  # its generate_samples: the first n
+        got = [s.meta["article_id"] for s in CNNDailyMailEvaluator(task()).samples(n, seed)]
         assert got == expected
+
+
+def test_a_seed_numpy_cannot_take_is_a_config_error():
+    with pytest.raises(ConfigError, match="seed"):
+        CNNDailyMailEvaluator(task()).samples(3, 2**32)
 
 
 def test_malformed_rows_and_missing_columns_name_the_source(tmp_path):
@@ -121,7 +232,8 @@ def test_unreachable_hub_names_the_local_alternative(monkeypatch):
 
 
 @pytest.mark.parametrize("field,value,where", [("truncation", "middle", "task.truncation"),
-                                                ("metric", "bleu", "task.metric")])
+                                                ("metric", "bleu", "task.metric"),
+                                                ("aggregation", "median", "task.aggregation")])
 def test_bad_settings_are_config_errors(field, value, where):
     with pytest.raises(ConfigError, match=where):
         CNNDailyMailEvaluator(task(**{field: value}))
@@ -129,8 +241,14 @@ def test_bad_settings_are_config_errors(field, value, where):
 
 def test_protocol_deviations_go_into_extra_acc_spec():
     assert CNNDailyMailEvaluator(task()).extra_acc_spec() is None
-    spec = CNNDailyMailEvaluator(task(truncation="article_end", use_stemmer=True, apply_chat_template=True)).extra_acc_spec()
-    assert spec == "truncation=article_end,use_stemmer=true,chat_template=true"
+    assert CNNDailyMailEvaluator(task(system_prompt="Be brief.")).extra_acc_spec() is None  # unused without the template
+    spec = CNNDailyMailEvaluator(task(truncation="article_end", use_stemmer=True, aggregation="mean",
+                                      max_input_len=2048, max_output_len=64, apply_chat_template=True,
+                                      system_prompt="Be brief.")).extra_acc_spec()
+    assert spec == ("truncation=article_end,use_stemmer=true,aggregation=mean,max_input_len=2048,max_output_len=64,"
+                    "chat_template=true,system_prompt=" + hashlib.sha256(b"Be brief.").hexdigest()[:8])
+    other = DatasetConfig(source="local", local_path=str(FIXTURE), hub_config="1.0.0", split="validation")
+    assert CNNDailyMailEvaluator(task(dataset=other)).extra_acc_spec() == "config=1.0.0,split=validation"
 
 
 def test_task_config_carries_upstreams_parameters():
@@ -138,7 +256,8 @@ def test_task_config_carries_upstreams_parameters():
     assert (cfg.metric, cfg.alpha, cfg.beta, cfg.sigma, cfg.num_samples) == ("rouge1", 0.002, 0.2, 11.06, 512)
     assert (cfg.max_input_len, cfg.max_output_len, cfg.max_batch_size) == (924, 100, 128)
     assert (cfg.dataset.hub_id, cfg.dataset.hub_config, cfg.dataset.split) == ("ccdv/cnn_dailymail", "3.0.0", "test")
-    assert cfg.truncation == "article_start" and cfg.apply_chat_template is False
+    assert cfg.truncation == "article_start" and cfg.apply_chat_template is False and cfg.system_prompt is None
+    assert cfg.aggregation == "bootstrap" and cfg.use_stemmer is False
 
 
 # ------------------------------------------------------------------------------ truncation keeps the cue
@@ -196,8 +315,9 @@ def test_runs_end_to_end_on_the_fixture_and_logs_to_mlflow(tmp_path, mlflow_serv
     assert outcome.exit_status == 0 and 0.0 <= outcome.score <= 100.0
     rows = [json.loads(line) for line in (outcome.output_dir / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and all(r["prompt"].endswith(" TL;DR:") for r in rows)
-    rescored = [RougeScorer()(r["prediction"], r["target"])["rouge1"] for r in rows]
-    assert outcome.score == pytest.approx(sum(rescored) / 3)
+    expected = upstream_rouge([r["prediction"] for r in rows], [r["target"] for r in rows], 0)
+    assert outcome.score == pytest.approx(expected["rouge1"], abs=1e-9)
+    assert outcome.spec.extra_acc_spec == "max_output_len=16"
     metrics = MlflowClient(tracking_uri=mlflow_server).get_run(outcome.run_id).data.metrics
     assert metrics["rouge1"] == pytest.approx(outcome.score)
     assert {"rouge2", "rougeL", "rougeLsum", "score"} <= set(metrics)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from types import SimpleNamespace
 
@@ -42,6 +43,7 @@ def task(**kw) -> JsonModeTaskConfig:
     ("name: Ada, age: 36", PERSON, False, False, False),
     ('```json\n{"name": "Ada", "age": 36}\n```', PERSON, True, True, True),  # fenced, unwrapped
     ('{"name": "Ada", "age": 37}', PERSON, True, True, False),  # valid, wrong value
+    ('{"name": "Ada", "age": 36.0}', PERSON, True, True, True),  # 36.0 is an integer to jsonschema, == 36 in Python
 ])
 def test_judge_parses_validates_and_compares(output, schema, parsed, valid, correct):
     verdict = judge(output, schema, {"name": "Ada", "age": 36}, strip_code_fences=True)
@@ -65,6 +67,50 @@ def test_score_and_aggregate_report_parse_and_valid_rates():
     assert ev.aggregate(scored) == {"accuracy": 25.0, "parse_rate": 75.0, "schema_valid_rate": 50.0}
 
 
+def upstream_json_mode_score(outputs: list[str], completions: list[str], schemas: list[str]) -> tuple[float, float]:
+    """TensorRT-LLM's JsonModeEval.compute_score restated: (accuracy, grammar accuracy), both in %.
+
+    An output counts when json.loads succeeds, jsonschema.validate passes with the row's schema, and
+    the value == json.loads(completion); "grammar" counts parse-and-validate alone.
+    """
+    import jsonschema
+
+    correct, grammar = [], []
+    for output, ref, schema in zip(outputs, completions, schemas):
+        try:
+            value = json.loads(output)
+            jsonschema.validate(value, json.loads(schema))
+        except (json.JSONDecodeError, jsonschema.ValidationError):
+            correct.append(False)
+            grammar.append(False)
+            continue
+        correct.append(value == json.loads(ref))
+        grammar.append(True)
+    return 100 * sum(correct) / len(correct), 100 * sum(grammar) / len(grammar)
+
+
+def test_constrained_scoring_follows_upstreams_rule_on_canned_outputs():
+    ev = JsonModeEvaluator(task())
+    ev.bind_backend(SimpleNamespace(name="trtllm", details={"guided_decoding": "xgrammar"}))
+    samples = ev.samples(6, seed=0)
+    rows = {s.id: s for s in samples}
+    canned = {  # row -> output; fixture rows' expected objects are in tests/data/json_mode_eval/train.jsonl
+        "train/0": ' {"population": 8200, "city": "Ellsworth"}\n',  # other key order, surrounding whitespace
+        "train/1": '{"title": "Harbour Lights", "year": 1998, "available": 1}',  # 1 is not a boolean: invalid
+        "train/2": '{"name": "river path", "tags": ["parks", "cycling"]}',  # list order differs: valid, unequal
+        "train/3": '{"temperature": 21.5, "unit": "C"}',
+        "train/4": '{"order_id": "A-17", "items": 0}',  # below the schema's minimum
+        "train/5": '```json\n{"player": "Mira", "wins": 4}\n```',  # a fence is not JSON under constrained decoding
+    }
+    scored = [ev.score(rows[i], [out]) for i, out in canned.items()]
+    assert [s.score for s in scored] == [100.0, 0.0, 0.0, 100.0, 0.0, 0.0]
+    accuracy, grammar = upstream_json_mode_score(list(canned.values()), [rows[i].target for i in canned],
+                                                 [rows[i].meta["schema"] for i in canned])
+    metrics = ev.aggregate(scored)
+    assert metrics["accuracy"] == pytest.approx(accuracy) == pytest.approx(200 / 6)
+    assert metrics["schema_valid_rate"] == pytest.approx(grammar) == pytest.approx(300 / 6)
+
+
 # ------------------------------------------------------------------------------ data and requests
 def test_fixture_rows_become_chats_with_their_schema():
     ev = JsonModeEvaluator(task())
@@ -77,6 +123,54 @@ def test_fixture_rows_become_chats_with_their_schema():
     assert req.messages == tuple((m["role"], m["content"]) for m in rows[2]["prompt"])
     assert req.messages[0][0] == "system" and "<schema>" in req.messages[0][1]
     assert req.json_schema == rows[2]["schema"] and req.max_tokens == 512 and req.greedy
+
+
+def test_subset_is_upstreams_seeded_shuffle():
+    import datasets
+
+    rows = [json.loads(line) for line in (FIXTURE / "train.jsonl").read_text().splitlines()]
+    for seed, n in ((0, 100), (0, 4), (3, 4)):
+        upstream = datasets.Dataset.from_list(rows).shuffle(seed)  # TensorRT-LLM: self.data.shuffle(random_seed)
+        expected = [r["completion"] for i, r in enumerate(upstream) if i < n]  # its generate_samples: the first n
+        assert [s.target for s in JsonModeEvaluator(task()).samples(n, seed)] == expected
+
+
+def test_the_chat_goes_through_the_template_as_upstream_renders_it():
+    from runner.backends.prompting import encode_request
+
+    # what do_apply_chat_template renders for fixture row 0 on a ChatML template (SmolLM2's), by hand
+    expected = ("<|im_start|>system\nYou are a helpful assistant that answers in JSON. Here's the json schema you must "
+                'adhere to:\n<schema>\n{"type": "object", "properties": {"city": {"type": "string"}, "population": '
+                '{"type": "integer"}}, "required": ["city", "population"]}\n</schema>\n<|im_end|>\n'
+                "<|im_start|>user\nGive the city and population for: Ellsworth has 8200 inhabitants.<|im_end|>\n"
+                "<|im_start|>assistant\n")
+    tokenizer = smollm2_tokenizer()
+    ev = JsonModeEvaluator(task())
+    (req,) = ev.requests(next(s for s in ev.samples(100, 0) if s.id == "train/0"))
+    ids = encode_request(tokenizer, ChatFormat(apply_chat_template=True), req, 1024)
+    assert tokenizer.decode(ids) == expected
+
+
+def test_a_system_prompt_goes_before_the_rows_own_system_turn():
+    ev = JsonModeEvaluator(task(system_prompt="Answer tersely."))
+    s = next(x for x in ev.samples(100, 0) if x.id == "train/0")
+    (req,) = ev.requests(s)
+    assert [role for role, _ in req.messages] == ["system", "system", "user"]
+    assert req.messages[0] == ("system", "Answer tersely.") and req.messages[1:] == tuple(map(tuple, s.meta["messages"]))
+    from runner.backends.prompting import render_prompt
+
+    text, _ = render_prompt(FakeTokenizer(), ChatFormat(True, "Answer tersely."), req.prompt, req.messages)
+    assert text.startswith("<s> [system] Answer tersely. [system] You are a helpful assistant")  # not added twice
+    assert text.count("Answer tersely.") == 1
+
+
+def smollm2_tokenizer():
+    from transformers import AutoTokenizer
+
+    from runner.models import resolve_model_source
+
+    source = resolve_model_source("smollm2_135m", "HuggingFaceTB/SmolLM2-135M-Instruct", None, "smollm2_135m_gguf")
+    return AutoTokenizer.from_pretrained(source.location)
 
 
 @pytest.mark.parametrize("row,fragment", [
@@ -110,6 +204,7 @@ def test_task_config_carries_upstreams_parameters():
     assert (cfg.metric, cfg.alpha, cfg.beta, cfg.sigma, cfg.num_samples) == ("accuracy", 0.05, 0.2, 50.0, 100)
     assert (cfg.max_input_len, cfg.max_output_len, cfg.apply_chat_template) == (1024, 512, True)
     assert (cfg.dataset.hub_id, cfg.dataset.split, cfg.guided_decoding) == ("NousResearch/json-mode-eval", "train", "auto")
+    assert cfg.dataset.hub_config is None and cfg.system_prompt is None
 
 
 # ------------------------------------------------------------------------------ guided decoding modes
@@ -125,6 +220,10 @@ def test_free_generation_is_a_different_protocol(caplog):
     assert JsonModeEvaluator(task(guided_decoding="none", strip_code_fences=False)).extra_acc_spec() == \
         "guided_decoding=none,strip_code_fences=false"
     # under constrained decoding a fence cannot occur, so it is not unwrapped
+    deviations = JsonModeEvaluator(task(max_input_len=2048, max_output_len=96, system_prompt="Answer tersely.",
+                                        dataset=DatasetConfig(source="local", local_path=str(FIXTURE), split="test")))
+    assert deviations.extra_acc_spec() == ("max_input_len=2048,max_output_len=96,split=test,system_prompt="
+                                           + hashlib.sha256(b"Answer tersely.").hexdigest()[:8])
     constrained = JsonModeEvaluator(task())
     constrained.bind_backend(SimpleNamespace(name="trtllm", details={"guided_decoding": "xgrammar"}))
     sample = Sample("train/0", "x", "{}", {"messages": [["user", "x"]], "schema": "{}"})
@@ -261,10 +360,10 @@ def test_runs_end_to_end_on_the_fixture_and_logs_to_mlflow(tmp_path, mlflow_serv
                            f"task.dataset.local_path={FIXTURE}", "reference.mode=skip", "cache.enabled=false",
                            f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e-json",
                            f"output_dir={tmp_path / 'out'}"]))
-    assert outcome.exit_status == 0 and outcome.spec.extra_acc_spec is None  # constrained: upstream's protocol
+    assert outcome.exit_status == 0 and outcome.spec.extra_acc_spec == "max_output_len=96"  # constrained, shorter
     rows = [json.loads(line) for line in (outcome.output_dir / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(r["meta"]["parsed"] and r["meta"]["schema_valid"] for r in rows)
     run_data = MlflowClient(tracking_uri=mlflow_server).get_run(outcome.run_id).data
     assert run_data.metrics["parse_rate"] == 100.0 and run_data.metrics["schema_valid_rate"] == 100.0
     assert run_data.metrics["accuracy"] == pytest.approx(outcome.score)
-    assert run_data.tags["extra_acc_spec"] == "None"
+    assert run_data.tags["extra_acc_spec"] == "max_output_len=96"
