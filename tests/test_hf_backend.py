@@ -153,7 +153,8 @@ def test_chat_template_and_system_prompt_wrap_the_prompt():
     with HFBackend(HFBackendConfig(dtype="float32", device="cpu"), SMOLLM2, NONE, TaskLimits(512, 8), chat=chat,
                    progress=False) as be:
         text, add_special = be._render("What colour is grass?")
-        assert not add_special  # the template already holds the special tokens
+        assert add_special  # as TensorRT-LLM: the tokenizer adds its own on top (SmolLM2 adds none)
+        assert be._encode(text, add_special) == be._encode(text, False)
         assert text.startswith("<|im_start|>system\nAnswer with one word.<|im_end|>\n<|im_start|>user\nWhat colour is grass?")
         assert text.endswith("<|im_start|>assistant\n")
         (out,) = be.generate([GenerationRequest("What colour is grass?", 8)])

@@ -343,6 +343,43 @@ def test_rouge1_as_the_metric_scores_each_sample_by_rouge():
     assert scored.score == 100.0 and ev.aggregate([scored])["rouge1"] == 100.0
 
 
+def test_rouge_protocol_uses_upstreams_prompt_and_shuffled_subset():
+    """summarize.py: inputs stripped and " n't" joined; Dataset.shuffle(0) order; the first n rows."""
+    import numpy as np
+
+    ev = HumanEvalEvaluator(task(metric="rouge1", sigma=15.08))
+    raw = {s.id: s.prompt for s in HumanEvalEvaluator(task()).samples(164, 0)}
+    samples = ev.samples(164, 0)
+    order = np.random.default_rng(0).permutation(164)  # what Dataset.shuffle(seed=0) applies
+    assert [s.id for s in samples] == [f"HumanEval/{i}" for i in order]
+    assert all(s.prompt == raw[s.id].strip().replace(" n't", "n't") for s in samples)
+    first = next(s for s in samples if s.id == "HumanEval/0")
+    assert raw["HumanEval/0"].endswith('    """\n') and first.prompt.endswith('    """')
+    assert [s.id for s in ev.samples(5, 0)] == [f"HumanEval/{i}" for i in order[:5]]
+    assert [s.id for s in HumanEvalEvaluator(task()).samples(164, 0)] == [f"HumanEval/{i}" for i in range(164)]
+
+
+def test_rouge_protocol_aggregates_like_evaluates_rouge_metric():
+    """evaluate's rouge: rouge-score's BootstrapAggregator under np.random.seed(0) (summarize.py's metric.seed)."""
+    import numpy as np
+    from rouge_score import scoring
+
+    ev = HumanEvalEvaluator(task(metric="rouge1", sigma=15.08, sandbox=SandboxConfig(timeout_s=3.0, workers=2)))
+    samples = ev.samples(6, 0)
+    outputs = ["    return x + y\n", "pass", samples[2].target, "for i in range(10): print(i)", "", "return None"]
+    scored = ev.score_batch(samples, [[o] for o in outputs])
+    agg = ev.aggregate(scored)
+    rouge = RougeScorer()._scorer
+    aggregator = scoring.BootstrapAggregator()
+    for s, o in zip(samples, outputs):
+        aggregator.add_scores(rouge.score(s.target, o))
+    np.random.seed(0)
+    expected = aggregator.aggregate()
+    for name in ("rouge1", "rouge2", "rougeL", "rougeLsum"):
+        assert agg[name] == pytest.approx(100 * expected[name].mid.fmeasure)
+    assert agg["rouge1"] != pytest.approx(sum(s.meta["rouge1"] for s in scored) / 6)  # not the plain mean
+
+
 def test_subset_is_seeded_and_requests_are_greedy_without_stop():
     ev = HumanEvalEvaluator(task())
     a, b, c = ev.samples(10, 0), ev.samples(10, 0), ev.samples(10, 1)

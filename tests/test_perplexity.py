@@ -256,7 +256,8 @@ def test_paired_test_flags_higher_perplexity_only():
 
 # ---------------------------------------------------------------------------- the hf backend on whole documents
 @pytest.mark.e2e
-def test_hf_scores_a_document_from_bos_and_keeps_its_beginning():
+def test_hf_scores_a_document_from_bos_and_keeps_its_end():
+    """Upstream's tokenizer truncates on the left: BOS + the document's last max_input_len - 1 tokens."""
     import torch
 
     from runner.backends.hf import HFBackend, TaskLimits
@@ -274,7 +275,7 @@ def test_hf_scores_a_document_from_bos_and_keeps_its_beginning():
         short = "Hello world, this is short."
         long_res, short_res = be.loglikelihood([LoglikelihoodRequest("", text), LoglikelihoodRequest("", short)])
         start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
-        window = [start] + ids[:15]  # max_input_len tokens, BOS included: the first 15 document tokens are scored
+        window = [start] + ids[-15:]  # max_input_len tokens, BOS included: the last 15 document tokens are scored
         with torch.inference_mode():
             logp = torch.log_softmax(be._model(torch.tensor([window])).logits[0].float(), -1)
         expected = sum(logp[i, window[i + 1]].item() for i in range(15))

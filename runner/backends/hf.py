@@ -329,9 +329,10 @@ class HFBackend:
             ctx, cont = self._encode_pair(req.context, req.continuation)
             if req.context:
                 seq = self._truncate(ctx + cont, budget + 1)
-            else:  # a whole document (perplexity): keep its first max_input_len tokens, as TensorRT-LLM does
-                seq = (ctx + cont)[:max(self.limits.max_input_len, len(ctx) + 1)]
-                cont = seq[len(ctx):]
+            else:  # a whole document (perplexity): BOS + its LAST tokens, max_input_len in all, as TensorRT-LLM's
+                # left-truncating tokenizer keeps them (examples/utils.py load_tokenizer, truncation_side="left")
+                cont = cont[-max(self.limits.max_input_len - len(ctx), 1):]
+                seq = ctx + cont
             by_input[tuple(seq[:-1])].append((i, cont[-(len(seq) - 1):] if len(cont) >= len(seq) else cont))
         inputs = list(by_input)
         results: list[LoglikelihoodResult | None] = [None] * len(requests)

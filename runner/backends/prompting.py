@@ -11,10 +11,13 @@ TRUNCATIONS = ("left", "right")
 
 def render_prompt(tokenizer: Any, chat: ChatFormat, prompt: str,
                   conversation: Sequence[tuple[str, str]] | None = None) -> tuple[str, bool]:
-    """The text to tokenize and whether the tokenizer should still add its special tokens.
+    """The text to tokenize and whether the tokenizer should still add its special tokens (always).
 
-    With the chat template on, the template already holds them (BOS, role markers).
-    ``conversation`` ((role, content) pairs) replaces the single user turn ``prompt``; the task's
+    TensorRT-LLM tokenizes every prompt text with ``add_special_tokens=True`` (the
+    ``SamplingParams`` default), the chat-templated ones included, and de-duplicates nothing: a
+    Llama-3 chat prompt therefore starts with two ``<|begin_of_text|>``. That quirk is part of
+    the requests upstream's references were measured with, so it is kept (a tokenizer that adds no
+    BOS, such as SmolLM2's, is unaffected). ``conversation`` ((role, content) pairs) replaces the single user turn ``prompt``; the task's
     system prompt goes first unless the conversation opens with its own. Without the chat
     template, a conversation is its contents separated by blank lines.
     """
@@ -27,7 +30,7 @@ def render_prompt(tokenizer: Any, chat: ChatFormat, prompt: str,
     if chat.system_prompt and not (turns and turns[0][0] == "system"):
         messages.append({"role": "system", "content": chat.system_prompt})
     messages += [{"role": role, "content": content} for role, content in turns]
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True), False
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True), True
 
 
 def encode_request(tokenizer: Any, chat: ChatFormat, request: GenerationRequest, budget: int) -> list[int]:
@@ -50,7 +53,7 @@ def encode_request(tokenizer: Any, chat: ChatFormat, request: GenerationRequest,
     if len(ids) <= budget:
         return ids
     if request.truncation == "left":
-        return keep_last(tokenizer, ids, budget, added_special=not chat.apply_chat_template)
+        return keep_last(tokenizer, ids, budget, added_special=True)
     if not request.suffix or request.messages is not None:
         return ids[:budget]
     body = list(tokenizer(request.prompt, add_special_tokens=False)["input_ids"])
@@ -69,7 +72,7 @@ def keep_last(tokenizer: Any, ids: list[int], budget: int, added_special: bool) 
     That is what TensorRT-LLM's ``truncate_prompt_tokens`` does (its tokenizer truncates on the
     left, and Hugging Face tokenizers truncate the text before adding special tokens), so a
     truncated Llama prompt still starts with <|begin_of_text|>. With the chat template the
-    special tokens are part of the text and are cut like any other token, as upstream.
+    template's own special tokens are part of the text and are cut like any other token, as upstream.
     """
     head: list[int] = []
     if added_special:
