@@ -48,10 +48,10 @@ NEAR_TIE_NOTE = (
 # ---------------------------------------------------------------------- shared setup
 def mmlu_evaluator(num_samples: int) -> Any:
     """Our MMLU evaluator in loglikelihood mode, reading the packaged (offline) data."""
-    from evaluators.mmlu import MMLUEvaluator
-    from runner.schema import MMLUTaskConfig
+    from evaluators.tasks.mmlu import MMLUEvaluator
+    from evaluators.tasks.mmlu import MMLUTaskConfig
 
-    config = MMLUTaskConfig(_target_="evaluators.mmlu.MMLUEvaluator", name="mmlu", num_samples=num_samples,
+    config = MMLUTaskConfig(_target_="evaluators.tasks.mmlu.MMLUEvaluator", name="mmlu", num_samples=num_samples,
                             max_input_len=4094, max_output_len=2, scoring="loglikelihood")
     return MMLUEvaluator(config)
 
@@ -85,9 +85,10 @@ def run_ours(questions_path: Path, dtype: str) -> dict[str, Any]:
     import transformers  # noqa: F401
 
     from evaluators.base import Sample
-    from runner.backends.hf import HFBackend, TaskLimits
+    from runner.backends.hf.backend import HFBackend, TaskLimits
     from runner.backends.base import ChatFormat
-    from runner.schema import HFBackendConfig, ModelConfig, QuantConfig
+    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.backends.hf.backend import HFBackendConfig
 
     rows = read_questions(questions_path)
     evaluator = mmlu_evaluator(len(rows))

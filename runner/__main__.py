@@ -1,8 +1,8 @@
-"""``python -m runner``: a thin Hydra shell around :func:`runner.job.run`.
+"""``python -m runner``: a thin Hydra shell around :func:`runner.run.run`.
 
 Hydra composes the job; this module only converts the result of :func:`run` into an exit
 status, prints user errors without a traceback, and closes a sweep whose launcher raised
-(:func:`runner.sweep.abort_open_sweep`).
+(:func:`runner.sweep.callback.abort_open_sweep`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import hydra
 from omegaconf import DictConfig
 
 from runner.errors import EXIT_ERROR
-from runner.schema import register_schemas
+from runner.config.store import register_schemas
 
 
 @hydra.main(version_base="1.3", config_path="pkg://conf", config_name="config")
@@ -26,7 +26,7 @@ def main(cfg: DictConfig) -> int:
 
 def entry() -> None:
     """Console-script entry point (``runner``)."""
-    from runner.sweep import abort_open_sweep, take_exit_status
+    from runner.sweep.callback import abort_open_sweep, take_exit_status
 
     register_schemas()
     try:

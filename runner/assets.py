@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.errors import UserError
-from runner.locking import file_lock
+from runner.cache.locking import file_lock
 from runner.paths import cache_dir
 
 

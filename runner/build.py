@@ -14,6 +14,11 @@ ALLOWED_PREFIXES = ("runner.", "evaluators.")
 
 def build_object(node: DictConfig, **kwargs: Any) -> Any:
     """``cls(config, **kwargs)`` where ``cls`` is ``node._target_`` and ``config`` the typed node."""
+    return target_class(node)(OmegaConf.to_object(node), **kwargs)
+
+
+def target_class(node: DictConfig) -> Any:
+    """The class ``node._target_`` names, after checking it is one of this project's."""
     target = node.get("_target_")
     where = f"{node._key()}._target_" if node._key() else "_target_"
     if not target or not target.startswith(ALLOWED_PREFIXES) or target.count(".") < 2:
@@ -25,4 +30,4 @@ def build_object(node: DictConfig, **kwargs: Any) -> Any:
     except (ImportError, AttributeError) as err:
         raise ConfigError("config names a class that does not exist", where=where, given=target,
                           fix=f"check the spelling ({err})") from None
-    return cls(OmegaConf.to_object(node), **kwargs)
+    return cls

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.errors import EXIT_ERROR, UserError
-from runner.paired import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
-from runner.stats import check_params, compute_threshold, min_samples_for_theta, plan_rows
+from runner.stats.paired import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
+from runner.stats.unpaired import check_params, compute_threshold, min_samples_for_theta, plan_rows
 
 if TYPE_CHECKING:
-    from runner.stats import HypothesisParams
+    from runner.stats.unpaired import HypothesisParams
 
 EXIT_USAGE = 2
 """Bad command line (argparse's own status)."""
@@ -242,8 +242,8 @@ def _task_defaults(task: str) -> tuple[str, HypothesisParams]:
     """The task's metric and test parameters, read from the composed Hydra config."""
     from hydra import compose, initialize_config_module
 
-    from runner.schema import register_schemas
-    from runner.stats import HypothesisParams
+    from runner.config.store import register_schemas
+    from runner.stats.unpaired import HypothesisParams
 
     register_schemas()
     with initialize_config_module(config_module="conf", version_base="1.3"):
@@ -254,7 +254,7 @@ def _task_defaults(task: str) -> tuple[str, HypothesisParams]:
 
 
 def _applied(args: argparse.Namespace) -> int:
-    from runner.references import default_reference_dir, lookup
+    from runner.references.store import default_reference_dir, lookup
     from runner.spec import AccuracySpec
 
     tasks = available_tasks()

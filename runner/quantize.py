@@ -4,7 +4,7 @@
 model and quant options the runner already composes:
 
 1. the model is loaded and quantized exactly as ``backend=hf`` does it (``HFBackend`` with
-   :func:`runner.backends.hf_quant.quantize`: the spec's ModelOpt recipe, its calibration settings
+   :func:`runner.quant.modelopt.quantize`: the spec's ModelOpt recipe, its calibration settings
    from ``quant.calib_*``, and the same quantized-model cache, so a spec already evaluated on
    ``backend=hf`` is exported without calibrating again);
 2. ModelOpt's unified Hugging Face export (``modelopt.torch.export.export_hf_checkpoint``) writes
@@ -13,7 +13,7 @@ model and quant options the runner already composes:
    next to them, and ``quantize_manifest.json`` records the spec, the calibration, the model's
    content fingerprint and the library versions;
 3. the declared spec is read back with the code ``backend=trtllm_pytorch`` uses
-   (:func:`runner.backends.trtllm_pytorch.checkpoint_spec`) and must equal the requested one.
+   (:func:`runner.backends.trtllm.pytorch.checkpoint_spec`) and must equal the requested one.
 
 What ModelOpt 0.47 exports, measured on CPU (``EXPORTABLE``): FP8, FP8_PER_CHANNEL_PER_TOKEN,
 W8A16, W8A8_SQ_PER_CHANNEL, W4A16_AWQ and W4A8_AWQ, with or without an FP8 KV cache. NVFP4
@@ -39,7 +39,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from runner.errors import EXIT_ERROR, EXIT_OK, ConfigError, UserError
-from runner.schema import register_schemas
+from runner.config.store import register_schemas
 
 # quant_algo -> exported with ModelOpt's unified Hugging Face format (modelopt.torch.export)
 EXPORTABLE = ("FP8", "FP8_PER_CHANNEL_PER_TOKEN", "W8A16", "W8A8_SQ_PER_CHANNEL", "W4A16_AWQ", "W4A8_AWQ", "NVFP4")
@@ -61,7 +61,7 @@ class Exported:
 # ---------------------------------------------------------------------------- checks before any work
 def check_exportable(quant: Any) -> None:
     """Refuse specs ModelOpt cannot export as a unified checkpoint, before anything is loaded."""
-    from runner.backends import hf_quant
+    from runner.quant import modelopt as hf_quant
 
     where = f"quant={quant.name}"
     if not hf_quant.is_quantized(quant):
@@ -90,7 +90,7 @@ def check_exportable(quant: Any) -> None:
 
 def check_device(quant: Any, device_type: str) -> None:
     """NVFP4 is quantized with CUDA kernels only (see ``hf_quant.cuda_reasons``)."""
-    from runner.backends import hf_quant
+    from runner.quant import modelopt as hf_quant
 
     reasons = hf_quant.cuda_reasons(quant)
     if reasons and device_type != "cuda":
@@ -141,11 +141,11 @@ def resolve_output_dir(cfg: Any) -> Path:
 # ---------------------------------------------------------------------------- the export
 def quantize_and_export(cfg: Any, progress: bool = True) -> Exported:
     """Quantize (or restore from the quantized-model cache) and export; see the module docstring."""
-    from runner.backends import hf_quant
+    from runner.quant import modelopt as hf_quant
     from runner.backends.base import TaskLimits
-    from runner.backends.hf import HFBackend
-    from runner.backends.trtllm_pytorch import checkpoint_spec
-    from runner.models import resolve_model_source
+    from runner.backends.hf.backend import HFBackend
+    from runner.backends.trtllm.pytorch import checkpoint_spec
+    from runner.backends.models import resolve_model_source
 
     if cfg.backend.name != "hf":
         raise ConfigError("runner.quantize calibrates with the transformers backend", where="backend",
@@ -224,8 +224,8 @@ def _export(model: Any, dtype: Any, target: Path, quant: Any) -> None:
 
 
 def _manifest(quant: Any, model_cfg: Any, source: Any, info: Any, modelopt_version: str, export_s: float) -> dict[str, Any]:
-    from runner.backends import hf_quant
-    from runner.engine_cache import fingerprint_digest
+    from runner.quant import modelopt as hf_quant
+    from runner.cache.engines import fingerprint_digest
 
     calibrated = hf_quant.needs_calibration(quant)
     details = info.details

@@ -40,7 +40,7 @@ def compose(overrides: list[str] | None = None, config_name: str = "config"):
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    from runner.schema import register_schemas
+    from runner.config.store import register_schemas
 
     register_schemas()
     GlobalHydra.instance().clear()

@@ -26,7 +26,7 @@ import pytest
 
 from runner.backends.base import GenerationRequest, LoglikelihoodRequest, TaskLimits
 from runner.errors import ConfigError
-from runner.schema import ModelConfig, QuantConfig
+from runner.config.schemas import ModelConfig, QuantConfig
 
 LIMITS = TaskLimits(max_input_len=64, max_output_len=8, max_batch_size=8)
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
@@ -42,19 +42,19 @@ PROMPTS = ["The capital of France is", "1, 2, 3, 4,", "Monday, Tuesday,", "The o
 def make(kind: str, quant: QuantConfig = NONE, limits: TaskLimits = LIMITS):
     """An un-entered backend of ``kind`` for the test model."""
     if kind == "hf":
-        from runner.backends.hf import HFBackend
-        from runner.schema import HFBackendConfig
+        from runner.backends.hf.backend import HFBackend
+        from runner.backends.hf.backend import HFBackendConfig
 
         return HFBackend(HFBackendConfig(device="cpu", dtype="float32"), SMOLLM2, quant, limits, progress=False)
     path = os.environ.get("RUNNER_TRTLLM_TEST_MODEL")
     model = ModelConfig(name="contract", hf_id="contract", path=path) if path else SMOLLM2
     if kind == "trtllm":
-        from runner.backends.trtllm_engine import TRTLLMEngineBackend
-        from runner.schema import TRTLLMBackendConfig
+        from runner.backends.trtllm.engine import TRTLLMEngineBackend
+        from runner.backends.trtllm.engine import TRTLLMBackendConfig
 
         return TRTLLMEngineBackend(TRTLLMBackendConfig(max_num_tokens=1024), model, quant, limits, progress=False)
-    from runner.backends.trtllm_pytorch import TRTLLMPyTorchBackend
-    from runner.schema import TRTLLMPyTorchBackendConfig
+    from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend
+    from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
 
     return TRTLLMPyTorchBackend(TRTLLMPyTorchBackendConfig(max_num_tokens=1024), model, quant, limits, progress=False)
 

@@ -10,11 +10,12 @@ import json
 import pytest
 
 from evaluators.base import Sample, ScoredSample
-from evaluators.cnn_dailymail import CUE, ROUGE_TYPES, CNNDailyMailEvaluator, RougeScorer, prompt_body
+from evaluators.tasks.cnn_dailymail import CUE, ROUGE_TYPES, CNNDailyMailEvaluator, RougeScorer, prompt_body
 from runner.backends.base import ChatFormat, GenerationRequest
 from runner.backends.prompting import encode_request
 from runner.errors import ConfigError, DataError
-from runner.schema import CNNDailyMailTaskConfig, DatasetConfig
+from runner.config.schemas import DatasetConfig
+from evaluators.tasks.cnn_dailymail import CNNDailyMailTaskConfig
 from tests.conftest import ROOT, compose
 
 FIXTURE = ROOT / "tests" / "data" / "cnn_dailymail"
@@ -22,7 +23,7 @@ FIXTURE = ROOT / "tests" / "data" / "cnn_dailymail"
 
 def task(**kw) -> CNNDailyMailTaskConfig:
     dataset = kw.pop("dataset", DatasetConfig(source="local", local_path=str(FIXTURE), hub_config="3.0.0"))
-    base = dict(_target_="evaluators.cnn_dailymail.CNNDailyMailEvaluator", name="cnn_dailymail", metric="rouge1",
+    base = dict(_target_="evaluators.tasks.cnn_dailymail.CNNDailyMailEvaluator", name="cnn_dailymail", metric="rouge1",
                 alpha=0.002, sigma=11.06, num_samples=512, max_input_len=924, max_output_len=100, dataset=dataset)
     return CNNDailyMailTaskConfig(**(base | kw))
 
@@ -265,7 +266,7 @@ def test_task_config_carries_upstreams_parameters():
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from runner.models import resolve_model_source
+    from runner.backends.models import resolve_model_source
 
     source = resolve_model_source("smollm2_135m", "HuggingFaceTB/SmolLM2-135M-Instruct", None, "smollm2_135m_gguf")
     return AutoTokenizer.from_pretrained(source.location)
@@ -305,7 +306,7 @@ def test_left_truncation_keeps_the_bos_the_tokenizer_adds():
 def test_runs_end_to_end_on_the_fixture_and_logs_to_mlflow(tmp_path, mlflow_server, monkeypatch):
     from mlflow.tracking import MlflowClient
 
-    from runner.job import run
+    from runner.run import run
 
     monkeypatch.chdir(tmp_path)
     outcome = run(compose(["task=cnn_dailymail", "task.num_samples=3", "task.max_output_len=16",

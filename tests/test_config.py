@@ -69,7 +69,7 @@ def test_wrong_types_and_keys_are_rejected(override, fragment):
 def test_objects_build_without_heavy_imports():
     code = (
         "import sys; from tests.conftest import compose; from runner.build import build_object;"
-        "from runner.backends.hf import TaskLimits;"
+        "from runner.backends.hf.backend import TaskLimits;"
         "cfg = compose(['output_dir=/tmp/x']);"
         "from omegaconf import OmegaConf;"
         "build_object(cfg.backend, model=OmegaConf.to_object(cfg.model), quant=OmegaConf.to_object(cfg.quant), limits=TaskLimits(10, 2));"

@@ -12,12 +12,12 @@ from types import SimpleNamespace
 import pytest
 
 from evaluators.base import ScoredSample
-from runner import reference_samples
-from runner.decision import RunProvenance, decide_against, validate
+from runner.references import samples as reference_samples
+from runner.stats.decision import RunProvenance, decide_against, validate
 from runner.errors import ConfigError, ReferenceError_
-from runner.references import Reference
+from runner.references.store import Reference
 from runner.spec import AccuracySpec
-from runner.stats import HypothesisParams
+from runner.stats.unpaired import HypothesisParams
 
 PARAMS = HypothesisParams(0.05, 0.2, 50.0, 100)
 Z05 = 1.6448536269514722

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from runner.errors import EXIT_OK, EXIT_REGRESSION
-from runner.job import run
+from runner.run import run
 from tests.conftest import ROOT, compose, run_cli
 
 pytestmark = pytest.mark.e2e
@@ -28,10 +28,10 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     text = (refs / "mmlu.yaml").read_text()
     assert "HuggingFaceTB/SmolLM2-135M-Instruct" in text and recorded.run_id in text
     assert "extra_acc_spec: num_fewshot=2" in text
-    from runner import reference_samples
-    from runner.references import lookup
+    from runner.references import samples as reference_samples
+    from runner.references.store import lookup
     from runner.spec import AccuracySpec
-    from runner.stats import HypothesisParams
+    from runner.stats.unpaired import HypothesisParams
 
     entry = lookup(refs, "mmlu", "accuracy", "HuggingFaceTB/SmolLM2-135M-Instruct",
                    AccuracySpec(extra_acc_spec="num_fewshot=2"), HypothesisParams(0.05, 0.2, 50.0, 4096))

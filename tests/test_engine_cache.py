@@ -1,4 +1,4 @@
-"""Model fingerprints (runner.engine_cache.fingerprint_dir): whole-content hashes and their memo.
+"""Model fingerprints (runner.cache.engines.fingerprint_dir): whole-content hashes and their memo.
 
 Real files in tmp_path; RUNNER_CACHE_DIR points at tmp_path, so the memo (``file-hashes/``) starts
 empty. Modification times are set explicitly, in the past, so the memo's racy-write guard and the
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import engine_cache
-from runner.engine_cache import fingerprint_digest, fingerprint_dir
+from runner.cache import engines as engine_cache
+from runner.cache.engines import fingerprint_digest, fingerprint_dir
 
 BIG = 17 * 1024 * 1024  # above the 16 MiB that key format 1 hashed only by its first and last MiB
 SETTLED_NS = 1_700_000_000 * 10**9  # Nov 2023: long before any test runs

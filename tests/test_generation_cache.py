@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from runner.backends.base import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
-from runner.generation_cache import GenerationCache
+from runner.cache.generations import GenerationCache
 
 
 def fake_generate(requests):

@@ -22,12 +22,13 @@ from collections import Counter
 
 import pytest
 
-from evaluators import gpqa
-from evaluators.gpqa import (LETTERS, GPQAEvaluator, Item, extract_flexible, extract_strict, render,
+from evaluators.tasks import gpqa
+from evaluators.tasks.gpqa import (LETTERS, GPQAEvaluator, Item, extract_flexible, extract_strict, render,
                              upstream_questions)
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError, DataError
-from runner.schema import DatasetConfig, GPQATaskConfig
+from runner.config.schemas import DatasetConfig
+from evaluators.tasks.gpqa import GPQATaskConfig
 from tests.conftest import ROOT, compose
 
 FAKE_DIR = ROOT / "tests" / "data" / "gpqa_fake"
@@ -63,7 +64,7 @@ num_fewshot: 0
 
 
 def task(**kw) -> GPQATaskConfig:
-    base = dict(_target_="evaluators.gpqa.GPQAEvaluator", name="gpqa_diamond", num_samples=198, max_input_len=4096,
+    base = dict(_target_="evaluators.tasks.gpqa.GPQAEvaluator", name="gpqa_diamond", num_samples=198, max_input_len=4096,
                 max_output_len=32768, dataset=LOCAL, prompt_source="runner")
     return GPQATaskConfig(**(base | kw))
 
@@ -405,9 +406,9 @@ def test_config_composes_with_upstream_parameters(monkeypatch):
 
 @pytest.mark.parametrize("quant,kv,value", [(None, None, 45.96), ("FP8", None, 48.03), ("NVFP4", "FP8", 45.55)])
 def test_published_references(quant, kv, value):
-    from runner.references import lookup
+    from runner.references.store import lookup
     from runner.spec import AccuracySpec
-    from runner.stats import HypothesisParams
+    from runner.stats.unpaired import HypothesisParams
 
     entry = lookup(ROOT / "references", "gpqa_diamond", "accuracy", "meta-llama/Llama-3.3-70B-Instruct",
                    AccuracySpec(quant_algo=quant, kv_cache_quant_algo=kv), HypothesisParams(0.05, 0.2, 50.0, 198))
@@ -421,7 +422,7 @@ def test_end_to_end_on_the_packaged_copy_logs_to_mlflow_without_leaking_question
     from mlflow.tracking import MlflowClient
 
     from runner.assets import GPQA_DIAMOND, asset_path
-    from runner.job import run
+    from runner.run import run
 
     monkeypatch.setattr(gpqa, "installed_task_file", lambda: None)
     monkeypatch.chdir(tmp_path)

@@ -17,11 +17,12 @@ import numpy as np
 import pytest
 
 from evaluators.base import Sample
-from evaluators.gsm8k import (FLEXIBLE_PATTERN, GSM8KEvaluator, IGNORED, STRICT_PATTERN, extract_flexible,
+from evaluators.tasks.gsm8k import (FLEXIBLE_PATTERN, GSM8KEvaluator, IGNORED, STRICT_PATTERN, extract_flexible,
                               extract_strict, normalize)
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError, DataError
-from runner.schema import DatasetConfig, GSM8KTaskConfig
+from runner.config.schemas import DatasetConfig
+from evaluators.tasks.gsm8k import GSM8KTaskConfig
 from tests.conftest import ROOT, compose
 
 LOCAL = ROOT / "tests" / "data" / "gsm8k_local"  # main/test.jsonl (8 rows), main/train.jsonl (10 rows)
@@ -30,7 +31,7 @@ LOCAL_SOURCE = DatasetConfig(source="local", local_path=str(LOCAL), hub_config="
 
 def task(**kw) -> GSM8KTaskConfig:
     dataset = kw.pop("dataset", LOCAL_SOURCE)
-    base = dict(_target_="evaluators.gsm8k.GSM8KEvaluator", name="gsm8k", num_samples=1319, max_input_len=4096,
+    base = dict(_target_="evaluators.tasks.gsm8k.GSM8KEvaluator", name="gsm8k", num_samples=1319, max_input_len=4096,
                 max_output_len=256, dataset=dataset)
     return GSM8KTaskConfig(**(base | kw))
 
@@ -399,9 +400,9 @@ def test_config_composes_with_upstream_parameters():
     ("mistralai/Ministral-8B-Instruct-2410", None, None, 79.25), ("mistralai/Ministral-8B-Instruct-2410", "FP8", "FP8", 78.35),
 ])
 def test_published_references(model, quant, kv, value):
-    from runner.references import lookup
+    from runner.references.store import lookup
     from runner.spec import AccuracySpec
-    from runner.stats import HypothesisParams
+    from runner.stats.unpaired import HypothesisParams
 
     entry = lookup(ROOT / "references", "gsm8k", "accuracy", model, AccuracySpec(quant_algo=quant, kv_cache_quant_algo=kv),
                    HypothesisParams(0.05, 0.2, 50.0, 1319))
@@ -413,7 +414,7 @@ def test_end_to_end_record_then_check_logs_both_parts_to_mlflow(tmp_path, mlflow
     """The embedded model on 3 packaged problems: record a reference, check against it, read MLflow back."""
     from mlflow.tracking import MlflowClient
 
-    from runner.job import run
+    from runner.run import run
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"

@@ -9,9 +9,10 @@ import sys
 import pytest
 
 from runner.backends.base import GenerationRequest, LoglikelihoodRequest
-from runner.backends.hf import HFBackend, TaskLimits
+from runner.backends.hf.backend import HFBackend, TaskLimits
 from runner.errors import ConfigError, ModelError
-from runner.schema import HFBackendConfig, ModelConfig, QuantConfig
+from runner.config.schemas import ModelConfig, QuantConfig
+from runner.backends.hf.backend import HFBackendConfig
 from tests.conftest import ROOT
 
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
@@ -127,7 +128,7 @@ def test_long_prompts_keep_their_end():
 
 
 def test_constructor_is_light_and_validates():
-    code = ("import sys; from runner.backends.hf import HFBackend, TaskLimits; from runner.schema import *;"
+    code = ("import sys; from runner.backends.hf.backend import HFBackend, TaskLimits; from runner.config.schemas import *;"
             "HFBackend(HFBackendConfig(), ModelConfig(name='m', hf_id='a/b'), QuantConfig(name='none'), TaskLimits(8, 2));"
             "print('torch' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -168,7 +169,7 @@ def test_chat_template_and_system_prompt_wrap_the_prompt():
 @pytest.mark.parametrize("native_bf16", [True, False])
 def test_auto_dtype_is_one_reference_key_on_every_cpu(native_bf16, monkeypatch):
     """The checkpoint is bfloat16: a CPU without bf16 arithmetic computes in float32, and the spec still says auto."""
-    import runner.backends.hf as hf_module
+    import runner.backends.hf.backend as hf_module
 
     monkeypatch.setattr(hf_module, "cpu_has_native_bf16", lambda: native_bf16)
     with backend(dtype="auto") as be:

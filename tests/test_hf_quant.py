@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends import hf_quant
+from runner.quant import modelopt as hf_quant
 from runner.backends.base import LoglikelihoodRequest, TaskLimits
-from runner.backends.hf import HFBackend
+from runner.backends.hf.backend import HFBackend
 from runner.errors import ConfigError
-from runner.schema import HFBackendConfig, ModelConfig, QuantConfig
+from runner.config.schemas import ModelConfig, QuantConfig
+from runner.backends.hf.backend import HFBackendConfig
 from tests.conftest import ROOT, compose, run_cli
 
 pytest.importorskip("modelopt.torch.quantization", reason="nvidia-modelopt is not installed")
@@ -111,7 +112,7 @@ def test_every_quant_option_composes_with_tensorrt_llm_names():
 
 
 def test_constructor_accepts_specs_without_heavy_imports_and_refuses_unknown_names():
-    code = ("import sys; from runner.backends.hf import HFBackend, TaskLimits; from runner.schema import *;"
+    code = ("import sys; from runner.backends.hf.backend import HFBackend, TaskLimits; from runner.config.schemas import *;"
             "HFBackend(HFBackendConfig(), ModelConfig(name='m', hf_id='a/b'), "
             "QuantConfig(name='fp8_kv', quant_algo='FP8', kv_cache_quant_algo='FP8'), TaskLimits(8, 2));"
             "print([m for m in ('torch', 'transformers', 'modelopt') if m in sys.modules])")
@@ -220,7 +221,7 @@ def test_second_run_loads_the_cache_without_calibrating(cold_cache, monkeypatch)
 
 
 def test_effective_spec_is_read_back_not_echoed(cold_cache, monkeypatch):
-    from runner.job import _check_effective_spec
+    from runner.run import _check_effective_spec
 
     real = hf_quant.modelopt_config
 
@@ -238,7 +239,7 @@ def test_effective_spec_is_read_back_not_echoed(cold_cache, monkeypatch):
 
 @pytest.mark.parametrize("name", [n for n, (_, _, cpu) in OPTIONS.items() if not cpu])
 def test_cuda_only_spec_on_cpu_is_a_clear_error_before_loading(name, monkeypatch):
-    import runner.backends.hf as hf
+    import runner.backends.hf.backend as hf
 
     def not_reached(*args, **kwargs):
         raise AssertionError("the model must not be loaded")

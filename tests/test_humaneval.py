@@ -9,19 +9,20 @@ import time
 
 import pytest
 
-from evaluators import sandbox
-from evaluators.cnn_dailymail import RougeScorer
-from evaluators.humaneval import HumanEvalEvaluator, build_program, drop_broken_tail, extract_code_block
-from evaluators.sandbox import Limits, run_program, run_programs
+from evaluators.scoring import sandbox
+from evaluators.tasks.cnn_dailymail import RougeScorer
+from evaluators.tasks.humaneval import HumanEvalEvaluator, build_program, drop_broken_tail, extract_code_block
+from evaluators.scoring.sandbox import Limits, run_program, run_programs
 from runner.errors import ConfigError, DataError
-from runner.schema import DatasetConfig, HumanEvalTaskConfig, SandboxConfig
+from runner.config.schemas import DatasetConfig
+from evaluators.tasks.humaneval import HumanEvalTaskConfig, SandboxConfig
 
 rouge_f1 = RougeScorer()
 FAST = Limits(timeout_s=2.0, memory_mb=256, workers=2)
 
 
 def task(**kw) -> HumanEvalTaskConfig:
-    base = dict(_target_="evaluators.humaneval.HumanEvalEvaluator", name="humaneval", metric="pass_at_1",
+    base = dict(_target_="evaluators.tasks.humaneval.HumanEvalEvaluator", name="humaneval", metric="pass_at_1",
                 num_samples=164, max_input_len=924, max_output_len=100, dataset=DatasetConfig(source="packaged"))
     return HumanEvalTaskConfig(**(base | kw))
 
@@ -424,9 +425,9 @@ def test_unreachable_hub_names_the_alternatives():
 # ---------------------------------------------------------------------- references and end to end
 def test_upstream_rouge_references_are_never_read_as_pass_at_1():
     from runner.errors import ReferenceError_
-    from runner.references import default_reference_dir, lookup
+    from runner.references.store import default_reference_dir, lookup
     from runner.spec import AccuracySpec
-    from runner.stats import HypothesisParams
+    from runner.stats.unpaired import HypothesisParams
 
     defaults = HypothesisParams(0.002, 0.2, 50.0, 164)
     with pytest.raises(ReferenceError_, match="no value for metric 'pass_at_1'"):
@@ -440,7 +441,7 @@ def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, mo
     """The embedded model on 2 packaged problems: record, check against it, read MLflow back."""
     from mlflow.tracking import MlflowClient
 
-    from runner.job import run
+    from runner.run import run
     from tests.conftest import compose
 
     monkeypatch.chdir(tmp_path)

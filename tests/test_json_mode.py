@@ -10,11 +10,12 @@ from types import SimpleNamespace
 import pytest
 
 from evaluators.base import Sample
-from evaluators.json_mode import JsonModeEvaluator, judge, unfence
-from runner.backends import guided
+from evaluators.tasks.json_mode import JsonModeEvaluator, judge, unfence
+from runner.backends.hf import guided
 from runner.backends.base import ChatFormat, GenerationRequest, TaskLimits
 from runner.errors import ConfigError, DataError
-from runner.schema import DatasetConfig, JsonModeTaskConfig
+from runner.config.schemas import DatasetConfig
+from evaluators.tasks.json_mode import JsonModeTaskConfig
 from tests.conftest import ROOT, compose
 from tests.test_trtllm_backend import FakeTokenizer, engine_backend, fake, model_dir  # noqa: F401
 
@@ -26,7 +27,7 @@ CLOSED = PERSON | {"additionalProperties": False}
 
 def task(**kw) -> JsonModeTaskConfig:
     dataset = kw.pop("dataset", DatasetConfig(source="local", local_path=str(FIXTURE), split="train"))
-    base = dict(_target_="evaluators.json_mode.JsonModeEvaluator", name="json_mode_eval", num_samples=100,
+    base = dict(_target_="evaluators.tasks.json_mode.JsonModeEvaluator", name="json_mode_eval", num_samples=100,
                 max_input_len=1024, max_output_len=512, apply_chat_template=True, dataset=dataset)
     return JsonModeTaskConfig(**(base | kw))
 
@@ -167,7 +168,7 @@ def test_a_system_prompt_goes_before_the_rows_own_system_turn():
 def smollm2_tokenizer():
     from transformers import AutoTokenizer
 
-    from runner.models import resolve_model_source
+    from runner.backends.models import resolve_model_source
 
     source = resolve_model_source("smollm2_135m", "HuggingFaceTB/SmolLM2-135M-Instruct", None, "smollm2_135m_gguf")
     return AutoTokenizer.from_pretrained(source.location)
@@ -260,8 +261,9 @@ def test_trtllm_passes_guided_decoding_params_and_the_backend(fake, model_dir, m
     if make == "engine":
         be = engine_backend(model_dir, limits=limits, chat=chat, max_num_tokens=64)
     else:
-        from runner.backends.trtllm_pytorch import TRTLLMPyTorchBackend
-        from runner.schema import ModelConfig, QuantConfig, TRTLLMPyTorchBackendConfig
+        from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend
+        from runner.config.schemas import ModelConfig, QuantConfig
+        from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
 
         be = TRTLLMPyTorchBackend(TRTLLMPyTorchBackendConfig(max_num_tokens=64),
                                   model=ModelConfig(name="tiny", hf_id="org/tiny", path=str(model_dir)),
@@ -305,9 +307,11 @@ def test_real_tensorrt_llm_constrains_output_to_the_schema(tmp_path, monkeypatch
     if not path:
         pytest.skip("set RUNNER_TRTLLM_TEST_MODEL to a local Hugging Face model directory")
     monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
-    from runner.backends.trtllm_engine import TRTLLMEngineBackend
-    from runner.backends.trtllm_pytorch import TRTLLMPyTorchBackend
-    from runner.schema import ModelConfig, QuantConfig, TRTLLMBackendConfig, TRTLLMPyTorchBackendConfig
+    from runner.backends.trtllm.engine import TRTLLMEngineBackend
+    from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend
+    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.backends.trtllm.engine import TRTLLMBackendConfig
+    from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
 
     model = ModelConfig(name="trtllm-test", hf_id="trtllm-test", path=path)
     limits = TaskLimits(max_input_len=256, max_output_len=48, max_batch_size=4, guided_decoding="auto")
@@ -328,8 +332,9 @@ def test_real_tensorrt_llm_constrains_output_to_the_schema(tmp_path, monkeypatch
 def test_hf_guided_decoding_yields_schema_valid_json():
     import jsonschema
 
-    from runner.backends.hf import HFBackend
-    from runner.schema import HFBackendConfig, ModelConfig, QuantConfig
+    from runner.backends.hf.backend import HFBackend
+    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.backends.hf.backend import HFBackendConfig
 
     schema = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]},
                                                "count": {"type": "integer"}},
@@ -353,7 +358,7 @@ def test_hf_guided_decoding_yields_schema_valid_json():
 def test_runs_end_to_end_on_the_fixture_and_logs_to_mlflow(tmp_path, mlflow_server, monkeypatch):
     from mlflow.tracking import MlflowClient
 
-    from runner.job import run
+    from runner.run import run
 
     monkeypatch.chdir(tmp_path)
     outcome = run(compose(["task=json_mode_eval", "task.num_samples=2", "task.max_output_len=96",

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.mmlu import MMLUEvaluator
+from evaluators.tasks.mmlu import MMLUEvaluator
 from runner.backends.base import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.errors import ConfigError, DataError
-from runner.schema import DatasetConfig, MMLUTaskConfig
+from runner.config.schemas import DatasetConfig
+from evaluators.tasks.mmlu import MMLUTaskConfig
 from tests.conftest import ROOT
 
 CAIS = ROOT / "tests" / "data" / "mmlu_cais"
@@ -30,7 +31,7 @@ HEADER_CM = "The following are multiple choice questions (with answers) about  c
 
 def task(**kw) -> MMLUTaskConfig:
     dataset = kw.pop("dataset", DatasetConfig(source="local", local_path=str(CAIS), hub_config="all"))
-    base = dict(_target_="evaluators.mmlu.MMLUEvaluator", name="mmlu", num_samples=4096, max_input_len=4094,
+    base = dict(_target_="evaluators.tasks.mmlu.MMLUEvaluator", name="mmlu", num_samples=4096, max_input_len=4094,
                 max_output_len=2, dataset=dataset)
     return MMLUTaskConfig(**(base | kw))
 

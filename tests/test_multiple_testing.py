@@ -7,7 +7,7 @@ import random
 import pytest
 
 from runner.errors import ConfigError
-from runner.multiple_testing import adjust, validate
+from runner.stats.multiple_testing import adjust, validate
 
 
 @pytest.mark.parametrize("method, sm", [("holm", "holm"), ("bh", "fdr_bh")])

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from runner.errors import UserError
-from runner.paired import (
+from runner.stats.paired import (
     PairedResult,
     PairingError,
     estimate_sigma,

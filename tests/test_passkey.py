@@ -12,10 +12,10 @@ import random
 
 import pytest
 
-from evaluators.passkey import PasskeyEvaluator, first_number, nominal_length
+from evaluators.tasks.passkey import PasskeyEvaluator, first_number, nominal_length
 from runner.errors import ConfigError
-from runner.schema import PasskeyTaskConfig
-from runner.stats import HypothesisParams, decide
+from evaluators.tasks.passkey import PasskeyTaskConfig
+from runner.stats.unpaired import HypothesisParams, decide
 from tests.conftest import compose
 
 LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.\n"
@@ -28,7 +28,7 @@ SEED0_KEYS = ["66048", "76475", "93824", "21948", "92411", "57815", "65938", "77
 
 
 def task(**kw) -> PasskeyTaskConfig:
-    base = dict(_target_="evaluators.passkey.PasskeyEvaluator", name="passkey_retrieval_1k", alpha=0.5, sigma=0.0,
+    base = dict(_target_="evaluators.tasks.passkey.PasskeyEvaluator", name="passkey_retrieval_1k", alpha=0.5, sigma=0.0,
                 num_samples=20, max_input_len=1024, max_output_len=6, length=1024)
     return PasskeyTaskConfig(**(base | kw))
 
@@ -226,7 +226,7 @@ def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, mo
 
     from mlflow.tracking import MlflowClient
 
-    from runner.job import run
+    from runner.run import run
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"

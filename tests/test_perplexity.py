@@ -9,18 +9,19 @@ import math
 import pytest
 
 from evaluators.base import Sample
-from evaluators.corpus import Corpus, Document, load_corpus
-from evaluators.perplexity import PerplexityEvaluator, document_perplexity, normalize, shuffled_order
+from evaluators.data.corpus import Corpus, Document, load_corpus
+from evaluators.tasks.perplexity import PerplexityEvaluator, document_perplexity, normalize, shuffled_order
 from runner.backends.base import LoglikelihoodRequest, LoglikelihoodResult
 from runner.errors import ConfigError, DataError
-from runner.schema import DatasetConfig, PerplexityTaskConfig
+from runner.config.schemas import DatasetConfig
+from evaluators.tasks.perplexity import PerplexityTaskConfig
 from tests.conftest import ROOT, compose
 
 LN2 = math.log(2.0)
 
 
 def task(**kw) -> PerplexityTaskConfig:
-    base = dict(_target_="evaluators.perplexity.PerplexityEvaluator", name="perplexity", alpha=0.01, sigma=4.48,
+    base = dict(_target_="evaluators.tasks.perplexity.PerplexityEvaluator", name="perplexity", alpha=0.01, sigma=4.48,
                 num_samples=86, max_input_len=16384, max_output_len=1, max_batch_size=1,
                 dataset=DatasetConfig(source="packaged", hub_id="DKYoon/SlimPajama-6B"))
     return PerplexityTaskConfig(**(base | kw))
@@ -212,9 +213,9 @@ def test_both_task_options_compose_with_upstream_statistics():
 
 # ---------------------------------------------------------------------------- statistics: lower is better
 def test_threshold_lies_above_the_reference_and_higher_perplexity_fails():
-    from runner.references import lookup
+    from runner.references.store import lookup
     from runner.spec import AccuracySpec
-    from runner.stats import HypothesisParams, decide
+    from runner.stats.unpaired import HypothesisParams, decide
 
     t = compose(["task=perplexity_slimpajama", "output_dir=/tmp/x"]).task
     defaults = HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
@@ -231,9 +232,9 @@ def test_threshold_lies_above_the_reference_and_higher_perplexity_fails():
 
 
 def test_upstream_reference_file_with_accuracy_key_drops_in(tmp_path):
-    from runner.references import lookup
+    from runner.references.store import lookup
     from runner.spec import AccuracySpec
-    from runner.stats import HypothesisParams
+    from runner.stats.unpaired import HypothesisParams
 
     (tmp_path / "perplexity.yaml").write_text("gradientai/Llama-3-8B-Instruct-Gradient-1048k:\n  - accuracy: 7.663\n"
                                               "  - quant_algo: FP8\n    accuracy: 7.9\n    higher_is_better: true\n")
@@ -245,7 +246,7 @@ def test_upstream_reference_file_with_accuracy_key_drops_in(tmp_path):
 
 
 def test_paired_test_flags_higher_perplexity_only():
-    from runner.paired import paired_continuous
+    from runner.stats.paired import paired_continuous
 
     ref = [10.0 + 0.7 * i for i in range(12)]
     worse = [v * 1.05 + (0.02 if i % 2 else -0.02) for i, v in enumerate(ref)]
@@ -260,8 +261,9 @@ def test_hf_scores_a_document_from_bos_and_keeps_its_end():
     """Upstream's tokenizer truncates on the left: BOS + the document's last max_input_len - 1 tokens."""
     import torch
 
-    from runner.backends.hf import HFBackend, TaskLimits
-    from runner.schema import HFBackendConfig, ModelConfig, QuantConfig
+    from runner.backends.hf.backend import HFBackend, TaskLimits
+    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.backends.hf.backend import HFBackendConfig
 
     model = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
     be = HFBackend(HFBackendConfig(dtype="float32", device="cpu"), model, QuantConfig(name="none"), TaskLimits(16, 1),
@@ -289,7 +291,7 @@ def test_record_then_check_quantized_specs_end_to_end(tmp_path, mlflow_server, m
     from mlflow.tracking import MlflowClient
 
     from runner.errors import EXIT_OK, EXIT_REGRESSION
-    from runner.job import run
+    from runner.run import run
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"

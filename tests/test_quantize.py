@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.trtllm_pytorch import checkpoint_spec
+from runner.backends.trtllm.pytorch import checkpoint_spec
 from runner.errors import ConfigError, ModelError
 from tests.conftest import ROOT, compose
 
@@ -122,11 +122,12 @@ def test_fp8_weights_are_the_fp8_rounding_of_the_original(export):
 @pytest.mark.e2e
 def test_trtllm_pytorch_backend_loads_the_export_with_the_right_spec(export, monkeypatch, tmp_path):
     """The TensorRT-LLM PyTorch backend (its test double, reading hf_quant_config.json as TensorRT-LLM does)."""
-    from runner.backends import trtllm_api
+    from runner.backends.trtllm import api as trtllm_api
     from runner.backends.base import TaskLimits
-    from runner.backends.trtllm_pytorch import TRTLLMPyTorchBackend
-    from runner.job import _check_effective_spec
-    from runner.schema import ModelConfig, QuantConfig, TRTLLMPyTorchBackendConfig
+    from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend
+    from runner.run import _check_effective_spec
+    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
     from tests.test_trtllm_backend import FakeTRTLLM
 
     exported, _ = export
@@ -163,7 +164,7 @@ def test_trtllm_pytorch_backend_loads_the_export_with_the_right_spec(export, mon
     (["quant=fp8", "backend=trtllm"], ["calibrates with the transformers backend"]),
 ])
 def test_refusals_say_what_to_do_before_loading_the_model(overrides, fragments, monkeypatch, tmp_path):
-    import runner.backends.hf as hf
+    import runner.backends.hf.backend as hf
     from runner.quantize import quantize_and_export
 
     def not_loaded(*args, **kwargs):

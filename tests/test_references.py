@@ -11,9 +11,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from runner.errors import ConfigError, ReferenceError_
-from runner.references import Reference, default_reference_dir, list_specs, lookup, metric_key, record
+from runner.references.store import Reference, default_reference_dir, list_specs, lookup, metric_key, record
 from runner.spec import AccuracySpec
-from runner.stats import HypothesisParams
+from runner.stats.unpaired import HypothesisParams
 
 MMLU_DEFAULTS = HypothesisParams(alpha=0.05, beta=0.2, sigma=50.0, num_samples=4096)
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
@@ -206,7 +206,7 @@ def test_shipped_mmlu_references() -> None:
 
 
 def test_shipped_smollm2_references_carry_their_per_sample_scores() -> None:
-    from runner import reference_samples
+    from runner.references import samples as reference_samples
 
     d = default_reference_dir()
     for extra in (None, "scoring=loglikelihood"):

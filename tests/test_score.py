@@ -8,13 +8,13 @@ from collections import defaultdict
 
 import pytest
 
-from evaluators.score import extract, upstream
-from evaluators.score.data import AGIEVAL_SUBSETS, MATH_SUBSETS
-from evaluators.score.evaluator import ScoreEvaluator
-from evaluators.score.gate import ConsistencyGate
-from evaluators.score.metrics import bootstrap_ratio
+from evaluators.tasks.score import extract, upstream
+from evaluators.tasks.score.data import AGIEVAL_SUBSETS, MATH_SUBSETS
+from evaluators.tasks.score.evaluator import ScoreEvaluator
+from evaluators.tasks.score.gate import ConsistencyGate
+from evaluators.tasks.score.metrics import bootstrap_ratio
 from runner.errors import ConfigError, UserError
-from runner.schema import ScoreTaskConfig
+from evaluators.tasks.score import ScoreTaskConfig
 from tests.conftest import ROOT, compose
 
 DATA = ROOT / "tests" / "data" / "score"
@@ -23,7 +23,7 @@ GENERATIONS = json.loads((DATA / "generations.json").read_text())
 
 
 def evaluator(family: str, kind: str, **kw) -> ScoreEvaluator:
-    base = dict(_target_="evaluators.score.evaluator.ScoreEvaluator", name=f"score_{kind}_{family}", num_samples=100,
+    base = dict(_target_="evaluators.tasks.score.evaluator.ScoreEvaluator", name=f"score_{kind}_{family}", num_samples=100,
                 max_input_len=3072, max_output_len=1024, apply_chat_template=True, dataset=family, robustness=kind,
                 local_path=str(DATA / family), subsets=SUBSETS.get(family))
     return ScoreEvaluator(ScoreTaskConfig(**(base | kw)))
@@ -411,7 +411,7 @@ class CannedBackend:
 def test_job_records_both_references_and_fails_on_consistency(tmp_path, monkeypatch):
     from ruamel.yaml import YAML
 
-    import runner.job as job
+    import runner.run as job
     from runner.errors import EXIT_OK, EXIT_REGRESSION
 
     real = job.build_object
@@ -468,7 +468,7 @@ def test_suite_preset_lists_every_valid_job():
     ("\\dfrac{1}{2}", "0.5", True),  # upstream needs its LaTeX parser (antlr 4.11) for this
 ])
 def test_math_equivalence(a, b, same):
-    from evaluators.score.mathgrade import math_equivalent
+    from evaluators.tasks.score.mathgrade import math_equivalent
 
     assert math_equivalent(a, b) is same
     assert math_equivalent(None, None) is False and math_equivalent(None, "5") is False

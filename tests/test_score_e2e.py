@@ -10,7 +10,7 @@ import json
 import pytest
 
 from runner.errors import EXIT_OK
-from runner.job import run
+from runner.run import run
 from tests.conftest import ROOT, compose
 
 pytestmark = pytest.mark.e2e

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from runner.errors import ConfigError
-from runner.stats import (
+from runner.stats.unpaired import (
     HypothesisParams,
     PlanRow,
     compute_theta,

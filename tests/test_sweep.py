@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from runner import sweep_summary
+from runner.sweep import summary as sweep_summary
 from tests.conftest import ROOT, compose, run_cli
 
 FIXTURE = str(ROOT / "tests" / "data" / "mmlu_cais")
@@ -31,7 +31,7 @@ TINY = ["task.dataset.source=local", f"task.dataset.local_path={FIXTURE}", "task
 # ---------------------------------------------------------------------------- summary (no model)
 def decision(p: float | None, passed: bool, *, alpha: float = 0.05, rule: str = "unpaired",
              gates: list[dict] | None = None) -> dict:
-    """report.json's ``decision`` as runner.decision.Decision.to_dict writes it."""
+    """report.json's ``decision`` as runner.stats.decision.Decision.to_dict writes it."""
     tests = [{"name": "accuracy", "rule": rule, "gate": "regression", "p_value": p, "alpha": alpha, "passed": passed}]
     tests += gates or []
     return {"rule": rule, "passed": passed and all(g["passed"] for g in gates or []), "accuracy_passed": passed,
@@ -215,11 +215,11 @@ def test_correction_none_reproduces_every_jobs_own_verdict(tmp_path):
 def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
     """A job decided by the paired test contributes the paired p-value (not the unpaired one) to Holm."""
     from evaluators.base import ScoredSample
-    from runner import reference_samples
-    from runner.decision import RunProvenance, decide_against
-    from runner.references import Reference
+    from runner.references import samples as reference_samples
+    from runner.stats.decision import RunProvenance, decide_against
+    from runner.references.store import Reference
     from runner.spec import AccuracySpec
-    from runner.stats import HypothesisParams
+    from runner.stats.unpaired import HypothesisParams
     from types import SimpleNamespace
 
     params = HypothesisParams(0.05, 0.2, 50.0, 100)
@@ -429,7 +429,7 @@ def test_an_unknown_correction_stops_the_sweep_before_any_job(tmp_path):
 def test_jobs_spread_over_visible_gpus(monkeypatch):
     import torch
 
-    from runner.sweep import spread_over_gpus
+    from runner.sweep.gpus import spread_over_gpus
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
     devices = []
@@ -450,7 +450,7 @@ def test_jobs_spread_over_visible_gpus(monkeypatch):
 def test_cuda_visible_devices_pin_each_job_of_a_backend_without_device_key(monkeypatch):
     import torch
 
-    from runner.sweep import gpus_for_job, spread_over_gpus
+    from runner.sweep.gpus import gpus_for_job, spread_over_gpus
 
     # the choice: job k gets group k mod (count // GPUs per job), named as the variable names them
     assert [gpus_for_job(k, 4, None) for k in range(5)] == ["0", "1", "2", "3", "0"]
@@ -484,8 +484,8 @@ def test_joblib_gpu_launcher_runs_one_job_per_visible_gpu(monkeypatch):
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    from runner.schema import register_schemas
-    from runner.sweep import GPU_COUNT_RESOLVER, gpu_count, register_resolvers
+    from runner.config.store import register_schemas
+    from runner.sweep.gpus import GPU_COUNT_RESOLVER, gpu_count, register_resolvers
 
     register_schemas()
     register_resolvers()

@@ -1,7 +1,7 @@
 """The TensorRT-LLM backends' translation layer, against a double built from the real signatures.
 
 TensorRT-LLM cannot be installed on most machines (it needs a CUDA GPU and NVIDIA's package index),
-so the tests replace ``runner.backends.trtllm_api.load_api`` with :class:`FakeTRTLLM`. Its classes
+so the tests replace ``runner.backends.trtllm.api.load_api`` with :class:`FakeTRTLLM`. Its classes
 take exactly the keyword arguments of TensorRT-LLM 1.0-1.2.x and reject any other, record every
 call, and its LLM classes answer with RequestOutput-like objects. Field lists come from:
 - ``tensorrt_llm/builder.py`` ``BuildConfig`` (dataclass fields);
@@ -34,13 +34,15 @@ from typing import Any
 
 import pytest
 
-from runner.backends import trtllm_api
+from runner.backends.trtllm import api as trtllm_api
 from runner.backends.base import ChatFormat, GenerationRequest, LoglikelihoodRequest, TaskLimits
-from runner.backends.trtllm import build_config_kwargs, calib_config_kwargs, quant_config_kwargs, sampling_kwargs
-from runner.backends.trtllm_engine import TRTLLMEngineBackend
-from runner.backends.trtllm_pytorch import TRTLLMPyTorchBackend
+from runner.backends.trtllm.backend import build_config_kwargs, calib_config_kwargs, quant_config_kwargs, sampling_kwargs
+from runner.backends.trtllm.engine import TRTLLMEngineBackend
+from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend
 from runner.errors import BackendUnavailable, ConfigError, ModelError
-from runner.schema import ModelConfig, QuantConfig, TRTLLMBackendConfig, TRTLLMPyTorchBackendConfig
+from runner.config.schemas import ModelConfig, QuantConfig
+from runner.backends.trtllm.engine import TRTLLMBackendConfig
+from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
 from tests.conftest import ROOT, compose
 
 # ------------------------------------------------------------------------------ the double
@@ -580,7 +582,7 @@ def test_engine_cache_needs_a_local_checkpoint(fake):
 
 
 def test_the_lock_serialises_builds(fake, model_dir, monkeypatch):
-    from runner import engine_cache
+    from runner.cache import engines as engine_cache
 
     held = []
     real = engine_cache.file_lock
@@ -597,7 +599,7 @@ def test_the_lock_serialises_builds(fake, model_dir, monkeypatch):
 
 # ------------------------------------------------------------------------------ effective spec
 def test_effective_spec_on_a_cache_hit_comes_from_the_engine(fake, model_dir, calib_dir):
-    from runner.job import _check_effective_spec
+    from runner.run import _check_effective_spec
 
     quant = spec("fp8_kv", "FP8", "FP8")
     for expected in ("miss", "hit"):
@@ -612,7 +614,7 @@ def test_effective_spec_on_a_cache_hit_comes_from_the_engine(fake, model_dir, ca
 
 def run_fp8_job(model_dir: Path, calib_dir: Path, out: Path, *overrides: str) -> Any:
     """``python -m runner backend=trtllm quant=fp8`` on the test checkpoint, untracked."""
-    from runner.job import run
+    from runner.run import run
 
     return run(compose(["backend=trtllm", f"model.path={model_dir}", "quant=fp8", f"quant.calib_dataset={calib_dir}",
                         "task=gsm8k", "task.num_samples=2", "tracking=none", "reference.mode=skip", "cache.enabled=false",
@@ -665,7 +667,7 @@ def test_a_build_that_drops_the_quantization_stops_the_run(fake, model_dir, cali
 
 
 def test_pytorch_backend_reads_the_prequantized_checkpoint(fake, model_dir, tmp_path):
-    from runner.job import _check_effective_spec
+    from runner.run import _check_effective_spec
 
     ckpt = tmp_path / "fp8_ckpt"
     ckpt.mkdir()

@@ -1,15 +1,11 @@
-"""The backend contract shared by every implementation (hf, trtllm, trtllm_pytorch).
-
-A backend is a context manager. Its constructor only validates configuration; heavy libraries
-are imported and the model is loaded in ``__enter__``. ``generate`` and ``loglikelihood`` take
-every request of one kind at once, so the backend can batch and reorder freely; results come
-back in request order.
-"""
+"""The backend contract shared by every implementation (hf, trtllm, trtllm_pytorch, the fake):
+the request and result records, declared capabilities, and the :class:`Backend` base class."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from abc import ABC, abstractmethod
+from typing import Any, Sequence
 
 from runner.spec import AccuracySpec
 
@@ -94,13 +90,59 @@ class BackendInfo:
     details: dict[str, str] = field(default_factory=dict)
 
 
-class Backend(Protocol):
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, declared by its class and checked before any model loads."""
+
+    loglikelihood: bool = True  # answers LoglikelihoodRequest
+    token_counter: bool = False  # count_tokens() (length filters in the model's own tokens)
+    per_request_seeds: bool = True  # a sampled request's seed decides its output
+
+
+@dataclass(frozen=True)
+class GpuNeeds:
+    """How a job of this backend takes GPUs in a sweep that runs one job per GPU group.
+
+    ``device_key``: the backend places itself with ``backend.device`` (``auto`` is replaced by
+    ``cuda:k``); otherwise it uses every visible GPU and is narrowed with ``CUDA_VISIBLE_DEVICES``,
+    ``per_job`` GPUs a job (tensor x pipeline parallel). ``per_job`` 0: no GPU (an HTTP client)."""
+
+    device_key: bool = False
+    per_job: int = 1
+
+
+class Backend(ABC):
+    """A context manager answering requests in bulk; the constructor only validates its config.
+
+    Heavy libraries are imported and the model loaded in ``__enter__``. ``generate`` and
+    ``loglikelihood`` take every request of one kind at once and answer in request order;
+    ``info()`` returns the EFFECTIVE accuracy spec read back from what was loaded."""
+
+    capabilities: Capabilities = Capabilities()
+
+    @classmethod
+    def gpu_needs(cls, config: Any) -> GpuNeeds:
+        """What a sweep job of this backend needs to be given (see :class:`GpuNeeds`)."""
+        return GpuNeeds()
+
+    def preflight(self) -> None:
+        """Checks that need no model (libraries importable, a device present); run before anything loads."""
+
+    @abstractmethod
     def __enter__(self) -> "Backend": ...
 
+    @abstractmethod
     def __exit__(self, *exc: object) -> None: ...
 
+    @abstractmethod
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]: ...
 
+    @abstractmethod
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]: ...
 
+    @abstractmethod
     def info(self) -> BackendInfo: ...
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Token counts of ``texts`` (only where ``capabilities.token_counter``)."""
+        raise NotImplementedError(f"{type(self).__name__} counts no tokens")

@@ -1,0 +1,1 @@
+"""Where a task's rows come from: local, packaged or Hub sources, file readers, upstream's shuffles."""

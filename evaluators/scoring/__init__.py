@@ -1,0 +1,1 @@
+"""Scoring parts more than one task uses: ROUGE aggregation, sandboxed program execution."""

@@ -1,0 +1,1 @@
+"""One module per task: its config dataclass, its samples, requests and scoring."""

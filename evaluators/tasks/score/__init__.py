@@ -1,0 +1,38 @@
+"""SCORE robustness tasks (Nalbandyan et al., NVIDIA, NAACL 2025): option order, prompt and sampling
+robustness on MMLU-Pro, AGIEval and MATH, as lm-evaluation-harness's ``tasks/score`` computes them.
+
+One runner sample is one question; its requests are all of that question's variants, so a seeded
+question subset keeps every variant of a sampled question, and the per-sample score (the
+question's accuracy over its variants) feeds the core hypothesis test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+from omegaconf import MISSING
+from runner.config.schemas import DatasetConfig
+from runner.config.schemas import TaskConfig
+
+
+
+@dataclass
+class ScoreTaskConfig(TaskConfig):
+    """SCORE robustness (evaluators/score/): one sample per question, one request per variant."""
+    chance_level: Optional[float] = None  # by the questions' option counts (ScoreEvaluator.chance_level)
+
+    dataset: str = "mmlu_pro"  # type: ignore[assignment]  # mmlu_pro | agieval | math (not a DatasetConfig)
+    robustness: str = MISSING  # prompt | option_order | non_greedy
+    faithful: bool = True  # false: fix upstream's documented quirks (a protocol deviation, in extra_acc_spec)
+    source: str = "auto"  # auto (local when local_path is set, else hub) | hub | local
+    local_path: Optional[str] = None
+    subsets: Optional[list[str]] = None  # AGIEval / MATH subsets; None: all seven, as upstream
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])  # non_greedy: one request per seed
+    temperature: float = 0.7  # non_greedy sampling temperature (nothing else set, as upstream)
+    bootstrap_samples: int = 1000  # question-level bootstrap replicates of the consistency rate
+    bootstrap_seed: int = 0
+    ci_level: float = 0.95
+
+
+CONFIG = ScoreTaskConfig
+"""The task's schema, registered as ``schema_task_score``."""

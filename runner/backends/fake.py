@@ -1,0 +1,118 @@
+"""A scripted backend: canned answers, declared capabilities, no model. For pipeline tests and dry runs.
+
+Generation: the scripted text of a prompt (``script``: a JSONL file of ``{"prompt", "text"}`` rows),
+else ``default_answer``; sampled requests (temperature > 0) answer ``default_answer`` followed by a
+word drawn from their seed, and need one, as every backend does. Outputs are cut at stop strings and
+at ``max_tokens`` words. Log-likelihood: the scripted ``logprob`` of a ``{"context", "continuation"}``
+row, else a deterministic value derived from the texts. ``info()`` reports the requested spec.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from runner.backends.base import (
+    Backend,
+    BackendInfo,
+    Capabilities,
+    ChatFormat,
+    GenerationRequest,
+    GpuNeeds,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    TaskLimits,
+)
+from runner.backends.prompting import cut_at_stop
+from runner.errors import ConfigError
+from runner.spec import AccuracySpec
+
+
+@dataclass
+class FakeBackendConfig:
+    """A scripted backend (runner/backends/fake.py)."""
+
+    _target_: str = "runner.backends.fake.FakeBackend"
+    name: str = "fake"
+    script: Optional[str] = None  # JSONL of {"prompt", "text"} and {"context", "continuation", "logprob"} rows
+    default_answer: str = ""
+    loglikelihood: bool = True  # declare log-likelihood scoring (off: refused up front, as TensorRT-LLM's backends)
+
+
+class FakeBackend(Backend):
+    name = "fake"
+
+    def __init__(self, config: Any, model: Any, quant: Any, limits: TaskLimits,
+                 chat: ChatFormat = ChatFormat(), progress: bool = True) -> None:
+        self.config = config
+        self.model_config = model
+        self.quant = quant
+        self.limits = limits
+        self.capabilities = Capabilities(loglikelihood=config.loglikelihood, token_counter=True, per_request_seeds=True)
+        self.texts: dict[str, str] = {}
+        self.logprobs: dict[tuple[str, str], float] = {}
+        self.calls: list[tuple[str, int]] = []  # (kind, number of requests) per call
+        if config.script:
+            path = Path(config.script)
+            if not path.is_file():
+                raise ConfigError("the fake backend's script file does not exist", where="backend.script", given=str(path))
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    if "prompt" in row:
+                        self.texts[row["prompt"]] = row["text"]
+                    else:
+                        self.logprobs[(row["context"], row["continuation"])] = float(row["logprob"])
+
+    @classmethod
+    def gpu_needs(cls, config: Any) -> GpuNeeds:
+        return GpuNeeds(per_job=0)
+
+    def __enter__(self) -> "FakeBackend":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def info(self) -> BackendInfo:
+        spec = AccuracySpec(quant_algo=self.quant.quant_algo, kv_cache_quant_algo=self.quant.kv_cache_quant_algo)
+        return BackendInfo(self.name, spec, "none", self.model_config.path or self.model_config.hf_id,
+                           {"fake": "1"}, {"model_source": "scripted"})
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        self.calls.append(("generate", len(requests)))
+        out = []
+        for r in requests:
+            if r.greedy:
+                text = self.texts.get(r.prompt, self.config.default_answer)
+            else:
+                if r.seed is None:
+                    raise ConfigError("a sampled request needs an explicit seed", where="GenerationRequest.seed",
+                                      given="None", fix="set the task's seed")
+                word = random.Random(f"{r.seed}:{r.prompt}").choice(["alpha", "beta", "gamma", "delta"])
+                text = f"{self.config.default_answer} {word}".strip()
+            words = text.split(" ")
+            text = " ".join(words[:min(r.max_tokens, self.limits.max_output_len)])
+            out.append(cut_at_stop(text, r.stop))
+        return out
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        if not self.capabilities.loglikelihood:
+            raise ConfigError("this backend cannot score log-likelihood requests", where="backend=fake",
+                              fix="use task.scoring=generate")
+        self.calls.append(("loglikelihood", len(requests)))
+        out = []
+        for r in requests:
+            lp = self.logprobs.get((r.context, r.continuation))
+            if lp is None:
+                digest = hashlib.sha256(f"{r.context}\x00{r.continuation}".encode()).digest()
+                lp = -1.0 - digest[0] / 32.0
+            out.append(LoglikelihoodResult(lp, False, max(1, len(r.continuation.split()))))
+        return out
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(t.split()) for t in texts]

@@ -1,0 +1,1 @@
+"""The transformers backend (CPU or CUDA) and its schema-constrained decoding."""

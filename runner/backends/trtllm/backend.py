@@ -1,0 +1,360 @@
+"""What the two TensorRT-LLM backends share: the translation between the runner and the LLM API.
+
+The runner speaks accuracy specs, task limits and string requests; TensorRT-LLM speaks QuantConfig,
+CalibConfig, BuildConfig, KvCacheConfig and SamplingParams. The pure functions below do that
+translation (and are what the test double checks); :class:`TRTLLMBackendBase` holds the lifecycle
+both backends share: validation in the constructor, prompts, generation, the effective spec.
+
+The classes of TensorRT-LLM itself are never imported here: a backend gets them from
+:func:`runner.backends.trtllm.api.load_api` on entry. Field names follow TensorRT-LLM 1.0-1.2.x
+(``tensorrt_llm/llmapi/llm_args.py``, ``tensorrt_llm/builder.py``,
+``tensorrt_llm/models/modeling_utils.py``, ``tensorrt_llm/quantization/mode.py``,
+``tensorrt_llm/sampling_params.py``).
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from runner.backends.base import (
+    Backend,
+    Capabilities,
+    GpuNeeds,
+    BackendInfo,
+    ChatFormat,
+    GenerationRequest,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    TaskLimits,
+)
+from runner.backends.hf import guided
+from runner.backends.prompting import cut_at_stop, encode_request
+from runner.errors import ConfigError
+from runner.spec import AccuracySpec
+
+# QuantAlgo members of TensorRT-LLM 1.0-1.2 (tensorrt_llm/quantization/mode.py) that name a
+# weight/activation scheme. INT8 is a KV cache algorithm only; MIXED_PRECISION needs a per-layer
+# file, not a spec; NO_QUANT is spelled quant_algo: null here.
+WEIGHT_ALGOS = (
+    "W8A16", "W4A16", "W4A16_AWQ", "W4A8_AWQ", "W8A16_GPTQ", "W4A16_GPTQ", "W8A8_SQ_PER_CHANNEL",
+    "W8A8_SQ_PER_TENSOR_PLUGIN", "W8A8_SQ_PER_CHANNEL_PER_TOKEN_PLUGIN",
+    "W8A8_SQ_PER_CHANNEL_PER_TENSOR_PLUGIN", "W8A8_SQ_PER_TENSOR_PER_TOKEN_PLUGIN",
+    "W4A8_QSERVE_PER_GROUP", "W4A8_QSERVE_PER_CHANNEL", "FP8", "FP8_PER_CHANNEL_PER_TOKEN",
+    "FP8_BLOCK_SCALES", "NVFP4", "W4A8_NVFP4_FP8", "W4A8_MXFP4_FP8", "W4A8_MXFP4_MXFP8", "W4A16_MXFP4",
+)
+# QuantConfig._requires_calibration: every weight algo except these, and any KV cache algo.
+NO_CALIBRATION_ALGOS = frozenset({"W8A16", "W4A16", "FP8_PER_CHANNEL_PER_TOKEN"})
+GROUPWISE_ALGOS = frozenset({"W4A16_AWQ", "W4A8_AWQ", "W4A16_GPTQ", "W8A16_GPTQ"})
+# KvCacheConfig.dtype values the PyTorch backend maps to a KV cache QuantAlgo.
+KV_DTYPE_TO_ALGO = {"fp8": "FP8", "nvfp4": "NVFP4"}
+
+LOGLIKELIHOOD_REFUSAL = dict(
+    where="task.scoring", given="loglikelihood", allowed="task.scoring=generate on TensorRT-LLM backends",
+    fix="use task.scoring=generate (TensorRT-LLM's own MMLU protocol), or backend=hf for log-likelihood scoring",
+)
+
+
+# ---------------------------------------------------------------------------- spec -> QuantConfig
+def needs_calibration(quant: Any) -> bool:
+    """Whether building this spec runs calibration (TensorRT-LLM's ``_requires_calibration`` rule)."""
+    algo, kv = quant.quant_algo, quant.kv_cache_quant_algo
+    return bool(kv) or (bool(algo) and algo not in NO_CALIBRATION_ALGOS)
+
+
+def validate_spec(quant: Any, backend: str, kv_algos: Sequence[str]) -> None:
+    """Reject algorithm names TensorRT-LLM does not know, before anything is loaded."""
+    if quant.quant_algo is not None and quant.quant_algo not in WEIGHT_ALGOS:
+        raise ConfigError(f"unknown quant_algo for backend={backend}", where=f"quant={quant.name}: quant_algo",
+                          given=quant.quant_algo, allowed="null or one of " + ", ".join(WEIGHT_ALGOS))
+    kv = quant.kv_cache_quant_algo
+    if kv is not None and kv not in kv_algos:
+        raise ConfigError(f"kv_cache_quant_algo not supported by backend={backend}",
+                          where=f"quant={quant.name}: kv_cache_quant_algo", given=kv,
+                          allowed="null or " + ", ".join(kv_algos))
+    if quant.group_size < 1 or not 0.0 <= quant.smoothquant_alpha <= 1.0:
+        raise ConfigError("group_size must be positive and smoothquant_alpha within [0, 1]",
+                          where=f"quant={quant.name}", given=f"{quant.group_size} / {quant.smoothquant_alpha}")
+
+
+def quant_config_kwargs(quant: Any) -> dict[str, Any]:
+    """QuantConfig arguments for the spec, algorithms as names; empty for an unquantized spec.
+
+    ``group_size`` is passed only to group-wise algorithms and ``smoothquant_val`` only to
+    SmoothQuant ones: elsewhere TensorRT-LLM ignores them, and leaving them out keeps an unrelated
+    setting from changing the engine cache key.
+    """
+    kwargs: dict[str, Any] = {}
+    algo = quant.quant_algo
+    if algo:
+        kwargs["quant_algo"] = algo
+    if quant.kv_cache_quant_algo:
+        kwargs["kv_cache_quant_algo"] = quant.kv_cache_quant_algo
+    if algo in GROUPWISE_ALGOS:
+        kwargs["group_size"] = int(quant.group_size)
+    if algo and algo.startswith("W8A8_SQ"):
+        kwargs["smoothquant_val"] = float(quant.smoothquant_alpha)
+    return kwargs
+
+
+def with_enum_algos(api: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Replace algorithm names by ``api.QuantAlgo`` members, as QuantConfig expects."""
+    return {k: api.QuantAlgo[v] if k in ("quant_algo", "kv_cache_quant_algo") else v for k, v in kwargs.items()}
+
+
+def calib_config_kwargs(quant: Any, dataset: str) -> dict[str, Any]:
+    """CalibConfig arguments: ``calib_num_samples`` samples in batches of ``calib_batch_size``.
+
+    Despite its name and docstring ("number of batches"), ``CalibConfig.calib_batches`` counts
+    SAMPLES: the engine build passes it to ``quantize_and_export(calib_size=calib_batches,
+    batch_size=calib_batch_size)`` (``tensorrt_llm/models/modeling_utils.py``), whose
+    ``get_calib_dataloader`` keeps the first ``calib_size`` texts and batches them by ``batch_size``
+    (``tensorrt_llm/quantization/quantize_by_modelopt.py``). So it takes ``calib_num_samples`` as is.
+    """
+    if quant.calib_num_samples < 1 or quant.calib_batch_size < 1:
+        raise ConfigError("calib_num_samples and calib_batch_size must be positive",
+                          where=f"quant={quant.name}", given=f"{quant.calib_num_samples} / {quant.calib_batch_size}")
+    kwargs: dict[str, Any] = {
+        "calib_dataset": dataset,
+        "calib_batches": int(quant.calib_num_samples),
+        "calib_batch_size": int(quant.calib_batch_size),
+        "calib_max_seq_length": int(quant.calib_max_seq_length),
+        "random_seed": int(quant.calib_seed),
+    }
+    if quant.calib_max_seq_length > 2048:  # the tokenizer is initialised for 2048 tokens by default
+        kwargs["tokenizer_max_seq_length"] = int(quant.calib_max_seq_length)
+    return kwargs
+
+
+# ---------------------------------------------------------------------------- limits -> BuildConfig
+def build_config_kwargs(limits: TaskLimits, max_num_tokens: int) -> dict[str, Any]:
+    """BuildConfig sized from the task: the longest prompt plus the longest answer fit."""
+    return {
+        "max_input_len": limits.max_input_len,
+        "max_seq_len": limits.max_input_len + limits.max_output_len,
+        "max_batch_size": limits.max_batch_size,
+        "max_num_tokens": max_num_tokens,
+    }
+
+
+# ---------------------------------------------------------------------------- requests -> SamplingParams
+def sampling_kwargs(request: GenerationRequest, limits: TaskLimits) -> dict[str, Any]:
+    """SamplingParams arguments for one request.
+
+    Greedy requests set no sampling field: TensorRT-LLM decodes greedily when top_k and top_p are
+    unset. A sampled request must carry a seed (TensorRT-LLM would otherwise use seed 0 for every
+    request). As TensorRT-LLM also decodes greedily when a temperature comes without top_k or top_p,
+    such a request gets top_p=1.0: sampling from the whole distribution, as backend=hf does.
+    """
+    kwargs: dict[str, Any] = {"max_tokens": min(request.max_tokens, limits.max_output_len)}
+    if request.stop:
+        kwargs["stop"] = list(request.stop)
+    if not request.greedy:
+        if request.seed is None:
+            raise ConfigError("a sampled request needs an explicit seed", where="generation request",
+                              given=f"temperature={request.temperature}, seed=None")
+        kwargs["temperature"] = float(request.temperature)
+        kwargs["seed"] = int(request.seed)
+        if request.top_k:
+            kwargs["top_k"] = int(request.top_k)
+        if request.top_p is not None:
+            kwargs["top_p"] = float(request.top_p)
+        if not request.top_k and request.top_p is None:
+            kwargs["top_p"] = 1.0
+    return kwargs
+
+
+# ---------------------------------------------------------------------------- outputs -> effective spec
+def algo_name(value: Any) -> Optional[str]:
+    """A QuantAlgo member (a StrEnum), a name or None, as a spec value (NO_QUANT means none)."""
+    if value is None:
+        return None
+    name = str(getattr(value, "value", value))
+    return None if name in ("", "None", "NO_QUANT") else name
+
+
+def read_effective_spec(args: Any, engine_config: Optional[dict] = None,
+                        kv_from_cache_dtype: bool = False) -> tuple[AccuracySpec, dict[str, str]]:
+    """The spec that was loaded, read back from ``llm.args`` (as TensorRT-LLM's accuracy suite does).
+
+    ``engine_config`` is the loaded engine's ``config.json``. When an engine is loaded rather than
+    built, TensorRT-LLM restores only its build config and parallel layout into ``llm.args``
+    (``TrtLlmArgs._load_config_from_engine``), so ``llm.args.quant_config`` stays empty; the
+    engine's own ``pretrained_config.quantization`` is then the authority.
+    ``kv_from_cache_dtype``: on the PyTorch backend an FP8 KV cache is asked for through
+    ``kv_cache_config.dtype``, which TensorRT-LLM copies into ``quant_config`` only for
+    checkpoints that name a KV algorithm themselves; the dtype is what runs, so it counts.
+    """
+    details: dict[str, str] = {}
+    quant_config = getattr(args, "quant_config", None)
+    algo = algo_name(getattr(quant_config, "quant_algo", None))
+    kv = algo_name(getattr(quant_config, "kv_cache_quant_algo", None))
+    if engine_config is not None:
+        pretrained = engine_config.get("pretrained_config") or {}
+        quantization = pretrained.get("quantization") or {}
+        algo, kv = algo_name(quantization.get("quant_algo")), algo_name(quantization.get("kv_cache_quant_algo"))
+        if pretrained.get("dtype"):
+            details["engine_dtype"] = str(pretrained["dtype"])
+    if kv is None and kv_from_cache_dtype:
+        kv_dtype = str(getattr(getattr(args, "kv_cache_config", None), "dtype", "auto")).lower()
+        kv = KV_DTYPE_TO_ALGO.get(kv_dtype)
+    dtype = str(getattr(args, "dtype", None) or "auto")
+    return AccuracySpec(dtype=dtype, quant_algo=algo, kv_cache_quant_algo=kv), details
+
+
+# ---------------------------------------------------------------------------- the shared lifecycle
+class TRTLLMBackendBase(Backend):
+    """Validation, prompts, generation and info shared by ``trtllm`` and ``trtllm_pytorch``.
+
+    Subclasses implement ``_load(api) -> (llm, tokenizer_path, model_path, details, spec)``.
+    """
+
+    name = "trtllm"
+    engine = True  # which LLM class load_api returns
+    kv_cache_algos: tuple[str, ...] = ()
+    capabilities = Capabilities(loglikelihood=False, token_counter=False, per_request_seeds=True)
+
+    @classmethod
+    def gpu_needs(cls, config: Any) -> GpuNeeds:
+        """Every visible GPU, narrowed to tensor x pipeline parallel GPUs a job in a one-job-per-GPU sweep."""
+        return GpuNeeds(device_key=False,
+                        per_job=int(config.get("tensor_parallel_size", 1)) * int(config.get("pipeline_parallel_size", 1)))
+
+    def __init__(self, config: Any, model: Any, quant: Any, limits: TaskLimits,
+                 chat: ChatFormat = ChatFormat(), progress: bool = True) -> None:
+        where = f"backend={self.name}"
+        if config.tensor_parallel_size < 1 or config.pipeline_parallel_size < 1:
+            raise ConfigError("parallel sizes must be at least 1", where=f"{where}: tensor/pipeline_parallel_size",
+                              given=f"{config.tensor_parallel_size} / {config.pipeline_parallel_size}")
+        if not 0.0 < config.free_gpu_memory_fraction <= 1.0:
+            raise ConfigError("free_gpu_memory_fraction must be within (0, 1]",
+                              where="backend.free_gpu_memory_fraction", given=config.free_gpu_memory_fraction)
+        if config.max_num_tokens < limits.max_input_len:
+            raise ConfigError("max_num_tokens must hold the task's longest prompt (no chunked prefill)",
+                              where="backend.max_num_tokens", given=config.max_num_tokens,
+                              allowed=f">= task.max_input_len ({limits.max_input_len})")
+        if limits.max_input_len < 1 or limits.max_output_len < 1 or limits.max_batch_size < 1:
+            raise ConfigError("task limits must be positive", where="task.max_input_len / max_output_len / max_batch_size",
+                              given=f"{limits.max_input_len} / {limits.max_output_len} / {limits.max_batch_size}")
+        validate_spec(quant, self.name, self.kv_cache_algos)
+        self._validate(config, quant)
+        self.guided_backend = guided.resolve_trtllm(limits.guided_decoding, self.name)
+        self.config = config
+        self.model_config = model
+        self.quant = quant
+        self.limits = limits
+        self.chat = chat
+        self.progress = progress
+        self._llm: Any = None
+        self._api: Any = None
+        self._tokenizer: Any = None
+        self._info: BackendInfo | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def preflight(self) -> None:
+        """Stop before any other work (tracking, data, model) when TensorRT-LLM is missing."""
+        from runner.backends.trtllm import api as trtllm_api
+
+        self._api = trtllm_api.load_api(self.name, engine=self.engine)
+
+    def __enter__(self) -> "TRTLLMBackendBase":
+        from runner.backends.trtllm import api as trtllm_api
+
+        api = self._api or trtllm_api.load_api(self.name, engine=self.engine)
+        llm, tokenizer_path, model_path, details, spec = self._load(api)
+        try:
+            self._tokenizer = api.load_tokenizer(tokenizer_path, self.model_config.trust_remote_code,
+                                                 None if Path(tokenizer_path).is_dir() else self.model_config.revision)
+        except BaseException:
+            llm.shutdown()
+            raise
+        self._api, self._llm = api, llm
+        details = details | {"guided_decoding": self.guided_backend}
+        layout = self.config.tensor_parallel_size * self.config.pipeline_parallel_size
+        device = f"cuda ({api.gpu_name()})" + (
+            f" x{layout} (tp={self.config.tensor_parallel_size}, pp={self.config.pipeline_parallel_size})"
+            if layout > 1 else "")
+        self._info = BackendInfo(
+            name=self.name, spec=spec, device=device, model_path=model_path,
+            versions={"tensorrt_llm": api.version, "python": platform.python_version()},
+            details=details,
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._llm is not None:
+            self._llm.shutdown()
+        self._llm = None
+        self._tokenizer = None
+
+    def info(self) -> BackendInfo:
+        if self._info is None:
+            raise RuntimeError("info() is available once the backend has been entered")
+        return self._info
+
+    def _validate(self, config: Any, quant: Any) -> None:
+        """Backend-specific checks of the constructor (no heavy imports, no file access)."""
+
+    def _load(self, api: Any) -> tuple[Any, str, str, dict[str, str], AccuracySpec]:
+        raise NotImplementedError
+
+    def _guided_llm_kwargs(self) -> dict[str, Any]:
+        """``LLM(guided_decoding_backend=...)`` when the task constrains outputs; nothing otherwise."""
+        return {} if self.guided_backend == guided.NONE else {"guided_decoding_backend": self.guided_backend}
+
+    def _kv_cache_config(self, api: Any, **extra: Any) -> Any:
+        return api.KvCacheConfig(free_gpu_memory_fraction=float(self.config.free_gpu_memory_fraction),
+                                 enable_block_reuse=bool(self.config.enable_block_reuse), **extra)
+
+    # ------------------------------------------------------------------ prompts
+    def _encode_request(self, request: GenerationRequest) -> list[int]:
+        """Token ids as backend=hf builds them (chat template or conversation, then truncation to max_input_len).
+
+        Tokenizing here rather than in TensorRT-LLM (``truncate_prompt_tokens``) keeps the tokens
+        identical across backends and lets truncation apply after the chat template.
+        """
+        return encode_request(self._tokenizer, self.chat, request, self.limits.max_input_len)
+
+    def _sampling_params(self, request: GenerationRequest) -> Any:
+        """SamplingParams of one request; a json_schema becomes ``GuidedDecodingParams(json=...)`` when guided decoding is on."""
+        kwargs = sampling_kwargs(request, self.limits)
+        if request.json_schema and self.guided_backend != guided.NONE:
+            kwargs["guided_decoding"] = self._api.GuidedDecodingParams(json=request.json_schema)
+        return self._api.SamplingParams(**kwargs)
+
+    # ------------------------------------------------------------------ requests
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        """All requests in one ``llm.generate`` call (TensorRT-LLM batches in flight); results in order."""
+        if self._llm is None:
+            raise RuntimeError("generate() needs the backend to be entered")
+        if not requests:
+            return []
+        params = [self._sampling_params(r) for r in requests]
+        prompts = [self._encode_request(r) for r in requests]
+        outputs = self._llm.generate(prompts, sampling_params=params, use_tqdm=self.progress)
+        if len(outputs) != len(requests):
+            raise RuntimeError(f"TensorRT-LLM returned {len(outputs)} outputs for {len(requests)} requests")
+        return [cut_at_stop(out.outputs[0].text, r.stop) for out, r in zip(outputs, requests)]
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        """Refused: TensorRT-LLM 1.0-1.2 cannot give an exact log-likelihood of a given continuation.
+
+        What the LLM API offers, read in ``tensorrt_llm/executor/result.py`` (``compute_logprobs``)
+        and ``tensorrt_llm/llmapi/llm.py``:
+        - ``SamplingParams(prompt_logprobs=k)`` returns, per prompt position, a dict
+          ``{token_id: Logprob(logprob, rank)}`` of the k most likely tokens under the context
+          logits. Unlike generation logprobs, the prompt's own token is not added when it falls
+          outside the top k (the helper is called without the token list), so the continuation's
+          tokens are not guaranteed to be there. Only k = vocabulary size makes it exact: a
+          vocabulary-sized Python dict for each of up to 4094 prompt positions per request.
+        - ``return_context_logits=True`` returns the full [prompt_len, vocab] logits (gigabytes
+          per MMLU request) and needs an engine built with ``gather_context_logits``; both also
+          require ``KvCacheConfig(enable_block_reuse=False)`` or the logits come back truncated.
+        Neither is practical or guaranteed exact, so a log-likelihood request stops with a
+        :class:`ConfigError` that points to ``task.scoring=generate`` (the protocol of
+        TensorRT-LLM's own accuracy suite). ``capabilities.loglikelihood`` says so before loading.
+        """
+        if not requests:
+            return []
+        raise ConfigError(f"log-likelihood scoring is not available on backend={self.name}", **LOGLIKELIHOOD_REFUSAL)

@@ -1,0 +1,219 @@
+"""The ``trtllm`` backend: a TensorRT engine built through TensorRT-LLM's LLM API, kept in a cache.
+
+Building is the expensive part (minutes to an hour with calibration), so an engine is saved under
+``<cache>/engines/<key>/`` (see :mod:`runner.cache.engines`) and the next run with the same key loads
+it with ``LLM(model=engine_dir, tokenizer=hf_dir)``. A file lock around check-and-build means two
+jobs never build the same engine; the second waits and then loads. Build time, cache hit or miss
+and the engine path are reported in ``BackendInfo.details``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from runner.backends.trtllm.backend import (
+    TRTLLMBackendBase,
+    build_config_kwargs,
+    calib_config_kwargs,
+    needs_calibration,
+    quant_config_kwargs,
+    read_effective_spec,
+    with_enum_algos,
+)
+from runner.errors import ConfigError, DataError, ModelError
+from runner.backends.models import resolve_model_source
+from runner.spec import AccuracySpec
+
+PACKAGED = "packaged"
+
+
+@dataclass
+class TRTLLMBackendConfig:
+    """TensorRT-LLM, TensorRT engine backend: builds (and caches) one engine per model x spec x limits."""
+
+    _target_: str = "runner.backends.trtllm.engine.TRTLLMEngineBackend"
+    name: str = "trtllm"
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    max_num_tokens: int = 8192  # tokens per engine step; at least task.max_input_len
+    free_gpu_memory_fraction: float = 0.9  # share of free GPU memory given to the KV cache
+    enable_block_reuse: bool = True  # reuse KV blocks of shared prompt prefixes (exact)
+    engine_cache: bool = True  # keep built engines under <cache>/engines/<key>/
+    calib_dataset: Optional[str] = None  # removed (a value is refused): calibration data is quant.calib_dataset
+
+
+class TRTLLMEngineBackend(TRTLLMBackendBase):
+    """TensorRT engine backend (``tensorrt_llm._tensorrt_engine.LLM``). Construct cheaply; build on entry."""
+
+    name = "trtllm"
+    engine = True
+    # ModelOpt calibrates FP8 and INT8 KV caches for engines (QuantConfig._get_modelopt_kv_cache_dtype).
+    kv_cache_algos = ("FP8", "INT8")
+
+    def _validate(self, config: Any, quant: Any) -> None:
+        if getattr(config, "calib_dataset", None):
+            raise ConfigError(
+                "backend.calib_dataset was removed: calibration data is part of the quant spec on every backend",
+                where="backend.calib_dataset", given=config.calib_dataset,
+                fix=f"use quant.calib_dataset={config.calib_dataset} instead",
+            )
+        if not needs_calibration(quant):
+            return
+        source = str(quant.calib_dataset or "").strip()
+        path = Path(source).expanduser()
+        if not source or (source != PACKAGED and path.exists() and not path.is_dir()):
+            raise ConfigError(
+                f"quant={quant.name} is calibrated while the engine is built, and TensorRT-LLM reads "
+                "calibration data from a local directory only",
+                where=f"quant={quant.name}: calib_dataset", given=quant.calib_dataset,
+                allowed="packaged (the runner writes the packaged text to a local directory), a Hugging Face "
+                        "snapshot of cnn_dailymail (its path must contain 'cnn_dailymail'), or a dataset "
+                        "directory with a train split and a 'text' column",
+                fix="point quant.calib_dataset at such a directory, or use quant.calib_dataset=packaged",
+            )
+        calib_config_kwargs(quant, source)  # checks the sample counts now, not after loading
+
+    def _load(self, api: Any) -> tuple[Any, str, str, dict[str, str], AccuracySpec]:
+        m = self.model_config
+        source = resolve_model_source(m.name, m.hf_id, m.path, m.embedded)
+        hf_dir = source.location
+        calib = self._calib_dir(hf_dir) if needs_calibration(self.quant) else None
+        build_kw = build_config_kwargs(self.limits, self.config.max_num_tokens)
+        quant_kw = quant_config_kwargs(self.quant)
+        calib_kw = calib_config_kwargs(self.quant, str(calib)) if calib else None
+        common = dict(tokenizer=hf_dir, tensor_parallel_size=self.config.tensor_parallel_size,
+                      pipeline_parallel_size=self.config.pipeline_parallel_size,
+                      trust_remote_code=m.trust_remote_code, kv_cache_config=self._kv_cache_config(api),
+                      **self._guided_llm_kwargs())
+
+        def build() -> Any:
+            kwargs = dict(model=hf_dir, dtype="auto", build_config=api.BuildConfig(**build_kw), **common)
+            if quant_kw:
+                kwargs["quant_config"] = api.QuantConfig(**with_enum_algos(api, quant_kw))
+            if calib_kw:
+                kwargs["calib_config"] = api.CalibConfig(**calib_kw)
+            return api.llm_class(**kwargs)
+
+        details = {"model_source": source.kind}
+        if calib is not None:
+            details["calib_dataset"] = str(calib)
+        engine_dir: Path | None = None
+        if not self.config.engine_cache:
+            start = time.monotonic()
+            llm = build()
+            details |= {"engine_cache": "off", "build_time_s": f"{time.monotonic() - start:.1f}"}
+        else:
+            from runner.cache.engines import EngineCache, engine_key, fingerprint_digest, fingerprint_dir
+
+            if not Path(hf_dir).is_dir():
+                raise ModelError(
+                    "the engine cache identifies a model by its files, so it needs a local checkpoint",
+                    where=f"model={m.name}", given=f"{source.kind}: {hf_dir}",
+                    fix="set model.path (or RUNNER_MODELS_ROOT) to a local checkpoint directory, "
+                        "or backend.engine_cache=false to build without caching",
+                )
+            inputs = {
+                "model": fingerprint_dir(Path(hf_dir)),
+                "quant_config": quant_kw,
+                "calib_config": None if calib_kw is None else (
+                    {k: v for k, v in calib_kw.items() if k != "calib_dataset"}
+                    | {"calib_dataset_fingerprint": fingerprint_digest(calib)}),
+                "build_config": build_kw,
+                "parallel": {"tensor_parallel_size": self.config.tensor_parallel_size,
+                             "pipeline_parallel_size": self.config.pipeline_parallel_size},
+                "dtype": "auto",
+                "tensorrt_llm": api.version,
+                "gpu": api.gpu_name(),
+            }
+            key = engine_key(inputs)
+            cache = EngineCache()
+            with cache.locked(key) as entry:
+                start = time.monotonic()
+                if entry.complete():
+                    llm = api.llm_class(model=str(entry.engine_dir), **common)
+                    details |= {"engine_cache": "hit", "load_time_s": f"{time.monotonic() - start:.1f}"}
+                else:
+                    llm = build()
+                    seconds = time.monotonic() - start
+                    manifest = {"inputs": inputs, "model_path": hf_dir, "calib_dataset_path": str(calib) if calib else None,
+                                "build_time_s": round(seconds, 1), "built_by": f"runner backend={self.name}"}
+                    try:
+                        cache.store(key, lambda target: llm.save(str(target)), manifest)
+                    except BaseException:
+                        llm.shutdown()
+                        raise
+                    details |= {"engine_cache": "miss", "build_time_s": f"{seconds:.1f}"}
+            engine_dir = entry.engine_dir
+            details |= {"engine_dir": str(engine_dir), "engine_key": key}
+        try:
+            spec, read_back = read_effective_spec(llm.args, _engine_config(engine_dir))
+        except BaseException:
+            llm.shutdown()
+            raise
+        return llm, hf_dir, hf_dir, details | read_back, spec
+
+    def _calib_dir(self, hf_dir: str) -> Path:
+        """The local directory TensorRT-LLM calibrates on: ``quant.calib_dataset``, or the packaged text."""
+        if self.quant.calib_dataset == PACKAGED:
+            return packaged_calibration_dir(self.quant, hf_dir, self.model_config.trust_remote_code)
+        path = Path(str(self.quant.calib_dataset)).expanduser()
+        if not path.is_dir():
+            raise DataError("the calibration dataset directory does not exist", where=f"quant={self.quant.name}: calib_dataset",
+                            given=str(path), fix="point quant.calib_dataset at a local calibration data directory, "
+                                                 "or use quant.calib_dataset=packaged")
+        return path.resolve()
+
+
+def packaged_calibration_dir(quant: Any, tokenizer_dir: str, trust_remote_code: bool) -> Path:
+    """The packaged calibration text as a dataset directory TensorRT-LLM reads: ``<dir>/train.jsonl``.
+
+    TensorRT-LLM calibrates on the first ``calib_batches`` rows of a local directory's train split
+    (``text`` column), each truncated to ``calib_max_seq_length`` tokens; it does not pack or shuffle.
+    To calibrate on what ``backend=hf`` calibrates on, the rows written here are that backend's rows
+    (:func:`runner.quant.modelopt.calibration_rows`: documents shuffled with ``calib_seed``,
+    packed into ``calib_num_samples`` rows of ``calib_max_seq_length`` tokens), decoded back to text
+    with the model's tokenizer. The directory lives in the cache, keyed by the data, the tokenizer
+    files and those settings, so its fingerprint (part of the engine key) is stable.
+    """
+    from transformers import AutoTokenizer
+
+    from runner.assets import sha256_of
+    from runner.quant import modelopt as hf_quant
+    from runner.cache.engines import engine_key
+    from runner.cache.locking import file_lock
+    from runner.paths import cache_dir
+
+    docs, description, fingerprint = hf_quant.calibration_documents(PACKAGED)
+    tokenizer_files = sorted(p for p in Path(tokenizer_dir).glob("*") if p.is_file() and (
+        p.name.startswith(("tokenizer", "special_tokens", "vocab", "merges")) or p.suffix == ".model"))
+    settings = {"kind": "trtllm-packaged-calibration", "data": fingerprint, "format": hf_quant.CALIB_FORMAT,
+                "tokenizer": {p.name: sha256_of(p) for p in tokenizer_files},
+                "num_samples": int(quant.calib_num_samples), "max_seq_length": int(quant.calib_max_seq_length),
+                "seed": int(quant.calib_seed)}
+    root = cache_dir() / "calibration"
+    key = engine_key(settings)
+    target = root / key
+    with file_lock(root / f"{key}.lock"):
+        if not (target / "train.jsonl").is_file():
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, trust_remote_code=trust_remote_code)
+            rows = hf_quant.calibration_rows(docs, tokenizer, settings["num_samples"], settings["max_seq_length"],
+                                             settings["seed"])
+            tmp = root / f"{key}.tmp"
+            tmp.mkdir(parents=True, exist_ok=True)
+            with open(tmp / "train.jsonl", "w") as handle:
+                for row in rows:
+                    handle.write(json.dumps({"text": tokenizer.decode(row, skip_special_tokens=True)}) + "\n")
+            (tmp / "source.json").write_text(json.dumps(settings | {"description": description}, indent=2))
+            tmp.rename(target)
+    return target
+
+
+def _engine_config(engine_dir: Path | None) -> dict | None:
+    if engine_dir is None or not (engine_dir / "config.json").is_file():
+        return None
+    return json.loads((engine_dir / "config.json").read_text())

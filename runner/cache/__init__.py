@@ -1,0 +1,1 @@
+"""Nothing computed twice: file fingerprints, the generation cache, the engine cache, file locks."""

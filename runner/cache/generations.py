@@ -1,0 +1,229 @@
+"""A resumable cache of backend responses, shared by every job on the host.
+
+Why: a sweep is hours of compute, and a job killed half-way (SIGKILL, pre-emption, out of memory)
+should not throw away what it already computed. Every response is stored as soon as its chunk
+returns, so a rerun sends only what is missing; rerunning a finished job computes nothing.
+
+Storage: one SQLite file, ``<cache_dir>/generations.sqlite`` (or ``cache.path``), in WAL mode with a
+busy timeout, so several processes read and write it at once (one writer at a time, readers never
+blocked). Rows are immutable: ``INSERT OR IGNORE``, since two jobs computing the same key produce
+the same answer.
+
+The key is the sha256 of two canonical JSON documents:
+
+- the job *context*, everything outside a request that can change a response: the model files'
+  content fingerprint (``runner.cache.engines.fingerprint_dir``: names, sizes, hashes; a Hub id with
+  no local files: id and revision), the requested quant config (calibration settings included)
+  and the effective spec read back from the loaded model, the quantized model's cache key, the
+  backend name and its whole config, the library versions the backend reports, the device and
+  the dtype it computes in (bfloat16 and float32 give different answers), the task's length limits
+  (prompt truncation) and the chat template settings;
+- the *request* itself: its kind and every field (the prompt or context/continuation, max tokens,
+  stop strings, temperature, top-p, top-k, seed).
+
+Responses of one call can depend, up to floating-point rounding, on which other requests share the
+batch; the cache keeps the first answer computed, so a resumed job can differ from an uninterrupted
+one by that rounding only (as a run with another ``backend.batch_size`` would).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dataclasses
+import hashlib
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+log = logging.getLogger("runner")
+
+SCHEMA_VERSION = 1
+LOOKUP_BATCH = 500  # keys per SELECT (SQLite's bound-parameter limit is far above)
+
+
+@dataclass
+class CacheConfig:
+    """The generation cache (runner/generation_cache.py): responses kept so a rerun computes only what is missing."""
+
+    enabled: bool = True
+    path: Optional[str] = None  # None: <cache_dir>/generations.sqlite ($RUNNER_CACHE_DIR or ~/.cache/runner)
+    chunk_size: int = 256  # requests per backend call while filling the cache; a kill loses one chunk at most
+
+
+def canonical(value: Any) -> str:
+    """Deterministic JSON: sorted keys, no whitespace, dataclasses as dicts, tuples as lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def digest(value: Any) -> str:
+    return hashlib.sha256(canonical(value).encode()).hexdigest()
+
+
+def request_document(request: Any) -> dict[str, Any]:
+    """The request's kind (class name) and every field, so a new sampling field changes the key."""
+    return {"kind": type(request).__name__, **dataclasses.asdict(request)}
+
+
+def encode_response(response: Any) -> str:
+    if dataclasses.is_dataclass(response) and not isinstance(response, type):
+        cls = type(response)
+        return json.dumps({"__class__": f"{cls.__module__}:{cls.__qualname__}", "fields": dataclasses.asdict(response)})
+    return json.dumps({"value": response})
+
+
+def _response_types() -> dict[str, type]:
+    """The closed set of response records a row may hold: rows are data, never a way to name code."""
+    from runner.backends.base import LoglikelihoodResult
+
+    return {f"{cls.__module__}:{cls.__qualname__}": cls for cls in (LoglikelihoodResult,)}
+
+
+def decode_response(text: str) -> Any:
+    doc = json.loads(text)
+    if "__class__" in doc:
+        cls = _response_types().get(doc["__class__"])
+        if cls is None:
+            raise ValueError(f"generation cache row names an unknown response type: {doc['__class__']!r}")
+        return cls(**doc["fields"])
+    value = doc["value"]
+    if not isinstance(value, str):
+        raise ValueError(f"generation cache row holds a {type(value).__name__}, not a generated text")
+    return value
+
+
+def model_fingerprint(model_path: str, revision: str | None) -> Any:
+    """Content fingerprint of a local checkpoint directory; a Hub id is keyed by id and revision."""
+    path = Path(model_path)
+    if path.is_dir():
+        from runner.cache.engines import fingerprint_digest
+
+        return {"files_sha256": fingerprint_digest(path)}
+    return {"location": model_path, "revision": revision}
+
+
+class GenerationCache:
+    """The SQLite store. One instance per process; safe to share the file across processes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), timeout=120.0, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA busy_timeout = 120000")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS contexts (context TEXT PRIMARY KEY, document TEXT NOT NULL, "
+                         "created REAL NOT NULL)")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, context TEXT NOT NULL, "
+                         "kind TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)")
+        self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def bind(self, context: dict[str, Any]) -> "BoundCache":
+        """The view of one job: keys are made under ``context``."""
+        context_id = digest({"schema": SCHEMA_VERSION, **context})
+        self._db.execute("INSERT OR IGNORE INTO contexts VALUES (?, ?, ?)", (context_id, canonical(context), time.time()))
+        return BoundCache(self, context_id)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for start in range(0, len(keys), LOOKUP_BATCH):
+            part = list(keys[start:start + LOOKUP_BATCH])
+            marks = ",".join("?" * len(part))
+            found.update(self._db.execute(f"SELECT key, response FROM responses WHERE key IN ({marks})", part))
+        return found
+
+    def put_many(self, rows: Sequence[tuple[str, str, str, str]]) -> None:
+        """Insert ``(key, context, kind, response)`` rows in one transaction (durable once it returns)."""
+        now = time.time()
+        with self._db:  # BEGIN ... COMMIT
+            self._db.executemany("INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?)",
+                                 [(*row, now) for row in rows])
+
+    def count(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+
+@dataclasses.dataclass
+class BoundCache:
+    """One job's view of the cache: answers requests from it and computes only the misses."""
+
+    store: GenerationCache
+    context_id: str
+    hits: int = 0
+    misses: int = 0
+
+    def key(self, request: Any) -> str:
+        return digest({"context": self.context_id, "request": request_document(request)})
+
+    def resolve(self, requests: Sequence[Any], compute: Callable[[list[Any]], list[Any]], chunk_size: int) -> list[Any]:
+        """Responses for ``requests`` in order: cached ones read back, the rest computed ``chunk_size``
+        at a time and stored as each chunk returns (a kill loses one chunk at most)."""
+        keys = [self.key(r) for r in requests]
+        stored = self.store.get_many(sorted(set(keys)))
+        out: list[Any] = [decode_response(stored[k]) if k in stored else None for k in keys]
+        missing: dict[str, list[int]] = {}
+        for i, k in enumerate(keys):
+            if k not in stored:
+                missing.setdefault(k, []).append(i)  # duplicates inside a job are computed once
+        self.hits += len(requests) - sum(len(v) for v in missing.values())
+        self.misses += sum(len(v) for v in missing.values())
+        todo = list(missing)
+        for start in range(0, len(todo), chunk_size):
+            chunk = todo[start:start + chunk_size]
+            answers = compute([requests[missing[k][0]] for k in chunk])
+            rows = []
+            for k, answer in zip(chunk, answers):
+                for i in missing[k]:
+                    out[i] = answer
+                rows.append((k, self.context_id, type(requests[missing[k][0]]).__name__, encode_response(answer)))
+            self.store.put_many(rows)
+        return out
+
+
+class CachedBackend:
+    """A backend whose answers go through the generation cache: the same calls, only the misses computed
+    (``chunk_size`` requests a call, each chunk stored as it returns). Wraps any backend."""
+
+    def __init__(self, backend: Any, cache: BoundCache, chunk_size: int) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.chunk_size = chunk_size
+
+    def generate(self, requests: Sequence[Any]) -> list[str]:
+        return self.cache.resolve(list(requests), self.backend.generate, self.chunk_size)
+
+    def loglikelihood(self, requests: Sequence[Any]) -> list[Any]:
+        return self.cache.resolve(list(requests), self.backend.loglikelihood, self.chunk_size)
+
+
+def open_for_job(cfg: Any, info: Any, limits: Any, chat: Any) -> BoundCache | None:
+    """The job's cache view (None with ``cache=off``), keyed by what the backend actually loaded."""
+    from omegaconf import OmegaConf
+
+    from runner.paths import cache_dir
+
+    if not cfg.cache.enabled:
+        return None
+    path = Path(cfg.cache.path).expanduser() if cfg.cache.path else cache_dir() / "generations.sqlite"
+    context = {
+        "model": model_fingerprint(info.model_path, cfg.model.revision),
+        "quant": OmegaConf.to_container(cfg.quant, resolve=True),
+        "effective_spec": dataclasses.asdict(info.spec),
+        "quantized_model_key": info.details.get("quant_key"),
+        "backend": OmegaConf.to_container(cfg.backend, resolve=True),
+        "backend_name": info.name, "versions": dict(info.versions), "device": info.device,
+        "compute_dtype": info.details.get("torch_dtype"), "limits": dataclasses.asdict(limits),
+        "chat": dataclasses.asdict(chat),
+    }
+    bound = GenerationCache(path).bind(context)
+    log.info("generation cache: %s (context %s)", path, bound.context_id[:12])
+    return bound

@@ -1,0 +1,1 @@
+"""Config schemas (dataclasses) and their registration in Hydra's ConfigStore."""

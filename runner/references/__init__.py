@@ -1,0 +1,1 @@
+"""Reference scores in TensorRT-LLM's YAML schema, and the per-sample scores recorded with them."""

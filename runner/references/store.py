@@ -1,0 +1,413 @@
+"""Reference scores in TensorRT-LLM's YAML schema: looking them up and recording them.
+
+``references/<task>.yaml`` maps a Hugging Face model id to a list of entries. Each entry names
+the accuracy spec it was measured under (absent keys take their defaults: ``dtype: auto``,
+everything else ``None``), the metric value, and optionally per-entry overrides of the test
+(``alpha``, ``beta``, ``sigma``, ``num_samples``, ``higher_is_better``, ``threshold``,
+``reference_note``). Lookup uses TensorRT-LLM's rule: the FIRST entry whose value for every
+spec key equals the query wins, so files from that repository drop in unchanged.
+
+When the runner records a reference it adds one key upstream never reads, ``recorded:``
+(provenance), which keeps the file loadable by TensorRT-LLM's harness.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from runner.errors import ReferenceError_
+from runner.paths import write_atomic
+from runner.spec import SPEC_KEYS, AccuracySpec
+from runner.stats.unpaired import HypothesisParams, check_params
+
+OVERRIDE_KEYS = ("alpha", "beta", "sigma", "num_samples", "higher_is_better")
+"""Entry keys that replace the task's statistical defaults for that entry only."""
+PROVENANCE_KEY = "recorded"
+"""The one key the runner adds to an entry; lookup never reads it."""
+VALUE_DECIMALS = 4
+
+
+@dataclass
+class ReferenceConfig:
+    mode: str = "check"  # check | record | skip
+    dir: Optional[str] = None  # None: the project's references/ directory
+    against: str = "spec"  # spec: the entry of the effective spec | baseline: the unquantized entry
+
+
+def default_reference_dir() -> Path:
+    """The project's ``references/`` directory, next to the ``runner`` package."""
+    return Path(__file__).resolve().parents[2] / "references"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One matched entry, with the test parameters that apply to it."""
+
+    task: str
+    model: str
+    spec: AccuracySpec
+    value: float
+    params: HypothesisParams  # the task's defaults with this entry's overrides applied
+    threshold: float | None  # explicit floor from the entry, replacing the computed one
+    note: str | None
+    path: Path
+    index: int  # position of the entry in the model's list
+    recorded: Mapping[str, Any] | None = None  # provenance written by reference.mode=record
+
+
+def metric_key(metric: str) -> str:
+    """The entry key holding the metric value: ``accuracy`` or the metric name in lower case."""
+    key = metric.lower()
+    return "accuracy" if key == "accuracy" else key
+
+
+def reference_path(ref_dir: str | os.PathLike[str], task: str) -> Path:
+    return Path(ref_dir) / f"{task}.yaml"
+
+
+def _record_hint(task: str, model: str) -> str:
+    return (
+        f"run a trusted configuration once with `python -m runner task={task} "
+        f"model=<the config for {model}> quant=<its quant> reference.mode=record` "
+        "to register its score as the reference"
+    )
+
+
+def _entry_spec(entry: Mapping[str, Any]) -> AccuracySpec:
+    return AccuracySpec(**{k: entry.get(k, AccuracySpec.default_for(k)) for k in SPEC_KEYS})
+
+
+def _matches(entry: Mapping[str, Any], query: Mapping[str, Any]) -> bool:
+    """TensorRT-LLM's rule: every query key equals the entry's value or its default."""
+    return all(entry.get(k, AccuracySpec.default_for(k)) == v for k, v in query.items())
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    """The parsed file (plain containers), or None when it does not exist."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    if not path.is_file():
+        return None
+    try:
+        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+    except YAMLError as exc:
+        raise ReferenceError_(
+            "the reference file is not valid YAML",
+            where=str(path),
+            given=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+            fix="fix the syntax (the schema is `<hf model id>: [ {spec keys..., accuracy: N}, ... ]`)",
+        ) from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ReferenceError_(
+            "the reference file must map model ids to lists of entries",
+            where=str(path),
+            given=type(data).__name__,
+        )
+    return data
+
+
+def _entries(data: Mapping[str, Any], model: str, path: Path) -> list[Mapping[str, Any]]:
+    entries = data.get(model)
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        raise ReferenceError_(
+            f"the entries of '{model}' must be a YAML list",
+            where=str(path),
+            given=type(entries).__name__,
+            allowed="a list of mappings, one per accuracy spec",
+        )
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ReferenceError_(
+                f"entry {i} of '{model}' is not a mapping",
+                where=str(path),
+                given=repr(entry),
+                allowed="a mapping of spec keys, the metric value and optional overrides",
+            )
+    return entries
+
+
+def list_specs(ref_dir: str | os.PathLike[str], task: str, model: str) -> list[AccuracySpec]:
+    """Every spec registered for a model, in file order (empty when the file or model is absent)."""
+    path = reference_path(ref_dir, task)
+    data = _load(path)
+    if data is None:
+        return []
+    return [_entry_spec(e) for e in _entries(data, model, path)]
+
+
+def lookup(
+    ref_dir: str | os.PathLike[str],
+    task: str,
+    metric: str,
+    model: str,
+    spec: AccuracySpec,
+    defaults: HypothesisParams,
+) -> Reference:
+    """The first entry of ``model`` matching ``spec`` on every spec key, with overrides applied."""
+    path = reference_path(ref_dir, task)
+    data = _load(path)
+    if data is None:
+        raise ReferenceError_(
+            f"no reference file for task '{task}'",
+            where=str(path),
+            fix=_record_hint(task, model),
+        )
+    if model not in data:
+        registered = ", ".join(sorted(map(str, data))) or "(none)"
+        raise ReferenceError_(
+            f"model '{model}' has no references for task '{task}'",
+            where=str(path),
+            given=model,
+            allowed=f"models registered in this file: {registered}",
+            fix=_record_hint(task, model),
+        )
+    entries = _entries(data, model, path)
+    query = spec.as_query()
+    for index, entry in enumerate(entries):
+        if _matches(entry, query):
+            return _build(task, metric, model, spec, defaults, path, index, entry)
+    registered_specs = "\n".join(f"    - {_entry_spec(e).describe()}" for e in entries) or "    (none)"
+    raise ReferenceError_(
+        f"no reference of '{model}' for task '{task}' matches the spec {spec.describe()}",
+        where=str(path),
+        given=spec.describe(),
+        allowed="the specs registered for this model:\n" + registered_specs,
+        fix=_record_hint(task, model),
+    )
+
+
+def _build(
+    task: str,
+    metric: str,
+    model: str,
+    spec: AccuracySpec,
+    defaults: HypothesisParams,
+    path: Path,
+    index: int,
+    entry: Mapping[str, Any],
+) -> Reference:
+    where = f"{path}: '{model}' entry {index} ({_entry_spec(entry).describe()})"
+    key = metric_key(metric)
+    value = entry.get(key, entry.get("accuracy"))
+    if value is None:
+        raise ReferenceError_(
+            f"the matching reference entry holds no value for metric '{metric}'",
+            where=where,
+            allowed=f"a numeric '{key}' key" + ("" if key == "accuracy" else " (or 'accuracy')"),
+            fix=f"add `{key}: <score>` to the entry or record it with reference.mode=record",
+        )
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ReferenceError_(
+            f"the reference value for '{key}' is not a finite number",
+            where=where,
+            given=repr(value),
+        )
+    merged = {name: entry.get(name, getattr(defaults, name)) for name in OVERRIDE_KEYS}
+    check_params(**merged, where=where)
+    threshold = entry.get("threshold")
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold)
+    ):
+        raise ReferenceError_("the entry's explicit threshold is not a finite number", where=where, given=repr(threshold))
+    note = entry.get("reference_note")
+    return Reference(
+        task=task,
+        model=model,
+        spec=spec,
+        value=float(value),
+        params=HypothesisParams(**merged),
+        threshold=None if threshold is None else float(threshold),
+        note=None if note is None else str(note),
+        path=path,
+        index=index,
+        recorded=dict(entry["recorded"]) if isinstance(entry.get("recorded"), Mapping) else None,
+    )
+
+
+def _plain(obj: Any) -> Any:
+    """Provenance as YAML-safe plain data (paths and unknown objects become strings)."""
+    if obj is None or type(obj) in (bool, int, str):
+        return obj
+    if isinstance(obj, bool):
+        return bool(obj)
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        obj = float(obj)
+        return obj if math.isfinite(obj) else str(obj)
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return str(obj)
+
+
+def _last_slot(node: Any) -> tuple[Any, Any] | None:
+    """Where ruamel keeps the comment lines that follow ``node``: its deepest last block item.
+
+    Full-line comments after a block (say, one introducing the next model) are stored on the
+    end-of-line comment of its last scalar. Appending after that scalar would strand them in
+    the middle, so :func:`record` moves them to the new last item.
+    """
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    slot = None
+    while isinstance(node, (CommentedMap, CommentedSeq)) and len(node) and not node.fa.flow_style():
+        key = next(reversed(node)) if isinstance(node, CommentedMap) else len(node) - 1
+        slot = (node, key)
+        node = node[key]
+    return slot
+
+
+def _comment_pos(container: Any) -> int:
+    from ruamel.yaml.comments import CommentedMap
+
+    return 2 if isinstance(container, CommentedMap) else 0
+
+
+def _take_trailing(node: Any) -> str:
+    """Detach and return the comment lines following ``node`` (its end-of-line comment stays)."""
+    slot = _last_slot(node)
+    if slot is None:
+        return ""
+    container, key = slot
+    pos = _comment_pos(container)
+    tokens = container.ca.items.get(key)
+    token = tokens[pos] if tokens else None
+    if token is None or "\n" not in token.value:
+        return ""
+    cut = token.value.index("\n") + 1
+    head, tail = token.value[:cut], token.value[cut:]
+    if not tail:
+        return ""
+    if head.strip():
+        token.value = head
+    else:
+        tokens[pos] = None
+    return tail
+
+
+def _put_trailing(node: Any, tail: str) -> None:
+    """Attach comment lines taken by :func:`_take_trailing` after the new last item of ``node``."""
+    from ruamel.yaml.error import CommentMark
+    from ruamel.yaml.tokens import CommentToken
+
+    slot = _last_slot(node) if tail else None
+    if slot is None:
+        return
+    container, key = slot
+    pos = _comment_pos(container)
+    tokens = container.ca.items.setdefault(key, [None, None, None, None])
+    if tokens[pos] is None:
+        tokens[pos] = CommentToken("\n" + tail, CommentMark(0), None)
+    else:
+        value = tokens[pos].value
+        tokens[pos].value = (value if value.endswith("\n") else value + "\n") + tail
+
+
+def _commented(obj: Any) -> Any:
+    """Plain data as ruamel round-trip containers (so comments can be attached to them)."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(obj, dict):
+        out = CommentedMap()
+        for k, v in obj.items():
+            out[k] = _commented(v)
+        return out
+    if isinstance(obj, list):
+        return CommentedSeq(_commented(v) for v in obj)
+    return obj
+
+
+def record(
+    ref_dir: str | os.PathLike[str],
+    task: str,
+    metric: str,
+    model: str,
+    spec: AccuracySpec,
+    value: float,
+    provenance: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Write ``value`` as the reference of ``(model, spec)``; returns the file written.
+
+    An entry matching the spec exactly is updated in place (its metric value and its
+    ``recorded`` provenance); otherwise a new entry is appended holding only the non-default
+    spec keys, the value, ``extra`` and the provenance. ``extra`` sets further entry keys (for
+    example ``num_samples`` when the reference was measured on a non-default subset, or
+    ``reference_note``), replacing existing ones. Comments, key order and untouched entries
+    survive the round trip.
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    key = metric_key(metric)
+    extra = dict(extra or {})
+    clash = sorted(set(extra) & (set(SPEC_KEYS) | {key, PROVENANCE_KEY}))
+    if clash:
+        raise ValueError(f"record(extra=...) may not set {clash}: they are written from the other arguments")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"cannot record a non-finite reference value: {value!r}")
+
+    path = reference_path(ref_dir, task)
+    yaml = YAML()  # round-trip: keeps comments, order and quoting
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096
+    if path.is_file():
+        data = yaml.load(path.read_text(encoding="utf-8"))
+        if data is None:
+            data = CommentedMap()
+        if not isinstance(data, CommentedMap):
+            raise ReferenceError_("the reference file must map model ids to lists of entries", where=str(path))
+    else:
+        data = CommentedMap()
+        data.yaml_set_start_comment(
+            f"{task} references in TensorRT-LLM's accuracy-suite schema.\n"
+            "Entries with a `recorded:` key were written by `python -m runner ... reference.mode=record`."
+        )
+
+    entries = data.get(model)
+    if entries is None:
+        tail = _take_trailing(data)
+        entries = CommentedSeq()
+        data[model] = entries
+        grown = data
+    else:
+        _entries(data, model, path)  # shape check with a readable error
+        grown = None
+
+    query = spec.as_query()
+    target = next((e for e in entries if _matches(e, query)), None)
+    if grown is None:
+        grown = entries if target is None else target
+        tail = _take_trailing(grown)
+    if target is None:
+        target = CommentedMap()
+        for k in SPEC_KEYS:
+            if query[k] != AccuracySpec.default_for(k):
+                target[k] = query[k]
+        entries.append(target)
+    target[key] = round(number, VALUE_DECIMALS)
+    for k, v in extra.items():
+        target[k] = _commented(_plain(v))
+    target[PROVENANCE_KEY] = _commented(_plain(provenance))
+    _put_trailing(grown, tail)
+
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    text = io.StringIO()
+    yaml.dump(data, text)
+    write_atomic(path, text.getvalue(), mode)  # an interrupted run never leaves half a file
+    return path

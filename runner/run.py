@@ -1,0 +1,282 @@
+"""One evaluation job: ``run(cfg) -> Outcome``. Plain function; never reads Hydra global state.
+
+The steps, in the order that respects the user's time: everything that can fail without the model
+is checked first (:func:`prepare`: config, capabilities, libraries, the tracking store); then the
+model is loaded and its effective spec read back (:func:`load`), the reference is looked up with
+it (:func:`find_reference`), the samples are chosen (:func:`select_samples`), answered in bulk
+through the generation cache (:func:`answer`), decided (:func:`decide`), recorded if asked
+(:func:`record`) and published (:func:`publish`). Results are written to the output directory
+before they go to the tracker, so a tracker failure at the end loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from runner import report
+from runner.backends.base import ChatFormat, TaskLimits
+from runner.build import build_object
+from runner.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
+from runner.pipeline import score_all
+from runner.provenance import flatten, project_commit
+from runner.spec import AccuracySpec
+from runner.stats.decision import Decision, RunProvenance, decide_against, validate as validate_stats
+from runner.stats.unpaired import HypothesisParams
+from runner.tracking.trackers import parent_run_id
+
+log = logging.getLogger("runner")
+REFERENCE_MODES = ("check", "record", "skip")
+REFERENCE_AGAINST = ("spec", "baseline")
+
+
+@dataclass
+class Outcome:
+    """What a job produced; ``exit_status`` is what the command line exits with."""
+
+    exit_status: int
+    score: float
+    metrics: dict[str, float]
+    spec: AccuracySpec
+    output_dir: Path
+    decision: Decision | None = None
+    run_id: str | None = None
+    reference_file: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Job:
+    """Everything built from the config before the model loads."""
+
+    cfg: DictConfig
+    task: Any
+    model: Any
+    quant: Any
+    evaluator: Any
+    backend: Any
+    tracker: Any
+    out_dir: Path
+    ref_dir: Path
+    defaults: HypothesisParams
+    limits: TaskLimits
+    chat: ChatFormat
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def mode(self) -> str:
+        return self.cfg.reference.mode
+
+
+@dataclass
+class Loaded:
+    info: Any  # BackendInfo
+    spec: AccuracySpec  # the effective spec with the task's protocol deviations: the reference key
+
+
+def run(cfg: DictConfig) -> Outcome:
+    job = prepare(cfg)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    run_name, tags = report.run_identity(cfg, parent_run_id())
+    job.tracker.start(run_name, flatten(resolved), tags)
+    try:
+        outcome = evaluate(job)
+    except BaseException as err:
+        job.tracker.set_tags({"error": f"{type(err).__name__}: {err}"[:5000]})
+        report.write_failure(job.out_dir, err, job.tracker.run_id)
+        job.tracker.log_artifacts(job.out_dir)
+        job.tracker.end("FAILED" if not isinstance(err, KeyboardInterrupt) else "KILLED")
+        raise
+    job.tracker.end("FINISHED")
+    print(report.summary_line(outcome.decision, outcome.exit_status, outcome.output_dir, job.tracker.where()), flush=True)
+    return outcome
+
+
+def prepare(cfg: DictConfig) -> Job:
+    """Build and check everything that needs no model: a mistake here costs the user no compute."""
+    from runner.references import store as references
+
+    if cfg.reference.mode not in REFERENCE_MODES:
+        raise ConfigError("unknown reference mode", where="reference.mode", given=cfg.reference.mode,
+                          allowed=", ".join(REFERENCE_MODES))
+    if cfg.reference.against not in REFERENCE_AGAINST:
+        raise ConfigError("unknown reference target", where="reference.against", given=cfg.reference.against,
+                          allowed=", ".join(REFERENCE_AGAINST))
+    task = OmegaConf.to_object(cfg.task)
+    model = OmegaConf.to_object(cfg.model)
+    quant = OmegaConf.to_object(cfg.quant)
+    validate_stats(cfg.stats)
+    defaults = HypothesisParams(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better)
+    limits = TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size,
+                        getattr(task, "guided_decoding", "none"))
+    chat = ChatFormat(task.apply_chat_template, task.system_prompt)
+    evaluator = build_object(cfg.task)
+    backend = build_object(cfg.backend, model=model, quant=quant, limits=limits, chat=chat)
+    if evaluator.uses_loglikelihood and not backend.capabilities.loglikelihood:
+        raise ConfigError("this backend cannot score log-likelihood requests", where=f"backend={cfg.backend.name}",
+                          given=f"task={task.name} with log-likelihood scoring", fix=evaluator.loglikelihood_fix)
+    backend.preflight()
+    tracker = build_object(cfg.tracking)
+    tracker.check()
+    out_dir = Path(cfg.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.to_container(cfg, resolve=True)))
+    ref_dir = Path(cfg.reference.dir) if cfg.reference.dir else references.default_reference_dir()
+    return Job(cfg, task, model, quant, evaluator, backend, tracker, out_dir, ref_dir, defaults, limits, chat)
+
+
+def evaluate(job: Job) -> Outcome:
+    with job.backend:
+        loaded = load(job)
+        reference, params = find_reference(job, loaded.spec)
+        samples = select_samples(job, params, reference is not None)
+        scored, eval_time_s, cache_stats = answer(job, loaded.info, samples)
+    metrics = job.evaluator.aggregate(scored)
+    score = metrics[job.task.metric]
+    report.write_samples(job.out_dir / "samples.jsonl", scored)
+    params = replace(params, num_samples=max(len(scored), 1))  # the statistics use what was evaluated
+    decision = decide(job, reference, samples, scored, metrics, params)
+    record_path = record(job, loaded, scored, metrics) if job.mode == "record" else None
+    return publish(job, loaded, scored, metrics, params, decision, record_path, eval_time_s, cache_stats)
+
+
+def load(job: Job) -> Loaded:
+    """The model is loaded (``with backend`` entered); read back what it is and tell the tracker."""
+    info = job.backend.info()
+    _check_effective_spec(job.quant, info.spec)
+    job.evaluator.bind_backend(info)
+    spec = replace(info.spec, extra_acc_spec=job.evaluator.extra_acc_spec())
+    log.info("loaded %s on %s: effective spec %s", info.model_path, info.device, spec.describe())
+    detail_tags, detail_metrics = report.backend_details_for_tracking(info.details)
+    job.tracker.set_tags({f"version.{k}": v for k, v in info.versions.items()} | detail_tags
+                         | {"device": info.device, "effective_dtype": spec.dtype, "extra_acc_spec": str(spec.extra_acc_spec)})
+    job.tracker.log_metrics(detail_metrics)
+    return Loaded(info, spec)
+
+
+def find_reference(job: Job, spec: AccuracySpec) -> tuple[Any, HypothesisParams]:
+    """The reference entry of the effective spec (or of the unquantized baseline), and its test parameters."""
+    from runner.references import store as references
+
+    if job.mode != "check":
+        return None, job.defaults
+    key = spec
+    if job.cfg.reference.against == "baseline":
+        key = replace(spec, quant_algo=None, kv_cache_quant_algo=None)
+        job.notes.append(f"compared with the unquantized baseline reference [{key.describe()}]")
+    reference = references.lookup(job.ref_dir, job.task.name, job.task.metric, job.model.hf_id, key, job.defaults)
+    log.info("reference %s = %.4f (%s, entry %d)", job.task.metric, reference.value, reference.path.name, reference.index)
+    return reference, reference.params
+
+
+def select_samples(job: Job, params: HypothesisParams, checked: bool) -> list[Any]:
+    """The seeded subset; says before any request is sent when its size differs from what was asked."""
+    if job.backend.capabilities.token_counter:
+        job.evaluator.use_token_counter(job.backend.count_tokens)  # length filters in the model's tokens
+    samples = job.evaluator.samples(params.num_samples, job.cfg.seed)
+    for note in report.sample_count_notes(job.task.num_samples, params.num_samples, len(samples), checked):
+        log.warning(note)
+        job.notes.append(note)
+    log.info("evaluating %d %s samples (seed %d)", len(samples), job.task.name, job.cfg.seed)
+    return samples
+
+
+def answer(job: Job, info: Any, samples: list[Any]) -> tuple[list[Any], float, dict[str, Any] | None]:
+    """Every request answered in bulk, through the generation cache when it is on, and scored."""
+    from runner.cache import generations
+
+    limits = replace(job.limits, guided_decoding=info.details.get("guided_decoding", "none"))
+    cache = generations.open_for_job(job.cfg, info, limits, job.chat)
+    answerer = job.backend if cache is None else generations.CachedBackend(job.backend, cache, job.cfg.cache.chunk_size)
+    started = time.monotonic()
+    scored = score_all(job.evaluator, answerer, samples)
+    eval_time_s = time.monotonic() - started  # requests answered and scored (model loading excluded)
+    return scored, eval_time_s, _log_cache(cache, job.tracker)
+
+
+def decide(job: Job, reference: Any, samples: list[Any], scored: list[Any], metrics: dict[str, float],
+           params: HypothesisParams) -> Decision | None:
+    if reference is None:
+        return None
+    ev = job.evaluator
+    decision = decide_against(reference, job.ref_dir, scored, metrics[job.task.metric], params, job.cfg.stats,
+                              ev.chance_level(samples), job.task.metric, RunProvenance(job.cfg.seed, ev.source_used),
+                              ev.extra_gates(metrics, reference))
+    job.notes.extend(decision.notes)
+    return decision
+
+
+def record(job: Job, loaded: Loaded, scored: list[Any], metrics: dict[str, float]) -> Path:
+    """Write the score as the reference of the effective spec, with its per-sample scores and provenance."""
+    from runner.references import samples as reference_samples
+    from runner.references import store as references
+
+    task, info, score = job.task, loaded.info, metrics[job.task.metric]
+    samples_file, samples_sha = reference_samples.store(
+        job.ref_dir, task.name, ((s.sample_id, s.score, s.prompt) for s in scored))
+    path = references.record(
+        job.ref_dir, task.name, task.metric, job.model.hf_id, loaded.spec, score,
+        provenance={
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+            "backend": info.name, "device": info.device, "versions": dict(info.versions),
+            "num_samples": len(scored), "seed": job.cfg.seed, "mlflow_run_id": job.tracker.run_id,
+            "runner_commit": project_commit(), "model_source": info.details.get("model_source", ""),
+            "dataset_source": job.evaluator.source_used or "",
+            "samples": samples_file, "samples_sha256": samples_sha,
+        },
+        extra={"num_samples": task.num_samples} | job.evaluator.reference_extras(metrics))
+    job.notes.append(f"recorded {task.metric}={score:.4f} for {job.model.hf_id} [{loaded.spec.describe()}] in {path}")
+    return path
+
+
+def publish(job: Job, loaded: Loaded, scored: list[Any], metrics: dict[str, float], params: HypothesisParams,
+            decision: Decision | None, record_path: Path | None, eval_time_s: float, cache_stats: Any) -> Outcome:
+    """report.txt, report.json, then the tracker: the same figures everywhere."""
+    task, score = job.task, metrics[job.task.metric]
+    text = report.report_text(task, job.model, loaded.spec, score, len(scored), params, decision, job.mode, job.notes)
+    (job.out_dir / "report.txt").write_text(text + "\n")
+    payload = report.report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
+                                    job.notes, cache_stats, job.tracker.run_id, eval_time_s)
+    (job.out_dir / "report.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    print(text, flush=True)
+    job.tracker.log_metrics(report.tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))
+    job.tracker.set_tags({"verdict": "none" if decision is None else ("passed" if decision.all_passed else "regression"),
+                          "decided_by": decision.rule if decision else "none"})
+    job.tracker.log_artifacts(job.out_dir)
+    status = EXIT_REGRESSION if decision is not None and not decision.all_passed else EXIT_OK
+    return Outcome(status, score, metrics, loaded.spec, job.out_dir, decision, job.tracker.run_id, record_path, job.notes)
+
+
+def _check_effective_spec(quant: Any, effective: AccuracySpec) -> None:
+    """Rule: the reference key is what was loaded; if it differs from what was asked, stop."""
+    asked = (quant.quant_algo, quant.kv_cache_quant_algo)
+    got = (effective.quant_algo, effective.kv_cache_quant_algo)
+    if asked != got:
+        raise ConfigError(
+            "the loaded model's accuracy spec differs from the requested one",
+            where=f"quant={quant.name}", given=f"loaded quant_algo={got[0]}, kv_cache_quant_algo={got[1]}",
+            allowed=f"quant_algo={asked[0]}, kv_cache_quant_algo={asked[1]}",
+            fix="choose the quant option that matches the checkpoint, or point model.path at the right checkpoint",
+        )
+
+
+
+
+def _log_cache(cache: Any, tracker: Any) -> dict[str, Any] | None:
+    """Say how much the generation cache answered (log line and MLflow metrics)."""
+    if cache is None:
+        log.info("generation cache: off")
+        return None
+    total = cache.hits + cache.misses
+    log.info("generation cache: %d hits, %d misses (%.0f%% answered from %s)", cache.hits, cache.misses,
+             100.0 * cache.hits / total if total else 0.0, cache.store.path)
+    tracker.log_metrics({"cache_hits": float(cache.hits), "cache_misses": float(cache.misses)})
+    return {"hits": cache.hits, "misses": cache.misses, "path": str(cache.store.path)}
+

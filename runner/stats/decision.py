@@ -1,0 +1,336 @@
+"""From a score and its reference to one decision, computed once and written everywhere.
+
+Precedence (the first rule that applies decides):
+
+1. **explicit threshold**: the reference entry registers ``threshold``; the score is compared
+   with it as upstream does (no p-value: the rule is deterministic).
+2. **exact rule**: ``sigma`` is 0 (passkey retrieval): the threshold is the reference itself,
+   so one lost passkey of 20 fails, as upstream.
+3. **paired**: the reference kept per-sample scores for the same samples (same ids, seed,
+   dataset source and prompts; ``stats.method=auto|paired``): McNemar's exact test for 0/100
+   scores, a paired t-test (or bootstrap) otherwise. It needs far fewer samples for the same power.
+4. **unpaired**: TensorRT-LLM's threshold test.
+
+``stats.margin`` (points, or percent of the reference) is a tolerated drop for rules 3 and 4;
+``stats.gate`` says which hypothesis is tested (see :data:`runner.stats.unpaired.GATES`). The report
+states the hypothesis, the p-value of the rule that decided, and a two-sided (1 - 2 alpha)
+confidence interval for new - reference. Extra gates of the task (SCORE's consistency rate) are
+part of the decision: the job passes only when every gate passes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol, Sequence
+
+from runner.errors import ConfigError
+from runner.stats.unpaired import GATES, HypothesisParams, Verdict, decide
+
+METHODS = ("auto", "unpaired", "paired")
+PAIRED_TESTS = ("auto", "mcnemar", "t", "bootstrap")
+MARGIN_UNITS = ("points", "percent")
+RULES = ("explicit_threshold", "exact", "paired", "unpaired")
+STATISTICAL_RULES = ("paired", "unpaired")
+
+
+@dataclass
+class StatsConfig:
+    """How the verdict is decided when the reference has per-sample scores for the same samples."""
+
+    method: str = "auto"  # auto (paired when possible) | unpaired (TensorRT-LLM's threshold) | paired
+    paired_test: str = "auto"  # auto (McNemar for 0/1 scores, t otherwise) | mcnemar | t | bootstrap
+    bootstrap_seed: int = 0
+    # A tolerated drop: 0 keeps upstream's rule. In points of the metric, or in percent of the reference.
+    margin: float = 0.0
+    margin_unit: str = "points"  # points | percent
+    # regression: fail only when the data show a drop larger than the margin (H0: drop <= margin);
+    # noninferiority: pass only when the data show the drop is smaller than the margin (H0: drop >= margin)
+    gate: str = "regression"
+
+
+class Gate(Protocol):
+    """A further pass/fail check of a task against the same reference (SCORE's consistency rate)."""
+
+    metric: str
+    alpha: float
+
+    @property
+    def checked(self) -> bool: ...
+
+    @property
+    def passed(self) -> bool: ...
+
+    @property
+    def p_value(self) -> float: ...
+
+    def render(self) -> str: ...
+
+    def metrics(self) -> dict[str, float]: ...
+
+
+@dataclass(frozen=True)
+class RunProvenance:
+    """What the new run evaluated, to check that the reference's per-sample scores are comparable."""
+
+    seed: int
+    dataset_source: str | None
+
+
+@dataclass
+class Decision:
+    """The one decision of a job: which rule decided, its p-value, interval and every gate."""
+
+    rule: str  # explicit_threshold | exact | paired | unpaired
+    passed: bool  # the accuracy gate
+    verdict: Verdict  # the unpaired TensorRT-LLM test, always computed and shown
+    paired: Any = None  # runner.stats.paired.PairedResult when a paired test decided
+    gates: list[Any] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def all_passed(self) -> bool:
+        return self.passed and all(g.passed for g in self.gates)
+
+    @property
+    def alpha(self) -> float:
+        return self.verdict.params.alpha
+
+    @property
+    def n(self) -> int:
+        return self.verdict.params.num_samples
+
+    @property
+    def p_value(self) -> float | None:
+        """The p-value of the rule that decided (None for the deterministic rules)."""
+        if self.rule == "paired":
+            return self.paired.p_value
+        if self.rule == "unpaired":
+            return self.verdict.p_value
+        return None
+
+    @property
+    def theta(self) -> float | None:
+        if self.rule == "paired":
+            return self.paired.theta_paired if math.isfinite(self.paired.theta_paired) else None
+        if self.rule == "explicit_threshold":
+            return None
+        return self.verdict.theta
+
+    @property
+    def difference(self) -> float:
+        """new - reference in metric units (on the paired samples when a paired test decided)."""
+        return self.paired.mean_diff if self.rule == "paired" else self.verdict.difference
+
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        return self.paired.ci if self.rule == "paired" else self.verdict.confidence_interval()
+
+    @property
+    def ci_method(self) -> str:
+        return self.paired.ci_method if self.rule == "paired" else "Wald, sigma as configured"
+
+    @property
+    def test(self) -> str:
+        return {"explicit_threshold": "explicit threshold", "exact": "exact rule (sigma 0)",
+                "unpaired": "TensorRT-LLM unpaired z-test"}.get(self.rule) or self.paired.method
+
+    def hypothesis(self) -> str:
+        """The hypothesis tested, in words."""
+        v = self.verdict
+        if self.rule == "explicit_threshold":
+            return f"score {'>=' if v.params.higher_is_better else '<='} the registered threshold {v.threshold:g}"
+        if self.rule == "exact":
+            return f"score {'>=' if v.params.higher_is_better else '<='} the reference {v.reference:g} (exact rule)"
+        tol = f"{v.tolerance:g} points" if v.tolerance else "0"
+        if v.gate == "regression":
+            return f"H0: drop <= {tol}; REGRESSION when H0 is rejected (p < alpha {self.alpha:g})"
+        return f"H0: drop >= {tol}; PASSED only when H0 is rejected (p < alpha {self.alpha:g})"
+
+    def tests(self) -> list[dict[str, Any]]:
+        """Every check of the job: the accuracy gate and the extra gates, each with its rule, p-value and alpha
+        (what a sweep corrects for multiplicity)."""
+        out = [{"name": "accuracy", "rule": self.rule, "gate": self.verdict.gate, "p_value": self.p_value,
+                "alpha": self.alpha, "passed": self.passed}]
+        for g in self.gates:
+            if g.checked:
+                out.append({"name": g.metric, "rule": "unpaired", "gate": "regression", "p_value": g.p_value,
+                            "alpha": g.alpha, "passed": g.passed})
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record written to report.json and read by the sweep summary."""
+        ci = self.ci
+        v = self.verdict
+        return {
+            "rule": self.rule, "test": self.test, "hypothesis": self.hypothesis(), "gate": v.gate,
+            "tolerance": v.tolerance, "passed": self.all_passed, "accuracy_passed": self.passed,
+            "score": v.score, "reference": v.reference, "difference": self.difference,
+            "threshold": v.threshold, "room": v.room, "theta": self.theta, "p_value": self.p_value,
+            "alpha": self.alpha, "beta": v.params.beta, "sigma": v.params.sigma, "n": self.n,
+            "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
+            "ci_level": 1 - 2 * self.alpha, "ci_method": self.ci_method if ci else None,
+            "tests": self.tests(),
+        }
+
+    def metrics(self) -> dict[str, float]:
+        """MLflow metrics: the same figures as the report (undefined ones are left out)."""
+        d = self.to_dict()
+        out = {"reference": d["reference"], "threshold": d["threshold"], "room": d["room"], "passed": float(d["passed"]),
+               "accuracy_passed": float(d["accuracy_passed"]), "difference": d["difference"], "num_samples": float(d["n"]),
+               "alpha": d["alpha"], "sigma": d["sigma"], "tolerance": d["tolerance"],
+               "unpaired_p_value": self.verdict.p_value, "unpaired_passed": float(self.verdict.passed)}
+        for key in ("theta", "p_value", "ci_low", "ci_high"):
+            out[{"ci_low": "diff_ci_low", "ci_high": "diff_ci_high"}.get(key, key)] = d[key]
+        if self.paired is not None:
+            p = self.paired.to_dict()
+            out |= {"paired_p_value": p["p_value"], "paired_n": float(p["n"]), "paired_mean_diff": p["mean_diff"]}
+            out |= {f"paired_{k}": float(p[k]) for k in ("theta_paired", "discordant_b", "discordant_c") if p[k] is not None}
+        for g in self.gates:
+            out |= g.metrics()
+        return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
+
+    def render(self) -> str:
+        parts = [self.verdict.render()]
+        if self.paired is not None:
+            parts.append(self.paired.render())
+        parts += [g.render() for g in self.gates]
+        ci = self.ci
+        lines = [f"decided by:  {self.test} ({self.rule.replace('_', ' ')} rule)", f"hypothesis:  {self.hypothesis()}"]
+        p = self.p_value
+        lines.append(f"p-value:     {'n/a (deterministic rule)' if p is None else f'{p:.4g}'}")
+        if ci is not None:
+            lines.append(f"difference:  {self.difference:+.3f} (new - reference), "
+                         f"{1 - 2 * self.alpha:.0%} CI [{ci[0]:+.3f}, {ci[1]:+.3f}] ({self.ci_method})")
+        else:
+            lines.append(f"difference:  {self.difference:+.3f} (new - reference)")
+        failed = [g.metric for g in self.gates if not g.passed]
+        result = "PASSED" if self.all_passed else "REGRESSION DETECTED"
+        if failed:
+            result += f" (failed gate: {', '.join(failed)}{'' if self.passed else ' and accuracy'})"
+        lines.append(f"verdict:     {result}")
+        parts.append("\n".join(lines))
+        return "\n".join(parts)
+
+
+def validate(stats: Any) -> None:
+    if stats.method not in METHODS:
+        raise ConfigError("unknown statistics method", where="stats.method", given=stats.method, allowed=", ".join(METHODS))
+    if stats.paired_test not in PAIRED_TESTS:
+        raise ConfigError("unknown paired test", where="stats.paired_test", given=stats.paired_test,
+                          allowed=", ".join(PAIRED_TESTS))
+    if stats.gate not in GATES:
+        raise ConfigError("unknown gate", where="stats.gate", given=stats.gate, allowed=", ".join(GATES),
+                          fix="regression: fail only on a shown drop beyond the margin; "
+                              "noninferiority: pass only on a shown drop within the margin")
+    if stats.margin_unit not in MARGIN_UNITS:
+        raise ConfigError("unknown margin unit", where="stats.margin_unit", given=stats.margin_unit,
+                          allowed=", ".join(MARGIN_UNITS))
+    margin = stats.margin
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin < 0:
+        raise ConfigError("the margin must be a finite number >= 0", where="stats.margin", given=repr(margin),
+                          allowed="0 (upstream's rule) or a tolerated drop, e.g. 1 (points) or 2 with margin_unit=percent")
+
+
+def tolerance_points(stats: Any, reference: float) -> float:
+    """``stats.margin`` in metric points (a percent margin is a share of the reference's value)."""
+    return float(stats.margin) if stats.margin_unit == "points" else abs(reference) * float(stats.margin) / 100.0
+
+
+def pairing_problem(recorded: dict[str, Any], rows: dict[str, Any], scored: Sequence[Any], run: RunProvenance) -> str | None:
+    """Why the reference's per-sample scores cannot be paired with this run's (None: they can).
+
+    Pairs must be the same samples: ids in common, the same seed and dataset source, and every
+    common sample asked with the same prompt (its hash is stored with the reference score)."""
+    from runner.references.samples import prompt_hash
+
+    seed = recorded.get("seed")
+    if seed is not None and int(seed) != int(run.seed):
+        return f"the reference was recorded with seed={seed} and this run uses seed={run.seed}"
+    source = recorded.get("dataset_source")
+    if source and run.dataset_source and str(source) != str(run.dataset_source):
+        return f"the reference was recorded on dataset source '{source}' and this run reads '{run.dataset_source}'"
+    common = [s for s in scored if s.sample_id in rows]
+    if not common:
+        return (f"no sample id of this run is among the reference's {len(rows)} "
+                "(another subset, seed or dataset)")
+    if any(rows[s.sample_id].prompt_sha256 is None for s in common):
+        return "the reference's per-sample file stores no prompt hashes (recorded by an older runner): record it again"
+    differ = sum(rows[s.sample_id].prompt_sha256 != prompt_hash(s.prompt) for s in common)
+    if differ:
+        return f"{differ} of the {len(common)} common samples were asked with a different prompt than the reference's"
+    return None
+
+
+def _deterministic_rule(reference: Any, params: HypothesisParams) -> str | None:
+    if reference.threshold is not None:
+        return "explicit_threshold"
+    if params.sigma == 0:
+        return "exact"
+    return None
+
+
+def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: float, params: HypothesisParams,
+                   stats: Any, chance_level: float | None, metric: str, run: RunProvenance,
+                   gates: Sequence[Any] = ()) -> Decision:
+    """Apply the precedence of the module docstring; ``params.num_samples`` is the number evaluated."""
+    from runner.stats import paired as paired_stats
+    from runner.references import samples as reference_samples
+
+    notes: list[str] = []
+    tolerance = tolerance_points(stats, reference.value)
+    rule = _deterministic_rule(reference, params)
+    if rule is not None:
+        if tolerance or stats.gate != "regression":
+            notes.append(f"stats.margin and stats.gate do not apply to the {rule.replace('_', ' ')} rule of this entry")
+        verdict = decide(score, reference.value, params, reference.threshold, metric=metric)
+        return Decision(rule, verdict.passed, verdict, None, list(gates), notes)
+
+    recorded = dict(reference.recorded or {})
+    rows = None
+    if stats.method != "unpaired" and recorded.get("samples"):
+        rows = reference_samples.load_rows(ref_dir, str(recorded["samples"]), recorded.get("samples_sha256"))
+    if rows and not all(r.score in (0.0, 100.0) for r in rows.values()):
+        sigma = paired_stats.estimate_sigma(r.score for r in rows.values())
+        notes.append(f"sigma {sigma:.3f} estimated from the reference's {len(rows)} per-sample scores "
+                     f"(configured {params.sigma:g})")
+        params = replace(params, sigma=sigma)
+    verdict = decide(score, reference.value, params, None, metric=metric, tolerance=tolerance, gate=stats.gate)
+
+    result = None
+    if rows is not None:
+        problem = pairing_problem(recorded, rows, scored, run)
+        if problem is not None:
+            if stats.method == "paired":
+                raise ConfigError("the reference's per-sample scores cannot be paired with this run",
+                                  where=f"{reference.path} entry {reference.index}", given=problem,
+                                  fix="evaluate the samples the reference was recorded on (same seed, dataset and "
+                                      "prompts), record the reference again, or use stats.method=auto|unpaired")
+            notes.append(f"unpaired test: {problem}")
+        else:
+            new_scores = {s.sample_id: s.score for s in scored}
+            pairs = paired_stats.pair_scores({k: r.score for k, r in rows.items()}, new_scores)
+            complete = pairs.n_matched == len(new_scores)
+            if complete or stats.method == "paired":
+                result = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better,
+                                                  method=stats.paired_test, seed=stats.bootstrap_seed,
+                                                  tolerance=tolerance, gate=stats.gate)
+                if not complete:
+                    notes.append(f"paired test on the {pairs.n_matched} of {len(new_scores)} samples the reference also scored")
+            else:
+                notes.append(f"unpaired test: only {pairs.n_matched} of {len(new_scores)} samples have reference scores "
+                             "(another subset); stats.method=paired uses the matched ones")
+    elif stats.method == "paired":
+        raise ConfigError("a paired test needs the reference's per-sample scores, and this entry has none",
+                          where=f"{reference.path} entry {reference.index}", given="stats.method=paired",
+                          fix="record the reference again with reference.mode=record, or use stats.method=auto|unpaired")
+
+    decision = Decision("paired" if result is not None else "unpaired",
+                        result.passed if result is not None else verdict.passed, verdict, result, list(gates), notes)
+    theta = decision.theta
+    if chance_level is not None and theta is not None:
+        warning = paired_stats.near_chance_warning(reference.value, theta, chance_level, params.higher_is_better)
+        if warning:
+            notes.append(warning)
+    return decision

@@ -1,0 +1,691 @@
+"""Paired tests: the reference run and the new run answered the *same* samples.
+
+TensorRT-LLM's test (:mod:`runner.stats.unpaired`) treats the two runs as independent samples, so the
+difference of their means has standard deviation ``sqrt(2 sigma^2 / n)``. When both runs
+answer the same questions, most answers agree, and only the disagreements carry information
+about a regression. A paired test looks at those alone and detects the same drop with several
+times fewer samples.
+
+* Binary scores (0/100, or 0/1): McNemar's exact test. ``b`` counts samples the reference got
+  right and the new run got wrong, ``c`` the reverse. Under H0 ("no regression") each of the
+  ``b + c`` discordant samples is equally likely to fall either way, so the one-sided p-value is
+  ``P(X >= b)`` with ``X ~ Bin(b + c, 1/2)``; a regression is flagged when ``p < alpha``.
+* Continuous scores (ROUGE, perplexity, ...): a one-sided paired t-test on the per-sample
+  differences, or a seeded paired bootstrap.
+
+Minimum detectable effect (``theta``) of the binary test, on the 0-100 scale, with discordance
+rate ``d = (b + c) / n`` (planning: ``d = 1 - agreement``) and ``k = |z(alpha)| + |z(beta)|``::
+
+    theta = 100 * (k * sqrt(d / n) + 1 / n)
+
+The first term is the normal approximation of McNemar's statistic. The ``1 / n`` term is the
+continuity correction: the exact test is discrete and conservative (its false-alarm rate is
+below alpha), and without the correction its power at the uncorrected theta is only about
+0.75-0.78 instead of 0.80 for the sample sizes the tasks use. With it, the power at theta is at
+least ``1 - beta`` (checked by Monte Carlo in ``tests/test_simulation.py``). Pass
+``continuity=False`` for the plain normal-approximation figure.
+
+A paired theta assumes the runs keep disagreeing on a fraction ``d`` of the samples. A drop of
+``theta`` points changes at least ``theta`` percent of the answers, so ``theta <= 100 d`` must
+hold for the figure to mean anything (:func:`paired_feasible`).
+
+numpy and scipy are imported inside the functions that need them, so importing this module
+(and ``python -m runner.plan --help``) stays fast.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from runner.errors import UserError
+from runner.stats.unpaired import z
+
+PLANNING_AGREEMENTS = (0.90, 0.95, 0.98)
+"""Agreement rates shown by ``python -m runner.plan --savings``."""
+
+
+class PairingError(UserError, ValueError):
+    """The two runs cannot be paired (no common sample id, a non-numeric score)."""
+
+
+# --------------------------------------------------------------------------- pairing
+
+
+@dataclass(frozen=True)
+class PairedScores:
+    """Scores of the samples both runs answered, matched by sample id (sorted by id)."""
+
+    ids: tuple[str, ...]
+    reference: tuple[float, ...]
+    new: tuple[float, ...]
+    reference_only: tuple[str, ...]  # ids only the reference run has
+    new_only: tuple[str, ...]  # ids only the new run has
+
+    @property
+    def n_matched(self) -> int:
+        return len(self.ids)
+
+    def summary(self) -> str:
+        total_ref = self.n_matched + len(self.reference_only)
+        return (
+            f"{self.n_matched} of {total_ref} reference sample ids matched "
+            f"({len(self.reference_only)} only in the reference, {len(self.new_only)} only in the new run)"
+        )
+
+
+def _score(value: object, run: str, sample_id: str) -> float:
+    try:
+        out = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        out = math.nan
+    if not math.isfinite(out):
+        raise PairingError(
+            "a per-sample score is not a finite number",
+            where=f"{run} run, sample '{sample_id}'",
+            given=repr(value),
+            allowed="a finite number on the metric's scale",
+        )
+    return out
+
+
+def pair_scores(reference: Mapping[str, float], new: Mapping[str, float]) -> PairedScores:
+    """Match the two runs' per-sample scores by sample id.
+
+    Raises :class:`PairingError` (a :class:`UserError` and a :class:`ValueError`) when no id
+    is common to both runs, or when a matched score is not a finite number.
+    """
+    common = sorted(set(reference) & set(new))
+    if not common:
+        raise PairingError(
+            "the reference run and the new run have no sample id in common",
+            given=f"{len(reference)} reference ids (e.g. {_examples(reference)}), "
+            f"{len(new)} new ids (e.g. {_examples(new)})",
+            fix="compare runs made on the same task, subset and seed, so that sample ids match",
+        )
+    ref_scores = tuple(_score(reference[i], "reference", i) for i in common)
+    new_scores = tuple(_score(new[i], "new", i) for i in common)
+    common_set = set(common)
+    return PairedScores(
+        ids=tuple(common),
+        reference=ref_scores,
+        new=new_scores,
+        reference_only=tuple(sorted(i for i in reference if i not in common_set)),
+        new_only=tuple(sorted(i for i in new if i not in common_set)),
+    )
+
+
+def _examples(ids: Iterable[str], k: int = 3) -> str:
+    first = sorted(ids)[:k]
+    return ", ".join(repr(i) for i in first) if first else "none"
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _k(alpha: float, beta: float) -> float:
+    _check_prob("alpha", alpha)
+    _check_prob("beta", beta)
+    return abs(z(alpha)) + abs(z(beta))
+
+
+def _check_prob(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must be a probability strictly between 0 and 1, got {value!r}")
+
+
+def _check_agreement(agreement: float) -> float:
+    if isinstance(agreement, bool) or not isinstance(agreement, (int, float)) or not 0.0 <= agreement < 1.0:
+        raise ValueError(
+            f"agreement must be in [0, 1) (the fraction of samples both runs score the same), got {agreement!r}"
+        )
+    return 1.0 - float(agreement)
+
+
+REGRESSION_MODELS = ("added", "split")
+"""How a regression changes the answers, for planning a paired test.
+
+``added`` (default): ``agreement`` is what a user measures between two *healthy* runs; its
+disagreements ``d0 = 1 - agreement`` fall evenly both ways, and a regression of ``delta`` adds
+``delta`` right-to-wrong flips on top: ``b = d0/2 + delta``, ``c = d0/2``, so the runs disagree on
+``d0 + delta`` under the regression. ``split``: the agreement holds under the regression and the
+drop only tilts the disagreements: ``b = (d + delta)/2``, ``c = (d - delta)/2``."""
+
+
+def _check_model(model: str) -> None:
+    if model not in REGRESSION_MODELS:
+        raise ValueError(f"model must be one of {REGRESSION_MODELS}, got {model!r}")
+
+
+def _binary_theta(n: int, discordance: float, alpha: float, beta: float, continuity: bool, model: str = "split") -> float:
+    _check_model(model)
+    c = 100.0 / n if continuity else 0.0
+    if model == "split":
+        return _k(alpha, beta) * 100.0 * math.sqrt(discordance / n) + c
+    za, zb = abs(z(alpha)), abs(z(beta))
+
+    def excess(t: float) -> float:  # t - the drop detectable with discordance d0 + t (Connor 1987), in fractions
+        psi = discordance + t
+        return t - (za * math.sqrt(psi) + zb * math.sqrt(max(psi - t * t, 0.0))) / math.sqrt(n) - c / 100.0
+
+    hi = 1.0 - discordance
+    if hi <= 0 or excess(hi) < 0:
+        return math.inf  # no drop this sample size can show
+    lo = 0.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if excess(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return 100.0 * hi
+
+
+def paired_theta(n: int, agreement: float, alpha: float, beta: float, *, continuity: bool = True,
+                 model: str = "added") -> float:
+    """Smallest drop (0-100 points) McNemar's test catches with probability ``1 - beta``.
+
+    ``split`` model: ``100 (k sqrt((1 - agreement) / n) + 1 / n)`` with ``k = |z(alpha)| + |z(beta)|``.
+    ``added`` model (default, see :data:`REGRESSION_MODELS`): the ``t`` solving Connor's (1987)
+    sample-size equation ``sqrt(n) t = |z(alpha)| sqrt(psi) + |z(beta)| sqrt(psi - t^2)`` with the
+    discordance ``psi = 1 - agreement + t``, plus the same ``1 / n`` continuity term (left out with
+    ``continuity=False``). Inf when no drop can be shown at this ``n``.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a whole number >= 1, got {n!r}")
+    return _binary_theta(n, _check_agreement(agreement), alpha, beta, continuity, model)
+
+
+def paired_min_samples(
+    target_theta: float, agreement: float, alpha: float, beta: float, *, continuity: bool = True,
+    model: str = "added",
+) -> int:
+    """Smallest ``n`` whose :func:`paired_theta` is at most ``target_theta`` (0-100 points).
+
+    The paired counterpart of :func:`runner.stats.unpaired.min_samples_for_theta`.
+    """
+    d = _check_agreement(agreement)
+    _check_model(model)
+    k = _k(alpha, beta)
+    if not (isinstance(target_theta, (int, float)) and target_theta > 0 and math.isfinite(target_theta)):
+        raise ValueError(f"target theta must be a positive number of points, got {target_theta!r}")
+    t = target_theta / 100.0
+    psi = d if model == "split" else d + t
+    # start from the normal-approximation n, then nudge against paired_theta itself
+    n = max(1, math.ceil((k * math.sqrt(psi) / t) ** 2)) if psi > 0 else 1
+    while n > 1 and _binary_theta(n - 1, d, alpha, beta, continuity, model) <= target_theta:
+        n -= 1
+    while _binary_theta(n, d, alpha, beta, continuity, model) > target_theta:
+        n += 1
+    return n
+
+
+def paired_feasible(theta: float, agreement: float, model: str = "added") -> bool:
+    """Whether a drop of ``theta`` points fits the model at ``agreement``.
+
+    ``split``: each point of drop is at least one percent of answers flipped, so ``theta <= 100 *
+    (1 - agreement)`` is needed. ``added``: the flips come on top of the agreement, so any drop up to
+    the agreeing share fits."""
+    d = _check_agreement(agreement)
+    _check_model(model)
+    return theta <= 100.0 * (d if model == "split" else 1.0 - d) + 1e-9
+
+
+def mcnemar_power(n: int, agreement: float, drop: float, alpha: float, model: str = "added") -> float:
+    """Exact power of McNemar's one-sided exact test at ``n`` for a true ``drop`` (points) under ``model``.
+
+    The number of discordant samples is ``Bin(n, b + c)``; given ``m`` of them, ``b ~ Bin(m, b / (b + c))``,
+    and the test flags a regression when ``P(X >= b) < alpha`` for ``X ~ Bin(m, 1/2)``."""
+    import numpy as np
+    from scipy import stats
+
+    d = _check_agreement(agreement)
+    _check_model(model)
+    delta = drop / 100.0
+    b, c = ((d + delta) / 2, (d - delta) / 2) if model == "split" else (d / 2 + delta, d / 2)
+    if c < -1e-12 or b + c > 1 + 1e-12:
+        raise ValueError(f"a drop of {drop:g} points does not fit agreement {agreement:g} under the {model} model")
+    psi = b + c
+    m = np.arange(n + 1)
+    # smallest b with P(X >= b) < alpha: isf gives k with P(X > k) <= alpha; step up where equality holds
+    crit = stats.binom.isf(alpha, m, 0.5) + 1
+    crit = np.where(stats.binom.sf(crit - 1, m, 0.5) < alpha, crit, crit + 1)
+    reject_given_m = stats.binom.sf(crit - 1, m, b / psi if psi > 0 else 0.0)
+    return float(np.sum(stats.binom.pmf(m, n, psi) * reject_given_m))
+
+
+def min_discordant_to_reject(alpha: float) -> int:
+    """Fewest discordant samples with which the exact test can flag a regression at all.
+
+    With ``m`` discordant samples the smallest p-value is ``0.5^m`` (all of them lost), so
+    ``0.5^m < alpha`` is needed: 5 for alpha 0.05.
+    """
+    _check_prob("alpha", alpha)
+    m = 0
+    while 0.5**m >= alpha:
+        m += 1
+    return m
+
+
+def estimate_sigma(scores: Iterable[float]) -> float:
+    """Sample standard deviation (``ddof=1``) of per-sample scores: ``sigma`` for a non-Bernoulli metric.
+
+    Step 1 of adding a task upstream: estimate sigma on the full dataset, then plan n with it.
+    """
+    import numpy as np
+
+    arr = np.asarray([float(s) for s in scores], dtype=float)
+    if arr.size < 2:
+        raise ValueError(f"estimating sigma needs at least 2 scores, got {arr.size}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("estimating sigma needs finite scores; got NaN or infinity")
+    return float(np.std(arr, ddof=1))
+
+
+def near_chance_warning(reference: float, theta: float, chance: float, higher_is_better: bool = True) -> str | None:
+    """A warning when a regression of ``theta`` would land at or past chance level.
+
+    ``chance`` is the score of a model that guesses (25 for 4-choice MMLU) or the metric's floor
+    (its ceiling for a lower-is-better metric). If ``reference - theta <= chance`` (mirrored when
+    lower is better), a model that regressed by theta could not be told apart from one that
+    guesses, so passing the test says little. Returns ``None`` when there is room.
+    """
+    for name, value in (("reference", reference), ("theta", theta), ("chance", chance)):
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if theta < 0:
+        raise ValueError(f"theta must be >= 0, got {theta!r}")
+    if higher_is_better:
+        room = reference - chance
+        near = reference - theta <= chance
+        side, beyond = "above", "below"
+    else:
+        room = chance - reference
+        near = reference + theta >= chance
+        side, beyond = "below", "above"
+    if not near:
+        return None
+    if room <= 0:
+        return (
+            f"warning: the reference {reference:g} is not {side} chance level ({chance:g}); "
+            "this task cannot show whether the model regressed. Use a task the model does better than chance."
+        )
+    return (
+        f"warning: the reference {reference:g} is only {room:.2f} points {side} chance level ({chance:g}), "
+        f"which is not more than theta ({theta:.2f}): a model that regressed by theta would score at or "
+        f"{beyond} chance, and the test cannot tell it from one that guesses. Evaluate more samples "
+        "(a smaller theta) or use a task the model does clearly better than chance on."
+    )
+
+
+# --------------------------------------------------------------------------- tests
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """The outcome of a paired test, in metric units (0-100 scale).
+
+    ``p_value`` belongs to the gate's null hypothesis (``gate``: regression, H0 drop <= tolerance;
+    noninferiority, H0 drop >= tolerance); the gate's H0 is rejected when ``p < alpha``."""
+
+    method: str
+    n: int
+    mean_diff: float  # new - reference, metric units, whatever the direction
+    p_value: float
+    passed: bool
+    alpha: float
+    beta: float
+    higher_is_better: bool
+    theta_paired: float  # inf when the data cannot support any detection (see render)
+    reference_mean: float
+    new_mean: float
+    discordant: tuple[int, int] | None = None  # (b, c) for binary scores
+    discordance_rate: float | None = None  # (b + c) / n for binary scores
+    sd_diff: float | None = None  # standard deviation of the differences, continuous scores
+    ci: tuple[float, float] | None = None  # two-sided (1 - 2 alpha) interval for new - reference
+    ci_method: str = ""
+    tolerance: float = 0.0
+    gate: str = "regression"
+
+    def to_dict(self) -> dict[str, object]:
+        """Flat, JSON-friendly form (``theta_paired`` is ``None`` when it is undefined)."""
+        return {
+            "method": self.method,
+            "n": self.n,
+            "mean_diff": self.mean_diff,
+            "p_value": self.p_value,
+            "passed": self.passed,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "higher_is_better": self.higher_is_better,
+            "theta_paired": self.theta_paired if math.isfinite(self.theta_paired) else None,
+            "reference_mean": self.reference_mean,
+            "new_mean": self.new_mean,
+            "discordant_b": self.discordant[0] if self.discordant else None,
+            "discordant_c": self.discordant[1] if self.discordant else None,
+            "discordance_rate": self.discordance_rate,
+            "sd_diff": self.sd_diff,
+            "ci_low": self.ci[0] if self.ci else None,
+            "ci_high": self.ci[1] if self.ci else None,
+            "ci_method": self.ci_method,
+            "tolerance": self.tolerance,
+            "gate": self.gate,
+        }
+
+    def render(self) -> str:
+        """A short block to print next to the unpaired report."""
+        direction = "higher is better" if self.higher_is_better else "lower is better"
+        rule = "-" * 64
+        lines = [
+            rule,
+            f"Paired test: {self.method} ({direction}), same samples in both runs",
+            rule,
+            f"  paired n     {self.n:10d}   samples scored by both runs",
+            f"  reference    {self.reference_mean:10.3f}   mean on those samples",
+            f"  new          {self.new_mean:10.3f}",
+            f"  difference   {self.mean_diff:+10.3f}   new - reference",
+        ]
+        if self.ci is not None:
+            lines.append(f"  {1 - 2 * self.alpha:.0%} CI       [{self.ci[0]:+.3f}, {self.ci[1]:+.3f}]   {self.ci_method}")
+        if self.discordant is not None:
+            b, c = self.discordant
+            lines.append(
+                f"  discordant   {f'b={b} c={c}':>10}   reference right & new wrong (b), the reverse (c); "
+                f"{self.discordance_rate:.1%} of samples"
+            )
+        if self.sd_diff is not None:
+            lines.append(f"  sd(diff)     {self.sd_diff:10.3f}   standard deviation of the per-sample differences")
+        if math.isfinite(self.theta_paired):
+            lines.append(
+                f"  theta        {self.theta_paired:10.3f}   smallest regression caught with probability "
+                f"{1 - self.beta:.0%} by this paired test"
+            )
+        else:
+            lines.append(
+                f"  theta        {'undefined':>10}   fewer than {min_discordant_to_reject(self.alpha)} "
+                "disagreements: the exact test cannot flag any regression"
+            )
+        lines.append(f"  p-value      {self.p_value:10.4f}   {_p_meaning(self.gate, self.tolerance)}")
+        lines.append(rule)
+        if self.passed:
+            lines.append("paired verdict: PASSED - " + (
+                "the disagreements are within what chance explains." if self.gate == "regression"
+                else f"the data show the drop is smaller than the tolerance (p < {self.alpha:g})."))
+        else:
+            lines.append("paired verdict: REGRESSION DETECTED - " + (
+                f"on the same samples, the new run loses more than chance explains (p < {self.alpha:g})."
+                if self.gate == "regression" else
+                f"the data do not show the drop is smaller than the tolerance (p >= {self.alpha:g})."))
+        lines.append(rule)
+        return "\n".join(lines)
+
+
+def _p_meaning(gate: str, tolerance: float) -> str:
+    if gate == "regression":
+        return ("chance of a result this bad if nothing regressed" if not tolerance
+                else f"chance of a result this bad if the drop were at most {tolerance:g}")
+    return f"chance of a result this good if the drop were {tolerance:g} or more"
+
+
+def _upper_tail_half(b, m):  # noqa: ANN001, ANN202 - scalars or numpy arrays
+    """``P(X >= b)`` for ``X ~ Bin(m, 1/2)``; 1 when ``m == 0``. Vectorized (used by runner.stats.simulate)."""
+    from scipy import stats
+
+    return stats.binom.sf(b - 1, m, 0.5)
+
+
+def _binary_values(ref: Sequence[float], new: Sequence[float]) -> tuple[list[float], list[float], float]:
+    ref_v = [float(v) for v in ref]
+    new_v = [float(v) for v in new]
+    if len(ref_v) != len(new_v):
+        raise ValueError(f"paired scores need equal lengths, got {len(ref_v)} and {len(new_v)}")
+    if not ref_v:
+        raise ValueError("a paired test needs at least one sample")
+    values = set(ref_v) | set(new_v)
+    if values <= {0.0, 1.0}:
+        unit = 1.0
+    elif values <= {0.0, 100.0}:
+        unit = 100.0
+    else:
+        odd = sorted(values - {0.0, 1.0, 100.0})[:3] or sorted(values)
+        raise ValueError(
+            f"McNemar's test needs binary scores (all 0/100 or all 0/1), got values such as {odd}; "
+            "use paired_continuous for continuous metrics"
+        )
+    return ref_v, new_v, unit
+
+
+def newcombe_paired_interval(both: int, new_only: int, ref_only: int, neither: int,
+                             confidence: float) -> tuple[float, float]:
+    """Newcombe's (1998) method 10 interval for a difference of paired proportions, new - reference.
+
+    ``both``: samples right in both runs; ``new_only``: right in the new run only; ``ref_only``:
+    right in the reference only; ``neither``. Built from the two Wilson score intervals of the
+    marginal proportions (statsmodels) and the phi correlation of the 2x2 table, on the 0-1 scale.
+    """
+    from statsmodels.stats.proportion import proportion_confint
+
+    n = both + new_only + ref_only + neither
+    if n < 1:
+        raise ValueError("an interval needs at least one sample")
+    p1, p2 = (both + new_only) / n, (both + ref_only) / n
+    l1, u1 = proportion_confint(both + new_only, n, alpha=1 - confidence, method="wilson")
+    l2, u2 = proportion_confint(both + ref_only, n, alpha=1 - confidence, method="wilson")
+    margins = (both + new_only) * (ref_only + neither) * (both + ref_only) * (new_only + neither)
+    phi_corr = 0.0 if margins == 0 else (both * neither - new_only * ref_only) / math.sqrt(margins)
+    lower = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi_corr * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    upper = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi_corr * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    diff = p1 - p2
+    return max(-1.0, diff - lower), min(1.0, diff + upper)
+
+
+def mcnemar_exact(
+    ref_correct: Sequence[float],
+    new_correct: Sequence[float],
+    alpha: float,
+    beta: float,
+    higher_is_better: bool = True,
+    gate: str = "regression",
+) -> PairedResult:
+    """McNemar's exact one-sided test on binary per-sample scores (0/100 or 0/1, or booleans).
+
+    ``b`` = samples the reference got right and the new run wrong, ``c`` = the reverse ("right"
+    is the high value, or the low one when ``higher_is_better`` is false). Regression gate:
+    ``p = P(X >= b)`` with ``X ~ Bin(b + c, 1/2)``, a regression when ``p < alpha``. The
+    non-inferiority gate with no tolerance asks the reverse: ``p = P(X <= b)``, a pass when
+    ``p < alpha``. ``p = 1`` when ``b + c == 0``. Means, the difference and Newcombe's interval
+    are on the 0-100 scale (0/1 scores are read as fractions).
+    """
+    _k(alpha, beta)  # validates alpha and beta
+    ref_v, new_v, unit = _binary_values(ref_correct, new_correct)
+    good = unit if higher_is_better else 0.0
+    b = sum(1 for r, w in zip(ref_v, new_v) if r == good and w != good)
+    c = sum(1 for r, w in zip(ref_v, new_v) if r != good and w == good)
+    both = sum(1 for r, w in zip(ref_v, new_v) if r == good and w == good)
+    n = len(ref_v)
+    if b + c == 0:
+        p = 1.0
+    elif gate == "regression":
+        p = float(_upper_tail_half(b, b + c))
+    else:
+        p = float(_upper_tail_half(c, b + c))
+    rate = (b + c) / n
+    if b + c < min_discordant_to_reject(alpha):
+        theta = math.inf
+    else:
+        theta = _binary_theta(n, rate, alpha, beta, continuity=True, model="split")
+    to_points = 100.0 / unit
+    ref_mean = sum(ref_v) / n * to_points
+    new_mean = sum(new_v) / n * to_points
+    low, high = newcombe_paired_interval(both, c, b, n - both - b - c, 1 - 2 * alpha)
+    # the interval is for the proportion of "good" answers; in metric units the sign follows the direction
+    sign = 100.0 if higher_is_better else -100.0
+    ci = tuple(sorted((sign * low, sign * high)))
+    rejected = p < alpha
+    return PairedResult(
+        method="McNemar exact",
+        n=n,
+        mean_diff=new_mean - ref_mean,
+        p_value=p,
+        passed=not rejected if gate == "regression" else rejected,
+        alpha=float(alpha),
+        beta=float(beta),
+        higher_is_better=bool(higher_is_better),
+        theta_paired=theta,
+        reference_mean=ref_mean,
+        new_mean=new_mean,
+        discordant=(b, c),
+        discordance_rate=rate,
+        ci=ci,  # type: ignore[arg-type]
+        ci_method="Newcombe (Wilson, paired)",
+        gate=gate,
+    )
+
+
+def paired_continuous(
+    ref: Sequence[float],
+    new: Sequence[float],
+    alpha: float,
+    beta: float,
+    higher_is_better: bool = True,
+    method: str = "t",
+    seed: int = 0,
+    n_boot: int = 10_000,
+    tolerance: float = 0.0,
+    gate: str = "regression",
+) -> PairedResult:
+    """One-sided paired test on per-sample score differences (ROUGE, perplexity; 0/100 with a tolerance).
+
+    The differences ``new - ref`` are oriented so that negative means worse (their sign is
+    flipped when lower is better), and ``tolerance`` (points, >= 0) is added to them. Regression
+    gate, H0: the shifted mean is >= 0, rejected (a regression) when ``p < alpha``.
+    Non-inferiority gate, H0: the shifted mean is <= 0, rejected (a pass) when ``p < alpha``.
+
+    * ``method="t"``: paired t-test; interval ``mean +- t_{1-alpha, n-1} sd / sqrt(n)``.
+    * ``method="bootstrap"``: the shifted differences are centred on 0 (H0) and resampled
+      ``n_boot`` times with a generator seeded by ``seed``;
+      ``p = (1 + #{resampled mean <= observed mean}) / (n_boot + 1)`` (``>=`` for
+      non-inferiority); the interval is the percentile interval of the same resampled means.
+
+    ``theta_paired = (|z(alpha)| + |z(beta)|) * sd(diff) / sqrt(n)``.
+    """
+    import numpy as np
+
+    k = _k(alpha, beta)
+    if method not in ("t", "bootstrap"):
+        raise ValueError(f"method must be 't' or 'bootstrap', got {method!r}")
+    r = np.asarray([float(v) for v in ref], dtype=float)
+    w = np.asarray([float(v) for v in new], dtype=float)
+    if r.shape != w.shape:
+        raise ValueError(f"paired scores need equal lengths, got {r.size} and {w.size}")
+    n = int(r.size)
+    if n < 2:
+        raise ValueError(f"a paired continuous test needs at least 2 samples, got {n}")
+    if not (np.all(np.isfinite(r)) and np.all(np.isfinite(w))):
+        raise ValueError("paired scores must be finite numbers")
+    diff = w - r
+    sign = 1.0 if higher_is_better else -1.0
+    shifted = sign * diff + tolerance
+    mean_s = float(shifted.mean())
+    mean_d = float(diff.mean())
+    sd = float(diff.std(ddof=1))
+    regression = gate == "regression"
+    if method == "t":
+        name = "paired t-test"
+        from scipy import stats
+
+        if sd == 0.0:
+            if regression:
+                p = 0.0 if mean_s < 0 else 1.0
+            else:
+                p = 0.0 if mean_s > 0 else 1.0
+            ci = (mean_d, mean_d)
+        else:
+            t_stat = mean_s / (sd / math.sqrt(n))
+            p = float(stats.t.cdf(t_stat, n - 1) if regression else stats.t.sf(t_stat, n - 1))
+            half = float(stats.t.ppf(1 - alpha, n - 1)) * sd / math.sqrt(n)
+            ci = (mean_d - half, mean_d + half)
+        ci_method = "paired t"
+    else:
+        name = "paired bootstrap"
+        if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
+            raise ValueError(f"n_boot must be a whole number >= 1, got {n_boot!r}")
+        means = bootstrap_means(diff, n_boot, seed)
+        centred = sign * (means - mean_d)  # the shifted statistic's resampled deviations, H0-centred
+        tol = 1e-12 * max(1.0, float(np.abs(shifted).max()))
+        if regression:
+            extreme = int(np.count_nonzero(centred <= mean_s + tol))
+        else:
+            extreme = int(np.count_nonzero(centred >= mean_s - tol))
+        p = (1 + extreme) / (n_boot + 1)
+        ci = (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+        ci_method = "bootstrap percentile"
+    rejected = p < alpha
+    return PairedResult(
+        method=name,
+        n=n,
+        mean_diff=mean_d,
+        p_value=p,
+        passed=not rejected if regression else rejected,
+        alpha=float(alpha),
+        beta=float(beta),
+        higher_is_better=bool(higher_is_better),
+        theta_paired=k * sd / math.sqrt(n),
+        reference_mean=float(r.mean()),
+        new_mean=float(w.mean()),
+        sd_diff=sd,
+        ci=ci,
+        ci_method=ci_method,
+        tolerance=float(tolerance),
+        gate=gate,
+    )
+
+
+def bootstrap_means(values, n_boot: int, seed: int):  # noqa: ANN001, ANN201 - numpy array in and out
+    """Means of ``n_boot`` resamples (with replacement) of ``values``, from a generator seeded by ``seed``."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    n = values.size
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_boot)
+    chunk = max(1, (1 << 20) // n)
+    done = 0
+    while done < n_boot:
+        rows = min(chunk, n_boot - done)
+        out[done:done + rows] = values[rng.integers(0, n, size=(rows, n))].mean(axis=1)
+        done += rows
+    return out
+
+
+def is_binary(pairs: PairedScores) -> bool:
+    """Whether every matched score is 0/1 or every one is 0/100."""
+    values = set(pairs.reference) | set(pairs.new)
+    return values <= {0.0, 1.0} or values <= {0.0, 100.0}
+
+
+def paired_test(
+    pairs: PairedScores,
+    alpha: float,
+    beta: float,
+    higher_is_better: bool = True,
+    method: str = "auto",
+    seed: int = 0,
+    tolerance: float = 0.0,
+    gate: str = "regression",
+) -> PairedResult:
+    """Run the fitting paired test: McNemar for binary scores, the t-test otherwise.
+
+    ``method`` is ``"auto"``, ``"mcnemar"``, ``"t"`` or ``"bootstrap"``. McNemar's exact test has
+    no tolerance; with a tolerance, binary scores take the paired t-test on their 0/100
+    differences (its normal approximation), which tests a shifted mean directly.
+    """
+    if method == "auto":
+        method = "mcnemar" if is_binary(pairs) and not tolerance else "t"
+    if method == "mcnemar":
+        if tolerance:
+            raise ValueError("McNemar's exact test has no tolerance; use the paired t-test (method 't') with a margin")
+        return mcnemar_exact(pairs.reference, pairs.new, alpha, beta, higher_is_better, gate=gate)
+    return paired_continuous(pairs.reference, pairs.new, alpha, beta, higher_is_better, method=method, seed=seed,
+                             tolerance=tolerance, gate=gate)

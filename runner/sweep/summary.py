@@ -1,0 +1,339 @@
+"""The summary of a finished sweep: one row per job, the family-wise verdict, a table and a plot.
+
+Rows come from what each job left in its directory under the sweep directory (``report.json`` when
+it finished, ``failure.json`` when it failed, Hydra's ``.hydra/config.yaml`` for what it was asked
+to do), so the summary works for every launcher and without a tracking server. With MLflow, child
+runs of the parent that left no file (a job killed by the OS) are listed too, with their status: on
+the row of their job directory when the run names it (the ``output_dir`` param), else on their own.
+Each row also counts the job's generation-cache hits and misses; the summary totals them into the
+sweep's cache hit rate (how much of the sweep was answered without running the model).
+
+A job's verdict in the sweep is its own full decision (``report.json``'s ``decision``): every test
+of the job (the accuracy gate and each extra gate) enters with the rule that decided it. Statistical
+tests (paired, unpaired) contribute their p-value and their own alpha to the family-wise correction
+(``runner.stats.multiple_testing``; regression and non-inferiority gates are corrected as separate
+families); deterministic rules (an explicit threshold, the exact rule of sigma-0 tasks) keep their
+verdict unchanged. ``sweep.correction=none`` therefore gives back exactly the jobs' own verdicts.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from runner.errors import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION
+from runner.stats.decision import STATISTICAL_RULES
+from runner.stats.multiple_testing import adjust
+
+COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
+           "ci_low", "ci_high", "threshold", "theta", "test", "alpha", "p_value", "verdict", "p_adjusted", "sweep_verdict",
+           "cache_hits", "cache_misses", "error", "mlflow_run_id"]
+
+
+@dataclass
+class SweepConfig:
+    """How a multirun's jobs are judged together (runner/sweep.py, runner/multiple_testing.py)."""
+
+    correction: str = "holm"  # holm (family-wise error) | bh (false discovery rate) | none
+    # None: each job is tested at its own task's alpha (CNN/DailyMail 0.002, perplexity 0.01, ...);
+    # a number replaces every job's alpha, and the summary says so.
+    alpha: Optional[float] = None
+    name: Optional[str] = None  # the parent run's name; None: sweep-<time>
+
+
+@dataclass
+class Summary:
+    rows: list[dict[str, Any]]
+    correction: str
+    alpha: float | None  # None: each test at its own task's alpha
+    sweep_dir: Path
+    files: dict[str, Path] = field(default_factory=dict)
+    stopped: str | None = None  # what ended the multirun before all its jobs returned (a killed worker)
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["verdict"] in ("failed", "incomplete")]
+
+    @property
+    def flagged(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["sweep_verdict"] == "regression"]
+
+    @property
+    def verdict(self) -> str:
+        if self.failed or self.stopped:
+            return "FAILED"
+        if self.flagged:
+            return "REGRESSION"
+        return "PASSED" if any(r["verdict"] in ("passed", "regression") for r in self.rows) else "NO VERDICT"
+
+    @property
+    def exit_status(self) -> int:
+        """1 when a job failed or the sweep stopped early, else 3 when the corrected test flags a regression, else 0."""
+        return {"FAILED": EXIT_ERROR, "REGRESSION": EXIT_REGRESSION}.get(self.verdict, EXIT_OK)
+
+    @property
+    def cache(self) -> dict[str, Any]:
+        """The generation cache over the sweep: hits, misses, requests and the hit rate (None when no
+        job asked its cache anything: ``cache=off``, or every job failed before evaluating)."""
+        hits = sum(r["cache_hits"] or 0 for r in self.rows)
+        requests = hits + sum(r["cache_misses"] or 0 for r in self.rows)
+        return {"hits": hits, "misses": requests - hits, "requests": requests,
+                "hit_rate": hits / requests if requests else None}
+
+    @property
+    def alpha_text(self) -> str:
+        return ("at each job's own alpha" if self.alpha is None
+                else f"at alpha {self.alpha:g}, replacing the tasks' own alphas (sweep.alpha)")
+
+    def render_cache(self) -> str:
+        cache = self.cache
+        if cache["hit_rate"] is None:
+            return "generation cache: no requests (cache=off, or no job evaluated)"
+        return (f"generation cache: {cache['hits']} of {cache['requests']} requests answered from the cache "
+                f"(hit rate {100 * cache['hit_rate']:.1f}%)")
+
+    def render(self) -> str:
+        lines = ["=" * 100, f"sweep summary: {len(self.rows)} jobs in {self.sweep_dir}",
+                 f"{'job':<36} {'score':>8} {'thresh':>8} {'p':>8} {'p_adj':>8}  verdict -> sweep"]
+        for r in self.rows:
+            lines.append(f"{r['job'][:36]:<36} {_fmt(r['score']):>8} {_fmt(r['threshold']):>8} "
+                         f"{_fmt(r['p_value'], 4):>8} {_fmt(r['p_adjusted'], 4):>8}  {r['verdict']} -> {r['sweep_verdict']}"
+                         + (f"  ({_clip(r['error'], 80)})" if r["error"] else ""))
+        lines.append(self.render_cache())
+        if self.stopped:
+            lines.append(f"sweep stopped early: {_clip(self.stopped, 200)}")
+        lines.append(f"sweep verdict: {self.verdict} ({self.correction} correction {self.alpha_text}; "
+                     f"{len(self.flagged)} flagged, {len(self.failed)} failed) -> exit {self.exit_status}")
+        if self.files:
+            lines.append("summary: " + ", ".join(str(p) for p in self.files.values()))
+        lines.append("=" * 100)
+        return "\n".join(lines)
+
+    def log_to(self, client: Any, parent_id: str) -> None:
+        """Table, plot, counts and the generation cache's totals on the parent run."""
+        for path in self.files.values():
+            client.log_artifact(parent_id, str(path))
+        cache = self.cache
+        counts = {"jobs": len(self.rows), "jobs_failed": len(self.failed), "jobs_flagged": len(self.flagged),
+                  "jobs_regressed_uncorrected": sum(r["verdict"] == "regression" for r in self.rows),
+                  "cache_hits": cache["hits"], "cache_requests": cache["requests"]}
+        if cache["hit_rate"] is not None:
+            counts["cache_hit_rate"] = cache["hit_rate"]
+        for key, value in counts.items():
+            client.log_metric(parent_id, key, float(value))
+        client.set_tag(parent_id, "sweep.verdict", self.verdict)
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _clip(text: str, width: int) -> str:
+    """One line of at most ``width`` characters (errors rendered for a person span several lines)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[:width - 3] + "..."
+
+
+def build(sweep_dir: Path, correction: str, alpha: float | None, client: Any = None, parent_id: str | None = None,
+          stopped: str | None = None) -> Summary:
+    """Collect the jobs' rows, correct their tests for multiplicity, and write summary.{csv,html,json,png}
+    in ``sweep_dir``. ``alpha``: None tests each at its task's alpha; a number replaces them all.
+    ``stopped``: why the multirun ended before all its jobs returned; the sweep then fails."""
+    dirs = sorted(_job_dirs(sweep_dir), key=_job_order)
+    rows = [_row(d) for d in dirs]
+    _label_configurations(rows, dirs)
+    if client is not None and parent_id:
+        rows += _orphans(client, parent_id, dict(zip(dirs, rows)))
+    judge(rows, correction, alpha)
+    summary = Summary(rows, correction, alpha, sweep_dir, stopped=stopped)
+    summary.files = write(summary)
+    return summary
+
+
+def judge(rows: list[dict[str, Any]], correction: str, alpha: float | None) -> None:
+    """Set each row's ``sweep_verdict`` (and ``p_adjusted`` of its accuracy test) from its tests."""
+    tests = [(row, t) for row in rows for t in row.pop("_tests", [])]
+    for gate in ("regression", "noninferiority"):
+        family = [(row, t) for row, t in tests
+                  if t["rule"] in STATISTICAL_RULES and t["gate"] == gate and t["p_value"] is not None]
+        adjusted = adjust([t["p_value"] for _, t in family], [alpha or t["alpha"] for _, t in family], correction)
+        for (row, t), p_adj, reject in zip(family, adjusted.p_adjusted, adjusted.reject):
+            t["p_adjusted"] = p_adj
+            t["sweep_passed"] = not reject if gate == "regression" else reject
+    by_row: dict[int, list[dict[str, Any]]] = {}
+    for row, t in tests:
+        t.setdefault("sweep_passed", t["passed"])  # deterministic rules keep their verdict
+        by_row.setdefault(id(row), []).append(t)
+        if t["name"] == "accuracy":
+            row["p_adjusted"] = t.get("p_adjusted")
+    for r in rows:
+        mine = by_row.get(id(r))
+        if mine:
+            r["sweep_verdict"] = "passed" if all(t["sweep_passed"] for t in mine) else "regression"
+        elif r["verdict"] in ("failed", "incomplete"):
+            r["sweep_verdict"] = r["verdict"]
+        else:
+            r["sweep_verdict"] = "no verdict"
+
+
+def _label_configurations(rows: list[dict[str, Any]], dirs: list[Path]) -> None:
+    """A job's configuration: its overrides that differ between the jobs (what the sweep varied)."""
+    from omegaconf import OmegaConf
+
+    per_job = [list(OmegaConf.load(d / ".hydra" / "overrides.yaml")) for d in dirs]
+    common = set.intersection(*(set(o) for o in per_job)) if per_job else set()
+    for row, overrides in zip(rows, per_job):
+        row["configuration"] = " ".join(o for o in overrides if o not in common) or row["job"]
+
+
+def _job_dirs(sweep_dir: Path) -> list[Path]:
+    return [d for d in sweep_dir.iterdir() if d.is_dir() and (d / ".hydra").is_dir()] if sweep_dir.is_dir() else []
+
+
+def _job_order(path: Path) -> tuple[int, str]:
+    head = path.name.split("-", 1)[0]
+    return (int(head) if head.isdigit() else 1 << 30, path.name)
+
+
+def _row(job_dir: Path) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    asked = OmegaConf.load(job_dir / ".hydra" / "config.yaml")
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    row |= {"job": job_dir.name, "model": asked.model.hf_id, "quant": asked.quant.name, "task": asked.task.name,
+            "metric": asked.task.metric, "spec": f"quant_algo={asked.quant.quant_algo}", "error": ""}
+    report, failure = job_dir / "report.json", job_dir / "failure.json"
+    if report.is_file():
+        payload = json.loads(report.read_text())
+        from runner.spec import AccuracySpec
+
+        decision = payload.get("decision")
+        cache = payload.get("generation_cache") or {}  # None with cache=off
+        row |= {"spec": AccuracySpec(**payload["spec"]).describe(), "n": payload.get("num_evaluated"),
+                "score": payload["metrics"].get(asked.task.metric), "mlflow_run_id": payload.get("mlflow_run_id"),
+                "cache_hits": cache.get("hits"), "cache_misses": cache.get("misses")}
+        if decision:
+            row |= {k: decision[k] for k in ("reference", "difference", "ci_low", "ci_high", "threshold", "theta",
+                                              "alpha", "p_value", "n")}
+            row["test"] = decision["rule"]
+            row["verdict"] = "passed" if decision["passed"] else "regression"
+            row["_tests"] = [dict(t) for t in decision["tests"]]
+        else:
+            row["verdict"] = "no verdict"
+    elif failure.is_file():
+        payload = json.loads(failure.read_text())
+        row |= {"verdict": "failed", "error": payload["error"], "mlflow_run_id": payload.get("mlflow_run_id")}
+    else:
+        row |= {"verdict": "incomplete", "error": "the job left neither report.json nor failure.json (killed?)"}
+    for key in ("score", "reference", "difference", "ci_low", "ci_high", "threshold", "theta", "p_value"):
+        if isinstance(row[key], float) and not math.isfinite(row[key]):
+            row[key] = None
+    return row
+
+
+def _orphans(client: Any, parent_id: str, by_dir: dict[Path, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Child runs that left no file in the sweep directory (e.g. a job killed by the OS). A run whose
+    ``output_dir`` param is a job directory completes that job's row (its run id and MLflow status);
+    the others become rows of their own."""
+    known = {r["mlflow_run_id"] for r in by_dir.values()}
+    rows_at = {str(d.resolve()): r for d, r in by_dir.items() if r["mlflow_run_id"] is None}
+    parent = client.get_run(parent_id)
+    runs = client.search_runs([parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
+    out = []
+    for run in runs:
+        if run.info.run_id in known:
+            continue
+        output_dir = run.data.params.get("output_dir")
+        row = rows_at.pop(str(Path(output_dir).resolve()), None) if output_dir else None
+        if row is not None:
+            row["mlflow_run_id"] = run.info.run_id
+            row["error"] = f"{row['error']}; MLflow status {run.info.status}"
+            continue
+        tags = run.data.tags
+        out.append(dict.fromkeys(COLUMNS) | {
+            "job": run.info.run_name, "model": tags.get("model"), "quant": tags.get("quant"), "task": tags.get("task"),
+            "verdict": "incomplete", "error": f"MLflow status {run.info.status}; no output in the sweep directory",
+            "mlflow_run_id": run.info.run_id})
+    return out
+
+
+def write(summary: Summary) -> dict[str, Path]:
+    import pandas as pd
+
+    base = summary.sweep_dir
+    base.mkdir(parents=True, exist_ok=True)
+    frame = pd.DataFrame(summary.rows, columns=COLUMNS)
+    for count in ("n", "cache_hits", "cache_misses"):  # counts stay integers next to jobs without one
+        frame[count] = frame[count].astype("Int64")
+    files = {"csv": base / "summary.csv", "html": base / "summary.html", "json": base / "summary.json",
+             "png": base / "summary.png"}
+    frame.to_csv(files["csv"], index=False)
+    head = (f"<h1>Sweep summary</h1><p>Sweep verdict: <b>{summary.verdict}</b> ({summary.correction} correction "
+            f"{html.escape(summary.alpha_text)}; {len(summary.flagged)} flagged, {len(summary.failed)} failed, "
+            f"{len(summary.rows)} jobs). test: the rule that decided the job; p_value: its one-sided p-value "
+            f"(none for a deterministic rule); p_adjusted: after the correction; sweep_verdict: regression where "
+            f"p_adjusted &lt; alpha, a deterministic rule failed, or an extra gate failed.</p>"
+            f"<p>{html.escape(summary.render_cache())}; cache_hits / cache_misses: each job's requests answered "
+            f"from / computed past the generation cache.</p>"
+            + (f"<p><b>Sweep stopped early</b>: {html.escape(summary.stopped)}</p>" if summary.stopped else ""))
+    table = frame.to_html(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}", border=0, classes="summary")
+    style = ("<style>body{font-family:sans-serif}table.summary{border-collapse:collapse}"
+             "table.summary td,table.summary th{padding:3px 8px;border-bottom:1px solid #ccc;text-align:right}</style>")
+    files["html"].write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>sweep summary</title>{style}"
+                             f"</head><body>{head}{table}</body></html>\n")
+    files["json"].write_text(json.dumps({"verdict": summary.verdict, "exit_status": summary.exit_status,
+                                         "correction": summary.correction, "alpha": summary.alpha,
+                                         "stopped": summary.stopped, "generation_cache": summary.cache,
+                                         "rows": summary.rows}, indent=2, default=str) + "\n")
+    plot(summary.rows, files["png"])
+    return files
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Score against threshold per configuration, one panel per task, with the theta band: the range
+    between the reference and reference - theta (regressions smaller than theta may pass unnoticed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(r["task"] for r in rows)) or ["(no jobs)"]
+    width = sum(max(4.5, 1.5 + 1.2 * sum(r["task"] == t for r in rows)) for t in tasks)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(width, 4.2), squeeze=False)
+    colours = {"passed": "#2a9d4b", "regression": "#d62728", "no verdict": "#7f7f7f"}
+    for ax, task in zip(axes[0], tasks):
+        mine = [r for r in rows if r["task"] == task]
+        for x, r in enumerate(mine):
+            if r["reference"] is not None and r["theta"] is not None:
+                lower = r["reference"] - r["theta"] if (r["threshold"] or 0) <= r["reference"] else r["reference"]
+                ax.add_patch(plt.Rectangle((x - 0.35, lower), 0.7, r["theta"], color="#9ecae1", alpha=0.45, lw=0,
+                                           label="theta band" if x == 0 else None))
+                ax.hlines(r["reference"], x - 0.35, x + 0.35, colors="#1f4e79", lw=1.5,
+                          label="reference" if x == 0 else None)
+            if r["threshold"] is not None:
+                ax.hlines(r["threshold"], x - 0.35, x + 0.35, colors="#d62728", lw=1.5, linestyles="--",
+                          label="threshold" if x == 0 else None)
+            if r["score"] is not None:
+                verdict = r["sweep_verdict"] if r["sweep_verdict"] in colours else "no verdict"
+                ax.plot(x, r["score"], "o", ms=8, color=colours[verdict])
+            else:
+                ax.annotate(r["verdict"], (x, 0.02), xycoords=("data", "axes fraction"), ha="center", color="#d62728")
+        parts = [(r["configuration"] or r["job"]).split() for r in mine]
+        shared = set.intersection(*(set(p) for p in parts)) if len(parts) > 1 else set()
+        labels = ["\n".join(w for w in p if w not in shared) or r["job"] for p, r in zip(parts, mine)]
+        ax.set_xticks(range(len(mine)), labels, fontsize=8)
+        ax.set_xlim(-0.6, max(len(mine), 1) - 0.4)
+        ax.set_title(f"{task}: score vs threshold", fontsize=10)
+        ax.set_ylabel(mine[0]["metric"] if mine and mine[0]["metric"] else "score")
+        ax.grid(axis="y", alpha=0.3)
+    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=f"score ({k})") for k, c in colours.items()]
+    first = axes[0][0].get_legend_handles_labels()
+    fig.legend(first[0] + handles, first[1] + [h.get_label() for h in handles], loc="lower center", ncol=3,
+               fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

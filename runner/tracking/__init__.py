@@ -1,0 +1,1 @@
+"""Where a job's params, metrics, tags and artifacts go: MLflow, or nowhere."""
