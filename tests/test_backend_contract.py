@@ -5,10 +5,11 @@ What the job and the evaluators rely on, whatever computes the answers:
 - a stop string cuts the output, and ``max_tokens`` is capped by the task's ``max_output_len``;
 - a prompt longer than ``max_input_len`` keeps its last tokens;
 - a sampled request is reproducible from its seed alone, and refused without one;
-- log-likelihood requests are answered in order, or refused up front (``supports_loglikelihood``);
+- log-likelihood requests are answered in order, or refused up front (``capabilities.loglikelihood``);
 - ``info()`` reports the effective spec; unknown algorithms are refused when the backend is built.
 
-``hf`` runs on the embedded SmolLM2-135M (CPU, float32, a few tokens per request). The TensorRT-LLM
+Each backend's test class subclasses :class:`BackendContract` (as Hydra's launcher plugins share one
+test suite). ``fake`` is the scripted backend. ``hf`` runs on the embedded SmolLM2-135M (CPU, float32, a few tokens per request). The TensorRT-LLM
 backends run when ``tensorrt_llm`` imports, on a GPU host (markers ``trtllm`` and ``gpu``), with the
 model in ``RUNNER_TRTLLM_TEST_MODEL`` or else the embedded SmolLM2 (a Llama architecture)::
 
@@ -32,15 +33,16 @@ LIMITS = TaskLimits(max_input_len=64, max_output_len=8, max_batch_size=8)
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
 NONE = QuantConfig(name="none")
 HAVE_TRTLLM = importlib.util.find_spec("tensorrt_llm") is not None
-TRTLLM_MARKS = [pytest.mark.trtllm, pytest.mark.gpu,
-                pytest.mark.skipif(not HAVE_TRTLLM, reason="tensorrt_llm is not installed")]
-KINDS = ["hf", pytest.param("trtllm", marks=TRTLLM_MARKS), pytest.param("trtllm_pytorch", marks=TRTLLM_MARKS)]
 
 PROMPTS = ["The capital of France is", "1, 2, 3, 4,", "Monday, Tuesday,", "The opposite of hot is", "Water freezes at"]
 
 
 def make(kind: str, quant: QuantConfig = NONE, limits: TaskLimits = LIMITS):
     """An un-entered backend of ``kind`` for the test model."""
+    if kind == "fake":
+        from runner.backends.fake import FakeBackend, FakeBackendConfig
+
+        return FakeBackend(FakeBackendConfig(), SMOLLM2, quant, limits)
     if kind == "hf":
         from runner.backends.hf.backend import HFBackend
         from runner.backends.hf.backend import HFBackendConfig
@@ -59,19 +61,28 @@ def make(kind: str, quant: QuantConfig = NONE, limits: TaskLimits = LIMITS):
     return TRTLLMPyTorchBackend(TRTLLMPyTorchBackendConfig(max_num_tokens=1024), model, quant, limits, progress=False)
 
 
-@pytest.fixture(scope="module", params=KINDS)
+@pytest.fixture(scope="class")
 def backend(request, tmp_path_factory):
-    """One entered backend per kind for the whole module (loading is the slow part)."""
-    kind = request.param
+    """One entered backend per test class (loading is the slow part)."""
+    kind = request.cls.kind
     with pytest.MonkeyPatch.context() as mp:
-        if kind != "hf":  # engines go to a temporary cache
+        if kind.startswith("trtllm"):  # engines go to a temporary cache
             mp.setenv("RUNNER_CACHE_DIR", str(tmp_path_factory.mktemp("engines")))
         with make(kind) as entered:
             yield entered
 
 
-@pytest.fixture(scope="module")
+class WordTokenizer:
+    """The fake backend's tokens are words."""
+
+    def __call__(self, text: str, add_special_tokens: bool = True) -> dict[str, list[int]]:
+        return {"input_ids": list(range(len(text.split())))}
+
+
+@pytest.fixture(scope="class")
 def tokenizer(backend):
+    if backend.name == "fake":
+        return WordTokenizer()
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(backend.info().model_path)
@@ -82,64 +93,91 @@ def greedy(prompt: str, max_tokens: int = 4, **kw) -> GenerationRequest:
 
 
 # ---------------------------------------------------------------------------- the contract
-def test_info_reports_the_effective_spec(backend):
-    info = backend.info()
-    assert info.name == backend.name
-    assert (info.spec.quant_algo, info.spec.kv_cache_quant_algo) == (None, None)  # quant=none loads unquantized
-    assert info.versions and info.model_path and info.device
+class BackendContract:
+    """The shared suite: every backend's test class subclasses it and names its ``kind``."""
+
+    kind = ""
+
+    def test_info_reports_the_effective_spec(self, backend):
+        info = backend.info()
+        assert info.name == backend.name
+        assert (info.spec.quant_algo, info.spec.kv_cache_quant_algo) == (None, None)  # quant=none loads unquantized
+        assert info.versions and info.model_path and info.device
+
+    def test_results_keep_request_order_and_do_not_depend_on_the_batch(self, backend):
+        requests = [greedy(p) for p in PROMPTS]
+        together = backend.generate(requests)
+        assert len(together) == len(requests) and all(isinstance(t, str) for t in together)
+        assert backend.generate(requests[::-1]) == together[::-1]
+        assert [backend.generate([r])[0] for r in requests[:2]] == together[:2]
+        assert backend.generate([]) == []
+
+    def test_stop_strings_cut_and_max_tokens_is_capped(self, backend, tokenizer):
+        lines = backend.generate([greedy("1\n2\n3\n4\n", max_tokens=8, stop=("\n",))])[0]
+        assert "\n" not in lines
+        long = backend.generate([greedy("Once upon a time", max_tokens=500)])[0]
+        capped = backend.generate([greedy("Once upon a time", max_tokens=3)])[0]
+        assert len(tokenizer(long, add_special_tokens=False)["input_ids"]) <= LIMITS.max_output_len + 1
+        assert len(tokenizer(capped, add_special_tokens=False)["input_ids"]) <= 3 + 1  # re-encoding may split a token
+        assert long.startswith(capped)  # greedy: a shorter budget is a prefix
+
+    def test_prompts_longer_than_max_input_len_keep_their_end(self, backend, tokenizer):
+        tail = " ".join(f"item {i}," for i in range(40))  # well over 64 tokens on its own
+        assert len(tokenizer(tail, add_special_tokens=False)["input_ids"]) > LIMITS.max_input_len
+        a, b = backend.generate([greedy("Alpha beta gamma. " + tail), greedy("Completely different start! " + tail)])
+        assert a == b  # only the last max_input_len tokens were seen
+
+    def test_sampling_is_reproducible_from_the_seed_alone(self, backend):
+        def sampled(seed: int) -> GenerationRequest:
+            return GenerationRequest("Once upon a time", 8, temperature=1.0, seed=seed)
+
+        first = backend.generate([sampled(1), sampled(2), sampled(3), sampled(4)])
+        again = backend.generate([greedy("filler"), sampled(3), sampled(1)])
+        assert again[1:] == [first[2], first[0]]  # same seed, same text, whatever the batch
+        assert len(set(first)) >= 2  # and the seed matters
+        with pytest.raises(ConfigError, match="explicit seed"):
+            backend.generate([GenerationRequest("Once upon a time", 8, temperature=1.0)])
+
+    def test_loglikelihood_is_answered_in_order_or_refused_up_front(self, backend):
+        requests = [LoglikelihoodRequest("The capital of France is", " Paris"),
+                    LoglikelihoodRequest("The capital of France is", " Berlin"),
+                    LoglikelihoodRequest("1, 2, 3, 4,", " 5")]
+        if not backend.capabilities.loglikelihood:
+            with pytest.raises(ConfigError, match="task.scoring=generate"):
+                backend.loglikelihood(requests)
+            return
+        results = backend.loglikelihood(requests)
+        assert len(results) == 3 and all(r.logprob < 0 and r.num_tokens >= 1 for r in results)
+        assert backend.loglikelihood(requests[::-1])[0].logprob == pytest.approx(results[2].logprob, abs=1e-4)
 
 
-def test_results_keep_request_order_and_do_not_depend_on_the_batch(backend):
-    requests = [greedy(p) for p in PROMPTS]
-    together = backend.generate(requests)
-    assert len(together) == len(requests) and all(isinstance(t, str) for t in together)
-    assert backend.generate(requests[::-1]) == together[::-1]
-    assert [backend.generate([r])[0] for r in requests[:2]] == together[:2]
-    assert backend.generate([]) == []
+class TestHF(BackendContract):
+    kind = "hf"
+
+    def test_smollm2_knows_its_capitals(self, backend):
+        results = backend.loglikelihood([LoglikelihoodRequest("The capital of France is", " Paris"),
+                                         LoglikelihoodRequest("The capital of France is", " Berlin"),
+                                         LoglikelihoodRequest("1, 2, 3, 4,", " 5")])
+        assert [r.num_tokens for r in results] == [1, 1, 2]  # SmolLM2: " Paris", " Berlin"; " " + "5"
+        assert results[0].logprob > results[1].logprob  # Paris over Berlin, in request order
 
 
-def test_stop_strings_cut_and_max_tokens_is_capped(backend, tokenizer):
-    lines = backend.generate([greedy("1\n2\n3\n4\n", max_tokens=8, stop=("\n",))])[0]
-    assert "\n" not in lines
-    long = backend.generate([greedy("Once upon a time", max_tokens=500)])[0]
-    capped = backend.generate([greedy("Once upon a time", max_tokens=3)])[0]
-    assert len(tokenizer(long, add_special_tokens=False)["input_ids"]) <= LIMITS.max_output_len + 1
-    assert len(tokenizer(capped, add_special_tokens=False)["input_ids"]) <= 3 + 1  # re-encoding may split a token
-    assert long.startswith(capped)  # greedy: a shorter budget is a prefix
+class TestFake(BackendContract):
+    kind = "fake"
 
 
-def test_prompts_longer_than_max_input_len_keep_their_end(backend, tokenizer):
-    tail = " ".join(f"item {i}," for i in range(40))  # well over 64 tokens on its own
-    assert len(tokenizer(tail, add_special_tokens=False)["input_ids"]) > LIMITS.max_input_len
-    a, b = backend.generate([greedy("Alpha beta gamma. " + tail), greedy("Completely different start! " + tail)])
-    assert a == b  # only the last max_input_len tokens were seen
+@pytest.mark.trtllm
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_TRTLLM, reason="tensorrt_llm is not installed")
+class TestTRTLLMEngine(BackendContract):
+    kind = "trtllm"
 
 
-def test_sampling_is_reproducible_from_the_seed_alone(backend):
-    def sampled(seed: int) -> GenerationRequest:
-        return GenerationRequest("Once upon a time", 8, temperature=1.0, seed=seed)
-
-    first = backend.generate([sampled(1), sampled(2), sampled(3), sampled(4)])
-    again = backend.generate([greedy("filler"), sampled(3), sampled(1)])
-    assert again[1:] == [first[2], first[0]]  # same seed, same text, whatever the batch
-    assert len(set(first)) >= 2  # and the seed matters
-    with pytest.raises(ConfigError, match="explicit seed"):
-        backend.generate([GenerationRequest("Once upon a time", 8, temperature=1.0)])
-
-
-def test_loglikelihood_is_answered_in_order_or_refused_up_front(backend):
-    requests = [LoglikelihoodRequest("The capital of France is", " Paris"),
-                LoglikelihoodRequest("The capital of France is", " Berlin"),
-                LoglikelihoodRequest("1, 2, 3, 4,", " 5")]
-    if not getattr(backend, "supports_loglikelihood", True):
-        with pytest.raises(ConfigError, match="task.scoring=generate"):
-            backend.loglikelihood(requests)
-        return
-    results = backend.loglikelihood(requests)
-    assert [r.num_tokens for r in results] == [1, 1, 2]  # SmolLM2: " Paris", " Berlin"; " " + "5"
-    assert all(r.logprob < 0 for r in results)
-    assert results[0].logprob > results[1].logprob  # Paris over Berlin, in request order
-    assert backend.loglikelihood(requests[::-1])[0].logprob == pytest.approx(results[2].logprob, abs=1e-4)
+@pytest.mark.trtllm
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_TRTLLM, reason="tensorrt_llm is not installed")
+class TestTRTLLMPyTorch(BackendContract):
+    kind = "trtllm_pytorch"
 
 
 @pytest.mark.parametrize("kind", ["hf", "trtllm", "trtllm_pytorch"])

@@ -128,7 +128,7 @@ def test_long_prompts_keep_their_end():
 
 
 def test_constructor_is_light_and_validates():
-    code = ("import sys; from runner.backends.hf.backend import HFBackend, TaskLimits; from runner.config.schemas import *;"
+    code = ("import sys; from runner.backends.hf.backend import HFBackend, HFBackendConfig, TaskLimits; from runner.config.schemas import *;"
             "HFBackend(HFBackendConfig(), ModelConfig(name='m', hf_id='a/b'), QuantConfig(name='none'), TaskLimits(8, 2));"
             "print('torch' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

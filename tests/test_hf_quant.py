@@ -112,7 +112,7 @@ def test_every_quant_option_composes_with_tensorrt_llm_names():
 
 
 def test_constructor_accepts_specs_without_heavy_imports_and_refuses_unknown_names():
-    code = ("import sys; from runner.backends.hf.backend import HFBackend, TaskLimits; from runner.config.schemas import *;"
+    code = ("import sys; from runner.backends.hf.backend import HFBackend, HFBackendConfig, TaskLimits; from runner.config.schemas import *;"
             "HFBackend(HFBackendConfig(), ModelConfig(name='m', hf_id='a/b'), "
             "QuantConfig(name='fp8_kv', quant_algo='FP8', kv_cache_quant_algo='FP8'), TaskLimits(8, 2));"
             "print([m for m in ('torch', 'transformers', 'modelopt') if m in sys.modules])")

@@ -1,7 +1,8 @@
 """A scripted backend: canned answers, declared capabilities, no model. For pipeline tests and dry runs.
 
 Generation: the scripted text of a prompt (``script``: a JSONL file of ``{"prompt", "text"}`` rows),
-else ``default_answer``; sampled requests (temperature > 0) answer ``default_answer`` followed by a
+else ``default_answer``, else the prompt's last ``max_input_len`` words echoed back (so a prompt cut
+to its end answers as the end alone would); sampled requests (temperature > 0) answer ``default_answer`` followed by a
 word drawn from their seed, and need one, as every backend does. Outputs are cut at stop strings and
 at ``max_tokens`` words. Log-likelihood: the scripted ``logprob`` of a ``{"context", "continuation"}``
 row, else a deterministic value derived from the texts. ``info()`` reports the requested spec.
@@ -88,7 +89,8 @@ class FakeBackend(Backend):
         out = []
         for r in requests:
             if r.greedy:
-                text = self.texts.get(r.prompt, self.config.default_answer)
+                seen = " ".join((r.prompt + r.suffix).split(" ")[-self.limits.max_input_len:])
+                text = self.texts.get(r.prompt, self.config.default_answer or seen)
             else:
                 if r.seed is None:
                     raise ConfigError("a sampled request needs an explicit seed", where="GenerationRequest.seed",
