@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.errors import EXIT_ERROR, UserError
-from runner.stats.paired import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
+from runner.stats.planning import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
 from runner.stats.unpaired import check_params, compute_threshold, min_samples_for_theta, plan_rows
 
 if TYPE_CHECKING:

@@ -139,7 +139,6 @@ def evaluate(job: Job) -> Outcome:
         samples = select_samples(job, params, reference is not None)
         scored, eval_time_s, cache_stats = answer(job, loaded.info, samples)
     metrics = job.evaluator.aggregate(scored)
-    score = metrics[job.task.metric]
     report.write_samples(job.out_dir / "samples.jsonl", scored)
     params = replace(params, num_samples=max(len(scored), 1))  # the statistics use what was evaluated
     decision = decide(job, reference, samples, scored, metrics, params)

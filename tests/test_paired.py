@@ -21,11 +21,9 @@ from runner.stats.paired import (
     near_chance_warning,
     pair_scores,
     paired_continuous,
-    paired_feasible,
-    paired_min_samples,
     paired_test,
-    paired_theta,
 )
+from runner.stats.planning import paired_feasible, paired_min_samples, paired_theta
 
 Z_005 = -1.6448536
 Z_020 = -0.8416212

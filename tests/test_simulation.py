@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.stats.paired import mcnemar_exact, mcnemar_power, paired_min_samples, paired_theta
+from runner.stats.paired import mcnemar_exact
+from runner.stats.planning import mcnemar_power, paired_min_samples, paired_theta
 from runner.stats.simulate import _alarms_paired, _alarms_unpaired, _draw, simulate
 from runner.stats.unpaired import HypothesisParams, compute_theta, decide, min_samples_for_theta
 

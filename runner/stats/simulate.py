@@ -31,7 +31,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from runner.stats.paired import REGRESSION_MODELS, _upper_tail_half, paired_theta
+from runner.stats.paired import _upper_tail_half
+from runner.stats.planning import REGRESSION_MODELS, paired_theta
 from runner.stats.unpaired import compute_theta, scale, z
 
 DESIGNS = ("unpaired", "paired")

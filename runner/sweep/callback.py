@@ -34,6 +34,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from runner.tracking.trackers import PARENT_ENV, parent_run_id
+
 log = logging.getLogger("runner")
 FULL_ERROR_ENV = "HYDRA_FULL_ERROR"
 DEAD_JOB = "the job's process ended without closing its run (killed by a signal or the OOM killer?)"

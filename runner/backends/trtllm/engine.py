@@ -20,12 +20,12 @@ from runner.backends.trtllm.backend import (
     TRTLLMBackendBase,
     build_config_kwargs,
     calib_config_kwargs,
-    needs_calibration,
     quant_config_kwargs,
     read_effective_spec,
     with_enum_algos,
 )
 from runner.errors import ConfigError, DataError, ModelError
+from runner.quant.algos import needs_calibration
 from runner.backends.models import resolve_model_source
 from runner.spec import AccuracySpec
 
