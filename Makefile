@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: demo test assets install bench clean-outputs
+.PHONY: demo test docs assets install bench clean-outputs
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,9 +28,14 @@ demo: assets
 test: assets
 	$(BIN)/python -m pytest -q
 
+# The manual: mkdocs-material, --strict so a broken link fails the build.
+docs: $(STAMP)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[docs]"
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict -q -d site
+
 bench: assets
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[bench]"
 	$(BIN)/python benchmarks/mmlu_throughput.py
 
 clean-outputs:
-	rm -rf outputs multirun mlflow.db mlartifacts
+	rm -rf outputs multirun mlflow.db mlartifacts site
