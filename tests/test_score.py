@@ -448,12 +448,13 @@ def test_job_records_both_references_and_fails_on_consistency(tmp_path, monkeypa
 def test_suite_preset_lists_every_valid_job():
     from ruamel.yaml import YAML
 
-    preset = YAML(typ="safe").load((ROOT / "conf" / "sweep" / "score.yaml").read_text())
-    jobs = preset["hydra"]["sweeper"]["params"]["+score_job"].split(",")
-    assert sorted(jobs) == sorted(p.stem for p in (ROOT / "conf" / "score_job").glob("*.yaml")) and len(jobs) == 8
+    preset = YAML(typ="safe").load((ROOT / "conf" / "experiment" / "score.yaml").read_text())
+    jobs = preset["hydra"]["sweeper"]["params"]["task"].split(",")
+    variants = [p.stem for p in (ROOT / "conf" / "task").glob("score_*.yaml") if p.stem.endswith(("_mmlu_pro", "_agieval", "_math"))]
+    assert sorted(jobs) == sorted(variants) and len(jobs) == 8
     for name in jobs:
-        task = compose([f"+score_job={name}"]).task
-        assert task.name == f"score_{name}" and ScoreEvaluator(ScoreTaskConfig(**{k: v for k, v in task.items()}))
+        task = compose([f"task={name}"]).task
+        assert task.name == name and ScoreEvaluator(ScoreTaskConfig(**{k: v for k, v in task.items()}))
 
 
 # ---------------------------------------------------------------------------------------------- MATH grading
