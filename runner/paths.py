@@ -24,12 +24,6 @@ def models_root() -> Path | None:
     return Path(env).expanduser() if env else None
 
 
-def data_root() -> Path | None:
-    """Optional directory holding local dataset copies as <root>/<hub id>: $RUNNER_DATA_ROOT."""
-    env = os.environ.get("RUNNER_DATA_ROOT")
-    return Path(env).expanduser() if env else None
-
-
 def write_atomic(path: Path, text: str, mode: int | None = None) -> None:
     """Write ``text`` beside ``path`` and rename it into place, so a reader (another job, the next
     run after a crash) sees the old file or the new one, never half a file. ``mode``: the new file's

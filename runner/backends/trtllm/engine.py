@@ -44,7 +44,6 @@ class TRTLLMBackendConfig:
     free_gpu_memory_fraction: float = 0.9  # share of free GPU memory given to the KV cache
     enable_block_reuse: bool = True  # reuse KV blocks of shared prompt prefixes (exact)
     engine_cache: bool = True  # keep built engines under <cache>/engines/<key>/
-    calib_dataset: Optional[str] = None  # removed (a value is refused): calibration data is quant.calib_dataset
 
 
 class TRTLLMEngineBackend(TRTLLMBackendBase):
@@ -56,12 +55,6 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
     kv_cache_algos = ("FP8", "INT8")
 
     def _validate(self, config: Any, quant: Any) -> None:
-        if getattr(config, "calib_dataset", None):
-            raise ConfigError(
-                "backend.calib_dataset was removed: calibration data is part of the quant spec on every backend",
-                where="backend.calib_dataset", given=config.calib_dataset,
-                fix=f"use quant.calib_dataset={config.calib_dataset} instead",
-            )
         if not needs_calibration(quant):
             return
         source = str(quant.calib_dataset or "").strip()
