@@ -22,7 +22,7 @@ The first term is the normal approximation of McNemar's statistic. The ``1 / n``
 continuity correction: the exact test is discrete and conservative (its false-alarm rate is
 below alpha), and without the correction its power at the uncorrected theta is only about
 0.75-0.78 instead of 0.80 for the sample sizes the tasks use. With it, the power at theta is at
-least ``1 - beta`` (checked by Monte Carlo in ``tests/test_simulation.py``). Pass
+least ``1 - beta`` (checked by Monte Carlo in ``tests/stats/test_simulation.py``). Pass
 ``continuity=False`` for the plain normal-approximation figure.
 
 A paired theta assumes the runs keep disagreeing on a fraction ``d`` of the samples. A drop of

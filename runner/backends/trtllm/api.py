@@ -3,7 +3,7 @@
 The TensorRT-LLM backends call :func:`load_api` on entry and use only the symbols it returns. A
 missing or broken installation becomes a single :class:`~runner.errors.BackendUnavailable` that says
 what is missing and how to get it. Tests replace ``load_api`` with a double built from the real
-signatures (``tests/test_trtllm_backend.py``), so the translation layer is tested on any machine.
+signatures (``tests/backends/test_trtllm_backend.py``), so the translation layer is tested on any machine.
 
 Written against TensorRT-LLM's LLM API of releases 1.0-1.2.x:
 - ``tensorrt_llm.LLM``: the PyTorch backend (the default LLM class since 1.0);

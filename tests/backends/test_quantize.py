@@ -128,7 +128,7 @@ def test_trtllm_pytorch_backend_loads_the_export_with_the_right_spec(export, mon
     from runner.run import _check_effective_spec
     from runner.config.schemas import ModelConfig, QuantConfig
     from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
-    from tests.test_trtllm_backend import FakeTRTLLM
+    from tests.backends.test_trtllm_backend import FakeTRTLLM
 
     exported, _ = export
     monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path))

@@ -20,7 +20,7 @@ from runner.stats.planning import mcnemar_power, paired_min_samples, paired_thet
 from runner.stats.simulate import _alarms_paired, _alarms_unpaired, _draw, simulate
 from runner.stats.unpaired import HypothesisParams, compute_theta, decide, min_samples_for_theta
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ALPHA, BETA = 0.05, 0.2
 TRIALS = 2000
 AGREEMENT = 0.95

@@ -17,7 +17,7 @@ from runner.errors import ConfigError, DataError
 from runner.config.schemas import DatasetConfig
 from evaluators.tasks.json_mode import JsonModeTaskConfig
 from tests.conftest import ROOT, compose
-from tests.test_trtllm_backend import FakeTokenizer, engine_backend, fake, model_dir  # noqa: F401
+from tests.backends.test_trtllm_backend import FakeTokenizer, engine_backend, fake, model_dir  # noqa: F401
 
 FIXTURE = ROOT / "tests" / "data" / "json_mode_eval"
 PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
@@ -297,7 +297,7 @@ def test_trtllm_without_guided_decoding_sets_nothing(fake, model_dir):  # noqa: 
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend_name", ["trtllm", "trtllm_pytorch"])
 def test_real_tensorrt_llm_constrains_output_to_the_schema(tmp_path, monkeypatch, backend_name):
-    """On a GPU host with TensorRT-LLM: RUNNER_TRTLLM_TEST_MODEL=/path/to/hf/model pytest -m trtllm tests/test_json_mode.py"""
+    """On a GPU host with TensorRT-LLM: RUNNER_TRTLLM_TEST_MODEL=/path/to/hf/model pytest -m trtllm tests/tasks/test_json_mode.py"""
     import os
 
     import jsonschema

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-5
 MMLU_SCALE = 1.1048543456  # sqrt(2 * 50^2 / 4096)
 

@@ -17,7 +17,7 @@ call, and its LLM classes answer with RequestOutput-like objects. Field lists co
 TensorRT-LLM 1.0-1.2.x installed (``pip install tensorrt-llm --extra-index-url https://pypi.nvidia.com``
 or the NGC container ``nvcr.io/nvidia/tensorrt-llm/release``)::
 
-    RUNNER_TRTLLM_TEST_MODEL=/path/to/hf/model .venv/bin/python -m pytest -m trtllm tests/test_trtllm_backend.py
+    RUNNER_TRTLLM_TEST_MODEL=/path/to/hf/model .venv/bin/python -m pytest -m trtllm tests/backends/test_trtllm_backend.py
 """
 
 from __future__ import annotations
@@ -764,7 +764,7 @@ class TestRealTensorRTLLM:
 
     Run on a GPU host with TensorRT-LLM 1.0-1.2.x installed::
 
-        RUNNER_TRTLLM_TEST_MODEL=/path/to/hf/model .venv/bin/python -m pytest -m trtllm tests/test_trtllm_backend.py
+        RUNNER_TRTLLM_TEST_MODEL=/path/to/hf/model .venv/bin/python -m pytest -m trtllm tests/backends/test_trtllm_backend.py
 
     The model directory must be local (the engine cache fingerprints its files); any small causal LM
     TensorRT-LLM supports works, e.g. a local copy of Qwen/Qwen2.5-0.5B-Instruct. Engines go to a

@@ -1,7 +1,7 @@
 """SCORE end to end on the embedded model at tiny n (2 questions, 6 new tokens), one job per dataset
 family and task kind, logging to a real MLflow server. The AGIEval job records both references
 (accuracy and consistency) and is checked against them; the job's gate logic itself is covered
-without a model in tests/test_score.py."""
+without a model in tests/tasks/test_score.py."""
 
 from __future__ import annotations
 

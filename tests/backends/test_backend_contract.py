@@ -13,9 +13,9 @@ test suite). ``fake`` is the scripted backend. ``hf`` runs on the embedded SmolL
 backends run when ``tensorrt_llm`` imports, on a GPU host (markers ``trtllm`` and ``gpu``), with the
 model in ``RUNNER_TRTLLM_TEST_MODEL`` or else the embedded SmolLM2 (a Llama architecture)::
 
-    .venv/bin/python -m pytest -m trtllm tests/test_backend_contract.py
+    .venv/bin/python -m pytest -m trtllm tests/backends/test_backend_contract.py
 
-Their translation layer is tested on any machine against a double in ``tests/test_trtllm_backend.py``.
+Their translation layer is tested on any machine against a double in ``tests/backends/test_trtllm_backend.py``.
 """
 
 from __future__ import annotations

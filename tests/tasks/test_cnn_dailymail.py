@@ -293,7 +293,7 @@ def test_truncation_cuts_the_article_never_the_cue(tokenizer, truncation, kept, 
 
 
 def test_left_truncation_keeps_the_bos_the_tokenizer_adds():
-    from tests.test_trtllm_backend import FakeTokenizer  # adds BOS (id 1) like Llama's tokenizer
+    from tests.backends.test_trtllm_backend import FakeTokenizer  # adds BOS (id 1) like Llama's tokenizer
 
     tok = FakeTokenizer()
     req = GenerationRequest("a b c d e f" + CUE, max_tokens=1)
