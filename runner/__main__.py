@@ -32,14 +32,14 @@ def entry() -> None:
     try:
         main()
     except (Exception, KeyboardInterrupt) as err:
-        # A multirun whose launcher raised gets here (runner/sweep.py sets HYDRA_FULL_ERROR while a
+        # A multirun whose launcher raised gets here (runner/sweep/callback.py sets HYDRA_FULL_ERROR while a
         # sweep is open, so Hydra re-raises): close the sweep Hydra left open, and exit with a
         # message instead of a traceback. Anything else keeps its usual report.
         status = abort_open_sweep(err)
         if status is None or os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise  # not a sweep's error, or the user asked for the full traceback
         sys.exit(status or EXIT_ERROR)
-    status = take_exit_status()  # a multirun: the sweep's verdict (runner/sweep.py)
+    status = take_exit_status()  # a multirun: the sweep's verdict (runner/sweep/callback.py)
     if status:
         sys.exit(status)
 

@@ -1,6 +1,6 @@
 """Run untrusted Python programs (model-written code plus its tests) in separate, limited processes.
 
-Each program runs in its own process, started as ``python -I -S evaluators/sandbox_child.py``
+Each program runs in its own process, started as ``python -I -S evaluators/scoring/sandbox_child.py``
 (isolated mode, no site-packages) in a fresh temporary working directory, in a new session, so
 its whole process group can be killed. What contains it:
 
@@ -158,7 +158,7 @@ def isolation_layers() -> tuple[str, ...]:
             return tuple(x for x in line.split(":", 1)[1].split(",") if x)
     from runner.errors import UserError
 
-    raise UserError("the execution sandbox does not start on this host", where="evaluators/sandbox.py",
+    raise UserError("the execution sandbox does not start on this host", where="evaluators/scoring/sandbox.py",
                     given=f"{result.status}: {result.detail}",
                     fix="run on Linux (it needs /proc and setrlimit); as root, the process must be allowed to "
                         "switch to uid 65534 and keep CAP_DAC_READ_SEARCH")

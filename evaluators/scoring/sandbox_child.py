@@ -1,4 +1,4 @@
-"""The first code that runs inside a sandboxed process (see ``evaluators/sandbox.py``).
+"""The first code that runs inside a sandboxed process (see ``evaluators/scoring/sandbox.py``).
 
 It is started as ``python -I -S sandbox_child.py SETTINGS_JSON`` in the throwaway working
 directory, and uses the standard library only. In order, it:

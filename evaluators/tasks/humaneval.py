@@ -28,7 +28,7 @@ Scoring, per sample:
   (:func:`drop_broken_tail`). The
   program ``prompt + code + "\\n" + test + "\\ncheck(<entry_point>)"`` (with a newline after
   the prompt for ``code_block``: the prompt's stub, whose docstring is a valid body, is then
-  redefined) runs in a separate, limited process (``evaluators/sandbox.py``).
+  redefined) runs in a separate, limited process (``evaluators/scoring/sandbox.py``).
   It passes when the program runs to its end; an exception, an exit before the tests finish, a
   timeout or a resource limit is a failure. One greedy sample per problem, so the pass rate
   is pass@1.
@@ -73,7 +73,7 @@ _FENCE = re.compile(r"^[ \t]*```[\w+-]*[ \t]*$", re.MULTILINE)
 
 @dataclass
 class SandboxConfig:
-    """Limits of the process each HumanEval program runs in (evaluators/sandbox.py)."""
+    """Limits of the process each HumanEval program runs in (evaluators/scoring/sandbox.py)."""
 
     timeout_s: float = 5.0  # wall clock (plus interpreter start-up) and CPU seconds per program
     memory_mb: int = 1024  # address space (RLIMIT_AS)

@@ -57,7 +57,7 @@ TokenCounter = Callable[[Sequence[str]], list[int]]
 
 @dataclass
 class PerplexityTaskConfig(TaskConfig):
-    """Per-token perplexity of whole documents (evaluators/perplexity.py)."""
+    """Per-token perplexity of whole documents (evaluators/tasks/perplexity.py)."""
     chance_level: Optional[float] = None  # no guessing level for perplexity
 
     metric: str = "perplexity"

@@ -48,7 +48,7 @@ LOOKUP_BATCH = 500  # keys per SELECT (SQLite's bound-parameter limit is far abo
 
 @dataclass
 class CacheConfig:
-    """The generation cache (runner/generation_cache.py): responses kept so a rerun computes only what is missing."""
+    """The generation cache (runner/cache/generations.py): responses kept so a rerun computes only what is missing."""
 
     enabled: bool = True
     path: Optional[str] = None  # None: <cache_dir>/generations.sqlite ($RUNNER_CACHE_DIR or ~/.cache/runner)

@@ -36,7 +36,7 @@ COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "
 
 @dataclass
 class SweepConfig:
-    """How a multirun's jobs are judged together (runner/sweep.py, runner/multiple_testing.py)."""
+    """How a multirun's jobs are judged together (runner/sweep/callback.py, runner/stats/multiple_testing.py)."""
 
     correction: str = "holm"  # holm (family-wise error) | bh (false discovery rate) | none
     # None: each job is tested at its own task's alpha (CNN/DailyMail 0.002, perplexity 0.01, ...);

@@ -18,7 +18,7 @@ from runner.config.schemas import TaskConfig
 
 @dataclass
 class ScoreTaskConfig(TaskConfig):
-    """SCORE robustness (evaluators/score/): one sample per question, one request per variant."""
+    """SCORE robustness (evaluators/tasks/score/): one sample per question, one request per variant."""
     chance_level: Optional[float] = None  # by the questions' option counts (ScoreEvaluator.chance_level)
 
     dataset: str = "mmlu_pro"  # type: ignore[assignment]  # mmlu_pro | agieval | math (not a DatasetConfig)

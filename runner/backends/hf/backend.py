@@ -91,7 +91,7 @@ class HFBackend(Backend):
             raise ConfigError("batch limits must be positive", where="backend.batch_size / backend.max_batch_tokens",
                               given=f"{config.batch_size} / {config.max_batch_tokens}")
         if hf_quant.is_quantized(quant):
-            hf_quant.validate_spec(quant)  # simulated with ModelOpt on entry (runner/backends/hf_quant.py)
+            hf_quant.validate_spec(quant)  # simulated with ModelOpt on entry (runner/quant/modelopt.py)
         guided.validate(limits.guided_decoding, "hf", guided.HF_LIBRARIES)
         self.config = config
         self.model_config = model
