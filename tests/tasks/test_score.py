@@ -382,42 +382,16 @@ def _aggregate(family, mod, metric, values):
 
 
 # ---------------------------------------------------------------------------------------------- the job's second gate
-class CannedBackend:
-    """Stands in for a model: always replies "The best answer is A" (no model needed)."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        self.requests = []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def info(self):
-        from runner.backends.base import BackendInfo
-        from runner.spec import AccuracySpec
-
-        return BackendInfo("canned", AccuracySpec(), "cpu", "canned")
-
-    def generate(self, requests):
-        self.requests += list(requests)
-        return ["The best answer is A"] * len(requests)
-
-    def loglikelihood(self, requests):
-        raise AssertionError("SCORE sends generation requests only")
-
-
 def test_job_records_both_references_and_fails_on_consistency(tmp_path, monkeypatch):
     from ruamel.yaml import YAML
 
     import runner.run as job
     from runner.errors import EXIT_OK, EXIT_REGRESSION
 
-    real = job.build_object
-    monkeypatch.setattr(job, "build_object", lambda node, **kw: CannedBackend() if "limits" in kw else real(node, **kw))
     refs = tmp_path / "refs"
-    common = ["task=score_option_order", "task.dataset=agieval", f"task.local_path={DATA}",
+    # the scripted backend stands in for a model: it always replies "The best answer is A"
+    common = ["backend=fake", "backend.default_answer='The best answer is A'",
+              "task=score_option_order", "task.dataset=agieval", f"task.local_path={DATA}",
               "task.subsets=[aqua_rat,logiqa_en,sat_math]", "tracking=none", "cache=off", f"reference.dir={refs}"]
     rec = job.run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))
     assert rec.exit_status == EXIT_OK
@@ -432,15 +406,16 @@ def test_job_records_both_references_and_fails_on_consistency(tmp_path, monkeypa
     assert entry["extra_acc_spec"] == "subsets=aqua_rat+logiqa_en+sat_math"
 
     same = job.run(compose([*common, f"output_dir={tmp_path / 'same'}"]))
-    assert same.exit_status == EXIT_OK and same.decision.method == "paired"
+    assert same.exit_status == EXIT_OK and same.decision.rule == "paired"
     assert "consistency verdict: PASSED" in (tmp_path / "same" / "report.txt").read_text()
 
     text = path.read_text().replace("options_consistency_rate: 50.0", "options_consistency_rate: 70.0")
     path.write_text(text.replace(f"options_consistency_rate_se: {entry['options_consistency_rate_se']}",
                                  "options_consistency_rate_se: 1.0"))
     worse = job.run(compose([*common, f"output_dir={tmp_path / 'worse'}"]))
-    assert worse.exit_status == EXIT_REGRESSION and worse.decision.method == "paired+options_consistency_rate"
-    assert worse.decision.verdict.passed  # the accuracy gate alone passes
+    assert worse.exit_status == EXIT_REGRESSION and worse.decision.rule == "paired"
+    assert worse.decision.passed and not worse.decision.all_passed  # the accuracy gate alone passes
+    assert [g.metric for g in worse.decision.gates if not g.passed] == ["options_consistency_rate"]
     report = json.loads((tmp_path / "worse" / "report.json").read_text())
     assert report["passed"] is False
 
