@@ -64,7 +64,8 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     assert mlrun.info.status == "FINISHED"
     assert mlrun.info.run_name == "smollm2_135m-none-mmlu"
     metrics = mlrun.data.metrics
-    for key in ("score", "accuracy", "reference", "threshold", "theta", "num_samples", "passed", "room",
+    assert "theta" not in metrics  # identical answers: the deciding (paired) theta is undefined, so none is logged
+    for key in ("score", "accuracy", "reference", "threshold", "num_samples", "passed", "room",
                 "p_value", "diff_ci_low", "diff_ci_high", "paired_p_value", "paired_discordant_b"):
         assert key in metrics, key
     assert metrics["passed"] == 1.0 and metrics["score"] == pytest.approx(checked.score)

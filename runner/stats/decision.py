@@ -328,8 +328,10 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
 
     decision = Decision("paired" if result is not None else "unpaired",
                         result.passed if result is not None else verdict.passed, verdict, result, list(gates), notes)
-    theta = decision.theta
-    if chance_level is not None and theta is not None:
+    if chance_level is not None:
+        # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
+        # reference at or past chance is then worth a warning
+        theta = decision.theta if decision.theta is not None else 0.0
         warning = paired_stats.near_chance_warning(reference.value, theta, chance_level, params.higher_is_better)
         if warning:
             notes.append(warning)

@@ -296,7 +296,10 @@ class Verdict:
             f"  p-value      {self.p_value:10.4f}   chance of a result this bad if nothing regressed",
             rule,
         ]
-        if self.passed:
+        if self.passed and (self.explicit_threshold or p.sigma == 0):
+            lines.append("verdict: PASSED - the score reaches the "
+                         + ("registered threshold." if self.explicit_threshold else "reference (exact rule)."))
+        elif self.passed:
             lines.append(
                 "verdict: PASSED - the score is within what sampling noise explains; "
                 "no regression larger than theta is indicated."

@@ -164,6 +164,10 @@ def test_no_chance_warning_when_the_paired_theta_is_undefined(tmp_path):
     d = decide(reference(tmp_path, ref, 30.0), ref, 30.0, tmp_path, chance=25.0)
     assert d.rule == "paired" and d.theta is None
     assert not any("chance level" in n for n in d.notes)
+    # a reference at or below chance is worth the warning whatever theta is (the embedded model on MMLU)
+    low = ref_scores(right=20)
+    d = decide(reference(tmp_path, low, 20.0), low, 20.0, tmp_path, chance=25.0)
+    assert d.theta is None and any("not above chance level" in n for n in d.notes)
 
 
 def test_continuous_scores_estimate_sigma_from_the_reference(tmp_path):

@@ -310,13 +310,13 @@ def test_record_then_check_quantized_specs_end_to_end(tmp_path, mlflow_server, m
 
     checked = run(compose([*common, "quant=w8a16", "reference.against=baseline", f"output_dir={tmp_path / 'q'}"]))
     decision = checked.decision
-    assert checked.spec.quant_algo == "W8A16" and decision.method == "paired"
+    assert checked.spec.quant_algo == "W8A16" and decision.rule == "paired"
     assert decision.paired.method == "paired t-test" and decision.paired.higher_is_better is False
     assert decision.verdict.threshold > decision.verdict.reference  # lower is better: the threshold sits above
 
     # the regression demonstration (README): per-channel INT4 weights raise the perplexity of every
     # document, and the job fails with the regression status; the same check passed W8A16 above
     regressed = run(compose([*common, "quant=w4a16", "reference.against=baseline", f"output_dir={tmp_path / 'q4'}"]))
-    assert regressed.spec.quant_algo == "W4A16" and regressed.decision.method == "paired"
+    assert regressed.spec.quant_algo == "W4A16" and regressed.decision.rule == "paired"
     assert regressed.exit_status == EXIT_REGRESSION and not regressed.decision.passed
     assert regressed.score > 1.2 * recorded.score and regressed.decision.paired.mean_diff > 0
