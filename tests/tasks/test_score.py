@@ -15,6 +15,7 @@ from evaluators.tasks.score.gate import ConsistencyGate
 from evaluators.tasks.score.metrics import bootstrap_ratio
 from runner.errors import ConfigError, UserError
 from evaluators.tasks.score import ScoreTaskConfig
+from runner.config.schemas import DatasetConfig
 from tests.conftest import ROOT, compose
 
 DATA = ROOT / "tests" / "data" / "score"
@@ -24,8 +25,8 @@ GENERATIONS = json.loads((DATA / "generations.json").read_text())
 
 def evaluator(family: str, kind: str, **kw) -> ScoreEvaluator:
     base = dict(_target_="evaluators.tasks.score.evaluator.ScoreEvaluator", name=f"score_{kind}_{family}", num_samples=100,
-                max_input_len=3072, max_output_len=1024, apply_chat_template=True, dataset=family, robustness=kind,
-                local_path=str(DATA / family), subsets=SUBSETS.get(family))
+                max_input_len=3072, max_output_len=1024, apply_chat_template=True, family=family, robustness=kind,
+                dataset=DatasetConfig(local_path=str(DATA / family)), subsets=SUBSETS.get(family))
     return ScoreEvaluator(ScoreTaskConfig(**(base | kw)))
 
 
@@ -244,7 +245,7 @@ def test_config_errors_are_user_errors():
         evaluator("math", "option_order")
     with pytest.raises(ConfigError, match="unknown agieval subset"):
         evaluator("agieval", "prompt", subsets=["lsat_xx"])
-    with pytest.raises(ConfigError, match="unknown SCORE dataset"):
+    with pytest.raises(ConfigError, match="unknown SCORE family"):
         evaluator("mmlu", "prompt")
 
 
@@ -265,9 +266,9 @@ def test_missing_lm_eval_says_how_to_install(monkeypatch):
 
 
 def test_tasks_compose_with_dataset_in_the_name():
-    cfg = compose(["task=score_option_order", "task.dataset=agieval"])
+    cfg = compose(["task=score_option_order", "task.family=agieval"])
     assert cfg.task.name == "score_option_order_agieval" and cfg.task.robustness == "option_order"
-    assert compose(["task=score_non_greedy", "task.dataset=math"]).task.seeds == [1, 2, 3, 4, 5]
+    assert compose(["task=score_non_greedy", "task.family=math"]).task.seeds == [1, 2, 3, 4, 5]
 
 
 # ---------------------------------------------------------------------------------------------- equality with upstream
@@ -391,7 +392,7 @@ def test_job_records_both_references_and_fails_on_consistency(tmp_path, monkeypa
     refs = tmp_path / "refs"
     # the scripted backend stands in for a model: it always replies "The best answer is A"
     common = ["backend=fake", "backend.default_answer='The best answer is A'",
-              "task=score_option_order", "task.dataset=agieval", f"task.local_path={DATA}",
+              "task=score_option_order", "task.family=agieval", f"task.dataset.local_path={DATA}",
               "task.subsets=[aqua_rat,logiqa_en,sat_math]", "tracking=none", "cache=off", f"reference.dir={refs}"]
     rec = job.run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))
     assert rec.exit_status == EXIT_OK

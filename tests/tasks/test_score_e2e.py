@@ -27,7 +27,7 @@ def test_score_job_on_the_embedded_model(family, kind, cr, variant_metric, varia
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"
-    common = [f"task=score_{kind}", f"task.dataset={family}", f"task.local_path={DATA}", "task.num_samples=2",
+    common = [f"task=score_{kind}", f"task.family={family}", f"task.dataset.local_path={DATA}", "task.num_samples=2",
               "task.max_output_len=6", "task.bootstrap_samples=200", "cache=off", f"reference.dir={refs}",
               f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=score-e2e", *SUBSETS.get(family, [])]
     record = family == "agieval"

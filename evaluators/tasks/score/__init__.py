@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 from omegaconf import MISSING
-from runner.config.schemas import DatasetConfig
 from runner.config.schemas import TaskConfig
 
 
@@ -21,11 +20,11 @@ class ScoreTaskConfig(TaskConfig):
     """SCORE robustness (evaluators/tasks/score/): one sample per question, one request per variant."""
     chance_level: Optional[float] = None  # by the questions' option counts (ScoreEvaluator.chance_level)
 
-    dataset: str = "mmlu_pro"  # type: ignore[assignment]  # mmlu_pro | agieval | math (not a DatasetConfig)
+    family: str = "mmlu_pro"  # mmlu_pro | agieval | math
     robustness: str = MISSING  # prompt | option_order | non_greedy
     faithful: bool = True  # false: fix upstream's documented quirks (a protocol deviation, in extra_acc_spec)
-    source: str = "auto"  # auto (local when local_path is set, else hub) | hub | local
-    local_path: Optional[str] = None
+    # task.dataset as every task: source auto (local when local_path is set, else the Hub) | hub | local;
+    # local_path: a family's folder, or one root holding mmlu_pro/, agieval/<subset>/, math/<subject>/
     subsets: Optional[list[str]] = None  # AGIEval / MATH subsets; None: all seven, as upstream
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])  # non_greedy: one request per seed
     temperature: float = 0.7  # non_greedy sampling temperature (nothing else set, as upstream)

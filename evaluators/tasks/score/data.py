@@ -58,8 +58,8 @@ def load_questions(family: str, source: str, local_path: str | None, subsets: tu
     if source == "auto":
         source = "local" if local_path else "hub"
     if source == "local" and not local_path:
-        raise ConfigError("task.source=local needs a path", where="task.local_path", given=None,
-                          fix="set task.local_path=/path/to/the/data (see the README's SCORE section)")
+        raise ConfigError("task.dataset.source=local needs a path", where="task.dataset.local_path", given=None,
+                          fix="set task.dataset.local_path=/path/to/the/data (see the README's SCORE section)")
     if source == "local" and (Path(str(local_path)).expanduser() / family).is_dir():
         local_path = str(Path(str(local_path)).expanduser() / family)  # one root for the whole suite
     if family == "mmlu_pro":
@@ -79,24 +79,24 @@ def _where(family: str, source: str, local_path: str | None) -> str:
 
 
 def _alternatives(family: str) -> str:
-    return ("prepare a local copy on a connected host and point task.local_path at it "
+    return ("prepare a local copy on a connected host and point task.dataset.local_path at it "
             f"(task.source=local); the README's SCORE section shows how for {family}")
 
 
 def _rows(family: str, source: str, local_path: str | None, subset: str | None) -> Any:
     if source == "hub":
         config = subset if family == "math" else "default"
-        return load_hub(hub_id(family, subset), config, SPLIT, f"task.dataset={family}", _alternatives(family))
+        return load_hub(hub_id(family, subset), config, SPLIT, f"task.family={family}", _alternatives(family))
     root = Path(str(local_path)).expanduser()
     folder = root
     if subset is not None:
         candidates = [root / subset, root / hub_id(family, subset).split("/")[-1]]
         folder = next((c for c in candidates if c.exists()), None)  # type: ignore[assignment]
         if folder is None:
-            raise DataError(f"the local copy has no '{subset}' subset", where="task.local_path", given=str(root),
+            raise DataError(f"the local copy has no '{subset}' subset", where="task.dataset.local_path", given=str(root),
                             allowed=f"a sub-directory (or file) named {subset}/ with {SPLIT}*.jsonl|json|parquet|csv",
                             fix=f"add it, or choose the subsets present with task.subsets=[...] (a deviation from the full {family} set)")
-    return _read_local(folder, f"task.local_path ({subset or family})")
+    return _read_local(folder, f"task.dataset.local_path ({subset or family})")
 
 
 def _read_local(folder: Path, where: str) -> Any:

@@ -32,17 +32,18 @@ QUIRKS = ("option-identity mapping", "AGIEval position E", "duplicate option-ord
 
 class ScoreEvaluator(Evaluator):
     def __init__(self, config: Any) -> None:
-        family, kind = config.dataset, config.robustness
+        family, kind = config.family, config.robustness
         if family not in data.FAMILIES:
-            raise ConfigError("unknown SCORE dataset", where="task.dataset", given=family, allowed=", ".join(data.FAMILIES))
+            raise ConfigError("unknown SCORE family", where="task.family", given=family, allowed=", ".join(data.FAMILIES))
         if kind not in KINDS:
             raise ConfigError("unknown SCORE robustness kind", where="task.robustness", given=kind, allowed=", ".join(KINDS))
         if kind == "option_order" and family == "math":
             raise ConfigError("option-order robustness needs multiple-choice questions; MATH has none",
-                              where="task.dataset", given=family, allowed="mmlu_pro, agieval",
+                              where="task.family", given=family, allowed="mmlu_pro, agieval",
                               fix="use task=score_prompt or task=score_non_greedy for MATH")
-        if config.source not in SOURCES:
-            raise ConfigError("unknown dataset source", where="task.source", given=config.source, allowed=", ".join(SOURCES))
+        if config.dataset.source not in SOURCES:
+            raise ConfigError("unknown dataset source", where="task.dataset.source", given=config.dataset.source,
+                              allowed=", ".join(SOURCES))
         allowed = data.default_subsets(family)
         subsets = tuple(config.subsets) if config.subsets else allowed
         if family == "mmlu_pro" and config.subsets:
@@ -116,7 +117,7 @@ class ScoreEvaluator(Evaluator):
     def samples(self, num_samples: int, seed: int) -> list[Sample]:
         """A seeded subset of questions (every question when n covers them all), each with all its variants."""
         self.templates()  # fail on a missing lm-eval before loading any data
-        questions, self.source_used = data.load_questions(self.family, self.config.source, self.config.local_path,
+        questions, self.source_used = data.load_questions(self.family, self.config.dataset.source, self.config.dataset.local_path,
                                                           self.subsets)
         if num_samples < len(questions):
             chosen = set(random.Random(f"score:{seed}").sample(range(len(questions)), num_samples))

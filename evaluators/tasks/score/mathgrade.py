@@ -21,7 +21,7 @@ def _math_verify() -> Any:
     try:
         import math_verify
     except ImportError:
-        raise UserError("MATH grading needs math-verify, which is not installed", where="task.dataset=math",
+        raise UserError("MATH grading needs math-verify, which is not installed", where="task.family=math",
                         given="math_verify not importable", fix=INSTALL_HINT) from None
     return math_verify
 
