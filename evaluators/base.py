@@ -69,6 +69,42 @@ class Evaluator(ABC):
     @abstractmethod
     def extra_acc_spec(self) -> str | None: ...
 
+    # ------------------------------------------------------------------ shared parts a task may use
+    def load_rows(self, split: str | None = None, packaged: str | None = None) -> Any:
+        """Rows of ``task.dataset``'s split (default ``task.dataset.split``) through ``datasets``, from a local
+        copy or the Hub; sets :attr:`source_used`. ``packaged``: how to get data when no packaged copy exists."""
+        from evaluators.data.sources import check_source, resolve_source, split_loader
+        from runner.errors import ConfigError
+
+        ds = self.config.dataset
+        check_source(ds)
+        source = resolve_source(ds)
+        if source == "packaged":
+            raise ConfigError(f"task {self.config.name} has no packaged copy", where="task.dataset.source",
+                              given="packaged", fix=packaged or "set task.dataset.local_path to a local copy")
+        self.source_used = source
+        _, load = split_loader(ds, source, "set task.dataset.local_path to a local copy")
+        return load(split or ds.split)
+
+    @staticmethod
+    def seeded_subset(count: int, num_samples: int, seed: int, salt: str) -> list[int]:
+        """Row indices of a seeded sample of ``num_samples`` of ``count`` rows, in row order (all when fewer)."""
+        import random
+
+        if num_samples >= count:
+            return list(range(count))
+        return sorted(random.Random(f"{salt}:{seed}").sample(range(count), num_samples))
+
+    def chat_deviation(self) -> list[str]:
+        """Reference-key parts for the chat settings (a chat template, a system prompt) where upstream uses none."""
+        from evaluators.deviations import short_hash
+
+        parts = ["chat_template=true"] if self.config.apply_chat_template else []
+        if self.config.system_prompt:
+            parts.append("system_prompt=" + short_hash(self.config.system_prompt))
+        return parts
+
+    # ------------------------------------------------------------------ optional steps
     def bind_backend(self, info: Any) -> None:
         """Called once the model is loaded, before ``extra_acc_spec()``, for a protocol that depends on
         what the backend can do (constrained decoding or free generation)."""

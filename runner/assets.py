@@ -180,6 +180,10 @@ def smollm2_checkpoint() -> Path:
     return target
 
 
+EMBEDDED_MODELS = {"smollm2_135m_gguf": smollm2_checkpoint}
+"""``model.embedded`` names: the function that returns the checkpoint directory built from the pinned asset."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runner.assets", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

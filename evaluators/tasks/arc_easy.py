@@ -11,12 +11,10 @@ Rows come through ``datasets`` from a local copy (``task.dataset.local_path``: a
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
-from evaluators.data.sources import check_source, resolve_source, split_loader
 from runner.backends.base import LoglikelihoodRequest
 from runner.config.schemas import DatasetConfig, TaskConfig
 from runner.errors import ConfigError, DataError
@@ -40,27 +38,18 @@ class ArcEasyEvaluator(Evaluator):
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
-        check_source(config.dataset)
         if config.metric not in METRICS:
             raise ConfigError("unknown ARC-Easy metric", where="task.metric", given=config.metric, allowed=", ".join(METRICS))
 
     def extra_acc_spec(self) -> str | None:
-        return "chat_template=true" if self.config.apply_chat_template else None
+        return ",".join(self.chat_deviation()) or None
 
     def samples(self, num_samples: int, seed: int) -> list[Sample]:
         ds = self.config.dataset
-        source = resolve_source(ds)
-        if source == "packaged":
-            raise ConfigError("ARC-Easy has no packaged copy", where="task.dataset.source", given="packaged",
-                              fix="set task.dataset.local_path to a copy of allenai/ai2_arc (ARC-Easy)")
-        self.source_used = source
-        where, load = split_loader(ds, source, "set task.dataset.local_path to a local copy")
-        rows = list(load(ds.split))
-        order = list(range(len(rows)))
-        if num_samples < len(rows):
-            order = sorted(random.Random(f"arc_easy:{seed}").sample(order, num_samples))
+        rows = list(self.load_rows(packaged="set task.dataset.local_path to a copy of allenai/ai2_arc (ARC-Easy)"))
+        where = f"task.dataset ({self.source_used})"
         out = []
-        for i in order:
+        for i in self.seeded_subset(len(rows), num_samples, seed, "arc_easy"):
             row = rows[i]
             labels, texts = list(row["choices"]["label"]), list(row["choices"]["text"])
             if row["answerKey"] not in labels:

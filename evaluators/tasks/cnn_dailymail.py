@@ -35,6 +35,7 @@ from runner.config.schemas import TaskConfig
 
 from typing import Any, Optional, Sequence
 
+from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.data.hub import check_source, load_rows
@@ -45,8 +46,6 @@ from runner.errors import ConfigError, DataError
 TRUNCATIONS = ("article_start", "article_end")
 AGGREGATIONS = ("bootstrap", "mean")
 CUE = " TL;DR:"
-ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")  # the `evaluate` metric's default, in its order
-BOOTSTRAP_RESAMPLES = 1000  # rouge-score's BootstrapAggregator default (n_samples), median = its "mid"
 # Upstream's fixed settings (accuracy_core.py CnnDailymail, cnn_dailymail.py): deviations go into the key.
 UPSTREAM = {"max_input_len": 924, "max_output_len": 100, "hub_config": "3.0.0", "split": "test"}
 
@@ -74,45 +73,6 @@ def prompt_body(article: str) -> str:
     in ':' (nothing to strip at the end) and no `` n't`` can straddle the article and the cue.
     """
     return article.lstrip().replace(" n't", "n't")
-
-
-class RougeScorer:
-    """ROUGE-1/2/L/Lsum F-measures (0-100) of one prediction against one reference, via ``rouge-score``.
-
-    ``rouge-score`` lower-cases, keeps [a-z0-9] tokens, and (for Lsum) splits summaries on newlines.
-    """
-
-    def __init__(self, use_stemmer: bool = False) -> None:
-        import logging
-
-        from rouge_score import rouge_scorer
-
-        logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score announces its default tokenizer at INFO
-        self._scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
-
-    def __call__(self, prediction: str, reference: str) -> dict[str, float]:
-        scores = self._scorer.score(reference, prediction)  # rouge-score takes (target, prediction)
-        return {name: 100.0 * scores[name].fmeasure for name in ROUGE_TYPES}
-
-
-def bootstrap_medians(columns: Sequence[Sequence[float]], seed: int) -> list[float]:
-    """Upstream's aggregate of each column, in turn: the median of 1000 bootstrap means.
-
-    Each resample draws ``len(column)`` indices with replacement through ``RandomState.choice``,
-    the legacy stream (frozen across numpy versions) that ``np.random.choice`` uses after
-    ``np.random.seed(seed)``; the columns share one stream, as upstream's ROUGE types do.
-    """
-    import numpy as np
-
-    rng = np.random.RandomState(seed)
-    out = []
-    for column in columns:
-        values = np.asarray(column, dtype=float)
-        population = np.arange(len(values))
-        means = np.array([values[rng.choice(population, size=len(values))].mean()
-                          for _ in range(BOOTSTRAP_RESAMPLES)])
-        out.append(float(np.percentile(means, 50)))
-    return out
 
 
 class CNNDailyMailEvaluator(Evaluator):

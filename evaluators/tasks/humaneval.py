@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
-from evaluators.tasks.cnn_dailymail import ROUGE_TYPES, RougeScorer, bootstrap_medians
+from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
 from evaluators.data.io import load_packaged_json
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.deviations import generation_deviations

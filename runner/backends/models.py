@@ -44,11 +44,11 @@ def resolve_model_source(name: str, hf_id: str, path: str | None, embedded: str 
     root = models_root()
     if root is not None and (root / hf_id).is_dir():
         return ModelSource(str((root / hf_id).resolve()), "local")
-    if embedded == "smollm2_135m_gguf":
-        from runner.assets import smollm2_checkpoint
-
-        return ModelSource(str(smollm2_checkpoint()), "embedded")
     if embedded:
-        raise ModelError(f"unknown embedded model asset for model '{name}'", where="model.embedded",
-                         given=embedded, allowed="smollm2_135m_gguf or null")
+        from runner.assets import EMBEDDED_MODELS
+
+        if embedded not in EMBEDDED_MODELS:
+            raise ModelError(f"unknown embedded model asset for model '{name}'", where="model.embedded",
+                             given=embedded, allowed=", ".join(EMBEDDED_MODELS) + " or null")
+        return ModelSource(str(EMBEDDED_MODELS[embedded]()), "embedded")
     return ModelSource(hf_id, "hub")

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from evaluators.base import Sample, ScoredSample
-from evaluators.tasks.cnn_dailymail import CUE, ROUGE_TYPES, CNNDailyMailEvaluator, RougeScorer, prompt_body
+from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer
+from evaluators.tasks.cnn_dailymail import CUE, CNNDailyMailEvaluator, prompt_body
 from runner.backends.base import ChatFormat, GenerationRequest
 from runner.backends.prompting import encode_request
 from runner.errors import ConfigError, DataError

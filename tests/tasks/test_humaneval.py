@@ -10,7 +10,7 @@ import time
 import pytest
 
 from evaluators.scoring import sandbox
-from evaluators.tasks.cnn_dailymail import RougeScorer
+from evaluators.scoring.rouge import RougeScorer
 from evaluators.tasks.humaneval import HumanEvalEvaluator, build_program, drop_broken_tail, extract_code_block
 from evaluators.scoring.sandbox import Limits, run_program, run_programs
 from runner.errors import ConfigError, DataError
