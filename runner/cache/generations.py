@@ -219,7 +219,8 @@ def open_for_job(cfg: Any, info: Any, limits: Any, chat: Any) -> BoundCache | No
         "quant": OmegaConf.to_container(cfg.quant, resolve=True),
         "effective_spec": dataclasses.asdict(info.spec),
         "quantized_model_key": info.details.get("quant_key"),
-        "backend": OmegaConf.to_container(cfg.backend, resolve=True),
+        # the backend's settings, not where its code lives (a moved module must not invalidate the cache)
+        "backend": {k: v for k, v in OmegaConf.to_container(cfg.backend, resolve=True).items() if k != "_target_"},
         "backend_name": info.name, "versions": dict(info.versions), "device": info.device,
         "compute_dtype": info.details.get("torch_dtype"), "limits": dataclasses.asdict(limits),
         "chat": dataclasses.asdict(chat),

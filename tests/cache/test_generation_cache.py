@@ -108,3 +108,24 @@ def test_cache_group_composes(value):
 
     cfg = compose([f"cache={value}"])
     assert cfg.cache.enabled is (value == "on") and cfg.cache.chunk_size == 256
+
+
+def test_the_context_holds_the_backends_settings_not_its_code_location(tmp_path):
+    """Moving a backend's module changes its _target_; cached answers must survive that."""
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    from runner.backends.base import ChatFormat, TaskLimits
+    from runner.cache.generations import open_for_job
+    from runner.spec import AccuracySpec
+
+    def bound(target: str):
+        cfg = OmegaConf.create({"cache": {"enabled": True, "path": str(tmp_path / "g.sqlite")},
+                                "model": {"revision": None}, "quant": {"name": "none"},
+                                "backend": {"_target_": target, "name": "hf", "dtype": "auto"}})
+        info = SimpleNamespace(model_path="org/m", spec=AccuracySpec(), details={}, name="hf", versions={},
+                               device="cpu")
+        return open_for_job(cfg, info, TaskLimits(8, 2), ChatFormat())
+
+    assert bound("runner.backends.hf.HFBackend").context_id == bound("runner.backends.hf.backend.HFBackend").context_id
