@@ -4,7 +4,7 @@ bootstrap means drawn from numpy's global generator (shared by CNN/DailyMail and
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")  # the `evaluate` metric's default, in its order
 BOOTSTRAP_RESAMPLES = 1000  # rouge-score's BootstrapAggregator default (n_samples), median = its "mid"

@@ -30,7 +30,7 @@ upstream's number for the same per-sample scores in the same (shuffled) order. `
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from runner.config.schemas import TaskConfig
 
 from typing import Any, Optional, Sequence

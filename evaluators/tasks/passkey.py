@@ -38,7 +38,7 @@ end or a fraction in place of the schedule), ``num_noise``/``noise_step`` other 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from runner.config.schemas import TaskConfig
 
 import random

@@ -30,7 +30,7 @@ Differences from upstream, all below one token per document:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from runner.config.schemas import TaskConfig
 
 import logging

@@ -9,8 +9,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from runner.errors import ConfigError, DataError
-from runner.quant.algos import AWQ_ALGOS, AWQ_MAX_CALIB_SAMPLES, needs_calibration
+from runner.errors import DataError
+from runner.quant.algos import AWQ_ALGOS, AWQ_MAX_CALIB_SAMPLES
 
 
 

@@ -41,20 +41,17 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 import io
-import json
 import logging
-import random
 import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from runner.quant.calibration import calib_num_samples, render_mmlu, calibration_documents, calibration_rows
+from runner.quant.calibration import calib_num_samples, calibration_documents, calibration_rows
 from runner.quant.algos import AWQ_ALGOS, AWQ_MAX_CALIB_SAMPLES, needs_calibration, validate_spec as validate_trtllm_names
-from runner.errors import BackendUnavailable, ConfigError, DataError
+from runner.errors import BackendUnavailable, ConfigError
 
 log = logging.getLogger("runner")
 

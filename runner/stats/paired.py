@@ -41,7 +41,6 @@ from dataclasses import dataclass
 
 from runner.errors import UserError
 from runner.stats.planning import _binary_theta, _check_prob, _k
-from runner.stats.unpaired import z
 
 
 

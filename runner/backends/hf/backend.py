@@ -11,9 +11,8 @@ generator per request so sampled outputs do not depend on how requests were batc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import os
 import platform
 import sys
 from collections import defaultdict

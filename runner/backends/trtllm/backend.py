@@ -31,7 +31,7 @@ from runner.backends.base import (
 )
 from runner.backends.hf import guided
 from runner.backends.prompting import cut_at_stop, encode_request
-from runner.quant.algos import GROUPWISE_ALGOS, NO_CALIBRATION_ALGOS, WEIGHT_ALGOS, needs_calibration, validate_spec
+from runner.quant.algos import GROUPWISE_ALGOS, validate_spec
 from runner.errors import ConfigError
 from runner.spec import AccuracySpec
 

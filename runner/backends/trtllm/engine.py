@@ -9,12 +9,12 @@ and the engine path are reported in ``BackendInfo.details``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import json
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from runner.backends.trtllm.backend import (
     TRTLLMBackendBase,

@@ -11,7 +11,7 @@ silently different reference key. An FP8 (or NVFP4) KV cache is a runtime choice
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import json
 import time
