@@ -24,3 +24,14 @@ def generation_deviations(config: Any, upstream_max_output: int, upstream_stop: 
     if config.system_prompt:
         parts.append("system_prompt=" + short_hash(config.system_prompt))
     return parts
+
+
+def limit_and_data_deviations(config: Any, upstream: dict[str, Any]) -> list[str]:
+    """``max_input_len=N``, ``max_output_len=N``, ``config=X``, ``split=Y`` where they differ from ``upstream``."""
+    parts = [f"{name}={getattr(config, name)}" for name in ("max_input_len", "max_output_len")
+             if getattr(config, name) != upstream[name]]
+    if config.dataset.hub_config != upstream["hub_config"]:
+        parts.append(f"config={config.dataset.hub_config}")
+    if config.dataset.split != upstream["split"]:
+        parts.append(f"split={config.dataset.split}")
+    return parts

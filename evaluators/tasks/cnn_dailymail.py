@@ -36,6 +36,7 @@ from runner.config.schemas import TaskConfig
 from typing import Any, Optional, Sequence
 
 from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
+from evaluators.deviations import limit_and_data_deviations
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.data.hub import check_source, load_rows
@@ -105,13 +106,7 @@ class CNNDailyMailEvaluator(Evaluator):
             parts.append("use_stemmer=true")
         if c.aggregation != "bootstrap":
             parts.append(f"aggregation={c.aggregation}")
-        for name in ("max_input_len", "max_output_len"):
-            if getattr(c, name) != UPSTREAM[name]:
-                parts.append(f"{name}={getattr(c, name)}")
-        if c.dataset.hub_config != UPSTREAM["hub_config"]:
-            parts.append(f"config={c.dataset.hub_config}")
-        if c.dataset.split != UPSTREAM["split"]:
-            parts.append(f"split={c.dataset.split}")
+        parts += limit_and_data_deviations(c, UPSTREAM)
         if c.apply_chat_template:
             parts.append("chat_template=true")
             if c.system_prompt:  # used only inside the chat template, as upstream

@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from evaluators.deviations import limit_and_data_deviations
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.data.hub import check_source, load_rows
@@ -129,13 +130,7 @@ class JsonModeEvaluator(Evaluator):
             parts.append("guided_decoding=none")
             if not c.strip_code_fences:
                 parts.append("strip_code_fences=false")
-        for name in ("max_input_len", "max_output_len"):
-            if getattr(c, name) != UPSTREAM[name]:
-                parts.append(f"{name}={getattr(c, name)}")
-        if c.dataset.hub_config != UPSTREAM["hub_config"]:
-            parts.append(f"config={c.dataset.hub_config}")
-        if c.dataset.split != UPSTREAM["split"]:
-            parts.append(f"split={c.dataset.split}")
+        parts += limit_and_data_deviations(c, UPSTREAM)
         if c.system_prompt:
             parts.append("system_prompt=" + short_hash(c.system_prompt))
         return ",".join(parts) or None
