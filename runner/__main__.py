@@ -8,12 +8,13 @@ status, prints user errors without a traceback, and closes a sweep whose launche
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import hydra
 from omegaconf import DictConfig
 
-from runner.errors import EXIT_ERROR
+from runner.errors import EXIT_ERROR, EXIT_TERMINATED, Terminated
 from runner.config.store import register_schemas
 
 
@@ -29,8 +30,14 @@ def entry() -> None:
     from runner.sweep.callback import abort_open_sweep, take_exit_status
 
     register_schemas()
+    _refuse_foreign_code(sys.argv[1:])
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         main()
+    except Terminated as err:
+        abort_open_sweep(err)
+        print(f"runner: {err}; the job's MLflow run is marked KILLED and failure.json written", file=sys.stderr)
+        sys.exit(EXIT_TERMINATED)
     except (Exception, KeyboardInterrupt) as err:
         # A multirun whose launcher raised gets here (runner/sweep/callback.py sets HYDRA_FULL_ERROR while a
         # sweep is open, so Hydra re-raises): close the sweep Hydra left open, and exit with a
@@ -42,6 +49,22 @@ def entry() -> None:
     status = take_exit_status()  # a multirun: the sweep's verdict (runner/sweep/callback.py)
     if status:
         sys.exit(status)
+
+
+def _refuse_foreign_code(argv: list[str]) -> None:
+    from runner.config.guard import check_overrides
+    from runner.errors import UserError
+
+    try:
+        check_overrides(argv)
+    except UserError as err:
+        print(err.render(), file=sys.stderr, flush=True)
+        sys.exit(EXIT_ERROR)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated(f"stopped by {signal.Signals(signum).name}")
 
 
 if __name__ == "__main__":

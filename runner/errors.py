@@ -13,6 +13,12 @@ EXIT_ERROR = 1
 """Bad input or a failure before a verdict could be reached (Hydra's own errors exit 1 too)."""
 EXIT_REGRESSION = 3
 """The score fell past the threshold: a regression was detected."""
+EXIT_TERMINATED = 143
+"""Stopped by SIGTERM (a scheduler's cancel, ``timeout``): 128 + 15, as shells report it."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C: the run is marked KILLED and ``failure.json`` is written."""
 
 
 class UserError(Exception):

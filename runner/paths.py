@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""Names that become file or directory names (task, model and quant option names)."""
+
+
+def check_name(value: object, where: str) -> str:
+    """``value`` if it is safe as one path component (no separators, no leading dot, <= 100 chars)."""
+    from runner.errors import ConfigError
+
+    text = str(value)
+    if not NAME_PATTERN.fullmatch(text):
+        raise ConfigError("this name becomes a file or directory name and must be a plain word",
+                          where=where, given=text[:120] + ("..." if len(text) > 120 else ""),
+                          allowed="1-100 characters: letters, digits, '.', '_', '-', not starting with '.', '_' or '-'",
+                          fix=f"choose another {where}")
+    return text
 
 
 def cache_dir() -> Path:

@@ -279,7 +279,10 @@ def main(cfg: DictConfig) -> None:
 
 
 def entry() -> None:
+    from runner.__main__ import _refuse_foreign_code
+
     register_schemas()
+    _refuse_foreign_code(sys.argv[1:])
     main()
 
 

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from runner.paths import write_atomic
 from runner.provenance import project_commit
 from runner.spec import AccuracySpec
 from runner.stats.decision import Decision
@@ -20,6 +21,7 @@ def run_identity(cfg: Any, parent_run_id: str | None) -> tuple[str, dict[str, st
         "model": cfg.model.hf_id, "model_name": cfg.model.name, "task": cfg.task.name, "quant": cfg.quant.name,
         "quant_algo": str(cfg.quant.quant_algo), "kv_cache_quant_algo": str(cfg.quant.kv_cache_quant_algo),
         "backend": cfg.backend.name, "reference_mode": cfg.reference.mode, "runner_commit": project_commit(),
+        "trust_remote_code": str(bool(cfg.model.get("trust_remote_code", False))).lower(),
     }
     if parent_run_id:
         tags["mlflow.parentRunId"] = parent_run_id
@@ -28,16 +30,14 @@ def run_identity(cfg: Any, parent_run_id: str | None) -> tuple[str, dict[str, st
 
 def write_failure(out_dir: Path, err: BaseException, run_id: str | None) -> None:
     """``failure.json`` in the job's directory: what a sweep summary lists for a job that did not finish."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "failure.json").write_text(json.dumps(
-        {"error": f"{type(err).__name__}: {err}"[:5000], "mlflow_run_id": run_id}, indent=2) + "\n")
+    write_atomic(out_dir / "failure.json", json.dumps(
+        {"error": f"{type(err).__name__}: {err}"[:5000], "mlflow_run_id": run_id}, indent=2) + "\n", 0o644)
 
 
 def write_samples(path: Path, scored: list[Any]) -> None:
-    with open(path, "w") as handle:
-        for s in scored:
-            handle.write(json.dumps({"sample_id": s.sample_id, "prediction": s.prediction, "target": s.target,
-                                     "score": s.score, "meta": s.meta, "prompt": s.prompt}) + "\n")
+    write_atomic(path, "".join(json.dumps({"sample_id": s.sample_id, "prediction": s.prediction, "target": s.target,
+                                           "score": s.score, "meta": s.meta, "prompt": s.prompt}) + "\n"
+                               for s in scored), 0o644)
 
 
 def sample_count_notes(asked: int, planned: int, selected: int, checked: bool) -> list[str]:

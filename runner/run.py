@@ -25,6 +25,7 @@ from runner import report
 from runner.backends.base import ChatFormat, TaskLimits
 from runner.build import build_object
 from runner.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
+from runner.paths import check_name, write_atomic
 from runner.pipeline import score_all
 from runner.provenance import flatten, project_commit
 from runner.spec import AccuracySpec
@@ -112,6 +113,8 @@ def prepare(cfg: DictConfig) -> Job:
     task = OmegaConf.to_object(cfg.task)
     model = OmegaConf.to_object(cfg.model)
     quant = OmegaConf.to_object(cfg.quant)
+    for where, name in (("task.name", task.name), ("model.name", model.name), ("quant.name", quant.name)):
+        check_name(name, where)
     validate_stats(cfg.stats)
     defaults = HypothesisParams(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better)
     limits = TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size,
@@ -125,11 +128,32 @@ def prepare(cfg: DictConfig) -> Job:
     backend.preflight()
     tracker = build_object(cfg.tracking)
     tracker.check()
-    out_dir = Path(cfg.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.to_container(cfg, resolve=True)))
     ref_dir = Path(cfg.reference.dir) if cfg.reference.dir else references.default_reference_dir()
-    return Job(cfg, task, model, quant, evaluator, backend, tracker, out_dir, ref_dir, defaults, limits, chat)
+    if cfg.reference.mode != "skip":
+        references.preflight(ref_dir, task.name, model.hf_id, writing=cfg.reference.mode == "record")
+    out_dir = prepare_output_dir(Path(cfg.output_dir))
+    write_atomic(out_dir / "config.yaml", OmegaConf.to_yaml(OmegaConf.to_container(cfg, resolve=True)), 0o644)
+    job = Job(cfg, task, model, quant, evaluator, backend, tracker, out_dir, ref_dir, defaults, limits, chat)
+    if model.trust_remote_code:
+        note = (f"model.trust_remote_code=true: Python code shipped with the checkpoint ({model.path or model.hf_id}) "
+                "runs in this process; use it only for checkpoints you trust")
+        log.warning(note)
+        job.notes.append(note)
+    return job
+
+
+def prepare_output_dir(out_dir: Path) -> Path:
+    """The job's output directory, created and checked writable before any model loads."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".write-check"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        raise ConfigError("the output directory cannot be written", where="output_dir (hydra.run.dir)",
+                          given=f"{out_dir} ({err.strerror or err})",
+                          fix="choose a writable place with output_dir=DIR or hydra.run.dir=DIR") from None
+    return out_dir
 
 
 def evaluate(job: Job) -> Outcome:
@@ -240,10 +264,10 @@ def publish(job: Job, loaded: Loaded, scored: list[Any], metrics: dict[str, floa
     """report.txt, report.json, then the tracker: the same figures everywhere."""
     task, score = job.task, metrics[job.task.metric]
     text = report.report_text(task, job.model, loaded.spec, score, len(scored), params, decision, job.mode, job.notes)
-    (job.out_dir / "report.txt").write_text(text + "\n")
+    write_atomic(job.out_dir / "report.txt", text + "\n", 0o644)
     payload = report.report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
                                     job.notes, cache_stats, job.tracker.run_id, eval_time_s)
-    (job.out_dir / "report.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    write_atomic(job.out_dir / "report.json", json.dumps(payload, indent=2, default=str) + "\n", 0o644)
     print(text, flush=True)
     job.tracker.log_metrics(report.tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))
     job.tracker.set_tags({"verdict": "none" if decision is None else ("passed" if decision.all_passed else "regression"),

@@ -54,6 +54,7 @@ def register_schemas() -> None:
     from hydra.core.config_store import ConfigStore
 
     from runner.config.schemas import QuantizeJobConfig, RunnerConfig
+    from runner.config.resolvers import register_resolvers as register_path_resolvers
     from runner.sweep.gpus import register_resolvers
 
     cs = ConfigStore.instance()
@@ -62,3 +63,4 @@ def register_schemas() -> None:
     for name, node in schemas().items():
         cs.store(name=name, node=node)
     register_resolvers()  # conf/hydra/launcher/joblib_gpu.yaml needs ${runner.gpu_count:}
+    register_path_resolvers()  # conf/config.yaml's output directories

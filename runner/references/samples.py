@@ -57,7 +57,13 @@ def load(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[str, f
 
 def load_rows(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[str, SampleRow]:
     """The stored rows by sample id; the content must still hash to ``sha256`` when given."""
-    path = Path(ref_dir) / relative
+    root = Path(ref_dir).resolve()
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root / "samples"):
+        raise ReferenceError_("a reference entry points at a per-sample file outside the references' samples directory",
+                              where=f"{Path(ref_dir)} (entry field 'samples')", given=relative,
+                              allowed=f"a path under {root / 'samples'}",
+                              fix="restore the entry from version control, or record the reference again")
     if not path.is_file():
         raise ReferenceError_("the reference's per-sample scores file is missing", where=str(path),
                               fix="restore it from version control, or record the reference again")
@@ -67,8 +73,13 @@ def load_rows(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[s
                               given=hashlib.sha256(body).hexdigest(), allowed=sha256,
                               fix="restore the original file, or record the reference again")
     rows: dict[str, SampleRow] = {}
-    for line in body.decode().splitlines():
-        if line.strip():
-            row = json.loads(line)
-            rows[str(row["sample_id"])] = SampleRow(float(row["score"]), row.get("prompt_sha256"))
+    try:
+        for line in body.decode().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                rows[str(row["sample_id"])] = SampleRow(float(row["score"]), row.get("prompt_sha256"))
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+        raise ReferenceError_("the reference's per-sample scores file is malformed", where=str(path),
+                              given=f"{type(err).__name__}: {err}"[:300],
+                              fix="restore it from version control, or record the reference again") from None
     return rows

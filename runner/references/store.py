@@ -96,7 +96,13 @@ def _load(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReferenceError_("the reference file cannot be read", where=str(path),
+                              given=f"{type(exc).__name__}: {exc}"[:300],
+                              fix="make it a readable UTF-8 YAML file, or point reference.dir elsewhere") from None
+    try:
+        data = YAML(typ="safe", pure=True).load(text)
     except YAMLError as exc:
         raise ReferenceError_(
             "the reference file is not valid YAML",
@@ -135,6 +141,28 @@ def _entries(data: Mapping[str, Any], model: str, path: Path) -> list[Mapping[st
                 allowed="a mapping of spec keys, the metric value and optional overrides",
             )
     return entries
+
+
+def preflight(ref_dir: str | os.PathLike[str], task: str, model: str, writing: bool) -> None:
+    """Before any model loads: the task's reference file parses, and when ``writing`` (record mode),
+    the file or its directory can be written, so an evaluation is never lost to a bad references file."""
+    path = reference_path(ref_dir, task)
+    data = _load(path)
+    if data is not None:
+        _entries(data, model, path)
+    if not writing:
+        return
+    target = path if path.exists() else _nearest_existing(path.parent)
+    if not os.access(target, os.W_OK) or (target != path and not target.is_dir()):
+        raise ReferenceError_("the reference cannot be recorded: its file or directory is not writable",
+                              where=str(path), given=f"{target} is not a writable {'file' if target == path else 'directory'}",
+                              fix="fix the permissions, or set reference.dir to a writable directory")
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def list_specs(ref_dir: str | os.PathLike[str], task: str, model: str) -> list[AccuracySpec]:

@@ -123,16 +123,11 @@ class SweepCallback(Callback):
 
         tracker = build_object(config.tracking)
         tracker.check()
-        import mlflow
         from mlflow.tracking import MlflowClient
 
-        logging.getLogger("mlflow").setLevel(logging.WARNING)
-        logging.getLogger("alembic").setLevel(logging.WARNING)
-        mlflow.set_tracking_uri(tracker.uri)
-        experiment = mlflow.set_experiment(config.tracking.experiment)
-        from runner.tracking.trackers import mark_model_experiment
+        from runner.tracking.trackers import open_experiment, process_tags
 
-        mark_model_experiment(experiment, tracker.uri)
+        experiment = open_experiment(tracker.uri, config.tracking.experiment)
         self.client = MlflowClient(tracking_uri=tracker.uri)
         name = config.sweep.name or f"sweep-{self.started:%Y-%m-%d-%H%M%S}"
         overrides = " ".join(config.hydra.overrides.task)
@@ -147,6 +142,7 @@ class SweepCallback(Callback):
         from runner.provenance import project_commit
 
         tags["runner_commit"] = project_commit()
+        tags |= process_tags()
         run = self.client.create_run(experiment.experiment_id, run_name=name, tags=tags)
         self.parent_id = run.info.run_id
         os.environ[PARENT_ENV] = self.parent_id

@@ -200,6 +200,16 @@ def _job_order(path: Path) -> tuple[int, str]:
 
 
 def _row(job_dir: Path) -> dict[str, Any]:
+    """The job's row; a job whose files cannot be read is a failed row that says why, never a crash."""
+    try:
+        return _read_row(job_dir)
+    except Exception as err:  # a truncated or hand-edited file: one row, not the whole summary
+        row: dict[str, Any] = dict.fromkeys(COLUMNS)
+        return row | {"job": job_dir.name, "verdict": "failed",
+                      "error": f"the job's files cannot be read ({type(err).__name__}: {err})"[:500]}
+
+
+def _read_row(job_dir: Path) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     asked = OmegaConf.load(job_dir / ".hydra" / "config.yaml")

@@ -46,6 +46,75 @@ def default_tracking_uri() -> str:
 
 
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+HOST_TAG, PID_TAG = "runner.host", "runner.pid"
+KILLED_NOTE = "the process that ran this job ended without closing its run (killed?): marked KILLED by a later run"
+URI_SCHEMES = ("http", "https", "sqlite", "postgresql", "mysql", "mssql", "databricks")
+
+
+def process_tags() -> dict[str, str]:
+    """Which process holds a run, so a later run can tell a dead job's run from a live one."""
+    import socket
+
+    return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
+
+
+def sqlite_path(uri: str) -> Path | None:
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
+def open_experiment(uri: str, name: str) -> Any:
+    """Point MLflow at ``uri`` and get (or create) experiment ``name``.
+
+    A fresh sqlite file is initialised under a file lock: MLflow runs its schema migration on first
+    use, and two processes doing it at once can leave the store broken for good. Runs of this host
+    left RUNNING by a process that no longer exists are marked KILLED here."""
+    import logging
+
+    import mlflow
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    mlflow.set_tracking_uri(uri)
+    db = sqlite_path(uri)
+    if db is None:
+        experiment = mlflow.set_experiment(name)
+    else:
+        from runner.cache.locking import file_lock
+
+        with file_lock(db.parent / f".{db.name}.lock"):
+            experiment = mlflow.set_experiment(name)
+    mark_model_experiment(experiment, uri)
+    close_dead_runs(uri, experiment.experiment_id)
+    return experiment
+
+
+def close_dead_runs(uri: str, experiment_id: str) -> list[str]:
+    """Mark KILLED the RUNNING runs of this host whose process is gone (a SIGKILLed job)."""
+    import socket
+
+    import psutil
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    host = socket.gethostname().replace("'", "")
+    closed = []
+    for run in client.search_runs([experiment_id], filter_string=(
+            f"attributes.status = 'RUNNING' and tags.`{HOST_TAG}` = '{host}'"), max_results=200):
+        pid = run.data.tags.get(PID_TAG, "")
+        if pid.isdigit() and _alive(psutil, int(pid), run.info.start_time / 1000.0):
+            continue
+        client.set_tag(run.info.run_id, "error", KILLED_NOTE)
+        client.set_terminated(run.info.run_id, status="KILLED")
+        closed.append(run.info.run_id)
+    return closed
+
+
+def _alive(psutil: Any, pid: int, run_started: float) -> bool:
+    """The run's process still exists (the same process: one started before the run, not a reused pid)."""
+    try:
+        return psutil.Process(pid).create_time() <= run_started + 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
 
 
 def mark_model_experiment(experiment: Any, uri: str) -> None:
@@ -109,23 +178,31 @@ class MlflowTracker:
                 ) from None
         elif self.uri.startswith("sqlite:///"):
             db = Path(self.uri.removeprefix("sqlite:///"))
-            if not db.parent.is_dir() or not os.access(db.parent, os.W_OK):
+            if db.is_dir() or not db.name:
+                raise TrackingError("the MLflow sqlite store must be a file, and this is a directory",
+                                    where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=self.uri,
+                                    fix=f"name a file, e.g. sqlite:///{db / 'mlflow.db'}, or run with tracking=none")
+            if not db.parent.is_dir() or not os.access(db.parent, os.W_OK) or (db.exists() and not os.access(db, os.W_OK)):
                 raise TrackingError("the MLflow sqlite store's directory is missing or not writable",
-                                    where="tracking.tracking_uri", given=self.uri,
+                                    where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=self.uri,
                                     fix="point it at a writable directory, or run with tracking=none")
+        else:
+            scheme = self.uri.partition(":")[0].split("+")[0].lower() if "://" in self.uri else ""
+            if scheme not in URI_SCHEMES:
+                raise TrackingError(
+                    "this MLflow tracking URI is not one the runner can log to",
+                    where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=self.uri,
+                    allowed="http(s)://host:port (an MLflow server), sqlite:///path/to/mlflow.db, "
+                    "or a database URI (postgresql://, mysql://, mssql://), databricks",
+                    fix="use sqlite:///<dir>/mlflow.db for a local store (MLflow's file store ./mlruns is "
+                    "deprecated), or run with tracking=none")
 
     def start(self, run_name: str, params: dict[str, Any], tags: dict[str, str]) -> None:
-        import logging
-
         import mlflow
 
-        logging.getLogger("mlflow").setLevel(logging.WARNING)
-        logging.getLogger("alembic").setLevel(logging.WARNING)
-        mlflow.set_tracking_uri(self.uri)
-        experiment = mlflow.set_experiment(self.config.experiment)
-        mark_model_experiment(experiment, self.uri)
+        experiment = open_experiment(self.uri, self.config.experiment)
         self.experiment_id = experiment.experiment_id
-        run = mlflow.start_run(run_name=run_name, tags=tags)
+        run = mlflow.start_run(run_name=run_name, tags=tags | process_tags())
         self.run_id = run.info.run_id
         items = list(params.items())
         for start in range(0, len(items), 100):
