@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 
 from omegaconf import DictConfig
 
 from runner.errors import EXIT_ERROR, UserError
+
+ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EMFILE, errno.ENAMETOOLONG}
+"""Failures of the host, not of the program: a full disk, a read-only or forbidden path."""
 
 
 def run_job(cfg: DictConfig) -> int:
@@ -29,6 +33,12 @@ def run_job(cfg: DictConfig) -> int:
             spread_over_gpus(cfg, HydraConfig.get().job.num)
         outcome = run(cfg)
         status = outcome.exit_status
+    except OSError as err:
+        if err.errno not in ENVIRONMENT_ERRNOS:
+            raise
+        message = environment_error(err)
+        print(message.render(), file=sys.stderr, flush=True)
+        status, failure = EXIT_ERROR, message
     except UserError as err:
         print(err.render(), file=sys.stderr, flush=True)
         status, failure = EXIT_ERROR, err
@@ -46,3 +56,14 @@ def run_job(cfg: DictConfig) -> int:
             record_failure(cfg, failure)
         return status
     sys.exit(status)
+
+
+def environment_error(err: OSError) -> UserError:
+    """A full disk or a forbidden path as a message; the job's results written so far stay on disk."""
+    what = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+            errno.EROFS: "the file system is read-only", errno.EMFILE: "too many open files",
+            errno.ENAMETOOLONG: "a file name is too long"}.get(err.errno, "permission denied")
+    return UserError(f"the job stopped: {what}", where=err.filename or "a file the job writes",
+                     given=f"{type(err).__name__}: {err.strerror}",
+                     fix="free space or fix the permissions (output_dir, cache.path, RUNNER_CACHE_DIR, "
+                     "the MLflow store), then rerun: the generation cache keeps what was already computed")

@@ -24,13 +24,14 @@ from omegaconf import DictConfig, OmegaConf
 from runner import report
 from runner.backends.base import ChatFormat, TaskLimits
 from runner.build import build_object
+from runner.config.validate import check_job
 from runner.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
 from runner.paths import check_name, write_atomic
 from runner.pipeline import score_all
 from runner.provenance import flatten, project_commit
 from runner.spec import AccuracySpec
 from runner.stats.decision import Decision, RunProvenance, decide_against, validate as validate_stats
-from runner.stats.unpaired import HypothesisParams
+from runner.stats.unpaired import HypothesisParams, check_params
 from runner.tracking.trackers import parent_run_id
 
 log = logging.getLogger("runner")
@@ -102,8 +103,10 @@ def run(cfg: DictConfig) -> Outcome:
 
 def prepare(cfg: DictConfig) -> Job:
     """Build and check everything that needs no model: a mistake here costs the user no compute."""
+    from runner.cache import generations
     from runner.references import store as references
 
+    check_job(cfg)
     if cfg.reference.mode not in REFERENCE_MODES:
         raise ConfigError("unknown reference mode", where="reference.mode", given=cfg.reference.mode,
                           allowed=", ".join(REFERENCE_MODES))
@@ -116,6 +119,7 @@ def prepare(cfg: DictConfig) -> Job:
     for where, name in (("task.name", task.name), ("model.name", model.name), ("quant.name", quant.name)):
         check_name(name, where)
     validate_stats(cfg.stats)
+    check_params(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better, where="task")
     defaults = HypothesisParams(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better)
     limits = TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size,
                         getattr(task, "guided_decoding", "none"))
@@ -128,6 +132,7 @@ def prepare(cfg: DictConfig) -> Job:
     backend.preflight()
     tracker = build_object(cfg.tracking)
     tracker.check()
+    generations.preflight(cfg)
     ref_dir = Path(cfg.reference.dir) if cfg.reference.dir else references.default_reference_dir()
     if cfg.reference.mode != "skip":
         references.preflight(ref_dir, task.name, model.hf_id, writing=cfg.reference.mode == "record")

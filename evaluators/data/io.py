@@ -24,7 +24,15 @@ def hub_offline() -> bool:
 
 
 def load_local(path: str, split: str, config: str | None, where: str) -> Any:
-    """A data file, or a directory (a Hub snapshot, or files named after the split)."""
+    """A data file, or a directory (a Hub snapshot, or files named after the split), with at least one row."""
+    rows = _read_local(path, split, config, where)
+    if len(rows) == 0:
+        raise DataError(f"the local dataset's '{split}' split holds no rows", where=where, given=path,
+                        fix="point it at a file or directory with the dataset's rows")
+    return rows
+
+
+def _read_local(path: str, split: str, config: str | None, where: str) -> Any:
     import datasets
 
     _quiet()
@@ -49,9 +57,18 @@ def load_local(path: str, split: str, config: str | None, where: str) -> Any:
                         "(directly or in a sub-directory named after the dataset config)")
     except DataError:
         raise
-    except (ValueError, FileNotFoundError) as err:
+    except Exception as err:  # datasets/pyarrow raise many types for a malformed file; the file is the user's input
         raise DataError(f"could not read split '{split}' from the local dataset", where=where, given=path,
-                        fix=f"the directory must hold the '{split}' split; details: {str(err).splitlines()[0]}") from None
+                        fix=f"check that the file is complete, UTF-8 and one JSON object per line (JSONL), or that the "
+                        f"directory holds the '{split}' split; details: {_first_line(err)}") from None
+
+
+def _first_line(err: BaseException) -> str:
+    cause = err
+    while cause.__cause__ is not None or cause.__context__ is not None:  # datasets wraps the parser's error
+        cause = cause.__cause__ or cause.__context__
+    text = str(cause).splitlines()[0] if str(cause) else ""
+    return f"{type(cause).__name__}: {text}"[:300]
 
 
 def load_hub(hub_id: str, config: str | None, split: str, where: str, alternatives: str) -> Any:

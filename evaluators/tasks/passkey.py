@@ -78,6 +78,7 @@ _DIGITS = re.compile(r"[0-9]+")
 @dataclass
 class PasskeyTaskConfig(TaskConfig):
     chance_level: Optional[float] = 0.0  # a 5-digit key is not guessed
+    sigma: float = 0.0  # the exact rule: a model that retrieved every key must still retrieve every key
     length: int = 4096  # the level in tokens: picks num_noise/noise_step (see evaluators/tasks/passkey.py)
     num_noise: Optional[int] = None  # filler lines per prompt; None: the level's (upstream's table)
     noise_step: Optional[int] = None  # filler lines between successive depths; None: the level's

@@ -52,3 +52,25 @@ def resolve_model_source(name: str, hf_id: str, path: str | None, embedded: str 
                              given=embedded, allowed=", ".join(EMBEDDED_MODELS) + " or null")
         return ModelSource(str(EMBEDDED_MODELS[embedded]()), "embedded")
     return ModelSource(hf_id, "hub")
+
+
+def load_failure(err: BaseException, name: str, kind: str, location: str) -> ModelError:
+    """A checkpoint that could not be loaded, as a message: what is wrong with it and what to do."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    where = f"model={name} ({kind}: {location})"
+    local = Path(location).is_dir()
+    if "custom code" in text or "trust_remote_code" in text:
+        return ModelError("the checkpoint ships its own model code, which is not run without consent", where=where,
+                          given=text[:300], fix="inspect the code, then set model.trust_remote_code=true if you trust it")
+    if local and not (Path(location) / "config.json").is_file():
+        return ModelError("the model directory holds no config.json: it is not a Hugging Face checkpoint", where=where,
+                          given=", ".join(sorted(p.name for p in Path(location).iterdir())[:10]) or "an empty directory",
+                          fix="point model.path at the directory that holds config.json and the weights")
+    if isinstance(err, KeyError) or "model_type" in text or "model type" in text or "Unrecognized" in text:
+        return ModelError("the checkpoint's model type is unknown to the installed transformers", where=where,
+                          given=text[:300], fix="check config.json's model_type, or install a transformers release "
+                          "that supports it (custom architectures need model.trust_remote_code=true)")
+    return ModelError("could not load the model", where=where, given=f"{type(err).__name__}: {text}"[:400],
+                      fix="check that the checkpoint files are complete (config.json, tokenizer, *.safetensors); "
+                      "set model.path to a local checkpoint directory, or RUNNER_MODELS_ROOT to a directory holding "
+                      "<org>/<name> copies; Hub ids need network access or a warm Hugging Face cache")

@@ -40,6 +40,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
+from runner.errors import ConfigError
+
 log = logging.getLogger("runner")
 
 SCHEMA_VERSION = 1
@@ -209,11 +211,9 @@ def open_for_job(cfg: Any, info: Any, limits: Any, chat: Any) -> BoundCache | No
     """The job's cache view (None with ``cache=off``), keyed by what the backend actually loaded."""
     from omegaconf import OmegaConf
 
-    from runner.paths import cache_dir
-
     if not cfg.cache.enabled:
         return None
-    path = Path(cfg.cache.path).expanduser() if cfg.cache.path else cache_dir() / "generations.sqlite"
+    path = cache_path(cfg)
     context = {
         "model": model_fingerprint(info.model_path, cfg.model.revision),
         "quant": OmegaConf.to_container(cfg.quant, resolve=True),
@@ -228,3 +228,25 @@ def open_for_job(cfg: Any, info: Any, limits: Any, chat: Any) -> BoundCache | No
     bound = GenerationCache(path).bind(context)
     log.info("generation cache: %s (context %s)", path, bound.context_id[:12])
     return bound
+
+
+def cache_path(cfg: Any) -> Path:
+    from runner.paths import cache_dir
+
+    return Path(cfg.cache.path).expanduser() if cfg.cache.path else cache_dir() / "generations.sqlite"
+
+
+def preflight(cfg: Any) -> None:
+    """Before any model loads: the cache file can be created, opened and written (or the cache is off)."""
+    if not cfg.cache.enabled:
+        return
+    path = cache_path(cfg)
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a directory", str(path))
+        GenerationCache(path).close()
+    except (OSError, sqlite3.Error) as err:
+        raise ConfigError("the generation cache cannot be opened for writing", where="cache.path / RUNNER_CACHE_DIR",
+                          given=f"{path} ({type(err).__name__}: {err})",
+                          fix="point cache.path at a writable file (or RUNNER_CACHE_DIR at a writable directory), "
+                          "delete a corrupt cache file, or run with cache=off") from None

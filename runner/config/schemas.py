@@ -84,44 +84,6 @@ class TaskConfig:
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 @dataclass
 class RunnerConfig:
     """The top-level job. Groups are typed by their own schemas (see the option files)."""

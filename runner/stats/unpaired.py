@@ -59,7 +59,7 @@ def check_params(
     def bad(field: str, given: object, allowed: str) -> ConfigError:
         return ConfigError(
             f"statistical parameter '{field}' is out of range",
-            where=where,
+            where=f"task.{field}" if where == "task" else (where or field),
             given=repr(given),
             allowed=allowed,
             fix=f"set {field} to a value in the allowed range",

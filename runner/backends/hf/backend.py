@@ -33,7 +33,7 @@ from runner.backends.base import (
 )
 from runner.backends.prompting import cut_at_stop, encode_request, render_prompt
 from runner.errors import ConfigError, ModelError
-from runner.backends.models import resolve_model_source
+from runner.backends.models import load_failure, resolve_model_source
 from runner.spec import AccuracySpec
 
 if TYPE_CHECKING:
@@ -133,19 +133,15 @@ class HFBackend(Backend):
         try:
             hf_config = AutoConfig.from_pretrained(source.location, **kwargs)
             tokenizer = AutoTokenizer.from_pretrained(source.location, **kwargs)
-        except OSError as err:
-            raise ModelError(
-                "could not load the model",
-                where=f"model={self.model_config.name} ({source.kind}: {source.location})",
-                given=str(err).splitlines()[0],
-                fix="set model.path to a local checkpoint directory, or RUNNER_MODELS_ROOT to a directory "
-                "holding <org>/<name> copies; Hub ids need network access or a warm Hugging Face cache",
-            ) from None
-        native = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None) or torch.float32
-        native = getattr(torch, native) if isinstance(native, str) else native
-        dtype = self._resolve_dtype(torch, native, device)
-        model = AutoModelForCausalLM.from_pretrained(
-            source.location, dtype=dtype, attn_implementation=self.config.attn_implementation, **kwargs)
+            native = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None) or torch.float32
+            native = getattr(torch, native) if isinstance(native, str) else native
+            dtype = self._resolve_dtype(torch, native, device)
+            model = AutoModelForCausalLM.from_pretrained(
+                source.location, dtype=dtype, attn_implementation=self.config.attn_implementation, **kwargs)
+        except (ModelError, MemoryError, KeyboardInterrupt):
+            raise
+        except Exception as err:  # the checkpoint is the user's input: say what is wrong with it
+            raise load_failure(err, self.model_config.name, source.kind, source.location) from None
         model.to(device).eval()
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:

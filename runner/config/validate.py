@@ -1,0 +1,73 @@
+"""Checks of the composed job that its schemas cannot express: unknown keys and value ranges.
+
+Hydra's ``+key=value`` adds a key even under a typed group, so a typo (``+task.num_sample=16``)
+would be carried along and ignored; every node typed by a dataclass schema may hold only the
+schema's fields. Sizes and lengths must be positive and seeds non-negative; sigma 0 (the exact
+rule: every sample must pass) is refused for a task whose schema says its scores are statistical.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from runner.errors import ConfigError
+
+POSITIVE = ("task.num_samples", "task.max_input_len", "task.max_output_len", "task.max_batch_size",
+            "cache.chunk_size", "quant.group_size", "quant.calib_num_samples", "quant.calib_batch_size",
+            "quant.calib_max_seq_length", "backend.max_batch_size", "backend.max_num_tokens",
+            "backend.tensor_parallel_size", "backend.pipeline_parallel_size")
+NON_NEGATIVE = ("seed", "task.num_fewshot", "quant.calib_seed", "stats.bootstrap_seed")
+SKIPPED = ("hydra",)
+
+
+def check_job(cfg: DictConfig) -> None:
+    """Raise :class:`ConfigError` for the first unknown key or out-of-range value."""
+    for key in cfg.keys():
+        if key not in SKIPPED and isinstance(cfg.get(key), DictConfig):
+            check_known_keys(cfg[key], str(key))
+    for key in POSITIVE:
+        _check_int(cfg, key, 1, "a whole number >= 1")
+    for key in NON_NEGATIVE:
+        _check_int(cfg, key, 0, "a whole number >= 0")
+    _check_sigma(cfg)
+
+
+def check_known_keys(node: DictConfig, where: str) -> None:
+    schema = OmegaConf.get_type(node)
+    if schema is not None and dataclasses.is_dataclass(schema):
+        known = {f.name for f in dataclasses.fields(schema)}
+        unknown = sorted(str(k) for k in node.keys() if k not in known)
+        if unknown:
+            raise ConfigError("unknown key under a typed config group", where=f"{where}.{unknown[0]}",
+                              given=", ".join(f"{where}.{k}" for k in unknown),
+                              allowed=", ".join(sorted(known - {"_target_"})),
+                              fix="check the spelling; `+` adds keys, a plain key=value changes one that exists")
+    for key in node.keys():
+        child = node._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_none() and not child._is_missing():
+            check_known_keys(child, f"{where}.{key}")
+
+
+def _check_int(cfg: DictConfig, key: str, low: int, allowed: str) -> None:
+    value = OmegaConf.select(cfg, key, default=None)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError("value out of range", where=key, given=repr(value), allowed=allowed,
+                          fix=f"set {key} to a value in the allowed range")
+
+
+def _check_sigma(cfg: DictConfig) -> None:
+    task = cfg.get("task")
+    schema = OmegaConf.get_type(task) if isinstance(task, DictConfig) else None
+    if schema is None or not dataclasses.is_dataclass(schema) or task.get("sigma") != 0:
+        return
+    default = {f.name: f.default for f in dataclasses.fields(schema)}.get("sigma")
+    if isinstance(default, (int, float)) and default > 0:
+        raise ConfigError("sigma 0 turns this statistical task into the exact rule (every sample must pass)",
+                          where="task.sigma", given="0", allowed=f"a standard deviation > 0 (this task's default: {default:g})",
+                          fix="drop the override; to tolerate a small drop use stats.margin, "
+                          "to demand an exact match use a task whose scores are deterministic")
