@@ -21,12 +21,18 @@ LOGGING_NODES = ("hydra.job_logging", "hydra.hydra_logging")
 
 
 def check_overrides(argv: Sequence[str]) -> None:
-    """Raise :class:`ConfigError` for an override that makes Hydra build something foreign."""
+    """Raise :class:`ConfigError` for an override that makes Hydra build something foreign, or for
+    flags Hydra would refuse with a traceback."""
     from hydra._internal.utils import get_args_parser
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
     args, _ = get_args_parser().parse_known_args(list(argv))
+    if args.multirun and (args.cfg or args.info or args.shell_completion):
+        flag = "--cfg" if args.cfg else "--info" if args.info else "--shell-completion"
+        raise ConfigError(f"-m (a sweep) and {flag} cannot be combined: {flag} shows one composed job",
+                          where="the command line", given=" ".join(argv),
+                          fix=f"drop -m and give one value per key to see that job (python -m runner task=mmlu {flag} job)")
     try:
         overrides = OverridesParser.create().parse_overrides(args.overrides or [])
     except HydraException:

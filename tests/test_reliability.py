@@ -1,0 +1,343 @@
+"""Nothing lost, nothing let in: the store, output directories, signals, overrides of Hydra's own
+nodes, names used in paths, checks before the model loads, and user mistakes that get a message.
+
+Each test goes through the real command line (``python -m runner``) or the real component; the
+model-free ones use the scripted fake backend on the GSM8K fixture."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.errors import UserError
+from tests.conftest import ROOT, _hermetic, compose, run_cli
+
+GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
+         f"task.dataset.local_path={ROOT / 'tests' / 'data' / 'gsm8k_local'}", "task.num_samples=2"]
+QUIET = ["tracking=none", "reference.mode=skip"]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    return os.environ | {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": str(ROOT)} | extra
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "runner", *_hermetic(args)], cwd=cwd, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+# ------------------------------------------------------------------ 1. a fresh sqlite store, used at once
+OPEN_AND_LOG = """
+import sys, time
+from types import SimpleNamespace
+from runner.tracking.trackers import MlflowTracker
+start_at = float(sys.argv[2])
+tracker = MlflowTracker(SimpleNamespace(tracking_uri=sys.argv[1], experiment="concurrent", connect_timeout_s=5))
+tracker.check()
+import mlflow  # imported before the barrier, so the processes reach the store together
+while time.time() < start_at:
+    time.sleep(0.005)
+tracker.start(f"job-{sys.argv[3]}", {"k": sys.argv[3]}, {})
+tracker.log_metrics({"x": 1.0})
+tracker.end("FINISHED")
+"""
+
+
+def test_a_fresh_sqlite_store_survives_four_jobs_starting_at_once(tmp_path):
+    for trial in range(3):
+        uri = f"sqlite:///{tmp_path / f'trial{trial}' / 'mlflow.db'}"
+        (tmp_path / f"trial{trial}").mkdir()
+        start_at = time.time() + 8.0  # every process has imported mlflow by then
+        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AND_LOG, uri, str(start_at), str(i)], cwd=ROOT,
+                                  env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for i in range(4)]
+        outputs = [p.communicate(timeout=180)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0, 0, 0], "\n".join(outputs)
+        import mlflow
+
+        runs = mlflow.MlflowClient(tracking_uri=uri).search_runs(
+            [mlflow.MlflowClient(tracking_uri=uri).get_experiment_by_name("concurrent").experiment_id])
+        assert sorted(r.info.status for r in runs) == ["FINISHED"] * 4
+
+
+# ------------------------------------------------------------------ 4. one directory per job
+def test_jobs_started_in_the_same_second_get_their_own_directories(tmp_path):
+    procs = [_start([*GSM8K, *QUIET, f"seed={seed}"], tmp_path) for seed in (1, 2)]
+    for p in procs:
+        out = p.communicate(timeout=300)[0]
+        assert p.returncode == 0, out
+    reports = sorted(tmp_path.glob("outputs/*/*/report.json"))
+    assert len(reports) == 2
+    from omegaconf import OmegaConf
+
+    assert sorted(OmegaConf.load(r.parent / "config.yaml").seed for r in reports) == [1, 2]
+
+
+def test_the_run_directory_has_a_unique_part_even_within_one_second():
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from runner.config.store import register_schemas
+
+    register_schemas()
+    dirs = []
+    for _ in range(2):
+        GlobalHydra.instance().clear()
+        with initialize_config_module(config_module="conf", version_base="1.3"):
+            cfg = hydra_compose(config_name="config", overrides=["task.name=../../x"], return_hydra_config=True)
+            OmegaConf.resolve(cfg.hydra.run)
+            dirs.append(cfg.hydra.run.dir)
+    assert dirs[0] != dirs[1]
+    assert all(d.count("/") == 2 and ".._.._x" in d for d in dirs)  # one component: the name cannot climb out
+
+
+# ------------------------------------------------------------------ 5. SIGTERM and SIGKILL
+def _wait_for(proc: subprocess.Popen, text: str, timeout: float = 240) -> str:
+    seen, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if text in line:
+            return "".join(seen)
+    raise AssertionError(f"never saw {text!r}:\n{''.join(seen)}")
+
+
+@pytest.mark.e2e
+def test_sigterm_marks_the_run_killed_and_sigkill_is_closed_by_the_next_run(tmp_path):
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    job = ["task.num_samples=57", "reference.mode=skip", f"tracking.tracking_uri={uri}", "cache=off"]
+    term = _start(job, tmp_path)
+    _wait_for(term, "evaluating 57")
+    term.send_signal(signal.SIGTERM)
+    out = term.communicate(timeout=60)[0]
+    assert term.returncode == 143, out
+    assert "stopped by SIGTERM" in out and "Traceback" not in out
+    failure = json.loads(next(tmp_path.glob("outputs/*/*/failure.json")).read_text())
+    assert failure["error"] == "Terminated: stopped by SIGTERM"
+
+    killed = _start(job, tmp_path)
+    _wait_for(killed, "evaluating 57")
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=60)
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("runner").experiment_id
+    statuses = sorted(r.info.status for r in client.search_runs([experiment]))
+    assert statuses == ["KILLED", "RUNNING"]  # the SIGKILLed run cannot close itself
+
+    proc = run_cli([*GSM8K, "reference.mode=skip", f"tracking.tracking_uri={uri}"], tmp_path, env=_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runs = client.search_runs([experiment])
+    assert sorted(r.info.status for r in runs) == ["FINISHED", "KILLED", "KILLED"]
+    closed = [r for r in runs if r.data.tags.get("error", "").startswith("the process that ran this job ended")]
+    assert len(closed) == 1
+
+
+# ------------------------------------------------------------------ 7. Hydra's own nodes
+@pytest.mark.parametrize("override", [
+    "+hydra.callbacks.x._target_=builtins.open",
+    "hydra.callbacks.sweep._target_=os.system",
+    "+hydra.callbacks={x:{_target_:builtins.print}}",
+    "+hydra.callbacks.x._target_=hydra.utils.call",
+    "hydra.launcher._target_=builtins.exec",
+    "+hydra.job_logging.handlers.h.class=builtins.open",
+    "+hydra.hydra_logging.handlers={h:{class:os.system}}",
+])
+def test_overrides_that_make_hydra_call_foreign_code_are_refused(tmp_path, override):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    proc = run_cli([*GSM8K, *QUIET, override, "--cfg", "job"], tmp_path, env=_env())
+    assert proc.returncode == 1
+    assert "would make Hydra call code from outside the project" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert victim.read_text() == "keep me"
+
+
+def test_hydras_own_plugins_and_presets_still_compose(tmp_path):
+    proc = run_cli(["hydra/launcher=joblib", "hydra/job_logging=disabled", "--cfg", "hydra"], tmp_path, env=_env())
+    assert proc.returncode == 0, proc.stderr
+
+
+# ------------------------------------------------------------------ 8. names and paths from input
+@pytest.mark.parametrize("override", ["task.name=../../x", "model.name=a/b", "quant.name=.hidden", "task.name=" + "x" * 300])
+def test_names_that_become_paths_are_validated(tmp_path, override):
+    proc = run_cli([*GSM8K, "tracking=none", "reference.mode=record", f"reference.dir={tmp_path / 'refs'}", override],
+                   tmp_path, env=_env())
+    assert proc.returncode == 1
+    assert "must be a plain word" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "refs").exists() and not (tmp_path.parent / "x.yaml").exists()
+    assert all(p.resolve().is_relative_to(tmp_path / "outputs") for p in tmp_path.glob("outputs/**/*"))
+
+
+def test_a_reference_samples_file_must_stay_inside_the_references_directory(tmp_path):
+    from runner.references.samples import load_rows
+
+    for outside in ("/etc/passwd", "../../etc/passwd", "samples/../../secret.jsonl"):
+        with pytest.raises(UserError, match="outside the references' samples directory"):
+            load_rows(tmp_path, outside)
+
+
+# ------------------------------------------------------------------ 9. checks before the model loads
+@pytest.mark.parametrize("content", ["mmlu: [unclosed", "just a string", b"\xff\xfe binary"])
+def test_a_bad_references_file_stops_record_mode_before_the_model_loads(tmp_path, content):
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    path = refs / "gsm8k.yaml"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    proc = run_cli([*GSM8K, "tracking=none", "reference.mode=record", f"reference.dir={refs}"], tmp_path, env=_env())
+    assert proc.returncode == 1
+    assert "reference file" in proc.stderr and "Traceback" not in proc.stderr
+    assert "evaluating" not in proc.stdout + proc.stderr  # refused before any sample was asked
+    assert not list(tmp_path.glob("outputs/*/*/samples.jsonl"))
+
+
+def test_an_unwritable_reference_directory_stops_record_mode_before_the_model_loads(tmp_path):
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    refs.chmod(0o500)
+    try:
+        if os.access(refs, os.W_OK):
+            pytest.skip("running as a user that can write everywhere (root without CAP_DAC_OVERRIDE dropped)")
+        proc = run_cli([*GSM8K, "tracking=none", "reference.mode=record", f"reference.dir={refs}"], tmp_path, env=_env())
+    finally:
+        refs.chmod(0o700)
+    assert proc.returncode == 1 and "not writable" in proc.stderr
+
+
+# ------------------------------------------------------------------ 10/11. mistakes get a message
+def _refused(overrides: list[str], match: str) -> None:
+    from runner.run import run
+
+    with pytest.raises(UserError, match=match) as caught:
+        run(compose(overrides))
+    rendered = caught.value.render()
+    assert "where:" in rendered, rendered
+
+
+@pytest.mark.parametrize("override,match", [
+    ("+task.num_sample=16", "unknown key"),
+    ("+task.dataset.splt=test", "unknown key"),
+    ("+stats.methd=paired", "unknown key"),
+    ("task.max_output_len=0", "out of range"),
+    ("task.max_input_len=-1", "out of range"),
+    ("task.max_batch_size=0", "out of range"),
+    ("cache.chunk_size=0", "out of range"),
+    ("cache.chunk_size=-3", "out of range"),
+    ("seed=-1", "out of range"),
+    ("task.sigma=0", "sigma 0"),
+    ("task.num_samples=0", "num_samples"),
+    ("task.alpha=2", "alpha"),
+])
+def test_inputs_that_should_be_refused_are(tmp_path, override, match):
+    _refused([*GSM8K, *QUIET, f"output_dir={tmp_path}", override], match)
+
+
+def test_passkey_keeps_its_exact_rule(tmp_path):
+    from runner.config.validate import check_job
+
+    check_job(compose(["task=passkey_retrieval_1k", f"output_dir={tmp_path}"]))
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad")
+    for name in ("empty", "badcfg", "badst", "unknown", "custom"):
+        (root / name).mkdir()
+    (root / "badcfg" / "config.json").write_text("{not json")
+    (root / "badst" / "config.json").write_text(json.dumps({"model_type": "llama", "vocab_size": 10}))
+    (root / "badst" / "model.safetensors").write_bytes(b"\x00" * 100)
+    (root / "unknown" / "config.json").write_text(json.dumps({"model_type": "nosuchmodel"}))
+    (root / "custom" / "config.json").write_text(json.dumps({"model_type": "custom", "auto_map": {
+        "AutoConfig": "x.Cfg", "AutoModelForCausalLM": "x.M"}}))
+    data = root / "data"
+    data.mkdir()
+    (data / "badline.jsonl").write_text('{"question": "q", "answer": "#### 1"}\n{bad json\n')
+    (data / "nonutf8.jsonl").write_bytes(b"\xff\xfe\x00garbage\n")
+    (data / "empty.jsonl").write_text("")
+    (data / "nulls.jsonl").write_text('{"question": null, "answer": null}\n')
+    (root / "notadb.sqlite").write_text("garbage")
+    return root
+
+
+@pytest.mark.parametrize("overrides,match", [
+    (["model.path={root}/empty"], "no config.json"),
+    (["model.path={root}/badcfg"], "could not load the model"),
+    (["model.path={root}/badst"], "could not load the model"),
+    (["model.path={root}/unknown"], "model type is unknown"),
+    (["model.path={root}/custom"], "ships its own model code"),
+    (["task.dataset.local_path={root}/data/badline.jsonl"], "could not read split"),
+    (["task.dataset.local_path={root}/data/nonutf8.jsonl"], "could not read split"),
+    (["task.dataset.local_path={root}/data/empty.jsonl"], "could not read split|holds no rows"),
+    (["task.dataset.local_path={root}/data/nulls.jsonl"], "malformed GSM8K row"),
+    (["tracking=mlflow", "tracking.tracking_uri=file://{root}/mlruns"], "not one the runner can log to"),
+    (["tracking=mlflow", "tracking.tracking_uri=foo://x"], "not one the runner can log to"),
+    (["tracking=mlflow", "tracking.tracking_uri=sqlite:///{root}"], "must be a file"),
+    (["output_dir=/proc/forbidden"], "output directory cannot be written"),
+    (["cache.path=/proc/forbidden/gen.sqlite"], "generation cache cannot be opened"),
+    (["cache.path={root}/notadb.sqlite"], "generation cache cannot be opened"),
+    (["cache.path={root}"], "generation cache cannot be opened"),
+])
+def test_user_and_environment_mistakes_get_a_message(tmp_path, bad_files, overrides, match):
+    backend = [] if any(o.startswith("model.path") for o in overrides) else ["backend=fake"]
+    base = [o for o in GSM8K if o != "backend=fake"] + backend
+    _refused([*base, *QUIET, f"output_dir={tmp_path / 'out'}", *[o.format(root=bad_files) for o in overrides]], match)
+
+
+def test_a_mistake_prints_a_message_not_a_traceback_on_the_command_line(tmp_path):
+    proc = run_cli(["-m", "task=mmlu,gsm8k", "--cfg", "job"], tmp_path, env=_env())
+    assert proc.returncode == 1 and "cannot be combined" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli([*GSM8K, *QUIET, "+task.num_sample=16"], tmp_path, env=_env())
+    assert proc.returncode == 1 and "where:   task.num_sample" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_full_disk_is_a_message_and_keeps_what_was_written(tmp_path, monkeypatch):
+    import errno
+
+    from runner.cli import ENVIRONMENT_ERRNOS, environment_error
+
+    err = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "samples.jsonl"))
+    assert err.errno in ENVIRONMENT_ERRNOS
+    text = environment_error(err).render()
+    assert "the disk is full" in text and "samples.jsonl" in text and "generation cache keeps" in text
+
+
+# ------------------------------------------------------------------ 12. one unreadable job, one row
+def test_the_summary_marks_a_truncated_report_instead_of_failing(tmp_path):
+    from runner.sweep import summary as sweep_summary
+    from tests.sweep.test_sweep import fake_job
+
+    fake_job(tmp_path, 0, "none", p=0.5)
+    fake_job(tmp_path, 1, "fp8", p=0.5)
+    fake_job(tmp_path, 2, "int8", error="boom")
+    report = next(tmp_path.glob("1-*/report.json"))
+    report.write_text(report.read_text()[:40])
+    (next(tmp_path.glob("2-*/failure.json"))).write_text("")
+    summary = sweep_summary.build(tmp_path, "holm", None)
+    verdicts = {r["job"].split("-")[0]: (r["verdict"], r["error"]) for r in summary.rows}
+    assert verdicts["0"][0] == "passed"
+    assert verdicts["1"][0] == "failed" and "cannot be read" in verdicts["1"][1]
+    assert verdicts["2"][0] == "failed" and "cannot be read" in verdicts["2"][1]
+
+
+# ------------------------------------------------------------------ 13. code from the checkpoint
+def test_trust_remote_code_is_said_in_the_report_and_tags(tmp_path):
+    from runner.report import run_identity
+    from runner.run import prepare
+
+    cfg = compose([*GSM8K, *QUIET, f"output_dir={tmp_path}", "model.trust_remote_code=true"])
+    job = prepare(cfg)
+    assert any("trust_remote_code=true" in n and "runs in this process" in n for n in job.notes)
+    assert run_identity(cfg, None)[1]["trust_remote_code"] == "true"
+    assert run_identity(compose([*GSM8K, f"output_dir={tmp_path}"]), None)[1]["trust_remote_code"] == "false"
