@@ -288,11 +288,16 @@ def bad_files(tmp_path_factory):
     (["cache.path=/proc/forbidden/gen.sqlite"], "generation cache cannot be opened"),
     (["cache.path={root}/notadb.sqlite"], "generation cache cannot be opened"),
     (["cache.path={root}"], "generation cache cannot be opened"),
+    (["reference.mode=check", "reference.dir={root}/nowhere"], "no reference file"),
+    (["reference.mode=check", "model.hf_id=org/unregistered"], "has no references"),
+    (["tracking=mlflow", "tracking.experiment="], "experiment needs a name"),
+    (["backend.num_threads=-1"], "out of range"),
 ])
 def test_user_and_environment_mistakes_get_a_message(tmp_path, bad_files, overrides, match):
     backend = [] if any(o.startswith("model.path") for o in overrides) else ["backend=fake"]
     base = [o for o in GSM8K if o != "backend=fake"] + backend
     _refused([*base, *QUIET, f"output_dir={tmp_path / 'out'}", *[o.format(root=bad_files) for o in overrides]], match)
+    assert not (tmp_path / "out" / "samples.jsonl").exists()  # refused before any sample was answered
 
 
 def test_a_mistake_prints_a_message_not_a_traceback_on_the_command_line(tmp_path):

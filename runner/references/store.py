@@ -143,15 +143,28 @@ def _entries(data: Mapping[str, Any], model: str, path: Path) -> list[Mapping[st
     return entries
 
 
+def _registered(path: Path, data: dict[str, Any] | None, task: str, model: str) -> list[Mapping[str, Any]]:
+    """The model's entries; a missing file or model is an error that says how to record one."""
+    if data is None:
+        raise ReferenceError_(f"no reference file for task '{task}'", where=str(path), fix=_record_hint(task, model))
+    if model not in data:
+        registered = ", ".join(sorted(map(str, data))) or "(none)"
+        raise ReferenceError_(f"model '{model}' has no references for task '{task}'", where=str(path), given=model,
+                              allowed=f"models registered in this file: {registered}", fix=_record_hint(task, model))
+    return _entries(data, model, path)
+
+
 def preflight(ref_dir: str | os.PathLike[str], task: str, model: str, writing: bool) -> None:
-    """Before any model loads: the task's reference file parses, and when ``writing`` (record mode),
-    the file or its directory can be written, so an evaluation is never lost to a bad references file."""
+    """Before any model loads: the task's reference file parses and, to check, registers the model;
+    to record (``writing``), the file or its directory can be written. A bad references file never
+    costs an evaluation."""
     path = reference_path(ref_dir, task)
     data = _load(path)
+    if not writing:
+        _registered(path, data, task, model)
+        return
     if data is not None:
         _entries(data, model, path)
-    if not writing:
-        return
     target = path if path.exists() else _nearest_existing(path.parent)
     if not os.access(target, os.W_OK) or (target != path and not target.is_dir()):
         raise ReferenceError_("the reference cannot be recorded: its file or directory is not writable",
@@ -184,23 +197,7 @@ def lookup(
 ) -> Reference:
     """The first entry of ``model`` matching ``spec`` on every spec key, with overrides applied."""
     path = reference_path(ref_dir, task)
-    data = _load(path)
-    if data is None:
-        raise ReferenceError_(
-            f"no reference file for task '{task}'",
-            where=str(path),
-            fix=_record_hint(task, model),
-        )
-    if model not in data:
-        registered = ", ".join(sorted(map(str, data))) or "(none)"
-        raise ReferenceError_(
-            f"model '{model}' has no references for task '{task}'",
-            where=str(path),
-            given=model,
-            allowed=f"models registered in this file: {registered}",
-            fix=_record_hint(task, model),
-        )
-    entries = _entries(data, model, path)
+    entries = _registered(path, _load(path), task, model)
     query = spec.as_query()
     for index, entry in enumerate(entries):
         if _matches(entry, query):

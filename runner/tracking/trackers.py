@@ -163,6 +163,9 @@ class MlflowTracker:
 
     def check(self) -> None:
         """Fail fast when the tracking store cannot be reached."""
+        if not str(self.config.experiment or "").strip():
+            raise TrackingError("the MLflow experiment needs a name", where="tracking.experiment",
+                                given=repr(self.config.experiment), fix="set tracking.experiment=NAME (default: runner)")
         if self.uri.startswith(("http://", "https://")):
             url = self.uri.rstrip("/") + "/health"
             try:
