@@ -294,7 +294,7 @@ def bad_files(tmp_path_factory):
     (["backend.num_threads=-1"], "out of range"),
 ])
 def test_user_and_environment_mistakes_get_a_message(tmp_path, bad_files, overrides, match):
-    backend = [] if any(o.startswith("model.path") for o in overrides) else ["backend=fake"]
+    backend = [] if any(o.startswith(("model.path", "backend.")) for o in overrides) else ["backend=fake"]
     base = [o for o in GSM8K if o != "backend=fake"] + backend
     _refused([*base, *QUIET, f"output_dir={tmp_path / 'out'}", *[o.format(root=bad_files) for o in overrides]], match)
     assert not (tmp_path / "out" / "samples.jsonl").exists()  # refused before any sample was answered
