@@ -26,6 +26,8 @@ from runner.backends.base import ChatFormat, TaskLimits
 from runner.build import build_object
 from runner.config.validate import check_job
 from runner.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
+from runner.backends.models import resolve_model_source
+from runner.model_identity import check_architecture
 from runner.paths import check_name, write_atomic
 from runner.pipeline import score_all
 from runner.provenance import flatten, project_commit
@@ -118,6 +120,12 @@ def prepare(cfg: DictConfig) -> Job:
     quant = OmegaConf.to_object(cfg.quant)
     for where, name in (("task.name", task.name), ("model.name", model.name), ("quant.name", quant.name)):
         check_name(name, where)
+    if model.path:
+        resolve_model_source(model.name, model.hf_id, model.path, None)  # a missing directory, before anything else
+    check_architecture(model)
+    if model.path and OmegaConf.is_interpolation(cfg.model, "hf_id"):
+        log.info("model identity from the checkpoint %s: hf_id=%s (the reference key), name=%s",
+                 model.path, model.hf_id, model.name)
     validate_stats(cfg.stats)
     check_params(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better, where="task")
     defaults = HypothesisParams(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better)

@@ -89,7 +89,9 @@ def test_only_project_targets_are_built():
 
 
 def test_cfg_job_and_help_print():
-    job = subprocess.run([sys.executable, "-m", "runner", "--cfg", "job"], cwd=ROOT, capture_output=True, text=True)
+    job = subprocess.run([sys.executable, "-m", "runner", "--cfg", "job", "--package", "model", "--resolve"], cwd=ROOT,
+                         capture_output=True,
+                         text=True)
     assert job.returncode == 0 and "hf_id: HuggingFaceTB/SmolLM2-135M-Instruct" in job.stdout
     helped = subprocess.run([sys.executable, "-m", "runner", "--help"], cwd=ROOT, capture_output=True, text=True)
     assert helped.returncode == 0

@@ -1,9 +1,11 @@
-"""OmegaConf resolvers the config tree uses for output directories.
+"""OmegaConf resolvers the config tree uses for output directories and model identities.
 
 ``${runner.unique:}`` is a short random token, resolved once per config (OmegaConf caches it, and
 Hydra copies the cache into each sweep job), so two jobs started in the same second never share an
 output directory. ``${runner.path_part:${task.name}}`` turns a name into one safe path component
 before Hydra creates the directory; the names themselves are validated later, with a message.
+``${runner.checkpoint_id:${model.path},<default id>}`` names the model a checkpoint holds
+(:mod:`runner.model_identity`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from omegaconf import OmegaConf
 
 UNIQUE = "runner.unique"
 PATH_PART = "runner.path_part"
+CHECKPOINT_ID = "runner.checkpoint_id"
+CHECKPOINT_NAME = "runner.checkpoint_name"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
 
 
@@ -34,3 +38,8 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver(UNIQUE, unique_token, use_cache=True)
     if not OmegaConf.has_resolver(PATH_PART):
         OmegaConf.register_new_resolver(PATH_PART, path_part)
+    if not OmegaConf.has_resolver(CHECKPOINT_ID):
+        from runner.model_identity import checkpoint_id, checkpoint_name
+
+        OmegaConf.register_new_resolver(CHECKPOINT_ID, checkpoint_id)
+        OmegaConf.register_new_resolver(CHECKPOINT_NAME, checkpoint_name)

@@ -19,7 +19,8 @@ from runner.sweep.summary import SweepConfig
 
 @dataclass
 class ModelConfig:
-    """A model to evaluate. ``hf_id`` is the reference key; ``path`` says where to load it."""
+    """A model to evaluate. ``hf_id`` is the reference key; ``path`` says where to load it
+    (see :mod:`runner.model_identity` for how the two are kept consistent)."""
 
     name: str = MISSING
     hf_id: str = MISSING
@@ -27,6 +28,9 @@ class ModelConfig:
     embedded: Optional[str] = None  # name of an offline asset that can stand in for hf_id
     revision: Optional[str] = None
     trust_remote_code: bool = False
+    # What a checkpoint of this model looks like (config.json: model_type, hidden_size, num_hidden_layers,
+    # vocab_size): a model.path holding another model is refused instead of borrowing this identity.
+    architecture: Optional[dict[str, Any]] = None
 
 
 @dataclass

@@ -73,9 +73,9 @@ def reference_path(ref_dir: str | os.PathLike[str], task: str) -> Path:
 
 def _record_hint(task: str, model: str) -> str:
     return (
-        f"run a trusted configuration once with `python -m runner task={task} "
-        f"model=<the config for {model}> quant=<its quant> reference.mode=record` "
-        "to register its score as the reference"
+        f"record {model}'s reference once: rerun a trusted configuration (e.g. the unquantized model, quant=none) "
+        f"with task={task} reference.mode=record; then gate quantized builds against it with "
+        "reference.against=baseline, or run with reference.mode=skip for a score without a verdict"
     )
 
 

@@ -354,7 +354,8 @@ def test_a_worker_killed_by_sigkill_still_ends_the_sweep(tmp_path, mlflow_server
     entry point still writes the summary, closes the parent run and exits 1 with a message."""
     env = {"RUNNER_CACHE_DIR": str(shared_cache), "OMP_NUM_THREADS": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
     killer = killer_checkpoint(tmp_path)
-    result = run_cli(["-m", f"model.path=/nonexistent/checkpoint,{killer}", "model.trust_remote_code=true", *TINY,
+    result = run_cli(["-m", f"model.path=/nonexistent/checkpoint,{killer}", "model.trust_remote_code=true",
+                      "model.hf_id=HuggingFaceTB/SmolLM2-135M-Instruct", *TINY,  # its references: the load is reached
                       "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"tracking.tracking_uri={mlflow_server}",
                       "tracking.experiment=sweep-killed", f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=env)
     assert result.returncode == 1, result.stderr[-3000:]
