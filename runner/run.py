@@ -201,6 +201,12 @@ def find_reference(job: Job, spec: AccuracySpec) -> tuple[Any, HypothesisParams]
     """The reference entry of the effective spec (or of the unquantized baseline), and its test parameters."""
     from runner.references import store as references
 
+    if job.mode == "record":
+        note = references.check_replacement(job.ref_dir, job.task.name, job.task.metric, job.model.hf_id, spec,
+                                            job.cfg.reference.overwrite, job.defaults.num_samples)
+        if note:
+            log.warning(note)
+            job.notes.append(note)
     if job.mode != "check":
         return None, job.defaults
     key = spec

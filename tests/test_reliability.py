@@ -346,3 +346,26 @@ def test_trust_remote_code_is_said_in_the_report_and_tags(tmp_path):
     assert any("trust_remote_code=true" in n and "runs in this process" in n for n in job.notes)
     assert run_identity(cfg, None)[1]["trust_remote_code"] == "true"
     assert run_identity(compose([*GSM8K, f"output_dir={tmp_path}"]), None)[1]["trust_remote_code"] == "false"
+
+
+# ------------------------------------------------------------------ references never move by accident
+def test_recording_over_a_registered_entry_is_refused_unless_asked(tmp_path):
+    from ruamel.yaml import YAML
+
+    refs = tmp_path / "refs"
+    record = [*GSM8K, "tracking=none", "reference.mode=record", f"reference.dir={refs}"]
+    first = run_cli([*record, "task.num_samples=3"], tmp_path, env=_env())
+    assert first.returncode == 0, first.stderr
+    before = (refs / "gsm8k.yaml").read_text()
+
+    again = run_cli(record, tmp_path, env=_env())
+    assert again.returncode == 1 and "already registered" in again.stderr and "reference.overwrite=true" in again.stderr
+    assert "at n=3" in again.stderr and "Traceback" not in again.stderr
+    assert "evaluating" not in again.stdout + again.stderr  # refused before any sample was answered
+    assert (refs / "gsm8k.yaml").read_text() == before
+
+    replaced = run_cli([*record, "reference.overwrite=true"], tmp_path, env=_env())
+    assert replaced.returncode == 0, replaced.stderr
+    assert "fewer samples (2) than the one it replaces (3)" in replaced.stdout
+    entries = YAML(typ="safe").load((refs / "gsm8k.yaml").read_text())["HuggingFaceTB/SmolLM2-135M-Instruct"]
+    assert len(entries) == 1 and entries[0]["recorded"]["num_samples"] == 2

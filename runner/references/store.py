@@ -38,6 +38,7 @@ class ReferenceConfig:
     mode: str = "check"  # check | record | skip
     dir: Optional[str] = None  # None: the project's references/ directory
     against: str = "spec"  # spec: the entry of the effective spec | baseline: the unquantized entry
+    overwrite: bool = False  # record mode: replace an entry registered for the same spec (refused otherwise)
 
 
 def default_reference_dir() -> Path:
@@ -74,7 +75,7 @@ def reference_path(ref_dir: str | os.PathLike[str], task: str) -> Path:
 def _record_hint(task: str, model: str) -> str:
     return (
         f"record {model}'s reference once: rerun a trusted configuration (e.g. the unquantized model, quant=none) "
-        f"with task={task} reference.mode=record; then gate quantized builds against it with "
+        f"as `python -m runner task={task} <your overrides> reference.mode=record`; then gate quantized builds against it with "
         "reference.against=baseline, or run with reference.mode=skip for a score without a verdict"
     )
 
@@ -176,6 +177,32 @@ def _nearest_existing(path: Path) -> Path:
     while not path.exists() and path != path.parent:
         path = path.parent
     return path
+
+
+def check_replacement(ref_dir: str | os.PathLike[str], task: str, metric: str, model: str, spec: AccuracySpec,
+                      overwrite: bool, planned: int) -> str | None:
+    """Record mode, once the effective spec is known and before anything is evaluated: an entry of the
+    same spec is replaced only with ``overwrite``; a note when the new measurement uses fewer samples."""
+    path = reference_path(ref_dir, task)
+    data = _load(path)
+    entries = _entries(data, model, path) if data else []
+    query = spec.as_query()
+    entry = next((e for e in entries if _matches(e, query)), None)
+    if entry is None:
+        return None
+    recorded = entry.get(PROVENANCE_KEY) or {}
+    old_n = recorded.get("num_samples", entry.get("num_samples"))
+    old = f"{metric_key(metric)}={entry.get(metric_key(metric))}" + (f" at n={old_n}" if old_n else "") \
+        + (f", recorded {recorded['date']}" if recorded.get("date") else "")
+    if not overwrite:
+        raise ReferenceError_(
+            "a reference is already registered for this model and spec; recording would replace it",
+            where=f"{path} ({model}, {spec.describe()})", given=f"the registered entry: {old}",
+            fix="keep it (reference.mode=check gates against it), or replace it on purpose with reference.overwrite=true")
+    note = f"replacing the reference {old} of {model} [{spec.describe()}]"
+    if isinstance(old_n, (int, float)) and planned < old_n:
+        note += f"; WARNING: the new measurement plans fewer samples ({planned}) than the one it replaces ({old_n})"
+    return note
 
 
 def list_specs(ref_dir: str | os.PathLike[str], task: str, model: str) -> list[AccuracySpec]:
