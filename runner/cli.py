@@ -26,6 +26,7 @@ def run_job(cfg: DictConfig) -> int:
 
     multirun = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
     failure: BaseException | None = None
+    outcome = None
     try:
         if multirun:
             from runner.sweep.gpus import spread_over_gpus
@@ -54,7 +55,11 @@ def run_job(cfg: DictConfig) -> int:
             from runner.sweep.callback import record_failure
 
             record_failure(cfg, failure)
-        return status
+        return status  # the sweep writes the CI reports of all its jobs
+    from runner.exports.publish import publish_job
+
+    for path in publish_job(cfg, outcome, failure):
+        print(f"report: {path}", flush=True)
     sys.exit(status)
 
 

@@ -26,6 +26,7 @@ from runner.backends.base import ChatFormat, TaskLimits
 from runner.build import build_object
 from runner.config.validate import check_job
 from runner.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
+from runner.exports.lm_eval import results_json
 from runner.backends.models import resolve_model_source
 from runner.model_identity import check_architecture
 from runner.paths import check_name, write_atomic
@@ -287,6 +288,9 @@ def publish(job: Job, loaded: Loaded, scored: list[Any], metrics: dict[str, floa
     payload = report.report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
                                     job.notes, cache_stats, job.tracker.run_id, eval_time_s)
     write_atomic(job.out_dir / "report.json", json.dumps(payload, indent=2, default=str) + "\n", 0o644)
+    results = results_json(task, job.model, loaded.spec, metrics, [s.score for s in scored], loaded.info, eval_time_s,
+                           payload["decision"])
+    write_atomic(job.out_dir / "results.json", json.dumps(results, indent=2, default=str) + "\n", 0o644)
     print(text, flush=True)
     job.tracker.log_metrics(report.tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))
     job.tracker.set_tags({"verdict": "none" if decision is None else ("passed" if decision.all_passed else "regression"),

@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 from omegaconf import MISSING
 
+from runner.exports.config import ReportConfig
 from runner.references.store import ReferenceConfig
 from runner.stats.decision import StatsConfig
 from runner.sweep.summary import SweepConfig
@@ -102,6 +103,7 @@ class RunnerConfig:
     stats: StatsConfig = field(default_factory=StatsConfig)
     cache: Any = MISSING
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
     output_dir: str = MISSING
 
 

@@ -173,6 +173,10 @@ class SweepCallback(Callback):
                                           stopped=None if stopped_by is None else describe_stop(stopped_by))
             print(summary.render(), flush=True)
             exit_status = summary.exit_status
+            from runner.exports.publish import publish_sweep
+
+            for path in publish_sweep(config, summary):
+                print(f"report: {path}", flush=True)
             if self.client is not None:
                 summary.log_to(self.client, self.parent_id)
                 print(f"tracking: MLflow parent run {self.parent_id} in {self.client.tracking_uri} "

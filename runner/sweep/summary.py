@@ -18,7 +18,6 @@ verdict unchanged. ``sweep.correction=none`` therefore gives back exactly the jo
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import Any, Optional
 from runner.errors import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION
 from runner.stats.decision import STATISTICAL_RULES
 from runner.stats.multiple_testing import adjust
+from runner.sweep.html import render as render_html
 
 COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
            "ci_low", "ci_high", "threshold", "theta", "test", "alpha", "p_value", "verdict", "p_adjusted", "sweep_verdict",
@@ -282,24 +282,13 @@ def write(summary: Summary) -> dict[str, Path]:
     files = {"csv": base / "summary.csv", "html": base / "summary.html", "json": base / "summary.json",
              "png": base / "summary.png"}
     frame.to_csv(files["csv"], index=False)
-    head = (f"<h1>Sweep summary</h1><p>Sweep verdict: <b>{summary.verdict}</b> ({summary.correction} correction "
-            f"{html.escape(summary.alpha_text)}; {len(summary.flagged)} flagged, {len(summary.failed)} failed, "
-            f"{len(summary.rows)} jobs). test: the rule that decided the job; p_value: its one-sided p-value "
-            f"(none for a deterministic rule); p_adjusted: after the correction; sweep_verdict: regression where "
-            f"p_adjusted &lt; alpha, a deterministic rule failed, or an extra gate failed.</p>"
-            f"<p>{html.escape(summary.render_cache())}; cache_hits / cache_misses: each job's requests answered "
-            f"from / computed past the generation cache.</p>"
-            + (f"<p><b>Sweep stopped early</b>: {html.escape(summary.stopped)}</p>" if summary.stopped else ""))
+    plot(summary.rows, files["png"])
     table = frame.to_html(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}", border=0, classes="summary")
-    style = ("<style>body{font-family:sans-serif}table.summary{border-collapse:collapse}"
-             "table.summary td,table.summary th{padding:3px 8px;border-bottom:1px solid #ccc;text-align:right}</style>")
-    files["html"].write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>sweep summary</title>{style}"
-                             f"</head><body>{head}{table}</body></html>\n")
+    files["html"].write_text(render_html(summary, table, files["png"]))
     files["json"].write_text(json.dumps({"verdict": summary.verdict, "exit_status": summary.exit_status,
                                          "correction": summary.correction, "alpha": summary.alpha,
                                          "stopped": summary.stopped, "generation_cache": summary.cache,
                                          "rows": summary.rows}, indent=2, default=str) + "\n")
-    plot(summary.rows, files["png"])
     return files
 
 

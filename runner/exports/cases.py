@@ -1,0 +1,44 @@
+"""One evaluation job as a CI test case: what JUnit XML and markdown summaries are written from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+MARKS = {"passed": "✅", "regression": "❌", "failed": "💥", "incomplete": "⚠️", "no verdict": "➖"}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # e.g. "w4a16-perplexity" or a sweep's job directory
+    verdict: str  # passed | regression | failed | incomplete | no verdict
+    message: str  # one line: what decided
+    details: str = ""  # the verdict block, or the error
+    score: Optional[float] = None
+    reference: Optional[float] = None
+    difference: Optional[float] = None
+    p_value: Optional[float] = None
+    n: Optional[int] = None
+    time_s: Optional[float] = None
+
+    @property
+    def mark(self) -> str:
+        return MARKS.get(self.verdict, "")
+
+
+def from_row(row: dict[str, Any]) -> Case:
+    """A sweep summary row (runner/sweep/summary.py) as a case; its sweep verdict is what counts."""
+    verdict = row.get("sweep_verdict") or row.get("verdict") or "incomplete"
+    if row.get("error"):
+        message = " ".join(str(row["error"]).split())[:300]
+    elif row.get("test"):
+        message = f"{row['test']}: score {_num(row.get('score'))} vs reference {_num(row.get('reference'))}, " \
+                  f"p {_num(row.get('p_value'), 4)} (adjusted {_num(row.get('p_adjusted'), 4)})"
+    else:
+        message = verdict
+    return Case(str(row.get("job")), verdict, message, str(row.get("error") or ""), row.get("score"),
+                row.get("reference"), row.get("difference"), row.get("p_value"), row.get("n"))
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"

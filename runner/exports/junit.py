@@ -1,0 +1,39 @@
+"""JUnit XML, one test case per job: CI systems (GitLab, Jenkins, GitHub test reporters) show a
+regression as a failed test with the verdict block as its message, an error as an errored test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+from xml.etree import ElementTree as ET
+
+from runner.exports.cases import Case
+from runner.paths import write_atomic
+
+
+def junit_xml(cases: Sequence[Case], suite: str) -> str:
+    failures = sum(c.verdict == "regression" for c in cases)
+    errors = sum(c.verdict in ("failed", "incomplete") for c in cases)
+    skipped = sum(c.verdict == "no verdict" for c in cases)
+    total_time = sum(c.time_s or 0.0 for c in cases)
+    root = ET.Element("testsuites", name="runner", tests=str(len(cases)), failures=str(failures), errors=str(errors))
+    node = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)), failures=str(failures),
+                         errors=str(errors), skipped=str(skipped), time=f"{total_time:.2f}")
+    for case in cases:
+        test = ET.SubElement(node, "testcase", classname=suite, name=case.name, time=f"{case.time_s or 0.0:.2f}")
+        if case.verdict == "regression":
+            ET.SubElement(test, "failure", message=case.message, type="regression").text = case.details
+        elif case.verdict in ("failed", "incomplete"):
+            ET.SubElement(test, "error", message=case.message, type=case.verdict).text = case.details
+        elif case.verdict == "no verdict":
+            ET.SubElement(test, "skipped", message=case.message)
+        if case.details and case.verdict == "passed":
+            ET.SubElement(test, "system-out").text = case.details
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit(path: str | Path, cases: Sequence[Case], suite: str) -> Path:
+    target = Path(path).expanduser()
+    write_atomic(target, junit_xml(cases, suite), 0o644)
+    return target

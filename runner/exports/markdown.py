@@ -1,0 +1,48 @@
+"""A markdown summary of jobs, for people: a pull request comment or GitHub's job summary
+(appended to ``$GITHUB_STEP_SUMMARY`` when that variable names a file: it only locates it)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+from runner.exports.cases import Case
+from runner.paths import write_atomic
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+
+
+def markdown(cases: Sequence[Case], title: str, verdict: str) -> str:
+    lines = [f"### {title}: {verdict}", "",
+             "| job | verdict | score | reference | delta | p-value | n |", "|---|---|---:|---:|---:|---:|---:|"]
+    for c in cases:
+        lines.append(f"| {c.name} | {c.mark} {c.verdict} | {_f(c.score)} | {_f(c.reference)} | {_f(c.difference, sign=True)}"
+                     f" | {_f(c.p_value, 4)} | {c.n if c.n is not None else '-'} |")
+    for c in cases:
+        if c.details:
+            body = c.details.replace("```", "'''")
+            lines += ["", f"<details><summary>{c.mark} {c.name}: {c.message}</summary>", "", "```", body, "```",
+                      "", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(path: str | Path | None, text: str) -> list[Path]:
+    """Write ``text`` to ``path`` (when given) and append it to the CI job summary (when there is one)."""
+    written = []
+    if path:
+        target = Path(path).expanduser()
+        write_atomic(target, text, 0o644)
+        written.append(target)
+    summary = os.environ.get(STEP_SUMMARY_ENV)
+    if summary:
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+        written.append(Path(summary))
+    return written
+
+
+def _f(value: float | None, digits: int = 2, sign: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"

@@ -1,0 +1,45 @@
+"""Write the CI-facing reports of a finished job or sweep (``report.junit``, ``report.markdown``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runner.exports.cases import Case, from_row
+from runner.exports.junit import write_junit
+from runner.exports.markdown import markdown, write_markdown
+
+
+def job_case(cfg: Any, outcome: Any = None, error: BaseException | None = None) -> Case:
+    """The job as a case: its verdict block when it finished, its error when it did not."""
+    name = f"{cfg.quant.name}-{cfg.task.name}"
+    if outcome is None:
+        text = error.render() if hasattr(error, "render") else f"{type(error).__name__}: {error}"
+        return Case(name, "failed", " ".join(text.split())[:300], text)
+    decision = outcome.decision
+    report = Path(outcome.output_dir) / "report.txt"
+    details = report.read_text() if report.is_file() else ""
+    if decision is None:
+        return Case(name, "no verdict", f"score {outcome.score:.4f}, no verdict (reference.mode={cfg.reference.mode})",
+                    details, outcome.score)
+    verdict = "passed" if decision.all_passed else "regression"
+    return Case(name, verdict, f"{decision.test}: score {outcome.score:.4f} vs reference {decision.verdict.reference:.4f}",
+                details, outcome.score, decision.verdict.reference, decision.difference, decision.p_value, decision.n)
+
+
+def publish_job(cfg: Any, outcome: Any = None, error: BaseException | None = None) -> list[Path]:
+    case = job_case(cfg, outcome, error)
+    written = []
+    if cfg.report.junit:
+        written.append(write_junit(cfg.report.junit, [case], f"runner {cfg.model.name}"))
+    written += write_markdown(cfg.report.markdown, markdown([case], f"runner {cfg.model.hf_id}", case.verdict.upper()))
+    return written
+
+
+def publish_sweep(config: Any, summary: Any) -> list[Path]:
+    cases = [from_row(r) for r in summary.rows]
+    written = []
+    if config.report.junit:
+        written.append(write_junit(config.report.junit, cases, f"sweep {summary.sweep_dir.name}"))
+    written += write_markdown(config.report.markdown, markdown(cases, f"runner sweep {summary.sweep_dir}", summary.verdict))
+    return written

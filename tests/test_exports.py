@@ -1,0 +1,78 @@
+"""Reports for machines and people: lm-eval-shaped results.json, JUnit XML, markdown (and GitHub's
+job summary), and the sweep's styled HTML report."""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+from xml.etree import ElementTree as ET
+
+from runner.exports.lm_eval import stderr
+from runner.exports.publish import publish_sweep
+from runner.sweep import summary as sweep_summary
+from tests.conftest import ROOT, run_cli
+from tests.sweep.test_sweep import fake_job
+
+GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
+         f"task.dataset.local_path={ROOT / 'tests' / 'data' / 'gsm8k_local'}", "task.num_samples=4"]
+
+
+def test_stderr_is_the_standard_error_of_the_mean():
+    # by hand: mean 50, sample variance (4 * 50^2) / 3, divided by n = 4
+    assert math.isclose(stderr([0, 100, 100, 0]), math.sqrt(10000 / 3 / 4))
+    assert stderr([7.0]) is None
+
+
+def test_a_job_writes_results_json_junit_and_the_step_summary(tmp_path):
+    junit, step = tmp_path / "ci" / "junit.xml", tmp_path / "step.md"
+    proc = run_cli([*GSM8K, "tracking=none", "reference.mode=skip", f"report.junit={junit}",
+                    f"report.markdown={tmp_path / 'summary.md'}"], tmp_path,
+                   env={"HF_HUB_OFFLINE": "1", "GITHUB_STEP_SUMMARY": str(step)})
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(next(tmp_path.glob("outputs/*/*/results.json")).read_text())
+    figures = results["results"]["gsm8k"]
+    assert set(figures) >= {"alias", "accuracy,none", "accuracy_stderr,none", "exact_match_strict,none"}
+    assert results["n-shot"] == {"gsm8k": 5} and results["n-samples"]["gsm8k"] == {"original": 4, "effective": 4}
+    assert results["higher_is_better"] == {"gsm8k": {"accuracy": True}}
+    assert results["model_name"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and results["config"]["model"] == "fake"
+
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = suite.findall("testcase")
+    assert suite.get("tests") == "1" and len(cases) == 1 and cases[0].get("name") == "none-gsm8k"
+    assert cases[0].find("skipped") is not None  # no verdict asked: neither a pass nor a failure
+    assert "| none-gsm8k |" in step.read_text() and step.read_text() == (tmp_path / "summary.md").read_text() + "\n"
+
+
+def test_a_failed_job_is_an_errored_test_case(tmp_path):
+    junit = tmp_path / "junit.xml"
+    proc = run_cli([*GSM8K, "tracking=none", "reference.mode=skip", "task.max_output_len=0", f"report.junit={junit}"],
+                   tmp_path, env={"HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 1
+    error = ET.parse(junit).getroot().find("testsuite/testcase/error")
+    assert error is not None and "task.max_output_len" in error.text
+
+
+def test_a_sweep_is_one_test_case_per_job_with_its_sweep_verdict(tmp_path, monkeypatch):
+    fake_job(tmp_path, 0, "none", p=0.5)
+    fake_job(tmp_path, 1, "fp8", p=0.001, passed=False)
+    fake_job(tmp_path, 2, "int8", error="ModelError: model path does not exist")
+    summary = sweep_summary.build(tmp_path, "holm", None)
+    step = tmp_path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    config = SimpleNamespace(report=SimpleNamespace(junit=str(tmp_path / "junit.xml"), markdown=None))
+    written = publish_sweep(config, summary)
+    assert written == [tmp_path / "junit.xml", step]
+
+    suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
+    by_name = {c.get("name").split("-")[0]: c for c in suite.findall("testcase")}
+    assert by_name["0"].find("failure") is None and by_name["0"].find("error") is None
+    assert by_name["1"].find("failure").get("message").startswith("unpaired")
+    assert "model path does not exist" in by_name["2"].find("error").get("message")
+    text = step.read_text()
+    assert "### runner sweep" in text and "❌ regression" in text and "💥 failed" in text
+
+    page = (tmp_path / "summary.html").read_text()
+    assert "class='banner'" in page and ">FAILED</span>" in page and "data:image/png;base64," in page
+    assert page.count("class='pill'") == 3 and "#cf222e'>regression" in page
