@@ -25,7 +25,7 @@ def run_identity(cfg: Any, parent_run_id: str | None) -> tuple[str, dict[str, st
     }
     if parent_run_id:
         tags["mlflow.parentRunId"] = parent_run_id
-    return f"{cfg.model.name}-{cfg.quant.name}-{cfg.task.name}", tags
+    return f"{cfg.quant.name}-{cfg.task.name}", tags  # what differs between runs first; the model is a tag
 
 
 def write_failure(out_dir: Path, err: BaseException, run_id: str | None) -> None:
@@ -100,17 +100,50 @@ def report_payload(task: Any, model: Any, spec: AccuracySpec, metrics: dict[str,
             "mlflow_run_id": run_id, "eval_time_s": round(eval_time_s, 2)}
 
 
+VERDICT_CODES = {"passed": 0, "regression": 1, "no verdict": 2, "failed": 3}
+"""The ``verdict`` metric (sortable in MLflow's runs table); the ``verdict`` tag says it in words."""
+
+
+def verdict_word(decision: Decision | None) -> str:
+    return "no verdict" if decision is None else ("passed" if decision.all_passed else "regression")
+
+
 def tracked_metrics(score: float, metrics: dict[str, float], evaluated: int, eval_time_s: float,
                     params: HypothesisParams, decision: Decision | None) -> dict[str, float]:
-    """The MLflow metrics of a job: the same figures as the report."""
+    """The MLflow metrics of a job: the same figures as the report. Breakdowns (``subject/...``) go to
+    a table artifact instead (:func:`breakdown_table`), so the runs table keeps a few columns."""
     logged = {"score": score, "num_samples": float(evaluated), "num_evaluated": float(evaluated),
-              "eval_time_s": eval_time_s, "theta": params.theta}
-    logged |= {k.replace(",", "_"): v for k, v in metrics.items()}
+              "eval_time_s": eval_time_s, "theta": params.theta,
+              "verdict": float(VERDICT_CODES[verdict_word(decision)])}
+    logged |= {k.replace(",", "_"): v for k, v in metrics.items() if "/" not in k}
     if decision is not None:
         logged |= decision.metrics()
+        reference = decision.verdict.reference
+        logged["delta"] = decision.difference
+        if reference:
+            logged["delta_pct"] = 100.0 * decision.difference / abs(reference)
         if decision.theta is None:
             logged.pop("theta")
     return logged
+
+
+def readable_tags(decision: Decision | None) -> dict[str, str]:
+    """Tags shown in MLflow's default runs columns: the verdict, and p-values rounded for people
+    (the metrics keep full precision)."""
+    tags = {"verdict": verdict_word(decision), "decided_by": decision.rule if decision else "none"}
+    if decision is not None:
+        tags["p_value"] = "-" if decision.p_value is None else f"{decision.p_value:.4g}"
+        tags["delta"] = f"{decision.difference:+.4g}"
+    return tags
+
+
+def breakdown_table(metrics: dict[str, float]) -> dict[str, list[Any]] | None:
+    """``group/name`` metrics (MMLU's per-subject accuracies) as one table: group, name, value."""
+    rows = sorted(k for k in metrics if "/" in k)
+    if not rows:
+        return None
+    return {"group": [k.split("/", 1)[0] for k in rows], "name": [k.split("/", 1)[1] for k in rows],
+            "value": [metrics[k] for k in rows]}
 
 
 def summary_line(decision: Decision | None, exit_status: int, output_dir: Path, where: str) -> str:
@@ -120,6 +153,6 @@ def summary_line(decision: Decision | None, exit_status: int, output_dir: Path, 
         result = ("PASSED" if decision.all_passed else "REGRESSION DETECTED") + f" ({decision.test})"
     return "\n".join([
         f"result: {result} (exit {exit_status})",
-        f"outputs: {output_dir} (report.txt, report.json, samples.jsonl)",
+        f"outputs: {output_dir} (report.txt, report.json, results.json, samples.jsonl)",
         f"tracking: {where}",
     ])

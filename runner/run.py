@@ -74,6 +74,7 @@ class Job:
     limits: TaskLimits
     chat: ChatFormat
     notes: list[str] = field(default_factory=list)
+    reference: Any = None  # the matched reference entry, once looked up
 
     @property
     def mode(self) -> str:
@@ -175,11 +176,12 @@ def evaluate(job: Job) -> Outcome:
         loaded = load(job)
         reference, params = find_reference(job, loaded.spec)
         samples = select_samples(job, params, reference is not None)
-        scored, eval_time_s, cache_stats = answer(job, loaded.info, samples)
+        monitor = sequential_monitor(job, reference, params, len(samples))
+        scored, eval_time_s, cache_stats = answer(job, loaded.info, samples, monitor, reference, params)
     metrics = job.evaluator.aggregate(scored)
     report.write_samples(job.out_dir / "samples.jsonl", scored)
     params = replace(params, num_samples=max(len(scored), 1))  # the statistics use what was evaluated
-    decision = decide(job, reference, samples, scored, metrics, params)
+    decision = decide(job, reference, samples[:len(scored)], scored, metrics, params, monitor)
     record_path = record(job, loaded, scored, metrics) if job.mode == "record" else None
     return publish(job, loaded, scored, metrics, params, decision, record_path, eval_time_s, cache_stats)
 
@@ -215,6 +217,7 @@ def find_reference(job: Job, spec: AccuracySpec) -> tuple[Any, HypothesisParams]
         key = replace(spec, quant_algo=None, kv_cache_quant_algo=None)
         job.notes.append(f"compared with the unquantized baseline reference [{key.describe()}]")
     reference = references.lookup(job.ref_dir, job.task.name, job.task.metric, job.model.hf_id, key, job.defaults)
+    job.reference = reference
     log.info("reference %s = %.4f (%s, entry %d)", job.task.metric, reference.value, reference.path.name, reference.index)
     return reference, reference.params
 
@@ -231,29 +234,70 @@ def select_samples(job: Job, params: HypothesisParams, checked: bool) -> list[An
     return samples
 
 
-def answer(job: Job, info: Any, samples: list[Any]) -> tuple[list[Any], float, dict[str, Any] | None]:
-    """Every request answered in bulk, through the generation cache when it is on, and scored."""
+def sequential_monitor(job: Job, reference: Any, params: HypothesisParams, n_max: int) -> Any:
+    """The looks of ``stats.sequential`` (None: one look at every sample)."""
+    from runner.stats.sequential_monitor import Monitor
+
+    seq = job.cfg.stats.sequential
+    if not seq.enabled or reference is None or n_max < 1:
+        if seq.enabled:
+            job.notes.append(f"stats.sequential: no verdict to reach (reference.mode={job.mode}); every sample evaluated")
+        return None
+    if reference.threshold is not None or params.sigma == 0:
+        job.notes.append("stats.sequential does not apply to a deterministic rule (explicit threshold or sigma 0); "
+                         "every sample evaluated")
+        return None
+    return Monitor(seq, n_max, params.alpha, params.beta)
+
+
+def answer(job: Job, info: Any, samples: list[Any], monitor: Any = None, reference: Any = None,
+           params: HypothesisParams | None = None) -> tuple[list[Any], float, dict[str, Any] | None]:
+    """Every request answered in bulk, through the generation cache when it is on, and scored.
+
+    With a sequential monitor, each look answers the next prefix of ``samples`` in one bulk call and
+    stops once a boundary is crossed."""
     from runner.cache import generations
 
     limits = replace(job.limits, guided_decoding=info.details.get("guided_decoding", "none"))
     cache = generations.open_for_job(job.cfg, info, limits, job.chat)
     answerer = job.backend if cache is None else generations.CachedBackend(job.backend, cache, job.cfg.cache.chunk_size)
     started = time.monotonic()
-    scored = score_all(job.evaluator, answerer, samples)
+    if monitor is None:
+        scored = score_all(job.evaluator, answerer, samples)
+    else:
+        scored = []
+        for n_k in monitor.sizes:
+            scored += score_all(job.evaluator, answerer, samples[len(scored):n_k])
+            metrics = job.evaluator.aggregate(scored)
+            prefix = replace(params, num_samples=len(scored))
+            look = monitor.observe(_decision(job, reference, samples[:len(scored)], scored, metrics, prefix), len(scored))
+            log.info("sequential look %d: n=%d Z=%s bounds [%.3f, %.3f]%s", len(monitor.looks), look.n,
+                     "n/a" if look.z is None else f"{look.z:.3f}", look.futility, look.efficacy,
+                     f" -> stop ({monitor.stopped})" if monitor.stopped else "")
+            if monitor.stopped:
+                break
     eval_time_s = time.monotonic() - started  # requests answered and scored (model loading excluded)
     return scored, eval_time_s, _log_cache(cache, job.tracker)
 
 
 def decide(job: Job, reference: Any, samples: list[Any], scored: list[Any], metrics: dict[str, float],
-           params: HypothesisParams) -> Decision | None:
+           params: HypothesisParams, monitor: Any = None) -> Decision | None:
     if reference is None:
         return None
-    ev = job.evaluator
-    decision = decide_against(reference, job.ref_dir, scored, metrics[job.task.metric], params, job.cfg.stats,
-                              ev.chance_level(samples), job.task.metric, RunProvenance(job.cfg.seed, ev.source_used),
-                              ev.extra_gates(metrics, reference))
+    decision = _decision(job, reference, samples, scored, metrics, params)
+    if monitor is not None:
+        decision.sequential = monitor.result(decision.passed, decision.p_value)
+        decision.passed = decision.sequential.passed
     job.notes.extend(decision.notes)
     return decision
+
+
+def _decision(job: Job, reference: Any, samples: list[Any], scored: list[Any], metrics: dict[str, float],
+              params: HypothesisParams) -> Decision:
+    ev = job.evaluator
+    return decide_against(reference, job.ref_dir, scored, metrics[job.task.metric], params, job.cfg.stats,
+                          ev.chance_level(samples), job.task.metric, RunProvenance(job.cfg.seed, ev.source_used),
+                          ev.extra_gates(metrics, reference))
 
 
 def record(job: Job, loaded: Loaded, scored: list[Any], metrics: dict[str, float]) -> Path:
@@ -293,11 +337,32 @@ def publish(job: Job, loaded: Loaded, scored: list[Any], metrics: dict[str, floa
     write_atomic(job.out_dir / "results.json", json.dumps(results, indent=2, default=str) + "\n", 0o644)
     print(text, flush=True)
     job.tracker.log_metrics(report.tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))
-    job.tracker.set_tags({"verdict": "none" if decision is None else ("passed" if decision.all_passed else "regression"),
-                          "decided_by": decision.rule if decision else "none"})
+    job.tracker.set_tags(report.readable_tags(decision))
+    job.tracker.set_description(text)
+    log_tables(job, scored, metrics)
     job.tracker.log_artifacts(job.out_dir)
     status = EXIT_REGRESSION if decision is not None and not decision.all_passed else EXIT_OK
     return Outcome(status, score, metrics, loaded.spec, job.out_dir, decision, job.tracker.run_id, record_path, job.notes)
+
+
+def log_tables(job: Job, scored: list[Any], metrics: dict[str, float]) -> None:
+    """Per-sample results, breakdowns and the samples that moved against the reference, as tables."""
+    from runner.tracking import tables
+
+    job.tracker.log_dataset(tables.dataset_rows(scored), f"{job.task.name}-{len(scored)}",
+                            job.evaluator.source_used or job.task.name)
+    job.tracker.log_table(tables.samples_table(scored), "samples")
+    breakdown = report.breakdown_table(metrics)
+    if breakdown:
+        job.tracker.log_table(breakdown, "breakdown")
+    recorded = (job.reference.recorded or {}) if job.reference is not None else {}
+    if recorded.get("samples"):
+        from runner.references import samples as reference_samples
+
+        flipped = tables.flipped_table(reference_samples.load(job.ref_dir, recorded["samples"]), scored,
+                                       job.task.higher_is_better)
+        if flipped:
+            job.tracker.log_table(flipped, "flipped_samples")
 
 
 def _check_effective_spec(quant: Any, effective: AccuracySpec) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from runner.errors import ConfigError
+from runner.stats.sequential import SequentialConfig, validate as validate_sequential
 from runner.stats.unpaired import GATES, HypothesisParams, Verdict, decide
 
 METHODS = ("auto", "unpaired", "paired")
@@ -48,6 +49,7 @@ class StatsConfig:
     # regression: fail only when the data show a drop larger than the margin (H0: drop <= margin);
     # noninferiority: pass only when the data show the drop is smaller than the margin (H0: drop >= margin)
     gate: str = "regression"
+    sequential: SequentialConfig = field(default_factory=SequentialConfig)  # group-sequential looks (off by default)
 
 
 class Gate(Protocol):
@@ -88,6 +90,7 @@ class Decision:
     paired: Any = None  # runner.stats.paired.PairedResult when a paired test decided
     gates: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    sequential: Any = None  # runner.stats.sequential_monitor.SequentialResult when the gate looked sequentially
 
     @property
     def all_passed(self) -> bool:
@@ -104,6 +107,8 @@ class Decision:
     @property
     def p_value(self) -> float | None:
         """The p-value of the rule that decided (None for the deterministic rules)."""
+        if self.sequential is not None:
+            return self.sequential.p_value
         if self.rule == "paired":
             return self.paired.p_value
         if self.rule == "unpaired":
@@ -112,6 +117,8 @@ class Decision:
 
     @property
     def theta(self) -> float | None:
+        if self.sequential is not None:
+            return self.sequential.theta
         if self.rule == "paired":
             return self.paired.theta_paired if math.isfinite(self.paired.theta_paired) else None
         if self.rule == "explicit_threshold":
@@ -125,14 +132,20 @@ class Decision:
 
     @property
     def ci(self) -> tuple[float, float] | None:
+        if self.sequential is not None:
+            return self.sequential.rci
         return self.paired.ci if self.rule == "paired" else self.verdict.confidence_interval()
 
     @property
     def ci_method(self) -> str:
+        if self.sequential is not None:
+            return "repeated CI, group-sequential"
         return self.paired.ci_method if self.rule == "paired" else "Wald, sigma as configured"
 
     @property
     def test(self) -> str:
+        if self.sequential is not None:
+            return self.sequential.test
         return {"explicit_threshold": "explicit threshold", "exact": "exact rule (sigma 0)",
                 "unpaired": "TensorRT-LLM unpaired z-test"}.get(self.rule) or self.paired.method
 
@@ -172,13 +185,14 @@ class Decision:
             "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
             "ci_level": 1 - 2 * self.alpha, "ci_method": self.ci_method if ci else None,
             "tests": self.tests(),
+            "sequential": self.sequential.to_dict() if self.sequential is not None else None,
         }
 
     def metrics(self) -> dict[str, float]:
         """MLflow metrics: the same figures as the report (undefined ones are left out)."""
         d = self.to_dict()
         out = {"reference": d["reference"], "threshold": d["threshold"], "room": d["room"], "passed": float(d["passed"]),
-               "accuracy_passed": float(d["accuracy_passed"]), "difference": d["difference"], "num_samples": float(d["n"]),
+               "accuracy_passed": float(d["accuracy_passed"]), "num_samples": float(d["n"]),
                "alpha": d["alpha"], "sigma": d["sigma"], "tolerance": d["tolerance"],
                "unpaired_p_value": self.verdict.p_value, "unpaired_passed": float(self.verdict.passed)}
         for key in ("theta", "p_value", "ci_low", "ci_high"):
@@ -189,12 +203,16 @@ class Decision:
             out |= {f"paired_{k}": float(p[k]) for k in ("theta_paired", "discordant_b", "discordant_c") if p[k] is not None}
         for g in self.gates:
             out |= g.metrics()
+        if self.sequential is not None:
+            out |= self.sequential.metrics()
         return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
 
     def render(self) -> str:
         parts = [self.verdict.render()]
         if self.paired is not None:
             parts.append(self.paired.render())
+        if self.sequential is not None:
+            parts.append(self.sequential.render())
         parts += [g.render() for g in self.gates]
         ci = self.ci
         lines = [f"decided by:  {self.test} ({self.rule.replace('_', ' ')} rule)", f"hypothesis:  {self.hypothesis()}"]
@@ -227,6 +245,10 @@ def validate(stats: Any) -> None:
     if stats.margin_unit not in MARGIN_UNITS:
         raise ConfigError("unknown margin unit", where="stats.margin_unit", given=stats.margin_unit,
                           allowed=", ".join(MARGIN_UNITS))
+    validate_sequential(stats.sequential)
+    if stats.sequential.enabled and stats.gate != "regression":
+        raise ConfigError("sequential looks are planned for the regression gate only", where="stats.sequential.enabled",
+                          given=f"stats.gate={stats.gate}", fix="use stats.gate=regression, or turn the looks off")
     margin = stats.margin
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin < 0:
         raise ConfigError("the margin must be a finite number >= 0", where="stats.margin", given=repr(margin),

@@ -28,6 +28,7 @@ from runner.errors import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION
 from runner.stats.decision import STATISTICAL_RULES
 from runner.stats.multiple_testing import adjust
 from runner.sweep.html import render as render_html
+from runner.report import VERDICT_CODES
 
 COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
            "ci_low", "ci_high", "threshold", "theta", "test", "alpha", "p_value", "verdict", "p_adjusted", "sweep_verdict",
@@ -126,6 +127,8 @@ class Summary:
         for key, value in counts.items():
             client.log_metric(parent_id, key, float(value))
         client.set_tag(parent_id, "sweep.verdict", self.verdict)
+        client.set_tag(parent_id, "verdict", self.verdict.lower())  # the children's column shows the parent's too
+        client.log_metric(parent_id, "verdict", float(VERDICT_CODES.get(self.verdict.lower(), VERDICT_CODES["failed"])))
 
 
 def _fmt(value: Any, digits: int = 2) -> str:

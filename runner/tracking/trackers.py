@@ -148,6 +148,12 @@ class NullTracker:
 
     def end(self, status: str) -> None: ...
 
+    def log_table(self, data: dict[str, list[Any]], name: str) -> None: ...
+
+    def log_dataset(self, data: dict[str, list[Any]], name: str, source: str) -> None: ...
+
+    def set_description(self, text: str) -> None: ...
+
     def where(self) -> str:
         return "tracking=none: nothing was logged to MLflow"
 
@@ -225,6 +231,30 @@ class MlflowTracker:
         import mlflow
 
         mlflow.log_artifacts(str(directory))
+
+    def log_table(self, data: dict[str, list[Any]], name: str) -> None:
+        """A table artifact (``name``.json) that MLflow's artifact view shows as a sortable table."""
+        import mlflow
+
+        mlflow.log_table(data=data, artifact_file=f"{name}.json")
+
+    def log_dataset(self, data: dict[str, list[Any]], name: str, source: str) -> None:
+        """The evaluated samples as the run's input dataset (MLflow's Datasets column and tab)."""
+        import mlflow
+        import pandas as pd
+
+        import warnings
+
+        with warnings.catch_warnings():  # a plain source string "can be interpreted in multiple ways": it is a label
+            warnings.simplefilter("ignore", UserWarning)
+            dataset = mlflow.data.from_pandas(pd.DataFrame(data), source=source, name=name)
+        mlflow.log_input(dataset, context="evaluation")
+
+    def set_description(self, text: str) -> None:
+        """The run's description (MLflow renders it as markdown on the run page)."""
+        import mlflow
+
+        mlflow.set_tag("mlflow.note.content", f"```\n{text}\n```"[:5000])
 
     def end(self, status: str) -> None:
         import mlflow

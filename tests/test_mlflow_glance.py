@@ -1,0 +1,53 @@
+"""MLflow at a glance: run names that lead with what differs, verdict/score/reference/delta as
+columns, readable p-values, breakdowns and samples as tables, the report as the description, the
+evaluated samples as the run's dataset, and the samples that flipped against the reference."""
+
+from __future__ import annotations
+
+import json
+
+import mlflow
+
+from runner.report import breakdown_table
+from tests.conftest import ROOT, run_cli
+
+GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
+         f"task.dataset.local_path={ROOT / 'tests' / 'data' / 'gsm8k_local'}", "task.num_samples=8", "stats.method=paired"]
+
+
+def test_a_checked_run_reads_at_a_glance(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    common = [*GSM8K, f"tracking.tracking_uri={uri}", f"reference.dir={tmp_path / 'refs'}"]
+    recorded = run_cli([*common, "reference.mode=record"], tmp_path, env={"HF_HUB_OFFLINE": "1"})
+    assert recorded.returncode == 0, recorded.stderr
+    # the fake backend echoes the prompt's end (every answer wrong); now one answer becomes right:
+    # the first fixture question's answer is 1,000, and lm-eval's flexible filter takes the last number
+    checked = run_cli([*common, "backend.default_answer=The answer is 1000"], tmp_path, env={"HF_HUB_OFFLINE": "1"})
+    assert checked.returncode == 0, checked.stderr
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([client.get_experiment_by_name("runner").experiment_id], order_by=["attributes.start_time"])
+    run = runs[-1]
+    assert run.info.run_name == "none-gsm8k"
+    tags, metrics = run.data.tags, run.data.metrics
+    assert tags["model"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and tags["backend"] == "fake"
+    assert tags["verdict"] == "passed" and metrics["verdict"] == 0.0
+    assert metrics["reference"] == 0.0 and metrics["score"] > 0.0
+    assert metrics["delta"] == metrics["score"] - metrics["reference"]
+    assert "delta_pct" not in metrics  # undefined against a reference of 0
+    assert tags["p_value"] == f"{metrics['p_value']:.4g}" and tags["delta"].startswith("+")
+    assert "accuracy:" in tags["mlflow.note.content"] and "PASSED" in tags["mlflow.note.content"]
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"samples.json", "flipped_samples.json", "results.json", "report.txt"} <= artifacts
+    flipped = json.loads(open(client.download_artifacts(run.info.run_id, "flipped_samples.json")).read())
+    rows = [dict(zip(flipped["columns"], row)) for row in flipped["data"]]
+    assert len(rows) == 1 and rows[0]["change"] == "better" and rows[0]["reference_score"] == 0.0
+    assert run.inputs.dataset_inputs and run.inputs.dataset_inputs[0].dataset.name == "gsm8k-8"
+    assert runs[0].data.tags["verdict"] == "no verdict" and runs[0].data.metrics["verdict"] == 2.0
+
+
+def test_breakdowns_become_one_table_not_many_columns():
+    metrics = {"accuracy": 30.0, "subject/anatomy": 25.0, "subject/virology": 40.0}
+    assert breakdown_table(metrics) == {"group": ["subject", "subject"], "name": ["anatomy", "virology"],
+                                        "value": [25.0, 40.0]}
+    assert breakdown_table({"accuracy": 30.0}) is None
