@@ -28,10 +28,20 @@ def run_job(cfg: DictConfig) -> int:
     failure: BaseException | None = None
     outcome = None
     try:
+        where = ""
         if multirun:
             from runner.sweep.gpus import spread_over_gpus
+            from runner.sweep.progress import position
 
-            spread_over_gpus(cfg, HydraConfig.get().job.num)
+            where = position(HydraConfig.get().job.num)
+            if not cfg.dry_run:
+                print(f"{where}{cfg.quant.name}-{cfg.task.name}", flush=True)
+                spread_over_gpus(cfg, HydraConfig.get().job.num)
+        if cfg.dry_run:
+            from runner.dry_run import dry_run
+
+            dry_run(cfg, where)
+            return 0 if multirun else sys.exit(0)
         outcome = run(cfg)
         status = outcome.exit_status
     except OSError as err:

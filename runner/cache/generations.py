@@ -153,6 +153,10 @@ class GenerationCache:
     def count(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
+    def contexts(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every job context stored so far, with its document (what a dry run matches against)."""
+        return [(cid, json.loads(doc)) for cid, doc in self._db.execute("SELECT context, document FROM contexts")]
+
 
 @dataclasses.dataclass
 class BoundCache:

@@ -104,6 +104,7 @@ class RunnerConfig:
     cache: Any = MISSING
     sweep: SweepConfig = field(default_factory=SweepConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    dry_run: bool = False  # list what would run (n, cached requests, estimated time) without loading a model
     output_dir: str = MISSING
 
 

@@ -96,6 +96,12 @@ class SweepCallback(Callback):
         global _open_sweep
         from runner.errors import EXIT_ERROR, UserError
 
+        from runner.sweep.progress import announce
+
+        announce(config)
+        if config.get("dry_run"):
+            print("dry run: each job says what it would evaluate; nothing is loaded, evaluated or logged", flush=True)
+            return
         try:
             self._start(config)
         except UserError as err:
@@ -150,6 +156,8 @@ class SweepCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _exit_status
+        if config.get("dry_run"):
+            return
         _exit_status = self.finish(config)
 
     def finish(self, config: DictConfig, stopped_by: BaseException | None = None) -> int:

@@ -1,0 +1,108 @@
+"""``runner.dry_run=true``: what a job (or each job of a sweep) would do, without loading a model.
+
+Every check that needs no model runs (the same :func:`runner.run.prepare` as a real job), the seeded
+samples are drawn, and the line says how many samples, how many of their requests the generation
+cache already holds (matched on the model's files, quant spec, backend settings, limits and chat
+format: versions and device are known only once the model loads, so the count is what a rerun on
+the same host would find), and an estimate of the time from the throughput of earlier runs of the
+same model, quant, task and backend in MLflow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger("runner")
+
+
+def dry_run(cfg: DictConfig, position: str = "") -> str:
+    from runner.run import prepare
+
+    from runner.errors import UserError
+
+    job = prepare(cfg)
+    head = f"{position}{cfg.quant.name}-{cfg.task.name} ({cfg.model.hf_id}, backend={cfg.backend.name}): "
+    try:
+        samples = job.evaluator.samples(job.defaults.num_samples, cfg.seed)
+    except UserError:  # the subset depends on the model's tokenizer (length filters): known once it loads
+        n = job.defaults.num_samples
+        line = (head + f"n={n} (drawn by the model's token counts once it loads); cache: not counted; "
+                f"estimate: {estimate_seconds(cfg, job, n, None, 0)}")
+        print(line, flush=True)
+        return line
+    requests = [r for s in samples for r in job.evaluator.requests(s)]
+    cached = cached_requests(cfg, job, requests)
+    estimate = estimate_seconds(cfg, job, len(samples), cached, len(requests))
+    line = (head + f"n={len(samples)}, {len(requests)} requests; cache: "
+            + ("off" if cached is None else f"{cached} of {len(requests)} stored")
+            + f"; estimate: {estimate}")
+    print(line, flush=True)
+    return line
+
+
+def cached_requests(cfg: DictConfig, job: Any, requests: list[Any]) -> int | None:
+    """How many of ``requests`` the generation cache holds under a context of this job (None: cache off)."""
+    from runner.backends.models import resolve_model_source
+    from runner.cache import generations
+
+    if not cfg.cache.enabled:
+        return None
+    path = generations.cache_path(cfg)
+    if not path.is_file():
+        return 0
+    source = resolve_model_source(job.model.name, job.model.hf_id, job.model.path, job.model.embedded)
+    models = [generations.model_fingerprint(location, job.model.revision)  # what the backend loads, or names
+              for location in (source.location, job.model.path or job.model.hf_id)]
+    wanted = {
+        "quant": OmegaConf.to_container(cfg.quant, resolve=True),
+        "backend": {k: v for k, v in OmegaConf.to_container(cfg.backend, resolve=True).items() if k != "_target_"},
+        "chat": dataclasses.asdict(job.chat),
+    }
+    limits = {k: v for k, v in dataclasses.asdict(job.limits).items() if k != "guided_decoding"}
+    store = generations.GenerationCache(path)
+    best = 0
+    try:
+        for context_id, doc in store.contexts():
+            if doc.get("model") not in models or any(doc.get(k) != v for k, v in wanted.items()):
+                continue
+            if {k: v for k, v in (doc.get("limits") or {}).items() if k != "guided_decoding"} != limits:
+                continue
+            view = generations.BoundCache(store, context_id)
+            keys = sorted({view.key(r) for r in requests})
+            found = store.get_many(keys)
+            best = max(best, sum(view.key(r) in found for r in requests))
+    finally:
+        store.close()
+    return best
+
+
+def estimate_seconds(cfg: DictConfig, job: Any, n: int, cached: int | None, total: int) -> str:
+    """Seconds per sample of earlier FINISHED runs of the same model/quant/task/backend, times the samples
+    still to compute (model loading not included)."""
+    if cfg.tracking.name != "mlflow":
+        return "no history (tracking=none)"
+    try:
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=job.tracker.uri)
+        experiment = client.get_experiment_by_name(cfg.tracking.experiment)
+        if experiment is None:
+            return "no earlier run to measure from"
+        runs = client.search_runs([experiment.experiment_id], max_results=20, order_by=["attributes.start_time DESC"],
+                                  filter_string=(f"attributes.status = 'FINISHED' and tags.model = '{cfg.model.hf_id}' "
+                                                 f"and tags.quant = '{cfg.quant.name}' and tags.task = '{cfg.task.name}' "
+                                                 f"and tags.backend = '{cfg.backend.name}'"))
+    except Exception as err:  # an estimate is a courtesy: never a reason to fail the dry run
+        return f"unavailable ({type(err).__name__})"
+    rates = [r.data.metrics["eval_time_s"] / r.data.metrics["num_evaluated"] for r in runs
+             if r.data.metrics.get("num_evaluated") and r.data.metrics.get("cache_hits", 0) == 0
+             and "eval_time_s" in r.data.metrics]
+    if not rates:
+        return "no earlier uncached run to measure from"
+    rate = sorted(rates)[len(rates) // 2]
+    todo = n if not cached or not total else n * (total - cached) / total
+    return f"~{rate * todo:.0f} s of evaluation ({rate:.2f} s/sample, median of {len(rates)} earlier runs)"
