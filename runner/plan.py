@@ -24,13 +24,14 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import EXIT_ERROR, UserError
 from runner.stats.planning import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
 from runner.stats.unpaired import check_params, compute_threshold, min_samples_for_theta, plan_rows
 
 if TYPE_CHECKING:
+    from runner.spec import AccuracySpec
     from runner.stats.unpaired import HypothesisParams
 
 EXIT_USAGE = 2
@@ -57,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m runner.plan --sigma 50 --num-samples-total 14042 --target-theta 3\n"
             "  python -m runner.plan --num-samples-total 4096 --design paired --agreement 0.95 --target-theta 3\n"
             "  python -m runner.plan --savings\n"
+            "  python -m runner.plan task=mmlu model=llama31_8b quant=fp8_kv\n"
             "  python -m runner.plan --task mmlu --model meta-llama/Llama-3.1-8B-Instruct --quant-algo FP8\n"
             "exit status: 0 ok, 1 no matching reference, 2 bad command line"
         ),
@@ -103,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     task.add_argument("--spec-dec-algo")
     task.add_argument("--extra-acc-spec")
     task.add_argument("--references", type=Path, help="reference directory (default: the project's references/)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                   help="Hydra overrides exactly as for python -m runner (task=mmlu model=llama31_8b quant=fp8_kv): "
+                   "the reference entry and test the runner would use for that job")
     p.add_argument("--target-theta", type=float, help="also print the smallest n whose theta is at most this")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     return p
@@ -253,10 +258,49 @@ def _task_defaults(task: str) -> tuple[str, HypothesisParams]:
     return str(t.metric), HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
 
 
+def _job(overrides: list[str]) -> tuple[str, str, str, HypothesisParams, AccuracySpec, Path]:
+    """What ``python -m runner OVERRIDES`` would be judged with, before any model loads: the task,
+    model id, metric, test parameters, the requested spec with the task's reference-key parts
+    (``extra_acc_spec``) and the references directory."""
+    from hydra import compose, initialize_config_module
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+
+    from runner.build import build_object
+    from runner.config.store import register_schemas
+    from runner.config.validate import check_job
+    from runner.errors import ConfigError
+    from runner.references.store import default_reference_dir
+    from runner.spec import AccuracySpec
+    from runner.stats.unpaired import HypothesisParams
+
+    register_schemas()
+    try:
+        with initialize_config_module(config_module="conf", version_base="1.3"):
+            cfg = compose("config", overrides=[*overrides, "output_dir=."])
+    except HydraException as err:
+        raise ConfigError("these overrides do not compose", where="the command line", given=" ".join(overrides),
+                          fix=" ".join(str(err).split())[:400]) from None
+    check_job(cfg)
+    t = cfg.task
+    check_params(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better, where="task")
+    evaluator = build_object(cfg.task)
+    spec = AccuracySpec(dtype=str(cfg.backend.get("spec_dtype", "auto")), quant_algo=cfg.quant.quant_algo,
+                        kv_cache_quant_algo=cfg.quant.kv_cache_quant_algo, extra_acc_spec=evaluator.extra_acc_spec())
+    ref_dir = Path(cfg.reference.dir) if cfg.reference.dir else default_reference_dir()
+    model = OmegaConf.to_object(cfg.model)
+    return (str(t.name), model.hf_id, str(t.metric),
+            HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better), spec, ref_dir)
+
+
 def _applied(args: argparse.Namespace) -> int:
     from runner.references.store import default_reference_dir, lookup
     from runner.spec import AccuracySpec
 
+    if args.overrides:
+        args.task, args.model, metric, defaults, spec, ref_dir = _job(args.overrides)
+        ref = lookup(ref_dir, args.task, metric, args.model, spec, defaults)
+        return _print_applied(args, ref, metric, spec)
     tasks = available_tasks()
     if args.task not in tasks:
         print(
@@ -274,6 +318,10 @@ def _applied(args: argparse.Namespace) -> int:
     )
     ref_dir = args.references if args.references is not None else default_reference_dir()
     ref = lookup(ref_dir, args.task, metric, args.model, spec, defaults)
+    return _print_applied(args, ref, metric, spec)
+
+
+def _print_applied(args: argparse.Namespace, ref: Any, metric: str, spec: AccuracySpec) -> int:
     p = ref.params
     explicit = ref.threshold is not None
     threshold = ref.threshold if explicit else compute_threshold(ref.value, p.num_samples, p.sigma, p.alpha, p.higher_is_better)
@@ -319,6 +367,20 @@ def _applied(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    bad = [o for o in args.overrides if "=" not in o]
+    if bad:
+        parser.error(f"unrecognized arguments: {' '.join(bad)} (overrides are KEY=VALUE, as for python -m runner)")
+    if args.overrides and (args.task is not None or args.model is not None):
+        parser.error("give either Hydra overrides (task=... model=...) or --task/--model, not both")
+    if args.overrides:
+        given = [f"--{k.replace('_', '-')}" for k in TABLE_DEFAULTS if getattr(args, k) is not None]
+        if given or args.design is not None or args.savings:
+            parser.error("with overrides the values come from the config; table flags do not apply")
+        try:
+            return _applied(args)
+        except UserError as err:
+            print(err.render(), file=sys.stderr)
+            return EXIT_ERROR
     if args.task is not None or args.model is not None:
         if args.task is None or args.model is None:
             parser.error("--task and --model go together")

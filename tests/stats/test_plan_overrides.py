@@ -1,0 +1,42 @@
+"""``python -m runner.plan`` speaks the runner's language: Hydra overrides select the same entry the
+runner would be judged against, extra_acc_spec included."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from runner.stats.unpaired import compute_threshold
+from tests.conftest import ROOT
+
+
+def plan(*args: str, offline: bool = True) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)} | ({"HF_HUB_OFFLINE": "1"} if offline else {})
+    return subprocess.run([sys.executable, "-m", "runner.plan", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+
+
+def test_overrides_find_upstreams_entry_and_its_threshold():
+    res = plan("task=mmlu", "model=llama31_8b", "quant=fp8_kv", "task.dataset.source=hub", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    # references/mmlu.yaml: Llama-3.1-8B-Instruct, quant_algo FP8 + kv_cache_quant_algo FP8: 67.87 (upstream's entry)
+    assert out["reference"] == 67.87 and out["num_samples"] == 4096
+    assert out["threshold"] == compute_threshold(67.87, 4096, 50.0, 0.05, True)
+
+
+def test_the_reference_key_carries_the_tasks_protocol_parts():
+    # offline, MMLU reads the packaged copy: a different protocol, so upstream's entry does not apply
+    res = plan("task=mmlu", "model=llama31_8b", "quant=fp8_kv")
+    assert res.returncode == 1 and "extra_acc_spec=dataset=packaged" in res.stderr and "Traceback" not in res.stderr
+    # the embedded model's own 0-shot log-likelihood entry (references/mmlu.yaml) is found with its key
+    res = plan("task=mmlu_0shot", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["reference"] == 21.0526
+
+
+def test_bad_overrides_are_messages():
+    res = plan("task=nosuch")
+    assert res.returncode == 1 and "do not compose" in res.stderr and "Traceback" not in res.stderr
+    res = plan("task=mmlu", "--task", "mmlu", "--model", "x/y")
+    assert res.returncode == 2 and "not both" in res.stderr
