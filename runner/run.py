@@ -339,7 +339,10 @@ def publish(job: Job, loaded: Loaded, scored: list[Any], metrics: dict[str, floa
     job.tracker.log_metrics(report.tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))
     job.tracker.set_tags(report.readable_tags(decision))
     job.tracker.set_description(text)
-    log_tables(job, scored, metrics)
+    try:
+        log_tables(job, scored, metrics)
+    except Exception as err:  # views for the UI: the results are on disk and logged below; never fail the job
+        log.warning("could not log the tables to the tracker (%s: %s)", type(err).__name__, err)
     job.tracker.log_artifacts(job.out_dir)
     status = EXIT_REGRESSION if decision is not None and not decision.all_passed else EXIT_OK
     return Outcome(status, score, metrics, loaded.spec, job.out_dir, decision, job.tracker.run_id, record_path, job.notes)

@@ -51,3 +51,18 @@ def test_breakdowns_become_one_table_not_many_columns():
     assert breakdown_table(metrics) == {"group": ["subject", "subject"], "name": ["anatomy", "virology"],
                                         "value": [25.0, 40.0]}
     assert breakdown_table({"accuracy": 30.0}) is None
+
+
+def test_a_dataset_label_that_is_no_file_or_url_still_logs(tmp_path):
+    from types import SimpleNamespace
+
+    from runner.tracking.trackers import MlflowTracker
+
+    tracker = MlflowTracker(SimpleNamespace(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", experiment="e",
+                                            connect_timeout_s=5))
+    tracker.start("none-perplexity", {}, {})
+    for label in ("packaged", "corpus=pydoc_topics-32e8236b", "cais/mmlu"):
+        tracker.log_dataset({"sample_id": ["a"], "prompt": ["p"], "target": ["t"]}, f"x-{label}", label)
+    tracker.end("FINISHED")
+    run = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}").get_run(tracker.run_id)
+    assert len(run.inputs.dataset_inputs) == 3 and run.info.status == "FINISHED"

@@ -245,9 +245,13 @@ class MlflowTracker:
 
         import warnings
 
-        with warnings.catch_warnings():  # a plain source string "can be interpreted in multiple ways": it is a label
+        from mlflow.data.code_dataset_source import CodeDatasetSource
+
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            dataset = mlflow.data.from_pandas(pd.DataFrame(data), source=source, name=name)
+            # MLflow resolves a plain source string to a file, URL or Hub dataset and fails on a label such as
+            # "packaged": the source is stated as a tag of a code source instead
+            dataset = mlflow.data.from_pandas(pd.DataFrame(data), source=CodeDatasetSource({"source": source}), name=name)
         mlflow.log_input(dataset, context="evaluation")
 
     def set_description(self, text: str) -> None:

@@ -13,7 +13,7 @@ from runner.backends.hf.backend import HFBackend, TaskLimits
 from runner.errors import ConfigError, ModelError
 from runner.config.schemas import ModelConfig, QuantConfig
 from runner.backends.hf.backend import HFBackendConfig
-from tests.conftest import ROOT
+from tests.conftest import ROOT, compose
 
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
 NONE = QuantConfig(name="none")
@@ -179,3 +179,28 @@ def test_auto_dtype_is_one_reference_key_on_every_cpu(native_bf16, monkeypatch):
     assert info.details["torch_dtype"] == ("bfloat16" if native_bf16 else "float32")
     with backend(dtype="float32") as be:  # chosen by hand: part of the key
         assert be.info().spec.dtype == "float32"
+
+
+@pytest.mark.e2e
+def test_a_sweep_worker_loads_a_model_once_per_spec(tmp_path):
+    """Consecutive jobs of one process on the same files, spec and dtype reuse the loaded model; another
+    key (here the dtype; the quant spec is part of it the same way), or reuse_loaded_model=false, loads afresh."""
+    import json
+
+    from runner.backends.hf import loaded
+    from runner.run import run
+
+    loaded.forget()
+    base = ["task=passkey_retrieval_1k", "task.num_samples=2", "tracking=none", "reference.mode=skip", "cache=off"]
+
+    def loaded_as(*extra: str) -> str:
+        out = tmp_path / str(len(list(tmp_path.iterdir())))
+        run(compose([*base, *extra, f"output_dir={out}"]))
+        return json.loads((out / "report.json").read_text())["backend"]["details"]["loaded"]
+
+    assert loaded_as() == "fresh"
+    assert loaded_as("seed=1") == "reused"
+    assert loaded_as("backend.reuse_loaded_model=false") == "fresh"
+    assert loaded_as("seed=2") == "fresh"  # the job before kept nothing
+    assert loaded.load_key("m", None, False, {"quant_algo": "W8A16"}, "auto", "cpu", "sdpa") != \
+        loaded.load_key("m", None, False, {"quant_algo": None}, "auto", "cpu", "sdpa")  # another spec, another model

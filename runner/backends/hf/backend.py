@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import logging
 import platform
 import sys
 from collections import defaultdict
 from typing import Any, Optional, Sequence, TYPE_CHECKING
 
 from runner.backends.hf import guided
+from runner.backends.hf import loaded as loaded_models
 from runner.quant import modelopt as hf_quant
 from runner.backends.base import (
     Backend,
@@ -43,6 +45,9 @@ DTYPES = ("auto", "bfloat16", "float16", "float32")
 MIN_SHARED_PREFIX = 32  # tokens; below this a shared prefill is not worth the extra call
 
 
+log = logging.getLogger("runner")
+
+
 @dataclass
 class HFBackendConfig:
     """transformers + PyTorch, on CPU or CUDA."""
@@ -56,6 +61,9 @@ class HFBackendConfig:
     prefix_cache: bool = True  # share the KV cache of a common prompt prefix within a batch
     num_threads: Optional[int] = None
     attn_implementation: str = "sdpa"
+    # keep the loaded (and quantized) model for the next job of this process that asks for the same one
+    # (a sweep's tasks on one spec); false frees it when the job ends
+    reuse_loaded_model: bool = True
 
 
 def cpu_has_native_bf16() -> bool:
@@ -102,6 +110,8 @@ class HFBackend(Backend):
         self._tokenizer: Any = None
         self._info: BackendInfo | None = None
         self._guided = guided.NONE
+        self._held: loaded_models.LoadedModel | None = None
+        self._load_key = ""
         self._constraints: guided.JsonConstraints | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -118,7 +128,6 @@ class HFBackend(Backend):
     def __enter__(self) -> "HFBackend":
         import torch
         import transformers
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
         transformers.logging.disable_progress_bar()
         transformers.logging.set_verbosity_error()
@@ -129,6 +138,39 @@ class HFBackend(Backend):
             hf_quant.check_device(self.quant, device.type)
         source = resolve_model_source(self.model_config.name, self.model_config.hf_id,
                                       self.model_config.path, self.model_config.embedded)
+        self._load_key = loaded_models.load_key(source.location, self.model_config.revision,
+                                                self.model_config.trust_remote_code, self.quant, self.config.dtype,
+                                                str(device), self.config.attn_implementation)
+        held = loaded_models.take(self._load_key) if self.config.reuse_loaded_model else None
+        reused = held is not None
+        if held is None:
+            held = self._load(source, device)
+        else:
+            log.info("reusing the model this process loaded for the previous job (same files, spec and dtype)")
+        self._held = held
+        model, tokenizer, dtype, native = held.model, held.tokenizer, held.dtype, held.native
+        quant_algo, kv_algo, versions, details = held.quant_algo, held.kv_cache_quant_algo, held.versions, held.details
+        self._model, self._tokenizer, self._device = model, tokenizer, device
+        self._guided = guided.resolve_hf(self.limits.guided_decoding)
+        dtype_name = self._spec_dtype(dtype, native)
+        self._info = BackendInfo(
+            name=self.name,
+            spec=AccuracySpec(dtype=dtype_name, quant_algo=quant_algo, kv_cache_quant_algo=kv_algo),
+            device=str(device) if device.type == "cpu" else f"{device} ({torch.cuda.get_device_name(device)})",
+            model_path=source.location,
+            versions={"torch": torch.__version__, "transformers": transformers.__version__,
+                      "python": platform.python_version()} | versions,
+            details={"torch_dtype": str(dtype).removeprefix("torch."), "checkpoint_dtype": str(native).removeprefix("torch."),
+                     "model_source": source.kind, "threads": str(torch.get_num_threads()),
+                     "guided_decoding": self._guided, "loaded": "reused" if reused else "fresh"} | details,
+        )
+        return self
+
+    def _load(self, source: Any, device: Any) -> loaded_models.LoadedModel:
+        """Load the checkpoint and, for a quantized spec, quantize it (ModelOpt, simulated)."""
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
         kwargs = dict(revision=self.model_config.revision, trust_remote_code=self.model_config.trust_remote_code)
         try:
             hf_config = AutoConfig.from_pretrained(source.location, **kwargs)
@@ -146,8 +188,6 @@ class HFBackend(Backend):
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token_id = tokenizer.eos_token_id
-        self._model, self._tokenizer, self._device = model, tokenizer, device
-        self._guided = guided.resolve_hf(self.limits.guided_decoding)
         quant_cfg = getattr(hf_config, "quantization_config", None)
         quant_algo = None
         if quant_cfg:
@@ -157,24 +197,17 @@ class HFBackend(Backend):
         if hf_quant.is_quantized(self.quant):
             done = hf_quant.quantize(model, tokenizer, self.quant, source.location, self.model_config.revision,
                                      dtype, device, self.progress)
-            self._model = done.model
+            model = done.model
             quant_algo, kv_algo = done.spec.quant_algo, done.spec.kv_cache_quant_algo
             versions, details = done.versions, done.details
-        dtype_name = self._spec_dtype(dtype, native)
-        self._info = BackendInfo(
-            name=self.name,
-            spec=AccuracySpec(dtype=dtype_name, quant_algo=quant_algo, kv_cache_quant_algo=kv_algo),
-            device=str(device) if device.type == "cpu" else f"{device} ({torch.cuda.get_device_name(device)})",
-            model_path=source.location,
-            versions={"torch": torch.__version__, "transformers": transformers.__version__,
-                      "python": platform.python_version()} | versions,
-            details={"torch_dtype": str(dtype).removeprefix("torch."), "checkpoint_dtype": str(native).removeprefix("torch."),
-                     "model_source": source.kind, "threads": str(torch.get_num_threads()),
-                     "guided_decoding": self._guided} | details,
-        )
-        return self
+        return loaded_models.LoadedModel(model, tokenizer, dtype, native, quant_algo, kv_algo, versions, details)
 
     def __exit__(self, *exc: object) -> None:
+        if self.config.reuse_loaded_model and self._held is not None and exc[0] is None:
+            loaded_models.keep(self._load_key, self._held)
+        else:
+            loaded_models.forget()
+        self._held = None
         self._model = None
         self._tokenizer = None
 
