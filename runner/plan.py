@@ -110,6 +110,12 @@ def _parser() -> argparse.ArgumentParser:
                    "the reference entry and test the runner would use for that job")
     p.add_argument("--target-theta", type=float, help="also print the smallest n whose theta is at most this")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    seq = p.add_argument_group("group-sequential gate (stats.sequential)")
+    seq.add_argument("--sequential", type=_positive_int, metavar="K",
+                     help="plan K looks: boundaries, maximum and expected n for both designs (runner/plan_sequential.py)")
+    seq.add_argument("--spending", choices=("obf", "pocock"), default="obf", help="alpha spending (default obf)")
+    seq.add_argument("--futility", choices=("obf", "pocock", "none"), default="obf", help="beta spending (default obf)")
+    seq.add_argument("--binding", action="store_true", help="binding futility bounds (default non-binding)")
     return p
 
 
@@ -400,6 +406,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.agreement is not None and args.design != "paired" and not args.savings:
         parser.error("--agreement only applies with --design paired or --savings")
     try:
+        if args.sequential is not None:
+            from runner import plan_sequential
+
+            return plan_sequential.run(args)
         if args.task is not None:
             return _applied(args)
         return _savings(args) if args.savings else _table(args)

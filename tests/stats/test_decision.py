@@ -14,6 +14,7 @@ import pytest
 from evaluators.base import ScoredSample
 from runner.references import samples as reference_samples
 from runner.stats.decision import RunProvenance, decide_against, validate
+from runner.stats.sequential import SequentialConfig
 from runner.errors import ConfigError, ReferenceError_
 from runner.references.store import Reference
 from runner.spec import AccuracySpec
@@ -26,7 +27,8 @@ RUN = RunProvenance(seed=0, dataset_source="packaged")
 
 def stats(**kw) -> SimpleNamespace:
     return SimpleNamespace(**({"method": "auto", "paired_test": "auto", "bootstrap_seed": 0, "margin": 0.0,
-                               "margin_unit": "points", "gate": "regression"} | kw))
+                               "margin_unit": "points", "gate": "regression",
+                               "sequential": SequentialConfig()} | kw))
 
 
 def reference(tmp_path, scores: dict[str, float] | None, value: float, *, threshold: float | None = None,

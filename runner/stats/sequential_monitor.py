@@ -1,0 +1,275 @@
+"""Running a group-sequential gate: the statistic at each look, its bounds, and the verdict when it stops.
+
+Each look evaluates a prefix of the seeded subset and asks the job's one decision (paired or unpaired,
+:mod:`runner.stats.decision`) about it; this module turns that decision into ``Z_k`` (large means a
+regression) and its information, and compares it with the bounds of :mod:`runner.stats.sequential`:
+
+* unpaired (TensorRT-LLM's test): ``Z = -(gain + tolerance) / sqrt(sigma^2/n_k + sigma^2/n)``; the
+  reference mean is fixed, so the information fraction is ``2 s / (1 + s)`` at sample fraction ``s``
+  and the bounds are the planned ones.
+* paired, 0/100 scores: the normal approximation of McNemar's test, ``Z = (b - c) / sqrt(b + c)``,
+  with the information measured in discordant pairs ``m_k = b + c``: the looks' correlations are
+  ``sqrt(m_j / m_k)`` as observed, and each look's bound is computed when it is reached (error
+  spending at the sample fraction, the expected share of discordant pairs; the last look spends
+  what is left). A look that added no discordant pair tests nothing and spends nothing.
+* paired, continuous scores: ``Z = -(mean diff + tolerance) / (sd / sqrt(n_k))``, information in samples.
+
+The p-value uses the stage-wise ordering and the interval is the repeated confidence interval
+(Jennison & Turnbull 2000, sections 8.4 and 9.1), both valid for the design whenever it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.stats import sequential as gs
+
+KINDS = ("unpaired", "mcnemar", "paired_mean")
+
+
+def look_sizes(fractions: list[float], n_max: int) -> list[int]:
+    """Sample counts of the looks: prefixes of the subset, increasing, the last ``n_max``."""
+    sizes: list[int] = []
+    for f in fractions:
+        n = min(n_max, max(1, math.ceil(f * n_max - 1e-9)))
+        if not sizes or n > sizes[-1]:
+            sizes.append(n)
+    if sizes[-1] != n_max:
+        sizes.append(n_max)
+    return sizes
+
+
+@dataclass
+class Look:
+    n: int
+    z: float | None  # None: no information at this look (it tests nothing)
+    info: float  # raw information: 1 / variance (unpaired), discordant pairs, or samples
+    estimate: float  # new - reference, metric units
+    se: float  # its standard error, metric units
+    efficacy: float = math.inf
+    futility: float = -math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        fin = (lambda v: v if v is not None and math.isfinite(v) else None)  # noqa: E731
+        return {"n": self.n, "z": fin(self.z), "efficacy": fin(self.efficacy), "futility": fin(self.futility),
+                "estimate": self.estimate, "se": self.se}
+
+
+def statistic(decision: Any, n_k: int, n_max: int) -> tuple[str, Look]:
+    """``Z_k`` and its information from the job's decision on the first ``n_k`` samples."""
+    v = decision.verdict
+    sign = 1.0 if v.params.higher_is_better else -1.0
+    p = decision.paired
+    if decision.rule == "unpaired":
+        var = v.params.sigma ** 2 * (1.0 / n_k + 1.0 / n_max)
+        se = math.sqrt(var)
+        z_k = -(sign * v.difference + v.tolerance) / se if se > 0 else None
+        return "unpaired", Look(n_k, z_k, 1.0 / var if var > 0 else 0.0, v.difference, se)
+    if p.discordant is not None:
+        b, c = p.discordant
+        m = b + c
+        return "mcnemar", Look(n_k, (b - c) / math.sqrt(m) if m else None, float(m), p.mean_diff,
+                               100.0 * math.sqrt(m) / n_k)
+    se = (p.sd_diff or 0.0) / math.sqrt(n_k)
+    z_k = -(sign * p.mean_diff + p.tolerance) / se if se > 0 else None
+    return "paired_mean", Look(n_k, z_k, float(n_k), p.mean_diff, se)
+
+
+@dataclass
+class Monitor:
+    """The looks of one job: feed it the decision at each look; it says when to stop."""
+
+    config: Any  # SequentialConfig
+    n_max: int
+    alpha: float
+    beta: float
+    sizes: list[int] = field(init=False)
+    looks: list[Look] = field(default_factory=list)
+    kind: str | None = None
+    stopped: str | None = None  # regression | pass (None: go on)
+
+    def __post_init__(self) -> None:
+        self.sizes = look_sizes(gs.look_fractions(self.config), self.n_max)
+
+    @property
+    def design(self) -> gs.Design:
+        """The planned design of this kind of test (its drift sets the futility bounds)."""
+        s = tuple(n / self.n_max for n in self.sizes)
+        info = tuple(gs.unpaired_info(s)) if self.kind in (None, "unpaired") else s
+        c = self.config
+        return _planned(info, self.alpha, self.beta, c.efficacy, c.futility, bool(c.binding))
+
+    def _fractions(self) -> tuple[list[float], list[float]]:
+        """Normalised information and spending fraction of every look so far (the latest sets the scale)."""
+        last = self.looks[-1]
+        final = last.n == self.n_max
+        if self.kind == "unpaired":
+            top = 1.0 / (self.looks[0].se ** 2 / (1 / self.looks[0].n + 1 / self.n_max) * 2 / self.n_max)
+        elif self.kind == "mcnemar":
+            top = last.info if final else last.info * self.n_max / last.n
+        else:
+            top = float(self.n_max)
+        info = [lk.info / top if top > 0 else 0.0 for lk in self.looks]
+        spent = [lk.n / self.n_max for lk in self.looks]
+        if self.kind == "unpaired":
+            spent = info
+        return info, spent
+
+    def observe(self, decision: Any, n_k: int) -> Look:
+        """Add the look at ``n_k`` samples, compute its bounds, and decide whether to stop."""
+        kind, look = statistic(decision, n_k, self.n_max)
+        self.kind = self.kind or kind
+        self.looks.append(look)
+        final = n_k == self.n_max
+        tested = self._tested()
+        if look.z is not None and tested[-1] is look:
+            look.efficacy, look.futility = self._bounds(final)
+            if look.z >= look.efficacy:
+                self.stopped = "regression"
+            elif look.z <= look.futility:
+                self.stopped = "pass"
+        if final and self.stopped is None:
+            self.stopped = "pass"
+        return look
+
+    def _tested(self) -> list[Look]:
+        out, prev = [], 0.0
+        for lk in self.looks:
+            if lk.z is not None and lk.info > prev:
+                out.append(lk)
+                prev = lk.info
+        return out
+
+    def _bounds(self, final: bool) -> tuple[float, float]:
+        info_all, spent_all = self._fractions()
+        idx = [i for i, lk in enumerate(self.looks) if any(lk is t for t in self._tested())]
+        info = [info_all[i] for i in idx]
+        spent = [spent_all[i] for i in idx]
+        if final:
+            spent[-1] = 1.0
+        past = [self.looks[i] for i in idx[:-1]]
+        cfg = self.config
+        h0 = gs._Paths(0.0)
+        h1 = gs._Paths(self.design.drift)
+        for lk, i in zip(past, info):
+            h0.advance(lk.futility if cfg.binding else -math.inf, lk.efficacy, i)
+            h1.advance(lk.futility, lk.efficacy, i)
+        prev = spent[-2] if len(spent) > 1 else 0.0
+        target = gs.spend(cfg.efficacy, spent[-1], self.alpha) - gs.spend(cfg.efficacy, prev, self.alpha)
+        b = gs._solve(lambda c: h0.tail(c, info[-1], True) - target)
+        if final:
+            return b, b
+        if cfg.futility == "none":
+            return b, -math.inf
+        tb = gs.spend(cfg.futility, spent[-1], self.beta) - gs.spend(cfg.futility, prev, self.beta)
+        a = -gs._solve(lambda c: h1.tail(-c, info[-1], False) - tb)
+        return b, min(a, b)
+
+    def result(self, fixed_passed: bool, fixed_p: float | None) -> "SequentialResult":
+        """The verdict at the look where it stopped (``fixed_*``: the fixed-n rule's, for a last look with no
+        information, e.g. no discordant pair at all)."""
+        last = self.looks[-1]
+        tested = self._tested()
+        if last.z is None or tested[-1] is not last:
+            p, rci = fixed_p, None
+            passed = fixed_passed
+        else:
+            info_all, _ = self._fractions()
+            idx = [i for i, lk in enumerate(self.looks) if any(lk is t for t in tested)]
+            info = [info_all[i] for i in idx]
+            p = gs.stagewise_p(info, [t.efficacy for t in tested], [t.futility for t in tested], len(tested) - 1,
+                               last.z, self.config.binding)
+            half = last.efficacy * last.se
+            rci = (last.estimate - half, last.estimate + half) if math.isfinite(half) else None
+            passed = self.stopped != "regression"
+        d = self.design
+        s = [n / self.n_max for n in self.sizes]
+        full_se = last.se * math.sqrt(last.n / self.n_max) if self.kind != "unpaired" else \
+            last.se / math.sqrt(1 / last.n + 1 / self.n_max) * math.sqrt(2 / self.n_max)
+        return SequentialResult(
+            kind=self.kind or "unpaired", looks=list(self.looks), planned_sizes=list(self.sizes), n_max=self.n_max,
+            stopped_at=len(self.looks), reason=self.stopped or "pass", passed=passed, p_value=p, rci=rci,
+            alpha=self.alpha, design=d, theta=d.drift * full_se,
+            expected_saving_h0=1 - gs.expected_fraction(d, s, 0.0),
+            expected_saving_theta=1 - gs.expected_fraction(d, s, d.drift))
+
+
+@dataclass
+class SequentialResult:
+    """What a sequential gate decided, where it stopped, and why."""
+
+    kind: str
+    looks: list[Look]
+    planned_sizes: list[int]
+    n_max: int
+    stopped_at: int  # 1-based look
+    reason: str  # regression | pass
+    passed: bool
+    p_value: float | None  # stage-wise ordering
+    rci: tuple[float, float] | None  # repeated (1 - 2 alpha) confidence interval for new - reference
+    alpha: float
+    design: gs.Design
+    theta: float  # the regression caught with probability 1 - beta, metric units at n_max
+    expected_saving_h0: float
+    expected_saving_theta: float
+
+    @property
+    def n_used(self) -> int:
+        return self.looks[-1].n
+
+    @property
+    def test(self) -> str:
+        return {"unpaired": "group-sequential unpaired z-test",
+                "mcnemar": "group-sequential McNemar (normal approximation, information in discordant pairs)",
+                "paired_mean": "group-sequential paired z-test on the mean difference"}[self.kind]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"test": self.test, "stopped_at_look": self.stopped_at, "looks_planned": len(self.planned_sizes),
+                "reason": self.reason, "passed": self.passed, "p_value": self.p_value,
+                "p_value_method": "stage-wise ordering",
+                "rci_low": self.rci[0] if self.rci else None, "rci_high": self.rci[1] if self.rci else None,
+                "samples_used": self.n_used, "samples_planned": self.n_max, "look_sizes": self.planned_sizes,
+                "theta": self.theta, "saved": 1 - self.n_used / self.n_max,
+                "expected_saving_h0": self.expected_saving_h0, "expected_saving_theta": self.expected_saving_theta,
+                "looks": [lk.to_dict() for lk in self.looks], "design": self.design.to_dict()}
+
+    def metrics(self) -> dict[str, float]:
+        out = {"seq_stopped_at_look": float(self.stopped_at), "seq_samples_used": float(self.n_used),
+               "seq_samples_planned": float(self.n_max), "seq_saved": 1 - self.n_used / self.n_max,
+               "seq_expected_saving_h0": self.expected_saving_h0,
+               "seq_expected_saving_theta": self.expected_saving_theta, "seq_theta": self.theta}
+        if self.p_value is not None:
+            out["seq_p_value"] = self.p_value
+        for i, lk in enumerate(self.looks, 1):
+            for key, val in (("z", lk.z), ("efficacy", lk.efficacy), ("futility", lk.futility)):
+                if val is not None and math.isfinite(val):
+                    out[f"seq_look{i}_{key}"] = val
+        return out
+
+    def render(self) -> str:
+        rule = "-" * 64
+        lines = [rule, f"Sequential gate: {self.test}", rule,
+                 f"  {'look':>4} {'n':>6} {'Z':>8} {'pass if <=':>11} {'regress if >=':>14}"]
+        for i, lk in enumerate(self.looks, 1):
+            def f(v: float | None) -> str:
+                return "-" if v is None or not math.isfinite(v) else f"{v:.3f}"
+            lines.append(f"  {i:>4} {lk.n:>6} {f(lk.z):>8} {f(lk.futility):>11} {f(lk.efficacy):>14}")
+        for i, n in enumerate(self.planned_sizes[len(self.looks):], len(self.looks) + 1):
+            lines.append(f"  {i:>4} {n:>6} {'(not evaluated)':>8}")
+        p = "n/a" if self.p_value is None else f"{self.p_value:.4g}"
+        lines += [f"  stopped at look {self.stopped_at} of {len(self.planned_sizes)}: "
+                  f"{'REGRESSION' if self.reason == 'regression' else 'PASS'}; samples {self.n_used} of {self.n_max} "
+                  f"({1 - self.n_used / self.n_max:.0%} saved)",
+                  f"  p-value {p} (stage-wise ordering); theta {self.theta:.3f} at n={self.n_max}",
+                  f"  expected saving: {self.expected_saving_h0:.0%} with no regression, "
+                  f"{self.expected_saving_theta:.0%} with a regression of theta", rule]
+        return "\n".join(lines)
+
+
+@lru_cache(maxsize=64)
+def _planned(info: tuple[float, ...], alpha: float, beta: float, efficacy: str, futility: str,
+             binding: bool) -> gs.Design:
+    return gs.design(info, alpha, beta, efficacy, futility, binding)
