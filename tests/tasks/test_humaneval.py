@@ -11,7 +11,8 @@ import pytest
 
 from evaluators.scoring import sandbox
 from evaluators.scoring.rouge import RougeScorer
-from evaluators.tasks.humaneval import HumanEvalEvaluator, build_program, drop_broken_tail, extract_code_block
+from evaluators.tasks.humaneval import (HumanEvalEvaluator, build_job, build_program, drop_broken_tail,
+                                        extract_code_block)
 from evaluators.scoring.sandbox import Limits, run_program, run_programs
 from runner.errors import ConfigError, DataError
 from runner.config.schemas import DatasetConfig
@@ -96,10 +97,10 @@ def test_subprocess_and_os_system_are_refused():
         assert not result.passed and "not allowed" in result.detail, src
 
 
-def _bounded_forks(count_file: str) -> str:
-    """Forks up to 50 sleeping children and reports how many the kernel allowed (guard off)."""
+def _bounded_forks(count_file: str, token: str) -> str:
+    """Forks up to 50 children that become ``sleep <token>`` and reports how many the kernel allowed (guard off)."""
     return f"""
-import os, time
+import os
 pids = []
 for _ in range(50):
     try:
@@ -107,8 +108,7 @@ for _ in range(50):
     except OSError:
         break
     if pid == 0:
-        time.sleep(30)
-        os._exit(0)
+        os.execv("/bin/sleep", ["sleep", {token!r}])
     pids.append(pid)
 with open({count_file!r}, "w") as handle:
     handle.write(" ".join(map(str, pids)))
@@ -118,15 +118,30 @@ with open({count_file!r}, "w") as handle:
 def test_the_kernel_caps_processes_even_without_the_audit_hook(tmp_path):
     if "nproc" not in layers():
         pytest.skip("RLIMIT_NPROC cannot take effect here (root without a uid to drop to)")
+    token = f"{300 + os.getpid() % 100}.{time.time_ns() % 10**9}"
     # The child writes the pids into its own directory, which is deleted afterwards; print them instead.
-    src = _bounded_forks("pids.txt") + "print(open('pids.txt').read())\n"
+    src = _bounded_forks("pids.txt", token) + "print(open('pids.txt').read())\n"
     result, stdout = run_program(src, Limits(timeout_s=5.0), python_guard=False)
     assert result.passed, result
     pids = [int(p) for p in stdout.split()]
-    assert len(pids) <= sandbox.EXTRA_PROCESSES  # the cap, not the 50 the loop asked for
+    assert 1 <= len(pids) <= sandbox.EXTRA_PROCESSES  # the cap, not the 50 the loop asked for
     time.sleep(0.2)
-    for pid in pids:  # the whole process group was killed after the run (at most a zombie awaits its reaper)
-        assert _state(pid) in (None, "Z"), pid
+    assert _processes_with(token) == []  # every process of the job was killed after the run
+
+
+def _processes_with(token: str) -> list[int]:
+    """Live (not zombie) processes whose command line holds ``token``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as handle:
+                if token.encode() in handle.read() and _state(int(name)) != "Z":
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
 
 
 def _state(pid: int) -> str | None:
@@ -232,7 +247,8 @@ def test_all_164_canonical_solutions_pass_in_the_sandbox():
     ev = HumanEvalEvaluator(task())
     problems = ev.load_problems()
     assert len(problems) == 164 and len({p.task_id for p in problems}) == 164
-    programs = [build_program(p.prompt, p.canonical_solution, p.test, p.entry_point) for p in problems]
+    # as the scorer runs them: the function in the worker, the tests in the trusted tester
+    programs = [build_job(p.prompt, p.canonical_solution, p.test, p.entry_point, p.prompt) for p in problems]
     start = time.monotonic()
     results = run_programs(programs, Limits(timeout_s=10.0, workers=4))
     failed = [(p.task_id, r.status, r.detail) for p, r in zip(problems, results) if not r.passed]
@@ -459,7 +475,11 @@ def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, mo
     for key in ("pass_at_1", "rouge1", "rouge2", "rougeL", "rougeLsum", "score", "threshold", "num_evaluated"):
         assert key in metrics, key
     assert metrics["num_evaluated"] == 2 and metrics["score"] == metrics["pass_at_1"]
-    assert sum(v for k, v in metrics.items() if k.startswith("execution/")) == 2
+    assert not any(k.startswith("execution/") for k in metrics)  # breakdowns are one table, not columns
+    client = MlflowClient(tracking_uri=mlflow_server)
+    table = json.loads(open(client.download_artifacts(checked.run_id, "breakdown.json")).read())
+    rows = [dict(zip(table["columns"], row)) for row in table["data"]]
+    assert sum(r["value"] for r in rows if r["group"] == "execution") == 2
     rows = [json.loads(line) for line in open(tmp_path / "chk" / "samples.jsonl")]
     assert len(rows) == 2 and all(r["score"] in (0.0, 100.0) for r in rows)
     assert all(r["meta"]["execution"] and "completion" in r["meta"] and r["sample_id"].startswith("HumanEval/") for r in rows)
