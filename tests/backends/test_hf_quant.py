@@ -67,7 +67,9 @@ def spec(name: str, **overrides) -> QuantConfig:
 
 
 def backend(quant: QuantConfig, **kw) -> HFBackend:
-    config = HFBackendConfig(**({"dtype": "float32", "device": "cpu"} | kw))
+    # each backend loads (and quantizes) afresh: these tests are about the quantized-model disk cache and
+    # calibration, not the in-process reuse of the last loaded model (tests/backends/test_hf_backend.py)
+    config = HFBackendConfig(**({"dtype": "float32", "device": "cpu", "reuse_loaded_model": False} | kw))
     return HFBackend(config, SMOLLM2, quant, TaskLimits(256, 4), progress=False)
 
 
