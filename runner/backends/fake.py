@@ -6,6 +6,8 @@ to its end answers as the end alone would); sampled requests (temperature > 0) a
 word drawn from their seed, and need one, as every backend does. Outputs are cut at stop strings and
 at ``max_tokens`` words. Log-likelihood: the scripted ``logprob`` of a ``{"context", "continuation"}``
 row, else a deterministic value derived from the texts. ``info()`` reports the requested spec.
+``delay_s`` makes entering the backend take that long, as a model load would: a job that is still
+running when a test stops it (scancel, a signal). It changes no answer.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -42,6 +45,7 @@ class FakeBackendConfig:
     script: Optional[str] = None  # JSONL of {"prompt", "text"} and {"context", "continuation", "logprob"} rows
     default_answer: str = ""
     loglikelihood: bool = True  # declare log-likelihood scoring (off: refused up front, as TensorRT-LLM's backends)
+    delay_s: float = 0.0  # seconds entering the backend takes, as a model load would (answers unchanged)
 
 
 class FakeBackend(Backend):
@@ -74,6 +78,8 @@ class FakeBackend(Backend):
         return GpuNeeds(per_job=0)
 
     def __enter__(self) -> "FakeBackend":
+        if self.config.delay_s > 0:
+            time.sleep(self.config.delay_s)
         return self
 
     def __exit__(self, *exc: object) -> None:

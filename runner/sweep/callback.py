@@ -268,6 +268,11 @@ def stop_message(err: BaseException, config: DictConfig) -> str:
     launcher = str(config.hydra.launcher.get("_target_", "")).rpartition(".")[2] or "the launcher"
     if isinstance(err, KeyboardInterrupt):
         what, fix = "the sweep was interrupted", "rerun the same command to finish it"
+    elif "CANCELLED" in str(err):
+        what = "the sweep stopped early: the scheduler cancelled a job (scancel, a time limit, preemption)"
+        fix = ("the cancelled job is 'incomplete' in the summary; rerun the same command to finish the sweep "
+               "(answers already computed come from the generation cache), with a longer "
+               "hydra.launcher.timeout_min if the time limit ended it")
     elif _job_died(err):
         what = "the sweep stopped early: a job's process died, and the launcher gave up on the sweep"
         fix = ("a job killed by a signal or the OOM killer leaves no report: look for it as 'incomplete' in the "
