@@ -32,8 +32,9 @@ demo: assets
 	else exit $$status; fi
 	@echo "open it in MLflow: $(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db, then http://127.0.0.1:5000 (experiment 'runner', parent run 'embedded_gate')"
 
+# One worker per core; a test file stays on one worker (its module fixtures, e.g. a server, start once).
 test: assets
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 # The manual: mkdocs-material, --strict so a broken link fails the build.
 docs: $(STAMP)

@@ -435,7 +435,10 @@ def test_end_to_end_on_the_packaged_copy_logs_to_mlflow_without_leaking_question
     mlrun = MlflowClient(tracking_uri=mlflow_server).get_run(outcome.run_id)
     metrics = mlrun.data.metrics
     assert {"accuracy", "exact_match_strict", "exact_match_flexible", "num_evaluated"} <= set(metrics)
-    assert metrics["num_evaluated"] == 2 and any(k.startswith("domain/") for k in metrics)
+    assert metrics["num_evaluated"] == 2 and not any(k.startswith("domain/") for k in metrics)
+    table = json.loads(open(MlflowClient(tracking_uri=mlflow_server).download_artifacts(
+        outcome.run_id, "breakdown.json")).read())  # per-domain accuracies: one table, not columns
+    assert {row[0] for row in table["data"]} == {"domain"}
     assert mlrun.data.tags["extra_acc_spec"] == key
 
     with open(asset_path(GPQA_DIAMOND.name), newline="", encoding="utf-8") as handle:
