@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: demo test docs assets install bench clean-outputs
+.PHONY: demo test docs assets install bench clean-outputs gpu-check
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ demo: assets
 # One worker per core; a test file stays on one worker (its module fixtures, e.g. a server, start once).
 test: assets
 	$(BIN)/python -m pytest -q -n auto --dist loadfile
+
+# On a GPU host with TensorRT-LLM: imports, names per backend, an engine build and cache hit, spec read-back, MMLU parity.
+gpu-check: $(STAMP)
+	$(BIN)/python -m runner.doctor
 
 # The manual: mkdocs-material, --strict so a broken link fails the build.
 docs: $(STAMP)

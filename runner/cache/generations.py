@@ -166,6 +166,7 @@ class BoundCache:
     context_id: str
     hits: int = 0
     misses: int = 0
+    uncached: int = 0  # sampled requests answered around the cache (their backend ignores seeds)
 
     def key(self, request: Any) -> str:
         return digest({"context": self.context_id, "request": request_document(request)})
@@ -205,7 +206,23 @@ class CachedBackend:
         self.chunk_size = chunk_size
 
     def generate(self, requests: Sequence[Any]) -> list[str]:
-        return self.cache.resolve(list(requests), self.backend.generate, self.chunk_size)
+        """Through the cache, except sampled requests on a backend that ignores their seeds: a stored
+        answer would pass for a reproducible one, so those are computed each time and never stored."""
+        requests = list(requests)
+        if self.backend.capabilities.per_request_seeds:
+            return self.cache.resolve(requests, self.backend.generate, self.chunk_size)
+        sampled = [i for i, r in enumerate(requests) if not r.greedy]
+        if not sampled:
+            return self.cache.resolve(requests, self.backend.generate, self.chunk_size)
+        greedy = [i for i, r in enumerate(requests) if r.greedy]
+        out: list[Any] = [None] * len(requests)
+        for i, answer in zip(greedy, self.cache.resolve([requests[i] for i in greedy], self.backend.generate,
+                                                        self.chunk_size) if greedy else []):
+            out[i] = answer
+        for i, answer in zip(sampled, self.backend.generate([requests[i] for i in sampled])):
+            out[i] = answer
+        self.cache.uncached += len(sampled)
+        return out
 
     def loglikelihood(self, requests: Sequence[Any]) -> list[Any]:
         return self.cache.resolve(list(requests), self.backend.loglikelihood, self.chunk_size)
@@ -229,6 +246,8 @@ def open_for_job(cfg: Any, info: Any, limits: Any, chat: Any) -> BoundCache | No
         "compute_dtype": info.details.get("torch_dtype"), "limits": dataclasses.asdict(limits),
         "chat": dataclasses.asdict(chat),
     }
+    if info.details.get("extra_llm_api_options"):  # the file's contents, not only its path
+        context["extra_llm_api_options"] = info.details["extra_llm_api_options"]
     bound = GenerationCache(path).bind(context)
     log.info("generation cache: %s (context %s)", path, bound.context_id[:12])
     return bound

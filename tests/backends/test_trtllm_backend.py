@@ -1,9 +1,13 @@
-"""The TensorRT-LLM backends' translation layer, against a double built from the real signatures.
+"""The TensorRT-LLM backends' translation layer, against a hand-written double.
 
 TensorRT-LLM cannot be installed on most machines (it needs a CUDA GPU and NVIDIA's package index),
 so the tests replace ``runner.backends.trtllm.api.load_api`` with :class:`FakeTRTLLM`. Its classes
-take exactly the keyword arguments of TensorRT-LLM 1.0-1.2.x and reject any other, record every
-call, and its LLM classes answer with RequestOutput-like objects. Field lists come from:
+take the keyword arguments listed below and reject any other with ``ValueError`` (as the real
+pydantic models do), record every call, and its LLM classes answer with RequestOutput-like objects.
+The lists are written by hand and mix releases; ``tests/backends/test_trtllm_manifests.py`` runs the
+backends against doubles generated from signature manifests read from TensorRT-LLM sources
+(``runner/backends/trtllm/manifests/``), and this double is to give way to those once manifests of
+whole releases (with ``BuildConfig`` and ``QuantConfig``) are committed. Field lists come from:
 - ``tensorrt_llm/builder.py`` ``BuildConfig`` (dataclass fields);
 - ``tensorrt_llm/models/modeling_utils.py`` ``QuantConfig``;
 - ``tensorrt_llm/quantization/mode.py`` ``QuantAlgo``;
@@ -138,7 +142,7 @@ def strict(name: str, fields: dict[str, Any], log: list) -> type:
     def __init__(self, **kwargs: Any) -> None:
         unknown = set(kwargs) - set(fields)
         if unknown:
-            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(unknown)}")
+            raise ValueError(f"{name}: extra inputs are not permitted: {sorted(unknown)}")  # pydantic's ValidationError
         for key, default in fields.items():
             setattr(self, key, kwargs.get(key, default))
         self.given = dict(kwargs)
@@ -255,7 +259,7 @@ class FakeLLM:
     def __init__(self, **kwargs: Any) -> None:
         unknown = set(kwargs) - self.ARGS
         if unknown:
-            raise TypeError(f"LLM() got unexpected keyword arguments {sorted(unknown)}")
+            raise ValueError(f"LLM args: extra inputs are not permitted: {sorted(unknown)}")
         self.kwargs = kwargs
         self.args = SimpleNamespace(dtype=kwargs.get("dtype", "auto"), kv_cache_config=kwargs.get("kv_cache_config"))
         self.fake.calls.append(("LLM", kwargs))
@@ -336,14 +340,14 @@ def torch_backend(model_dir: Path, quant: QuantConfig | None = None, **cfg: Any)
 # ------------------------------------------------------------------------------ translation
 def test_the_double_rejects_what_tensorrt_llm_rejects(fake):
     engine_api, torch_api = fake.load_api("trtllm", engine=True), fake.load_api("trtllm_pytorch", engine=False)
-    with pytest.raises(TypeError, match="max_output_len"):
+    with pytest.raises(ValueError, match="max_output_len"):
         engine_api.BuildConfig(max_output_len=2)  # gone since max_seq_len replaced it
-    with pytest.raises(TypeError, match="quant_config"):
+    with pytest.raises(ValueError, match="quant_config"):
         torch_api.llm_class(model="/m", quant_config=fake.QuantConfig())  # TorchLlmArgs has no such argument
     with pytest.raises(AssertionError, match="KvCacheConfig.dtype"):
         engine_api.llm_class(model="/m", build_config=engine_api.BuildConfig(),
                              kv_cache_config=engine_api.KvCacheConfig(dtype="fp8"))
-    with pytest.raises(TypeError, match="calib_size"):
+    with pytest.raises(ValueError, match="calib_size"):
         engine_api.CalibConfig(calib_size=512)
 
 

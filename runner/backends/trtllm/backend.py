@@ -14,7 +14,9 @@ The classes of TensorRT-LLM itself are never imported here: a backend gets them 
 
 from __future__ import annotations
 
+import logging
 import platform
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -30,10 +32,13 @@ from runner.backends.base import (
     TaskLimits,
 )
 from runner.backends.hf import guided
+from runner.backends.trtllm import extra_options
 from runner.backends.prompting import cut_at_stop, encode_request
 from runner.quant.algos import GROUPWISE_ALGOS, validate_spec
 from runner.errors import ConfigError
 from runner.spec import AccuracySpec
+
+log = logging.getLogger(__name__)
 
 # KvCacheConfig.dtype values the PyTorch backend maps to a KV cache QuantAlgo.
 KV_DTYPE_TO_ALGO = {"fp8": "FP8", "nvfp4": "NVFP4"}
@@ -149,9 +154,11 @@ def read_effective_spec(args: Any, engine_config: Optional[dict] = None,
     built, TensorRT-LLM restores only its build config and parallel layout into ``llm.args``
     (``TrtLlmArgs._load_config_from_engine``), so ``llm.args.quant_config`` stays empty; the
     engine's own ``pretrained_config.quantization`` is then the authority.
-    ``kv_from_cache_dtype``: on the PyTorch backend an FP8 KV cache is asked for through
-    ``kv_cache_config.dtype``, which TensorRT-LLM copies into ``quant_config`` only for
-    checkpoints that name a KV algorithm themselves; the dtype is what runs, so it counts.
+    ``kv_from_cache_dtype``: on the PyTorch backend a KV cache algorithm is asked for through
+    ``kv_cache_config.dtype``. 1.0-1.2 copy only ``"fp8"`` into ``quant_config.kv_cache_quant_algo``
+    (``TorchLlmArgs.sync_quant_config_with_kv_cache_config_dtype``; any other dtype only logs a
+    warning), and a checkpoint's ``hf_quant_config.json`` may set it too; when ``quant_config``
+    names none, the dtype that was passed is what runs, so it counts.
     """
     details: dict[str, str] = {}
     quant_config = getattr(args, "quant_config", None)
@@ -167,7 +174,9 @@ def read_effective_spec(args: Any, engine_config: Optional[dict] = None,
         kv_dtype = str(getattr(getattr(args, "kv_cache_config", None), "dtype", "auto")).lower()
         kv = KV_DTYPE_TO_ALGO.get(kv_dtype)
     dtype = str(getattr(args, "dtype", None) or "auto")
-    return AccuracySpec(dtype=dtype, quant_algo=algo, kv_cache_quant_algo=kv), details
+    decoding = getattr(getattr(args, "speculative_config", None), "decoding_type", None)
+    spec_dec = str(decoding) if decoding else None  # upstream keys speculative references by decoding_type
+    return AccuracySpec(dtype=dtype, quant_algo=algo, kv_cache_quant_algo=kv, spec_dec_algo=spec_dec), details
 
 
 # ---------------------------------------------------------------------------- the shared lifecycle
@@ -205,8 +214,9 @@ class TRTLLMBackendBase(Backend):
             raise ConfigError("task limits must be positive", where="task.max_input_len / max_output_len / max_batch_size",
                               given=f"{limits.max_input_len} / {limits.max_output_len} / {limits.max_batch_size}")
         validate_spec(quant, self.name, self.kv_cache_algos)
-        self._validate(config, quant)
+        self._validate(config, quant, limits)
         self.guided_backend = guided.resolve_trtllm(limits.guided_decoding, self.name)
+        self.extra_options = extra_options.load(config.extra_llm_api_options)
         self.config = config
         self.model_config = model
         self.quant = quant
@@ -217,18 +227,41 @@ class TRTLLMBackendBase(Backend):
         self._api: Any = None
         self._tokenizer: Any = None
         self._info: BackendInfo | None = None
+        self._warned_seeds = False
 
     # ------------------------------------------------------------------ lifecycle
     def preflight(self) -> None:
-        """Stop before any other work (tracking, data, model) when TensorRT-LLM is missing."""
+        """Stop before any other work (tracking, data, model) when TensorRT-LLM is missing, lacks a
+        name this backend needs, or is a release that cannot do what the job asks."""
         from runner.backends.trtllm import api as trtllm_api
 
-        self._api = trtllm_api.load_api(self.name, engine=self.engine)
+        api = trtllm_api.load_api(self.name, engine=self.engine)
+        self._check_release(api.version)
+        self._api = api
+
+    def _check_release(self, version: str) -> None:
+        """Release-dependent refusals and capabilities (no model, no GPU needed)."""
+        self.capabilities = replace(type(self).capabilities, per_request_seeds=self._per_request_seeds(version))
+
+    def _per_request_seeds(self, version: str) -> bool:
+        """The engine backend's C++ sampler seeds each request from ``SamplingParams.seed``."""
+        return True
+
+    def release_details(self) -> dict[str, str]:
+        """What the report and MLflow tags say about seeds (``BackendInfo.details``)."""
+        if self.capabilities.per_request_seeds:
+            return {"per_request_seeds": "honoured"}
+        return {"per_request_seeds": "not honoured",
+                "seed_note": "this TensorRT-LLM release ignores SamplingParams.seed on the PyTorch backend: sampled "
+                             "generations are not reproducible from the seed and bypass the generation cache"}
 
     def __enter__(self) -> "TRTLLMBackendBase":
         from runner.backends.trtllm import api as trtllm_api
 
-        api = self._api or trtllm_api.load_api(self.name, engine=self.engine)
+        api = self._api
+        if api is None:
+            api = trtllm_api.load_api(self.name, engine=self.engine)
+            self._check_release(api.version)
         llm, tokenizer_path, model_path, details, spec = self._load(api)
         try:
             self._tokenizer = api.load_tokenizer(tokenizer_path, self.model_config.trust_remote_code,
@@ -237,7 +270,8 @@ class TRTLLMBackendBase(Backend):
             llm.shutdown()
             raise
         self._api, self._llm = api, llm
-        details = details | {"guided_decoding": self.guided_backend}
+        details = (details | {"guided_decoding": self.guided_backend} | self.release_details()
+                   | extra_options.details(self.extra_options, self.config.extra_llm_api_options))
         layout = self.config.tensor_parallel_size * self.config.pipeline_parallel_size
         device = f"cuda ({api.gpu_name()})" + (
             f" x{layout} (tp={self.config.tensor_parallel_size}, pp={self.config.pipeline_parallel_size})"
@@ -260,7 +294,7 @@ class TRTLLMBackendBase(Backend):
             raise RuntimeError("info() is available once the backend has been entered")
         return self._info
 
-    def _validate(self, config: Any, quant: Any) -> None:
+    def _validate(self, config: Any, quant: Any, limits: TaskLimits) -> None:
         """Backend-specific checks of the constructor (no heavy imports, no file access)."""
 
     def _load(self, api: Any) -> tuple[Any, str, str, dict[str, str], AccuracySpec]:
@@ -271,8 +305,15 @@ class TRTLLMBackendBase(Backend):
         return {} if self.guided_backend == guided.NONE else {"guided_decoding_backend": self.guided_backend}
 
     def _kv_cache_config(self, api: Any, **extra: Any) -> Any:
-        return api.KvCacheConfig(free_gpu_memory_fraction=float(self.config.free_gpu_memory_fraction),
-                                 enable_block_reuse=bool(self.config.enable_block_reuse), **extra)
+        """KvCacheConfig from the backend settings, ``backend.extra_llm_api_options.kv_cache_config`` on top."""
+        kv_options, _ = extra_options.split(self.extra_options)
+        kwargs = {"free_gpu_memory_fraction": float(self.config.free_gpu_memory_fraction),
+                  "enable_block_reuse": bool(self.config.enable_block_reuse)} | kv_options | extra
+        return api.KvCacheConfig(**kwargs)
+
+    def _extra_llm_kwargs(self) -> dict[str, Any]:
+        """The pass-through ``LLM`` arguments of ``backend.extra_llm_api_options`` (KV cache ones excluded)."""
+        return extra_options.llm_kwargs(self.extra_options)
 
     # ------------------------------------------------------------------ prompts
     def _encode_request(self, request: GenerationRequest) -> list[int]:
@@ -297,6 +338,9 @@ class TRTLLMBackendBase(Backend):
             raise RuntimeError("generate() needs the backend to be entered")
         if not requests:
             return []
+        if not self.capabilities.per_request_seeds and not self._warned_seeds and any(not r.greedy for r in requests):
+            self._warned_seeds = True
+            log.warning("%s (TensorRT-LLM %s)", self.release_details()["seed_note"], self._api.version)
         params = [self._sampling_params(r) for r in requests]
         prompts = [self._encode_request(r) for r in requests]
         outputs = self._llm.generate(prompts, sampling_params=params, use_tqdm=self.progress)
@@ -305,19 +349,19 @@ class TRTLLMBackendBase(Backend):
         return [cut_at_stop(out.outputs[0].text, r.stop) for out, r in zip(outputs, requests)]
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
-        """Refused: TensorRT-LLM 1.0-1.2 cannot give an exact log-likelihood of a given continuation.
+        """Refused: TensorRT-LLM gives no exact log-likelihood of a given continuation through the LLM API.
 
-        What the LLM API offers, read in ``tensorrt_llm/executor/result.py`` (``compute_logprobs``)
-        and ``tensorrt_llm/llmapi/llm.py``:
-        - ``SamplingParams(prompt_logprobs=k)`` returns, per prompt position, a dict
-          ``{token_id: Logprob(logprob, rank)}`` of the k most likely tokens under the context
-          logits. Unlike generation logprobs, the prompt's own token is not added when it falls
-          outside the top k (the helper is called without the token list), so the continuation's
-          tokens are not guaranteed to be there. Only k = vocabulary size makes it exact: a
-          vocabulary-sized Python dict for each of up to 4094 prompt positions per request.
-        - ``return_context_logits=True`` returns the full [prompt_len, vocab] logits (gigabytes
-          per MMLU request) and needs an engine built with ``gather_context_logits``; both also
-          require ``KvCacheConfig(enable_block_reuse=False)`` or the logits come back truncated.
+        What the LLM API offers:
+        - ``SamplingParams(prompt_logprobs=k)``: per prompt position, the k most likely tokens
+          with their log-probabilities. In 1.0-1.2 (``tensorrt_llm/executor/result.py``,
+          ``compute_logprobs``) the prompt's own token is not added when it falls outside the top
+          k, so a continuation's tokens are not guaranteed to be there; only k = vocabulary size
+          is exact (a vocabulary-sized dict per prompt position). On the PyTorch backend the
+          values come from context logits that the LLM API turns on internally and drops after
+          use (``SamplingParams._get_output_config`` in the 1.1/1.2 development line); how later
+          releases fill the top k is not covered here: check the installed release.
+        - ``return_context_logits=True``: the full [prompt_len, vocab] logits (gigabytes per MMLU
+          request); the engine backend needs an engine built with ``gather_context_logits``.
         Neither is practical or guaranteed exact, so a log-likelihood request stops with a
         :class:`ConfigError` that points to ``task.scoring=generate`` (the protocol of
         TensorRT-LLM's own accuracy suite). ``capabilities.loglikelihood`` says so before loading.

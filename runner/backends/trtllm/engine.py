@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from runner.backends.trtllm.backend import (
     TRTLLMBackendBase,
@@ -25,11 +25,17 @@ from runner.backends.trtllm.backend import (
     with_enum_algos,
 )
 from runner.errors import ConfigError, DataError, ModelError
-from runner.quant.algos import needs_calibration
+from runner.quant.algos import WEIGHT_ALGOS, needs_calibration
 from runner.backends.models import resolve_model_source
 from runner.spec import AccuracySpec
 
 PACKAGED = "packaged"
+
+# Algorithms an engine build cannot produce from an unquantized Hugging Face checkpoint: GPTQ and QServe
+# need checkpoints quantized elsewhere, FP8_BLOCK_SCALES and the MXFP4 variants come only from a
+# ModelOpt export (TensorRT-LLM's quantize_by_modelopt has no qformat for them in 1.0-1.2).
+NOT_BUILDABLE_ALGOS = frozenset({"W4A16_GPTQ", "W8A16_GPTQ", "W4A8_QSERVE_PER_GROUP", "W4A8_QSERVE_PER_CHANNEL",
+                                 "FP8_BLOCK_SCALES", "W4A8_MXFP4_FP8", "W4A8_MXFP4_MXFP8", "W4A16_MXFP4"})
 
 
 @dataclass
@@ -42,8 +48,12 @@ class TRTLLMBackendConfig:
     pipeline_parallel_size: int = 1
     max_num_tokens: int = 8192  # tokens per engine step; at least task.max_input_len
     free_gpu_memory_fraction: float = 0.9  # share of free GPU memory given to the KV cache
-    enable_block_reuse: bool = True  # reuse KV blocks of shared prompt prefixes (exact)
+    enable_block_reuse: bool = True  # reuse KV blocks of shared prompt prefixes (same tokens; logits
+    # agree within numerical noise, not bit for bit, as batching and kernels differ from a fresh prefill)
     engine_cache: bool = True  # keep built engines under <cache>/engines/<key>/
+    engine_dir: Optional[str] = None  # an engine built elsewhere: loaded as is, its spec read from its config.json
+    # LLM arguments passed through, as trtllm-eval --extra_llm_api_options: a YAML path or a mapping
+    extra_llm_api_options: Optional[Any] = None
 
 
 class TRTLLMEngineBackend(TRTLLMBackendBase):
@@ -54,7 +64,23 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
     # ModelOpt calibrates FP8 and INT8 KV caches for engines (QuantConfig._get_modelopt_kv_cache_dtype).
     kv_cache_algos = ("FP8", "INT8")
 
-    def _validate(self, config: Any, quant: Any) -> None:
+    def _validate(self, config: Any, quant: Any, limits: Any) -> None:
+        """Refuse, before anything loads, what an engine build cannot do (TensorRT-LLM finds out only after loading)."""
+        if limits.guided_decoding == "llguidance":
+            raise ConfigError(
+                "guided decoding with llguidance runs only on TensorRT-LLM's PyTorch backend",
+                where="task.guided_decoding", given="llguidance (backend=trtllm)",
+                allowed="xgrammar or auto on backend=trtllm; llguidance on backend=trtllm_pytorch",
+                fix="set task.guided_decoding=xgrammar, or use backend=trtllm_pytorch",
+            )
+        if quant.quant_algo in NOT_BUILDABLE_ALGOS:
+            raise ConfigError(
+                f"quant_algo {quant.quant_algo} cannot be built from an unquantized Hugging Face checkpoint",
+                where=f"quant={quant.name}: quant_algo", given=f"{quant.quant_algo} (backend=trtllm)",
+                allowed="on backend=trtllm: " + ", ".join(sorted(set(WEIGHT_ALGOS) - NOT_BUILDABLE_ALGOS)),
+                fix="quantize with NVIDIA ModelOpt (or the algorithm's own tool) and run the export on "
+                    "backend=trtllm_pytorch with backend.checkpoint=<export directory>",
+            )
         if not needs_calibration(quant):
             return
         source = str(quant.calib_dataset or "").strip()
@@ -75,14 +101,16 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
         m = self.model_config
         source = resolve_model_source(m.name, m.hf_id, m.path, m.embedded)
         hf_dir = source.location
+        common = dict(tokenizer=hf_dir, tensor_parallel_size=self.config.tensor_parallel_size,
+                      pipeline_parallel_size=self.config.pipeline_parallel_size,
+                      trust_remote_code=m.trust_remote_code, kv_cache_config=self._kv_cache_config(api),
+                      **self._guided_llm_kwargs(), **self._extra_llm_kwargs())
+        if self.config.engine_dir:
+            return self._load_engine_dir(api, common, source.kind)
         calib = self._calib_dir(hf_dir) if needs_calibration(self.quant) else None
         build_kw = build_config_kwargs(self.limits, self.config.max_num_tokens)
         quant_kw = quant_config_kwargs(self.quant)
         calib_kw = calib_config_kwargs(self.quant, str(calib)) if calib else None
-        common = dict(tokenizer=hf_dir, tensor_parallel_size=self.config.tensor_parallel_size,
-                      pipeline_parallel_size=self.config.pipeline_parallel_size,
-                      trust_remote_code=m.trust_remote_code, kv_cache_config=self._kv_cache_config(api),
-                      **self._guided_llm_kwargs())
 
         def build() -> Any:
             kwargs = dict(model=hf_dir, dtype="auto", build_config=api.BuildConfig(**build_kw), **common)
@@ -123,6 +151,8 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
                 "tensorrt_llm": api.version,
                 "gpu": api.gpu_name(),
             }
+            if self.extra_options:  # pass-through LLM arguments can change the engine (speculative decoding, ...)
+                inputs["extra_llm_api_options"] = json.loads(json.dumps(self.extra_options, sort_keys=True, default=str))
             key = engine_key(inputs)
             cache = EngineCache()
             with cache.locked(key) as entry:
@@ -149,6 +179,25 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
             llm.shutdown()
             raise
         return llm, hf_dir, hf_dir, details | read_back, spec
+
+    def _load_engine_dir(self, api: Any, common: dict, model_source: str) -> tuple[Any, str, str, dict[str, str], AccuracySpec]:
+        """An existing engine (``backend.engine_dir``): no build; the spec comes from the engine's own config."""
+        engine_dir = Path(self.config.engine_dir).expanduser().resolve()
+        config = _engine_config(engine_dir)
+        if config is None or "pretrained_config" not in config:
+            raise ModelError("backend.engine_dir is not a TensorRT-LLM engine directory", where="backend.engine_dir",
+                             given=str(engine_dir), fix="point it at a directory written by LLM.save() or trtllm-build "
+                             "(config.json with pretrained_config and build_config)")
+        start = time.monotonic()
+        llm = api.llm_class(model=str(engine_dir), **common)
+        details = {"model_source": model_source, "engine_cache": "external", "engine_dir": str(engine_dir),
+                   "load_time_s": f"{time.monotonic() - start:.1f}"}
+        try:
+            spec, read_back = read_effective_spec(llm.args, config)
+        except BaseException:
+            llm.shutdown()
+            raise
+        return llm, common["tokenizer"], str(engine_dir), details | read_back, spec
 
     def _calib_dir(self, hf_dir: str) -> Path:
         """The local directory TensorRT-LLM calibrates on: ``quant.calib_dataset``, or the packaged text."""
@@ -207,6 +256,7 @@ def packaged_calibration_dir(quant: Any, tokenizer_dir: str, trust_remote_code: 
 
 
 def _engine_config(engine_dir: Path | None) -> dict | None:
+    """The ``config.json`` of an engine directory (None when there is none)."""
     if engine_dir is None or not (engine_dir / "config.json").is_file():
         return None
     return json.loads((engine_dir / "config.json").read_text())

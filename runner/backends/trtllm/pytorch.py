@@ -5,8 +5,9 @@ checkpoint that was quantized beforehand (a ModelOpt export: a directory with
 ``hf_quant_config.json``), named by ``backend.checkpoint`` (or ``model.path``). TensorRT-LLM reads the
 quantization from that file; the runner reads it back from ``llm.args`` and the job compares it
 with the requested spec, so a checkpoint that does not match the quant option is an error, not a
-silently different reference key. An FP8 (or NVFP4) KV cache is a runtime choice here:
-``KvCacheConfig(dtype="fp8")``.
+silently different reference key. An FP8 KV cache is a runtime choice here:
+``KvCacheConfig(dtype="fp8")``; NVFP4 (``dtype="nvfp4"``) only on releases that map it (1.3 on;
+1.0-1.2 are refused before loading). Supported releases: 1.0 to current main.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from runner.backends.trtllm.backend import KV_DTYPE_TO_ALGO, TRTLLMBackendBase, algo_name, read_effective_spec
-from runner.errors import ModelError
+from runner.errors import ConfigError, ModelError
 from runner.backends.models import resolve_model_source
 from runner.spec import AccuracySpec
 
@@ -38,6 +39,8 @@ class TRTLLMPyTorchBackendConfig:
     free_gpu_memory_fraction: float = 0.9
     enable_block_reuse: bool = True
     checkpoint: Optional[str] = None  # pre-quantized (ModelOpt) checkpoint directory; None: the model's path
+    # LLM arguments passed through, as trtllm-eval --extra_llm_api_options: a YAML path or a mapping
+    extra_llm_api_options: Optional[Any] = None
 
 
 def checkpoint_spec(path: Path) -> tuple[Optional[str], Optional[str]] | None:
@@ -68,6 +71,26 @@ class TRTLLMPyTorchBackend(TRTLLMBackendBase):
     name = "trtllm_pytorch"
     engine = False
     kv_cache_algos = tuple(ALGO_TO_KV_DTYPE)
+
+    def _per_request_seeds(self, version: str) -> bool:
+        from runner.backends.trtllm.api import pytorch_per_request_seeds
+
+        return pytorch_per_request_seeds(version)
+
+    def _check_release(self, version: str) -> None:
+        """An NVFP4 KV cache needs a release whose PyTorch backend maps ``KvCacheConfig(dtype="nvfp4")``."""
+        from runner.backends.trtllm.api import pytorch_kv_cache_dtypes
+
+        super()._check_release(version)
+        kv = self.quant.kv_cache_quant_algo
+        if kv and ALGO_TO_KV_DTYPE[kv] not in pytorch_kv_cache_dtypes(version):
+            raise ConfigError(
+                f"TensorRT-LLM {version} cannot run a {kv} KV cache on its PyTorch backend",
+                where=f"quant={self.quant.name}: kv_cache_quant_algo", given=f"{kv} (KvCacheConfig dtype "
+                f"{ALGO_TO_KV_DTYPE[kv]!r})",
+                allowed="KV cache dtypes " + ", ".join(pytorch_kv_cache_dtypes(version)) + f" on TensorRT-LLM {version}",
+                fix="use an FP8 KV cache (e.g. quant=fp8_kv), or a TensorRT-LLM release from 1.3 on",
+            )
 
     def _load(self, api: Any) -> tuple[Any, str, str, dict[str, str], AccuracySpec]:
         m = self.model_config
@@ -111,7 +134,7 @@ class TRTLLMPyTorchBackend(TRTLLMBackendBase):
             trust_remote_code=m.trust_remote_code, kv_cache_config=self._kv_cache_config(api, **kv_extra),
             max_batch_size=self.limits.max_batch_size, max_num_tokens=self.config.max_num_tokens,
             max_seq_len=self.limits.max_input_len + self.limits.max_output_len,
-            **self._guided_llm_kwargs(),
+            **self._guided_llm_kwargs(), **self._extra_llm_kwargs(),
         )
         details = {"model_source": kind, "checkpoint": location, "load_time_s": f"{time.monotonic() - start:.1f}",
                    "kv_cache_dtype": kv_extra.get("dtype", "auto")}
