@@ -7,7 +7,7 @@ import sys
 
 from omegaconf import DictConfig
 
-from runner.errors import EXIT_ERROR, UserError
+from runner.errors import EXIT_ERROR, EXIT_OK, UserError
 
 ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EMFILE, errno.ENAMETOOLONG}
 """Failures of the host, not of the program: a full disk, a read-only or forbidden path."""
@@ -41,9 +41,10 @@ def run_job(cfg: DictConfig) -> int:
             from runner.dry_run import dry_run
 
             dry_run(cfg, where)
-            return 0 if multirun else sys.exit(0)
-        outcome = run(cfg)
-        status = outcome.exit_status
+            status = EXIT_OK
+        else:
+            outcome = run(cfg)
+            status = outcome.exit_status
     except OSError as err:
         if err.errno not in ENVIRONMENT_ERRNOS:
             raise
@@ -66,10 +67,11 @@ def run_job(cfg: DictConfig) -> int:
 
             record_failure(cfg, failure)
         return status  # the sweep writes the CI reports of all its jobs
-    from runner.exports.publish import publish_job
+    if failure is not None or not cfg.dry_run:  # a dry run that worked reports nothing
+        from runner.exports.publish import publish_job
 
-    for path in publish_job(cfg, outcome, failure):
-        print(f"report: {path}", flush=True)
+        for path in publish_job(cfg, outcome, failure):
+            print(f"report: {path}", flush=True)
     sys.exit(status)
 
 

@@ -10,11 +10,10 @@ same model, quant, task and backend in MLflow.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 log = logging.getLogger("runner")
 
@@ -57,12 +56,9 @@ def cached_requests(cfg: DictConfig, job: Any, requests: list[Any]) -> int | Non
     source = resolve_model_source(job.model.name, job.model.hf_id, job.model.path, job.model.embedded)
     models = [generations.model_fingerprint(location, job.model.revision)  # what the backend loads, or names
               for location in (source.location, job.model.path or job.model.hf_id)]
-    wanted = {
-        "quant": OmegaConf.to_container(cfg.quant, resolve=True),
-        "backend": {k: v for k, v in OmegaConf.to_container(cfg.backend, resolve=True).items() if k != "_target_"},
-        "chat": dataclasses.asdict(job.chat),
-    }
-    limits = {k: v for k, v in dataclasses.asdict(job.limits).items() if k != "guided_decoding"}
+    wanted = generations.settings_context(cfg, job.limits, job.chat)
+    limits = wanted.pop("limits")
+    limits.pop("guided_decoding")  # the backend decides it once loaded
     store = generations.GenerationCache(path)
     best = 0
     try:
@@ -72,9 +68,9 @@ def cached_requests(cfg: DictConfig, job: Any, requests: list[Any]) -> int | Non
             if {k: v for k, v in (doc.get("limits") or {}).items() if k != "guided_decoding"} != limits:
                 continue
             view = generations.BoundCache(store, context_id)
-            keys = sorted({view.key(r) for r in requests})
-            found = store.get_many(keys)
-            best = max(best, sum(view.key(r) in found for r in requests))
+            keys = [view.key(r) for r in requests]
+            found = store.get_many(sorted(set(keys)))
+            best = max(best, sum(k in found for k in keys))
     finally:
         store.close()
     return best

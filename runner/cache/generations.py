@@ -230,27 +230,31 @@ class CachedBackend:
 
 def open_for_job(cfg: Any, info: Any, limits: Any, chat: Any) -> BoundCache | None:
     """The job's cache view (None with ``cache=off``), keyed by what the backend actually loaded."""
-    from omegaconf import OmegaConf
-
     if not cfg.cache.enabled:
         return None
     path = cache_path(cfg)
     context = {
         "model": model_fingerprint(info.model_path, cfg.model.revision),
-        "quant": OmegaConf.to_container(cfg.quant, resolve=True),
         "effective_spec": dataclasses.asdict(info.spec),
         "quantized_model_key": info.details.get("quant_key"),
-        # the backend's settings, not where its code lives (a moved module must not invalidate the cache)
-        "backend": {k: v for k, v in OmegaConf.to_container(cfg.backend, resolve=True).items() if k != "_target_"},
         "backend_name": info.name, "versions": dict(info.versions), "device": info.device,
-        "compute_dtype": info.details.get("torch_dtype"), "limits": dataclasses.asdict(limits),
-        "chat": dataclasses.asdict(chat),
-    }
+        "compute_dtype": info.details.get("torch_dtype"),
+    } | settings_context(cfg, limits, chat)
     if info.details.get("extra_llm_api_options"):  # the file's contents, not only its path
         context["extra_llm_api_options"] = info.details["extra_llm_api_options"]
     bound = GenerationCache(path).bind(context)
     log.info("generation cache: %s (context %s)", path, bound.context_id[:12])
     return bound
+
+
+def settings_context(cfg: Any, limits: Any, chat: Any) -> dict[str, Any]:
+    """The part of a job's cache context known before the model loads: the quant spec, the backend's
+    settings (not where its code lives: a moved module must not invalidate the cache), limits and chat."""
+    from omegaconf import OmegaConf
+
+    return {"quant": OmegaConf.to_container(cfg.quant, resolve=True),
+            "backend": {k: v for k, v in OmegaConf.to_container(cfg.backend, resolve=True).items() if k != "_target_"},
+            "limits": dataclasses.asdict(limits), "chat": dataclasses.asdict(chat)}
 
 
 def cache_path(cfg: Any) -> Path:

@@ -32,13 +32,16 @@ def from_row(row: dict[str, Any]) -> Case:
     if row.get("error"):
         message = " ".join(str(row["error"]).split())[:300]
     elif row.get("test"):
-        message = f"{row['test']}: score {_num(row.get('score'))} vs reference {_num(row.get('reference'))}, " \
-                  f"p {_num(row.get('p_value'), 4)} (adjusted {_num(row.get('p_adjusted'), 4)})"
+        message = f"{row['test']}: score {fmt(row.get('score'))} vs reference {fmt(row.get('reference'))}, " \
+                  f"p {fmt(row.get('p_value'), 4)} (adjusted {fmt(row.get('p_adjusted'), 4)})"
     else:
         message = verdict
     return Case(str(row.get("job")), verdict, message, str(row.get("error") or ""), row.get("score"),
                 row.get("reference"), row.get("difference"), row.get("p_value"), row.get("n"))
 
 
-def _num(value: Any, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+def fmt(value: Any, digits: int = 2, sign: bool = False) -> str:
+    """A figure for a table: ``-`` when there is none (None or NaN)."""
+    if value is None or value != value:
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"

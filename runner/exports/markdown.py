@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from runner.exports.cases import Case
+from runner.exports.cases import Case, fmt
 from runner.paths import write_atomic
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -17,8 +17,8 @@ def markdown(cases: Sequence[Case], title: str, verdict: str) -> str:
     lines = [f"### {title}: {verdict}", "",
              "| job | verdict | score | reference | delta | p-value | n |", "|---|---|---:|---:|---:|---:|---:|"]
     for c in cases:
-        lines.append(f"| {c.name} | {c.mark} {c.verdict} | {_f(c.score)} | {_f(c.reference)} | {_f(c.difference, sign=True)}"
-                     f" | {_f(c.p_value, 4)} | {c.n if c.n is not None else '-'} |")
+        lines.append(f"| {c.name} | {c.mark} {c.verdict} | {fmt(c.score)} | {fmt(c.reference)} | {fmt(c.difference, sign=True)}"
+                     f" | {fmt(c.p_value, 4)} | {c.n if c.n is not None else '-'} |")
     for c in cases:
         if c.details:
             body = c.details.replace("```", "'''")
@@ -41,8 +41,3 @@ def write_markdown(path: str | Path | None, text: str) -> list[Path]:
         written.append(Path(summary))
     return written
 
-
-def _f(value: float | None, digits: int = 2, sign: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"

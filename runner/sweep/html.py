@@ -9,6 +9,8 @@ import html
 from pathlib import Path
 from typing import Any
 
+from runner.exports.cases import fmt
+
 COLOURS = {"passed": "#1a7f37", "regression": "#cf222e", "failed": "#8250df", "incomplete": "#9a6700",
            "no verdict": "#57606a"}
 STYLE = """
@@ -21,12 +23,6 @@ img{max-width:100%;border:1px solid #d0d7de;border-radius:6px} details{margin-to
 """
 
 
-def _f(value: Any, digits: int = 2, sign: bool = False) -> str:
-    if value is None or value != value:  # None or NaN
-        return "-"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
-
-
 def _pill(verdict: str) -> str:
     return f"<span class='pill' style='background:{COLOURS.get(verdict, '#57606a')}'>{html.escape(verdict)}</span>"
 
@@ -36,13 +32,13 @@ def render(summary: Any, full_table: str, plot: Path | None) -> str:
     colour = COLOURS["passed"] if verdict == "PASSED" else COLOURS["regression"] if verdict != "NO VERDICT" else COLOURS["no verdict"]
     rows = []
     for r in summary.rows:
-        ci = "-" if r.get("ci_low") is None else f"[{_f(r['ci_low'], sign=True)}, {_f(r.get('ci_high'), sign=True)}]"
+        ci = "-" if r.get("ci_low") is None else f"[{fmt(r['ci_low'], sign=True)}, {fmt(r.get('ci_high'), sign=True)}]"
         error = f"<td class='err'>{html.escape(' '.join(str(r['error']).split())[:200])}</td>" if r.get("error") else "<td></td>"
         rows.append(
             f"<tr><td class='l'>{html.escape(str(r.get('job')))}</td><td class='l'>{html.escape(str(r.get('task')))}</td>"
-            f"<td class='l'>{html.escape(str(r.get('quant')))}</td><td>{_f(r.get('score'))}</td>"
-            f"<td>{_f(r.get('reference'))}</td><td>{_f(r.get('difference'), sign=True)}</td><td>{ci}</td>"
-            f"<td>{_f(r.get('p_value'), 4)}</td><td>{_f(r.get('p_adjusted'), 4)}</td>"
+            f"<td class='l'>{html.escape(str(r.get('quant')))}</td><td>{fmt(r.get('score'))}</td>"
+            f"<td>{fmt(r.get('reference'))}</td><td>{fmt(r.get('difference'), sign=True)}</td><td>{ci}</td>"
+            f"<td>{fmt(r.get('p_value'), 4)}</td><td>{fmt(r.get('p_adjusted'), 4)}</td>"
             f"<td class='l'>{html.escape(str(r.get('test') or '-'))}</td>"
             f"<td class='l'>{_pill(r.get('sweep_verdict') or r.get('verdict') or 'incomplete')}</td>{error}</tr>")
     image = ""

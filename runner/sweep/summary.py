@@ -27,6 +27,7 @@ from typing import Any, Optional
 from runner.errors import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION
 from runner.stats.decision import STATISTICAL_RULES
 from runner.stats.multiple_testing import adjust
+from runner.exports.cases import fmt
 from runner.sweep.html import render as render_html
 from runner.report import VERDICT_CODES
 
@@ -101,8 +102,8 @@ class Summary:
         lines = ["=" * 100, f"sweep summary: {len(self.rows)} jobs in {self.sweep_dir}",
                  f"{'job':<36} {'score':>8} {'thresh':>8} {'p':>8} {'p_adj':>8}  verdict -> sweep"]
         for r in self.rows:
-            lines.append(f"{r['job'][:36]:<36} {_fmt(r['score']):>8} {_fmt(r['threshold']):>8} "
-                         f"{_fmt(r['p_value'], 4):>8} {_fmt(r['p_adjusted'], 4):>8}  {r['verdict']} -> {r['sweep_verdict']}"
+            lines.append(f"{r['job'][:36]:<36} {fmt(r['score']):>8} {fmt(r['threshold']):>8} "
+                         f"{fmt(r['p_value'], 4):>8} {fmt(r['p_adjusted'], 4):>8}  {r['verdict']} -> {r['sweep_verdict']}"
                          + (f"  ({_clip(r['error'], 80)})" if r["error"] else ""))
         lines.append(self.render_cache())
         if self.stopped:
@@ -129,10 +130,6 @@ class Summary:
         client.set_tag(parent_id, "sweep.verdict", self.verdict)
         client.set_tag(parent_id, "verdict", self.verdict.lower())  # the children's column shows the parent's too
         client.log_metric(parent_id, "verdict", float(VERDICT_CODES.get(self.verdict.lower(), VERDICT_CODES["failed"])))
-
-
-def _fmt(value: Any, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def _clip(text: str, width: int) -> str:

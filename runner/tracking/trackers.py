@@ -185,8 +185,7 @@ class MlflowTracker:
                     fix="start the server (mlflow server --host 127.0.0.1 --port 5000), fix the address, "
                     "or run with tracking=none",
                 ) from None
-        elif self.uri.startswith("sqlite:///"):
-            db = Path(self.uri.removeprefix("sqlite:///"))
+        elif (db := sqlite_path(self.uri)) is not None:
             if db.is_dir() or not db.name:
                 raise TrackingError("the MLflow sqlite store must be a file, and this is a directory",
                                     where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=self.uri,

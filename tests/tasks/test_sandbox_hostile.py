@@ -18,6 +18,7 @@ import pytest
 
 from evaluators.scoring import sandbox, sandbox_wire
 from evaluators.scoring.sandbox import Limits, Program, run_program
+from tests.tasks.test_humaneval import _processes_with
 
 LIMITS = Limits(timeout_s=2.0, memory_mb=256, workers=1)
 TESTS = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n"
@@ -300,23 +301,6 @@ def _token(i: int) -> str:
     return f"{400 + i}.{os.getpid()}{time.time_ns() % 10**6}"
 
 
-def _live_with(token: str) -> list[str]:
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
-                cmdline = handle.read()
-            with open(f"/proc/{name}/stat") as handle:
-                state = handle.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if token.encode() in cmdline and state != "Z":
-            found.append(f"{name}: {cmdline!r}")
-    return found
-
-
 def _files_named(token: str, dirs: list[Path]) -> list[str]:
     return [str(d / token) for d in dirs if os.path.lexists(d / token)]
 
@@ -351,7 +335,7 @@ def test_a_hostile_completion_neither_passes_nor_outlives_its_job(index, layers,
     assert not result.passed, (name, result, stdout[-500:])
     assert not connected, name
     time.sleep(0.3)
-    assert _live_with(token) == [], name
+    assert _processes_with(token) == [], name
     dirs = [Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"), target, Path(HOME),
             Path(HOME) / ".cache", Path(HOME) / ".cache" / "runner", Path.cwd()]
     assert _files_named(token, dirs) == [], name
@@ -373,7 +357,7 @@ def test_without_namespaces_the_subreaper_still_kills_every_descendant(index, la
     result, _ = run_program(Program(CASES[index][1].replace("{token}", token), TESTS, "add"), LIMITS, namespaces=False)
     assert not result.passed
     time.sleep(0.3)
-    assert _live_with(token) == []
+    assert _processes_with(token) == []
 
 
 def test_the_defeated_hook_is_really_off(layers):
