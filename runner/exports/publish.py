@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from runner.errors import UserError
 from runner.exports.cases import Case, from_row
 from runner.exports.junit import write_junit
 from runner.exports.markdown import markdown, write_markdown
@@ -14,7 +15,7 @@ def job_case(cfg: Any, outcome: Any = None, error: BaseException | None = None) 
     """The job as a case: its verdict block when it finished, its error when it did not."""
     name = f"{cfg.quant.name}-{cfg.task.name}"
     if outcome is None:
-        text = error.render() if hasattr(error, "render") else f"{type(error).__name__}: {error}"
+        text = error.render() if isinstance(error, UserError) else f"{type(error).__name__}: {error}"
         return Case(name, "failed", " ".join(text.split())[:300], text)
     decision = outcome.decision
     report = Path(outcome.output_dir) / "report.txt"
