@@ -75,3 +75,7 @@ class TrackingError(UserError):
 
 class BackendUnavailable(UserError):
     """A backend whose library is not installed on this host."""
+
+
+class EndpointError(UserError):
+    """A model server that cannot be reached, refuses requests, or does not serve what was declared."""

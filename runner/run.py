@@ -138,7 +138,8 @@ def prepare(cfg: DictConfig) -> Job:
     backend = build_object(cfg.backend, model=model, quant=quant, limits=limits, chat=chat)
     if evaluator.uses_loglikelihood and not backend.capabilities.loglikelihood:
         raise ConfigError("this backend cannot score log-likelihood requests", where=f"backend={cfg.backend.name}",
-                          given=f"task={task.name} with log-likelihood scoring", fix=evaluator.loglikelihood_fix)
+                          given=f"task={task.name} with log-likelihood scoring",
+                          fix="; or ".join(f for f in (evaluator.loglikelihood_fix, backend.capabilities.loglikelihood_fix) if f))
     backend.preflight()
     tracker = build_object(cfg.tracking)
     tracker.check()
@@ -192,6 +193,8 @@ def load(job: Job) -> Loaded:
     _check_effective_spec(job.quant, info.spec)
     job.evaluator.bind_backend(info)
     spec = replace(info.spec, extra_acc_spec=job.evaluator.extra_acc_spec())
+    if info.spec_declared:
+        job.notes.append(f"accuracy spec declared in the config, not read back from the model: {spec.describe()}")
     log.info("loaded %s on %s: effective spec %s", info.model_path, info.device, spec.describe())
     detail_tags, detail_metrics = report.backend_details_for_tracking(info.details)
     job.tracker.set_tags({f"version.{k}": v for k, v in info.versions.items()} | detail_tags

@@ -88,6 +88,8 @@ class BackendInfo:
     model_path: str
     versions: dict[str, str] = field(default_factory=dict)
     details: dict[str, str] = field(default_factory=dict)
+    # the spec is what the config declares (a served model), not read back from what was loaded
+    spec_declared: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class Capabilities:
     loglikelihood: bool = True  # answers LoglikelihoodRequest
     token_counter: bool = False  # count_tokens() (length filters in the model's own tokens)
     per_request_seeds: bool = True  # a sampled request's seed decides its output
+    loglikelihood_fix: str = ""  # without loglikelihood: what would make this backend score such requests
 
 
 @dataclass(frozen=True)

@@ -94,3 +94,37 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> str:
         if pos != -1:
             cut = min(cut, pos)
     return text[:cut]
+
+
+def encode_pair(tokenizer: Any, chat: ChatFormat, context: str, continuation: str) -> tuple[list[int], list[int]]:
+    """Context and continuation tokens, split the way lm-evaluation-harness splits them: trailing
+    whitespace of the context moves to the continuation, and the continuation's tokens are those of
+    the whole text after the context's (so a merge across the boundary counts once)."""
+    context, special = render_prompt(tokenizer, chat, context)
+    trailing = len(context) - len(context.rstrip())
+    if trailing:
+        continuation = context[-trailing:] + continuation
+        context = context[:-trailing]
+    whole = list(tokenizer(context + continuation, add_special_tokens=special)["input_ids"])
+    ctx = list(tokenizer(context, add_special_tokens=special)["input_ids"])
+    if not ctx:
+        ctx = [tokenizer.bos_token_id or tokenizer.eos_token_id]
+        return ctx, list(tokenizer(continuation, add_special_tokens=False)["input_ids"])
+    return ctx, whole[len(ctx):]
+
+
+def loglikelihood_tokens(tokenizer: Any, chat: ChatFormat, context: str, continuation: str,
+                         max_input_len: int, max_output_len: int) -> tuple[list[int], list[int]]:
+    """(the token sequence to score, its scored last tokens) of one log-likelihood request.
+
+    With a context, the sequence is cut to its last ``max_input_len + max_output_len + 1`` tokens.
+    Without one (a whole document, perplexity) it is BOS plus the document's last tokens,
+    ``max_input_len`` in all, as TensorRT-LLM's left-truncating tokenizer keeps them."""
+    ctx, cont = encode_pair(tokenizer, chat, context, continuation)
+    if context:
+        seq = (ctx + cont)[-(max_input_len + max_output_len + 1):]
+    else:
+        cont = cont[-max(max_input_len - len(ctx), 1):]
+        seq = ctx + cont
+    scored = cont[-(len(seq) - 1):] if len(cont) >= len(seq) else cont
+    return seq, scored

@@ -30,6 +30,7 @@ def task_schemas() -> dict[str, type]:
 def schemas() -> dict[str, type]:
     from runner.backends.fake import FakeBackendConfig
     from runner.backends.hf.backend import HFBackendConfig
+    from runner.backends.openai.config import OpenAIBackendConfig
     from runner.backends.trtllm.engine import TRTLLMBackendConfig
     from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
     from runner.cache.generations import CacheConfig
@@ -41,6 +42,7 @@ def schemas() -> dict[str, type]:
         "schema_quant": QuantConfig,
         "schema_backend_hf": HFBackendConfig,
         "schema_backend_fake": FakeBackendConfig,
+        "schema_backend_openai": OpenAIBackendConfig,
         "schema_backend_trtllm": TRTLLMBackendConfig,
         "schema_backend_trtllm_pytorch": TRTLLMPyTorchBackendConfig,
         "schema_tracking_mlflow": MlflowTrackingConfig,

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +35,7 @@ LIMITS = TaskLimits(max_input_len=64, max_output_len=8, max_batch_size=8)
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
 NONE = QuantConfig(name="none")
 HAVE_TRTLLM = importlib.util.find_spec("tensorrt_llm") is not None
+SERVER_LOG = Path(tempfile.mkdtemp(prefix="runner-contract-")) / "server.log"
 
 PROMPTS = ["The capital of France is", "1, 2, 3, 4,", "Monday, Tuesday,", "The opposite of hot is", "Water freezes at"]
 
@@ -48,6 +51,15 @@ def make(kind: str, quant: QuantConfig = NONE, limits: TaskLimits = LIMITS):
         from runner.backends.hf.backend import HFBackendConfig
 
         return HFBackend(HFBackendConfig(device="cpu", dtype="float32"), SMOLLM2, quant, limits, progress=False)
+    if kind == "openai":  # the embedded model served by `transformers serve`, started by the backend itself
+        from runner.backends.openai.backend import OpenAIBackend
+        from runner.backends.openai.config import LaunchConfig, OpenAIBackendConfig, ServedSpec
+
+        launch = LaunchConfig(command="transformers serve {checkpoint} --host {host} --port {port} --device cpu",
+                              gpus=0, ready_timeout_s=180, log_file=str(SERVER_LOG))
+        config = OpenAIBackendConfig(launch=launch, served_spec=ServedSpec(quant_algo=None, kv_cache_quant_algo=None),
+                                     per_request_seeds=False)  # transformers serve decodes greedily, whatever is asked
+        return OpenAIBackend(config, SMOLLM2, quant, limits, progress=False)
     path = os.environ.get("RUNNER_TRTLLM_TEST_MODEL")
     model = ModelConfig(name="contract", hf_id="contract", path=path) if path else SMOLLM2
     if kind == "trtllm":
@@ -131,12 +143,14 @@ class BackendContract:
         def sampled(seed: int) -> GenerationRequest:
             return GenerationRequest("Once upon a time", 8, temperature=1.0, seed=seed)
 
+        with pytest.raises(ConfigError, match="explicit seed"):
+            backend.generate([GenerationRequest("Once upon a time", 8, temperature=1.0)])
+        if not backend.capabilities.per_request_seeds:
+            return  # declared: the generation cache keeps its sampled answers out (tests/cache)
         first = backend.generate([sampled(1), sampled(2), sampled(3), sampled(4)])
         again = backend.generate([greedy("filler"), sampled(3), sampled(1)])
         assert again[1:] == [first[2], first[0]]  # same seed, same text, whatever the batch
         assert len(set(first)) >= 2  # and the seed matters
-        with pytest.raises(ConfigError, match="explicit seed"):
-            backend.generate([GenerationRequest("Once upon a time", 8, temperature=1.0)])
 
     def test_loglikelihood_is_answered_in_order_or_refused_up_front(self, backend):
         requests = [LoglikelihoodRequest("The capital of France is", " Paris"),
@@ -160,6 +174,19 @@ class TestHF(BackendContract):
                                          LoglikelihoodRequest("1, 2, 3, 4,", " 5")])
         assert [r.num_tokens for r in results] == [1, 1, 2]  # SmolLM2: " Paris", " Berlin"; " " + "5"
         assert results[0].logprob > results[1].logprob  # Paris over Berlin, in request order
+
+
+@pytest.mark.e2e
+class TestOpenAI(BackendContract):
+    """A real OpenAI-compatible server (``transformers serve`` on the embedded model, float32 on the CPU),
+    started and stopped by the backend's managed-server mode."""
+
+    kind = "openai"
+
+    def test_the_server_answers_what_hf_computes_in_process(self, backend):
+        with make("hf") as local:
+            requests = [greedy(p, max_tokens=6) for p in PROMPTS]
+            assert backend.generate(requests) == local.generate(requests)
 
 
 class TestFake(BackendContract):

@@ -1,0 +1,286 @@
+"""The ``openai`` backend: requests answered by a model behind an OpenAI-compatible endpoint.
+
+The runner sends what ``backend=hf`` would feed its model (the same rendered prompts, cut with the
+served model's tokenizer), so a served model is evaluated on the same requests as an in-process
+one. What is served cannot be read back (a server does not report its quantization): the
+accuracy spec is declared in ``backend.served_spec`` and reported as declared. ``/v1/models`` is
+checked against the declared model id where the server lists its models. With ``backend.launch``
+the server is started for the job and stopped after it (:mod:`runner.backends.openai.server`).
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from runner.backends.base import (
+    Backend,
+    BackendInfo,
+    Capabilities,
+    ChatFormat,
+    GenerationRequest,
+    GpuNeeds,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    TaskLimits,
+)
+from runner.backends.openai import client as http
+from runner.backends.openai.config import ENDPOINTS, JSON_SCHEMA_FIELDS, PROMPT_FORMATS, TRUNCATIONS
+from runner.backends.openai.payloads import PromptSettings, chat_messages, completion_prompt, echoed_logprobs, sampling_fields
+from runner.backends.prompting import cut_at_stop, loglikelihood_tokens
+from runner.errors import BackendUnavailable, ConfigError, EndpointError
+from runner.spec import AccuracySpec
+
+log = logging.getLogger("runner")
+GUIDED_MODES = ("none", "auto", "server")
+LOGLIKELIHOOD_FIX = ("a server that returns prompt log-probabilities (vLLM) with backend.prompt_logprobs=true, "
+                     "backend.prompt_format=token_ids and backend.endpoint=completions")
+
+
+class OpenAIBackend(Backend):
+    """A client of one served model. Construct cheaply; start/probe the server on ``__enter__``."""
+
+    name = "openai"
+
+    @classmethod
+    def gpu_needs(cls, config: Any) -> GpuNeeds:
+        """An HTTP client needs no GPU; a managed server takes ``launch.gpus`` of them."""
+        return GpuNeeds(per_job=config.launch.gpus if config.launch is not None else 0)
+
+    def __init__(self, config: Any, model: Any, quant: Any, limits: TaskLimits,
+                 chat: ChatFormat = ChatFormat(), progress: bool = True) -> None:
+        for key, value, allowed in (("endpoint", config.endpoint, ENDPOINTS),
+                                    ("prompt_format", config.prompt_format, PROMPT_FORMATS),
+                                    ("truncation", config.truncation, TRUNCATIONS),
+                                    ("json_schema_field", config.json_schema_field, JSON_SCHEMA_FIELDS)):
+            if value not in allowed:
+                raise ConfigError(f"unknown {key} for the openai backend", where=f"backend.{key}", given=value,
+                                  allowed=", ".join(allowed))
+        if (config.base_url is None) == (config.launch is None):
+            raise ConfigError("say where the server is, or how to start one (one of the two)",
+                              where="backend.base_url / backend.launch",
+                              given=f"base_url={config.base_url}, launch={'set' if config.launch else None}",
+                              fix="backend.base_url=http://HOST:PORT/v1 for a running server, or a preset that starts one "
+                                  "(backend=trtllm_serve, backend=vllm, backend=transformers_serve)")
+        if config.max_concurrency < 1 or config.max_retries < 0 or config.timeout_s <= 0:
+            raise ConfigError("request limits out of range", where="backend.max_concurrency / max_retries / timeout_s",
+                              given=f"{config.max_concurrency} / {config.max_retries} / {config.timeout_s}",
+                              allowed="max_concurrency >= 1, max_retries >= 0, timeout_s > 0")
+        if config.endpoint == "chat" and not chat.apply_chat_template:
+            raise ConfigError("the chat endpoint wraps every prompt in the server's chat template, and this task "
+                              "sends plain prompts (its references were measured without a template)",
+                              where="backend.endpoint", given="chat (task.apply_chat_template=false)",
+                              fix="use backend.endpoint=completions, or task.apply_chat_template=true")
+        if config.endpoint == "chat" and config.prompt_format == "token_ids":
+            raise ConfigError("chat requests carry messages, not token ids", where="backend.prompt_format",
+                              given="token_ids with backend.endpoint=chat", allowed="text")
+        if limits.guided_decoding not in GUIDED_MODES:
+            raise ConfigError("guided decoding on an endpoint is the server's own", where="task.guided_decoding",
+                              given=limits.guided_decoding, allowed=", ".join(GUIDED_MODES))
+        self.config, self.model_config, self.quant = config, model, quant
+        self.limits, self.chat, self.progress = limits, chat, progress
+        self.capabilities = Capabilities(
+            loglikelihood=config.prompt_logprobs and config.prompt_format == "token_ids" and config.endpoint == "completions",
+            token_counter=True, per_request_seeds=config.per_request_seeds, loglikelihood_fix=LOGLIKELIHOOD_FIX)
+        self.settings = PromptSettings(config.endpoint, config.prompt_format, config.truncation, limits.max_input_len,
+                                       limits.max_output_len, config.json_schema_field, limits.guided_decoding != "none")
+        self._server: Any = None
+        self._client: Any = None
+        self._tokenizer: Any = None
+        self._info: BackendInfo | None = None
+        self._base_url = config.base_url or ""
+        self._checked_logprobs = False
+        self._served = ""
+
+    # ------------------------------------------------------------------ lifecycle
+    def preflight(self) -> None:
+        """The client library is installed, the key variable is set, the launch command is well formed."""
+        try:
+            import openai  # noqa: F401
+        except ImportError:
+            raise BackendUnavailable("backend=openai needs the openai client library",
+                                     given="import openai failed", fix="pip install 'runner[serve]'") from None
+        http.api_key(self.config.api_key_env)
+        if self.config.launch is not None:
+            from runner.backends.openai.server import render_command
+
+            render_command(self.config.launch.command, self._placeholders(port=0))
+
+    def __enter__(self) -> "OpenAIBackend":
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def _start(self) -> None:
+        import openai
+        from transformers import AutoTokenizer
+
+        checkpoint = self._checkpoint()
+        tokenizer_source = self.config.tokenizer or checkpoint
+        try:
+            self._tokenizer = AutoTokenizer.from_pretrained(tokenizer_source,
+                                                            trust_remote_code=self.model_config.trust_remote_code)
+        except Exception as err:  # the user's path or Hub id
+            raise ConfigError("the served model's tokenizer cannot be loaded (it cuts prompts and counts tokens)",
+                              where="backend.tokenizer", given=f"{tokenizer_source} ({type(err).__name__}: {err})"[:400],
+                              fix="set backend.tokenizer to a local copy of the served model's tokenizer") from None
+        if self.config.launch is not None:
+            self._base_url = self._launch()
+        self._client = http.make_client(self._base_url, http.api_key(self.config.api_key_env),
+                                        self.config.timeout_s, self.config.max_retries)
+        served = self._served = self.config.served_model or checkpoint
+        listing = self._check_served(served)
+        spec = self.config.served_spec
+        launch = self.config.launch
+        details = {"base_url": self._base_url if launch is None else "managed (backend.launch)",
+                   "served_model": served, "endpoint": self.config.endpoint, "prompt_format": self.config.prompt_format,
+                   "spec_source": "declared (backend.served_spec), not read back from the server",
+                   "truncation": (f"client: the tokenizer of {tokenizer_source}" if self.config.truncation == "client"
+                                  else "server: truncate_prompt_tokens"),
+                   "guided_decoding": "none" if self.limits.guided_decoding == "none" else "server",
+                   "max_concurrency": str(self.config.max_concurrency), "models_listed": listing}
+        if self._server is not None:
+            details |= {"server_start_time_s": f"{self._server.startup_s:.1f}", "server_log": str(self._server.log_file)}
+        self._info = BackendInfo(
+            name=self.name,
+            spec=AccuracySpec(dtype=spec.dtype, quant_algo=spec.quant_algo, kv_cache_quant_algo=spec.kv_cache_quant_algo,
+                              spec_dec_algo=spec.spec_dec_algo),
+            device="endpoint (managed server)" if launch is not None else f"endpoint {self._base_url}",
+            model_path=checkpoint,
+            versions={"openai": openai.__version__, "python": platform.python_version()},
+            details=details, spec_declared=True,
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+        server, self._server = self._server, None
+        if server is not None:
+            server.stop()
+
+    def info(self) -> BackendInfo:
+        assert self._info is not None, "info() before __enter__"
+        return self._info
+
+    def _checkpoint(self) -> str:
+        """The declared weights: ``served_spec.checkpoint``, else the model's path/embedded copy/Hub id."""
+        from runner.backends.models import resolve_model_source
+
+        if self.config.served_spec.checkpoint:
+            return self.config.served_spec.checkpoint
+        m = self.model_config
+        return resolve_model_source(m.name, m.hf_id, m.path, m.embedded).location
+
+    def _placeholders(self, port: int) -> dict[str, Any]:
+        launch = self.config.launch
+        checkpoint = self.config.served_spec.checkpoint or self.model_config.path or self.model_config.hf_id
+        return {"checkpoint": checkpoint, "served_model": self.config.served_model or checkpoint, "host": launch.host,
+                "port": port, "gpus": launch.gpus, "dtype": self.config.served_spec.dtype}
+
+    def _launch(self) -> str:
+        from runner.backends.openai.server import ManagedServer, free_port, render_command
+
+        launch = self.config.launch
+        port = free_port(launch.host)
+        values = self._placeholders(port) | {"checkpoint": self._checkpoint()}
+        values["served_model"] = self.config.served_model or values["checkpoint"]
+        self._server = ManagedServer(render_command(launch.command, values), launch.host, port, launch.health_path,
+                                     launch.ready_timeout_s, launch.stop_timeout_s, launch.env, Path(launch.log_file))
+        self._server.start()
+        return f"{self._server.root_url}/v1"
+
+    def _check_served(self, served: str) -> str:
+        """Refuse a server that lists its models without the declared one; check the context length."""
+        models, why = http.list_models(self._client, self._base_url)
+        if models is None:
+            log.warning("the server does not list its models (%s): the served model id is not checked", why)
+            return f"not listed ({why})"[:300]
+        if not models:
+            return "empty list (not checked)"
+        ids = [str(m.get("id")) for m in models]
+        if served not in ids:
+            raise EndpointError("the server does not serve the declared model", where=f"{self._base_url}/models",
+                                given=f"serves {', '.join(ids)[:300]}; backend.served_model={served}",
+                                fix="set backend.served_model to the id the server lists (and served_spec to what it runs), "
+                                    "or point backend.base_url at the right server")
+        card = models[ids.index(served)]
+        context = card.get("max_model_len")
+        need = self.limits.max_input_len + self.limits.max_output_len
+        if isinstance(context, int) and context < need:
+            raise EndpointError("the served model's context is shorter than the task needs", where=f"{self._base_url}/models",
+                                given=f"max_model_len={context}; task needs max_input_len + max_output_len = {need}",
+                                fix="serve the model with a longer context (vLLM --max-model-len)")
+        return "checked"
+
+    # ------------------------------------------------------------------ requests
+    def _progress(self, total: int, desc: str) -> Any:
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=desc, unit="req", disable=not self.progress, file=sys.stderr,
+                    dynamic_ncols=True, mininterval=1.0)
+
+    def _fan_out(self, fn: Any, items: Sequence[Any], desc: str) -> list[Any]:
+        bar = self._progress(len(items), desc)
+        try:
+            return http.map_bounded(fn, items, self.config.max_concurrency, lambda: bar.update(1))
+        finally:
+            bar.close()
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text in the served model's tokenizer, special tokens excluded."""
+        return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        for req in requests:
+            if not req.greedy and req.seed is None:
+                raise ConfigError("a sampled request needs an explicit seed", where="generation request",
+                                  given=f"temperature={req.temperature}, seed=None")
+        return self._fan_out(self._generate_one, list(requests), "generate")
+
+    def _generate_one(self, req: GenerationRequest) -> str:
+        fields, extra = sampling_fields(req, self.settings)
+        client, model = self._client, self._served
+        if self.settings.endpoint == "chat":
+            messages, cut = chat_messages(self._tokenizer, self.chat, req, self.settings)
+            body = dict(self.config.extra_body) | extra | cut
+            answer = http.call(self._base_url, lambda: client.chat.completions.create(
+                model=model, messages=messages, extra_body=body or None, **fields))
+            text = answer.choices[0].message.content or ""
+        else:
+            prompt, cut = completion_prompt(self._tokenizer, self.chat, req, self.settings)
+            body = dict(self.config.extra_body) | extra | cut
+            answer = http.call(self._base_url, lambda: client.completions.create(
+                model=model, prompt=prompt, extra_body=body or None, **fields))
+            text = answer.choices[0].text or ""
+        return cut_at_stop(text, req.stop)
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        """Prompt log-probabilities of an echoed completion (``echo``, ``logprobs=1``, one new token),
+        the token ids sent as the prompt so context and continuation split exactly as on ``hf``."""
+        if not self.capabilities.loglikelihood:
+            raise ConfigError("this endpoint does not score log-likelihood requests", where="backend.prompt_logprobs",
+                              given=self.config.prompt_logprobs,
+                              fix=f"score by generation (task.scoring=generate), or use {LOGLIKELIHOOD_FIX}")
+        items = [loglikelihood_tokens(self._tokenizer, self.chat, r.context, r.continuation,
+                                      self.limits.max_input_len, self.limits.max_output_len) for r in requests]
+        if items and not self._checked_logprobs:  # one request first: a server without prompt logprobs stops here
+            first = self._loglikelihood_one(items[0])
+            self._checked_logprobs = True
+            return [first] + self._fan_out(self._loglikelihood_one, items[1:], "loglikelihood")
+        return self._fan_out(self._loglikelihood_one, items, "loglikelihood")
+
+    def _loglikelihood_one(self, item: tuple[list[int], list[int]]) -> LoglikelihoodResult:
+        seq, scored = item
+        client, model = self._client, self._served
+        body = dict(self.config.extra_body) or None
+        answer = http.call(self._base_url, lambda: client.completions.create(
+            model=model, prompt=seq, max_tokens=1, temperature=0.0, logprobs=1, echo=True, extra_body=body))
+        total, greedy = echoed_logprobs(answer.choices[0], len(seq) - len(scored), len(scored))
+        return LoglikelihoodResult(total, greedy, len(scored))

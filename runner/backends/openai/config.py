@@ -1,0 +1,69 @@
+"""Config schema of the ``openai`` backend (``conf/backend/openai.yaml`` and its presets)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+ENDPOINTS = ("completions", "chat")
+PROMPT_FORMATS = ("text", "token_ids")
+TRUNCATIONS = ("client", "server")
+JSON_SCHEMA_FIELDS = ("response_format", "guided_json", "structured_outputs")
+PLACEHOLDERS = ("checkpoint", "served_model", "host", "port", "gpus", "dtype")
+
+
+@dataclass
+class ServedSpec:
+    """What the server runs, as declared by the user: a server does not report its quantization.
+
+    It is the reference key (reported as declared, not read back). The quant algorithms follow the
+    ``quant`` option unless set here; ``checkpoint`` (a local directory or a Hub id; None: the
+    model's ``path``/embedded copy/``hf_id``) names the weights and gives the tokenizer."""
+
+    dtype: str = "auto"
+    quant_algo: Optional[str] = "${quant.quant_algo}"
+    kv_cache_quant_algo: Optional[str] = "${quant.kv_cache_quant_algo}"
+    spec_dec_algo: Optional[str] = None
+    checkpoint: Optional[str] = None
+
+
+@dataclass
+class LaunchConfig:
+    """A server started for the job on a free local port and stopped when the job ends.
+
+    ``command`` is split like a shell line after filling ``{checkpoint}``, ``{served_model}``,
+    ``{host}``, ``{port}``, ``{gpus}`` and ``{dtype}``; it runs in its own process group with
+    ``env`` added, its output going to ``log_file`` (an artifact of the run)."""
+
+    command: str = "???"
+    host: str = "127.0.0.1"
+    gpus: int = 1  # GPUs the server takes (its tensor-parallel size); a sweep gives each job its own
+    health_path: str = "/health"  # polled until it answers 200 (then /v1/models is checked)
+    ready_timeout_s: float = 900.0
+    stop_timeout_s: float = 30.0  # after SIGTERM, before SIGKILL
+    env: dict[str, str] = field(default_factory=dict)
+    log_file: str = "${output_dir}/server.log"
+
+
+@dataclass
+class OpenAIBackendConfig:
+    """A model behind an OpenAI-compatible endpoint (runner/backends/openai/backend.py)."""
+
+    _target_: str = "runner.backends.openai.backend.OpenAIBackend"
+    name: str = "openai"
+    base_url: Optional[str] = None  # e.g. http://host:8000/v1; None with ``launch`` set: the managed server's
+    served_model: Optional[str] = None  # the request's "model"; None: the served checkpoint as given
+    api_key_env: Optional[str] = None  # NAME of the environment variable holding the key (None: no key)
+    endpoint: str = "completions"  # completions: our rendered prompt; chat: the server's chat template
+    prompt_format: str = "text"  # completions prompts as text, or as token ids (vLLM, trtllm-serve)
+    truncation: str = "client"  # client: cut with the served model's tokenizer; server: truncate_prompt_tokens
+    tokenizer: Optional[str] = None  # path or Hub id of the served model's tokenizer; None: the checkpoint's
+    prompt_logprobs: bool = False  # the server returns prompt log-probabilities (completions echo + logprobs)
+    per_request_seeds: bool = True  # the server honours a request's seed
+    json_schema_field: str = "response_format"  # where a guided-JSON request puts its schema
+    max_concurrency: int = 8  # requests in flight at once
+    timeout_s: float = 600.0  # per request
+    max_retries: int = 5  # connection errors, 408/409/429/5xx: exponential backoff with jitter
+    served_spec: ServedSpec = field(default_factory=ServedSpec)
+    launch: Optional[LaunchConfig] = None
+    extra_body: dict[str, Any] = field(default_factory=dict)  # added to every request (server-specific fields)

@@ -1,0 +1,147 @@
+"""Request bodies for ``/v1/completions`` and ``/v1/chat/completions`` built from the runner's
+requests, and log-probabilities read back from an echoed completion.
+
+Prompts are the ones ``backend=hf`` tokenizes (:mod:`runner.backends.prompting`): the completions
+endpoint gets our rendered prompt (as text, or as the very token ids), the chat endpoint the same
+turns for the server's chat template. Prompts over the task's input budget are cut with the served
+model's tokenizer (``truncation=client``) or by the server (``truncation=server``: the
+``truncate_prompt_tokens`` field of vLLM and trtllm-serve, which keeps the last tokens).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from runner.backends.base import ChatFormat, GenerationRequest
+from runner.backends.prompting import encode_request, render_prompt
+from runner.errors import ConfigError, EndpointError
+
+
+@dataclass(frozen=True)
+class PromptSettings:
+    """How prompts are sent: what the backend config and the task's limits say."""
+
+    endpoint: str  # completions | chat
+    prompt_format: str  # text | token_ids
+    truncation: str  # client | server
+    budget: int  # the task's max_input_len
+    max_output_len: int
+    json_schema_field: str
+    guided: bool  # the task asks for schema-constrained output
+
+
+def sampling_fields(req: GenerationRequest, settings: PromptSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(standard OpenAI fields, server extensions for ``extra_body``) of one generation request."""
+    fields: dict[str, Any] = {"max_tokens": min(req.max_tokens, settings.max_output_len),
+                              "temperature": 0.0 if req.greedy else float(req.temperature)}
+    extra: dict[str, Any] = {}
+    if req.stop:
+        fields["stop"] = list(req.stop)
+    if req.top_p is not None:
+        fields["top_p"] = req.top_p
+    if req.top_k is not None:
+        extra["top_k"] = req.top_k
+    if req.seed is not None:
+        fields["seed"] = req.seed
+    if req.json_schema and settings.guided:
+        schema = json.loads(req.json_schema)
+        if settings.json_schema_field == "response_format":
+            fields["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+        elif settings.json_schema_field == "guided_json":
+            extra["guided_json"] = schema
+        else:
+            extra["structured_outputs"] = {"json": schema}
+    return fields, extra
+
+
+def completion_prompt(tokenizer: Any, chat: ChatFormat, req: GenerationRequest, settings: PromptSettings) -> tuple[Any, dict[str, Any]]:
+    """The ``prompt`` of a completions request, and the extension fields it needs."""
+    text, special = render_prompt(tokenizer, chat, req.prompt + req.suffix, req.messages)
+    if settings.truncation == "server":
+        _server_cut_allowed(req)
+        prompt: Any = list(tokenizer(text, add_special_tokens=special)["input_ids"]) \
+            if settings.prompt_format == "token_ids" else text
+        return prompt, {"truncate_prompt_tokens": settings.budget}
+    ids = list(tokenizer(text, add_special_tokens=special)["input_ids"])
+    if len(ids) > settings.budget:
+        ids = encode_request(tokenizer, chat, req, settings.budget)
+        if settings.prompt_format == "text":
+            text = tokenizer.decode(ids[len(_added_head(tokenizer, ids)):], skip_special_tokens=False)
+    return (ids if settings.prompt_format == "token_ids" else text), {}
+
+
+def chat_messages(tokenizer: Any, chat: ChatFormat, req: GenerationRequest, settings: PromptSettings) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """The ``messages`` of a chat request (the task's system prompt first), cut to the budget."""
+    turns = list(req.messages) if req.messages is not None else [("user", req.prompt + req.suffix)]
+    if chat.system_prompt and not (turns and turns[0][0] == "system"):
+        turns.insert(0, ("system", chat.system_prompt))
+    if settings.truncation == "server":
+        _server_cut_allowed(req)
+        return _as_messages(turns), {"truncate_prompt_tokens": settings.budget}
+    return _as_messages(_fit_turns(tokenizer, turns, req, settings.budget)), {}
+
+
+def _fit_turns(tokenizer: Any, turns: list[tuple[str, str]], req: GenerationRequest, budget: int) -> list[tuple[str, str]]:
+    """Shorten the last turn's content until the templated conversation fits ``budget`` tokens."""
+    def size(conversation: list[tuple[str, str]]) -> int:
+        text = tokenizer.apply_chat_template(_as_messages(conversation), tokenize=False, add_generation_prompt=True)
+        return len(tokenizer(text, add_special_tokens=True)["input_ids"])
+
+    over = size(turns) - budget
+    if over <= 0:
+        return turns
+    role, content = turns[-1]
+    keep_suffix = req.messages is None and req.truncation == "right" and bool(req.suffix)
+    body = req.prompt if keep_suffix else content
+    tokens = list(tokenizer(body, add_special_tokens=False)["input_ids"])
+    keep = len(tokens) - over
+    while keep > 0:
+        kept = tokens[:keep] if req.truncation == "right" else tokens[-keep:]
+        text = tokenizer.decode(kept) + (req.suffix if keep_suffix else "")
+        candidate = turns[:-1] + [(role, text)]
+        over = size(candidate) - budget
+        if over <= 0:
+            return candidate
+        keep -= over
+    raise EndpointError("a prompt cannot be cut to the task's input length with the chat template around it",
+                        where="task.max_input_len", given=budget, fix="raise task.max_input_len")
+
+
+def _as_messages(turns: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"role": role, "content": content} for role, content in turns]
+
+
+def _added_head(tokenizer: Any, ids: list[int]) -> list[int]:
+    """The special tokens the tokenizer put in front (a BOS), which the server adds again itself."""
+    head = list(tokenizer("", add_special_tokens=True)["input_ids"])
+    return head if head and ids[:len(head)] == head else []
+
+
+def _server_cut_allowed(req: GenerationRequest) -> None:
+    if req.truncation == "right":
+        raise ConfigError("this task cuts long prompts on the right, which server-side truncation cannot do",
+                          where="backend.truncation", given="server",
+                          allowed="client (the served model's tokenizer cuts prompts as backend=hf does)",
+                          fix="set backend.truncation=client")
+
+
+def echoed_logprobs(choice: Any, start: int, count: int) -> tuple[float, bool]:
+    """(sum of log-probs, every token the argmax) of prompt positions ``start .. start+count`` of an
+    echoed completion (``echo=True, logprobs=1``): ``token_logprobs`` and ``top_logprobs`` per token."""
+    logprobs = choice.logprobs
+    values = list(getattr(logprobs, "token_logprobs", None) or []) if logprobs is not None else []
+    tops = list(getattr(logprobs, "top_logprobs", None) or []) if logprobs is not None else []
+    if len(values) < start + count or any(v is None for v in values[start:start + count]):
+        raise EndpointError("the server returned no log-probabilities for the prompt tokens",
+                            where="backend.prompt_logprobs", given=f"{len(values)} token log-probs for a "
+                            f"{start + count}-token prompt", fix="set backend.prompt_logprobs=false and score by "
+                            "generation (task.scoring=generate), or serve the model with vLLM")
+    total = float(sum(values[start:start + count]))
+    greedy = True
+    for i in range(start, start + count):
+        top = tops[i] if i < len(tops) and tops[i] else {}
+        if top and values[i] < max(top.values()):
+            greedy = False
+    return total, greedy
