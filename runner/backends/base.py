@@ -122,6 +122,9 @@ class Backend(ABC):
     ``info()`` returns the EFFECTIVE accuracy spec read back from what was loaded."""
 
     capabilities: Capabilities = Capabilities()
+    # backend settings (dotted, under ``backend.``) that change no answer, so the generation cache
+    # ignores them: where a log goes, how long to wait, how often to retry
+    answer_neutral_settings: tuple[str, ...] = ()
 
     @classmethod
     def gpu_needs(cls, config: Any) -> GpuNeeds:

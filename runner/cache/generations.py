@@ -15,7 +15,8 @@ The key is the sha256 of two canonical JSON documents:
   content fingerprint (``runner.cache.engines.fingerprint_dir``: names, sizes, hashes; a Hub id with
   no local files: id and revision), the requested quant config (calibration settings included)
   and the effective spec read back from the loaded model, the quantized model's cache key, the
-  backend name and its whole config, the library versions the backend reports, the device and
+  backend name and its config (less what its class declares answer-neutral: a log file's path, time
+  limits), the served model id and URL of an endpoint, the library versions the backend reports, the device and
   the dtype it computes in (bfloat16 and float32 give different answers), the task's length limits
   (prompt truncation) and the chat template settings;
 - the *request* itself: its kind and every field (the prompt or context/continuation, max tokens,
@@ -240,6 +241,8 @@ def open_for_job(cfg: Any, info: Any, limits: Any, chat: Any) -> BoundCache | No
         "backend_name": info.name, "versions": dict(info.versions), "device": info.device,
         "compute_dtype": info.details.get("torch_dtype"),
     } | settings_context(cfg, limits, chat)
+    if info.details.get("served_model"):  # an endpoint: the id the server answers to (its URL is the device)
+        context["served_model"] = info.details["served_model"]
     if info.details.get("extra_llm_api_options"):  # the file's contents, not only its path
         context["extra_llm_api_options"] = info.details["extra_llm_api_options"]
     bound = GenerationCache(path).bind(context)
@@ -249,11 +252,21 @@ def open_for_job(cfg: Any, info: Any, limits: Any, chat: Any) -> BoundCache | No
 
 def settings_context(cfg: Any, limits: Any, chat: Any) -> dict[str, Any]:
     """The part of a job's cache context known before the model loads: the quant spec, the backend's
-    settings (not where its code lives: a moved module must not invalidate the cache), limits and chat."""
+    settings (not where its code lives: a moved module must not invalidate the cache; nor the settings
+    its class declares answer-neutral, such as a log file's path), limits and chat."""
     from omegaconf import OmegaConf
 
-    return {"quant": OmegaConf.to_container(cfg.quant, resolve=True),
-            "backend": {k: v for k, v in OmegaConf.to_container(cfg.backend, resolve=True).items() if k != "_target_"},
+    from runner.build import target_class
+
+    backend = OmegaConf.to_container(cfg.backend, resolve=True)
+    for dotted in ("_target_", *target_class(cfg.backend).answer_neutral_settings):
+        *parents, last = dotted.split(".")
+        node = backend
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(last, None)
+    return {"quant": OmegaConf.to_container(cfg.quant, resolve=True), "backend": backend,
             "limits": dataclasses.asdict(limits), "chat": dataclasses.asdict(chat)}
 
 

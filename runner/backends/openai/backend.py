@@ -44,11 +44,13 @@ class OpenAIBackend(Backend):
     """A client of one served model. Construct cheaply; start/probe the server on ``__enter__``."""
 
     name = "openai"
+    answer_neutral_settings = ("launch.log_file", "launch.ready_timeout_s", "launch.stop_timeout_s", "timeout_s",
+                               "max_retries")
 
     @classmethod
     def gpu_needs(cls, config: Any) -> GpuNeeds:
         """An HTTP client needs no GPU; a managed server takes ``launch.gpus`` of them."""
-        return GpuNeeds(per_job=config.launch.gpus if config.launch is not None else 0)
+        return GpuNeeds(per_job=config.launch.gpus if config.launch.command is not None else 0)
 
     def __init__(self, config: Any, model: Any, quant: Any, limits: TaskLimits,
                  chat: ChatFormat = ChatFormat(), progress: bool = True) -> None:
@@ -59,11 +61,12 @@ class OpenAIBackend(Backend):
             if value not in allowed:
                 raise ConfigError(f"unknown {key} for the openai backend", where=f"backend.{key}", given=value,
                                   allowed=", ".join(allowed))
-        if (config.base_url is None) == (config.launch is None):
+        if (config.base_url is None) == (config.launch.command is None):
             raise ConfigError("say where the server is, or how to start one (one of the two)",
-                              where="backend.base_url / backend.launch",
-                              given=f"base_url={config.base_url}, launch={'set' if config.launch else None}",
-                              fix="backend.base_url=http://HOST:PORT/v1 for a running server, or a preset that starts one "
+                              where="backend.base_url / backend.launch.command",
+                              given=f"base_url={config.base_url}, launch.command={config.launch.command}",
+                              fix="backend.base_url=http://HOST:PORT/v1 for a running server (with backend.launch.command=null "
+                                  "on a preset), or a preset that starts one "
                                   "(backend=trtllm_serve, backend=vllm, backend=transformers_serve)")
         if config.max_concurrency < 1 or config.max_retries < 0 or config.timeout_s <= 0:
             raise ConfigError("request limits out of range", where="backend.max_concurrency / max_retries / timeout_s",
@@ -104,7 +107,7 @@ class OpenAIBackend(Backend):
             raise BackendUnavailable("backend=openai needs the openai client library",
                                      given="import openai failed", fix="pip install 'runner[serve]'") from None
         http.api_key(self.config.api_key_env)
-        if self.config.launch is not None:
+        if self.config.launch.command is not None:
             from runner.backends.openai.server import render_command
 
             render_command(self.config.launch.command, self._placeholders(port=0))
@@ -130,15 +133,15 @@ class OpenAIBackend(Backend):
             raise ConfigError("the served model's tokenizer cannot be loaded (it cuts prompts and counts tokens)",
                               where="backend.tokenizer", given=f"{tokenizer_source} ({type(err).__name__}: {err})"[:400],
                               fix="set backend.tokenizer to a local copy of the served model's tokenizer") from None
-        if self.config.launch is not None:
+        if self.config.launch.command is not None:
             self._base_url = self._launch()
         self._client = http.make_client(self._base_url, http.api_key(self.config.api_key_env),
                                         self.config.timeout_s, self.config.max_retries)
         served = self._served = self.config.served_model or checkpoint
         listing = self._check_served(served)
         spec = self.config.served_spec
-        launch = self.config.launch
-        details = {"base_url": self._base_url if launch is None else "managed (backend.launch)",
+        managed = self.config.launch.command is not None
+        details = {"base_url": "managed (backend.launch)" if managed else self._base_url,
                    "served_model": served, "endpoint": self.config.endpoint, "prompt_format": self.config.prompt_format,
                    "spec_source": "declared (backend.served_spec), not read back from the server",
                    "truncation": (f"client: the tokenizer of {tokenizer_source}" if self.config.truncation == "client"
@@ -151,7 +154,7 @@ class OpenAIBackend(Backend):
             name=self.name,
             spec=AccuracySpec(dtype=spec.dtype, quant_algo=spec.quant_algo, kv_cache_quant_algo=spec.kv_cache_quant_algo,
                               spec_dec_algo=spec.spec_dec_algo),
-            device="endpoint (managed server)" if launch is not None else f"endpoint {self._base_url}",
+            device="endpoint (managed server)" if managed else f"endpoint {self._base_url}",
             model_path=checkpoint,
             versions={"openai": openai.__version__, "python": platform.python_version()},
             details=details, spec_declared=True,

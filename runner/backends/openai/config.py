@@ -35,7 +35,7 @@ class LaunchConfig:
     ``{host}``, ``{port}``, ``{gpus}`` and ``{dtype}``; it runs in its own process group with
     ``env`` added, its output going to ``log_file`` (an artifact of the run)."""
 
-    command: str = "???"
+    command: Optional[str] = None  # None: no managed server (backend.base_url names a running one)
     host: str = "127.0.0.1"
     gpus: int = 1  # GPUs the server takes (its tensor-parallel size); a sweep gives each job its own
     health_path: str = "/health"  # polled until it answers 200 (then /v1/models is checked)
@@ -51,7 +51,7 @@ class OpenAIBackendConfig:
 
     _target_: str = "runner.backends.openai.backend.OpenAIBackend"
     name: str = "openai"
-    base_url: Optional[str] = None  # e.g. http://host:8000/v1; None with ``launch`` set: the managed server's
+    base_url: Optional[str] = None  # e.g. http://host:8000/v1; None with ``launch.command`` set: the managed server's
     served_model: Optional[str] = None  # the request's "model"; None: the served checkpoint as given
     api_key_env: Optional[str] = None  # NAME of the environment variable holding the key (None: no key)
     endpoint: str = "completions"  # completions: our rendered prompt; chat: the server's chat template
@@ -65,5 +65,5 @@ class OpenAIBackendConfig:
     timeout_s: float = 600.0  # per request
     max_retries: int = 5  # connection errors, 408/409/429/5xx: exponential backoff with jitter
     served_spec: ServedSpec = field(default_factory=ServedSpec)
-    launch: Optional[LaunchConfig] = None
+    launch: LaunchConfig = field(default_factory=LaunchConfig)
     extra_body: dict[str, Any] = field(default_factory=dict)  # added to every request (server-specific fields)

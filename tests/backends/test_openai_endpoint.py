@@ -1,0 +1,165 @@
+"""``backend=openai`` through the command line, against a real OpenAI-compatible server.
+
+The server is ``transformers serve`` (transformers[serving]) on the embedded SmolLM2-135M, float32 on
+the CPU, started for this module by the backend's own managed-server code. A fault-injecting proxy
+(tests/backends/endpoint_proxy.py) sits in front of it to count requests, refuse them (503) or drop
+them (a server gone away). Checked here: the same predictions as ``backend=hf`` on the same questions,
+a verdict against the recorded reference, retries, a run resumed from the generation cache after the
+server went away (exactly n samples), refusals before any request, the API key kept out of every
+file and of MLflow, and the managed mode starting and stopping its server.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+
+import pytest
+
+from runner.backends.openai.server import ManagedServer, free_port, render_command
+from tests.backends.endpoint_proxy import FaultProxy
+from tests.conftest import ROOT, run_cli
+
+pytestmark = pytest.mark.e2e
+# MMLU on the committed 7-question fixture (2 subjects, 2-shot); n rounds up to whole per-subject quotas
+MMLU = ["task=mmlu", "task.dataset.source=local", f"task.dataset.local_path={ROOT / 'tests' / 'data' / 'mmlu_cais'}",
+        "task.num_fewshot=2"]
+ALL_7, TWO = "task.num_samples=228", "task.num_samples=57"  # 4 a subject (all 7), 1 a subject
+SECRET = "sk-runner-test-9f3c1e-never-written"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from runner.assets import EMBEDDED_MODELS
+
+    checkpoint = str(EMBEDDED_MODELS["smollm2_135m_gguf"]())
+    port = free_port("127.0.0.1")
+    argv = render_command("transformers serve {checkpoint} --host {host} --port {port} --device cpu --dtype float32",
+                          {"checkpoint": checkpoint, "host": "127.0.0.1", "port": port})
+    managed = ManagedServer(argv, "127.0.0.1", port, "/health", 180, 20, {},
+                            tmp_path_factory.mktemp("server") / "server.log")
+    managed.start()
+    yield managed, checkpoint
+    managed.stop()
+
+
+@pytest.fixture()
+def proxy(server):
+    managed, _ = server
+    front = FaultProxy(managed.root_url)
+    yield front
+    front.close()
+
+
+def endpoint(proxy: FaultProxy, *extra: str) -> list[str]:
+    return ["backend=openai", f"backend.base_url={proxy.url}/v1", "backend.served_spec.dtype=float32",
+            "backend.max_retries=0", *extra]
+
+
+def samples(out: Path) -> dict[str, str]:
+    rows = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    return {row["sample_id"]: row["prediction"] for row in rows}
+
+
+def ok(result) -> None:
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def test_mmlu_and_gsm8k_answer_as_hf_does_and_the_key_is_never_written(proxy, tmp_path):
+    """Completions get our rendered prompts: greedy answers equal backend=hf's on the same questions."""
+    mlflow_db = tmp_path / "mlflow.db"
+    key = {"RUNNER_TEST_API_KEY": SECRET}
+    agreement = {}
+    for task, n, args in (("mmlu", 7, [*MMLU, ALL_7]), ("gsm8k", 2, ["task=gsm8k", "task.num_samples=2"])):
+        served, local = tmp_path / f"{task}-served", tmp_path / f"{task}-hf"
+        common = [*args, "reference.mode=skip", "cache.enabled=false"]
+        ok(run_cli([*endpoint(proxy, "backend.api_key_env=RUNNER_TEST_API_KEY", "backend.max_concurrency=4"),
+                    *common, "tracking=mlflow", f"tracking.tracking_uri=sqlite:///{mlflow_db}",
+                    f"output_dir={served}"], tmp_path, env=key))
+        ok(run_cli(["backend=hf", "backend.dtype=float32", *common, "tracking=none", f"output_dir={local}"], tmp_path))
+        a, b = samples(served), samples(local)
+        assert a.keys() == b.keys() and len(a) == n
+        agreement[task] = sum(a[k] == b[k] for k in a)
+    print(f"served vs in-process predictions agree: {agreement}")
+    assert agreement == {"mmlu": 7, "gsm8k": 2}
+    assert proxy.authorizations == {f"Bearer {SECRET}"}  # the key was sent ...
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert mlflow_db in written and any(p.name == "config.yaml" for p in written)
+    for path in written:  # ... and is in no file: outputs, logs, MLflow's store and artifacts
+        assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_a_verdict_against_the_recorded_reference(proxy, tmp_path):
+    refs = tmp_path / "refs"
+    base = [*MMLU, ALL_7, f"reference.dir={refs}", "tracking=none", "cache.enabled=false"]
+    ok(run_cli(["backend=hf", "backend.dtype=float32", *base, "reference.mode=record",
+                f"output_dir={tmp_path / 'record'}"], tmp_path))
+    # The in-process run recorded dtype=float32 (not the checkpoint's bfloat16): the served spec declares the same.
+    checked = run_cli([*endpoint(proxy), *base, f"output_dir={tmp_path / 'check'}"], tmp_path)
+    ok(checked)
+    report = json.loads((tmp_path / "check" / "report.json").read_text())
+    assert report["decision"]["passed"] is True
+    assert report["backend"]["spec_declared"] is True
+    assert any("declared in the config, not read back" in note for note in report["notes"])
+
+
+def test_retries_ride_out_an_overloaded_server_and_the_last_error_says_where(proxy, tmp_path):
+    base = [*MMLU, TWO, "reference.mode=skip", "tracking=none", "cache.enabled=false",
+            "backend.max_concurrency=1"]
+    proxy.fail_next = 3
+    ok(run_cli([*endpoint(proxy), *base, "backend.max_retries=3", f"output_dir={tmp_path / 'a'}"], tmp_path))
+    assert proxy.injected == 3 and proxy.forwarded == 2
+    proxy.reset()
+    proxy.fail_next = 10**6
+    failed = run_cli([*endpoint(proxy), *base, "backend.max_retries=1", f"output_dir={tmp_path / 'b'}"], tmp_path)
+    assert failed.returncode == 1
+    assert proxy.injected == 2  # one try and one retry, then the message
+    err = failed.stderr
+    assert "the model server refused a request" in err and "HTTP 503" in err and "overloaded: injected" in err
+    assert f"{proxy.url}/v1/completions" in err and "Traceback" not in err
+
+
+def test_a_run_cut_off_by_the_server_resumes_from_the_cache_with_exactly_n_samples(proxy, tmp_path):
+    cache = tmp_path / "generations.sqlite"
+    args = [*endpoint(proxy), *MMLU, ALL_7, "reference.mode=skip", "tracking=none",
+            f"cache.path={cache}", "cache.chunk_size=2", "backend.max_concurrency=1"]
+    proxy.forward_limit = 3  # the server goes away during the second chunk
+    cut = run_cli([*args, f"output_dir={tmp_path / 'cut'}"], tmp_path)
+    assert cut.returncode == 1 and "the model server cannot be reached" in cut.stderr, cut.stderr[-2000:]
+    proxy.reset()  # the server is back
+    ok(run_cli([*args, f"output_dir={tmp_path / 'resumed'}"], tmp_path))
+    report = json.loads((tmp_path / "resumed" / "report.json").read_text())
+    assert report["generation_cache"]["hits"] == 2 and report["generation_cache"]["misses"] == 5
+    assert proxy.forwarded == 5 and len(samples(tmp_path / "resumed")) == 7
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["task.scoring=loglikelihood"], "cannot score log-likelihood requests"),
+    (["backend.served_model=someone/else"], "does not serve the declared model"),
+    (["backend.endpoint=chat"], "the chat endpoint wraps every prompt"),
+    (["backend.api_key_env=RUNNER_TEST_UNSET_KEY"], "the API key variable is not set"),
+    (["backend.launch.command=x"], "say where the server is, or how to start one"),
+])
+def test_mistakes_are_refused_before_any_request(proxy, tmp_path, extra, message):
+    result = run_cli([*endpoint(proxy), *MMLU, TWO, "reference.mode=skip", "tracking=none",
+                      *extra, f"output_dir={tmp_path / 'out'}"], tmp_path)
+    assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert proxy.forwarded == 0 and proxy.injected == 0
+
+
+def test_the_managed_mode_starts_its_server_and_stops_it(tmp_path):
+    """Each run starts its own server on a new port; the second run's answers come from the cache all the same."""
+    args = ["backend=transformers_serve", *MMLU, TWO, "reference.mode=skip", "tracking=none",
+            f"cache.path={tmp_path / 'generations.sqlite'}"]
+    ok(run_cli([*args, f"output_dir={tmp_path / 'first'}"], tmp_path))
+    out = tmp_path / "managed"
+    result = run_cli([*args, f"output_dir={out}"], tmp_path)
+    ok(result)
+    assert json.loads((out / "report.json").read_text())["generation_cache"] == \
+        {"hits": 2, "misses": 0, "path": str(tmp_path / "generations.sqlite")}
+    assert "Application startup complete" in (out / "server.log").read_text()  # uvicorn's, kept as an artifact
+    port = int(re.search(r"starting the model server: .* --port (\d+)", result.stdout + result.stderr).group(1))
+    with socket.socket() as sock:
+        assert sock.connect_ex(("127.0.0.1", port)) != 0  # nothing listens there any more
