@@ -55,7 +55,7 @@ def make(kind: str, quant: QuantConfig = NONE, limits: TaskLimits = LIMITS):
         from runner.backends.openai.backend import OpenAIBackend
         from runner.backends.openai.config import LaunchConfig, OpenAIBackendConfig, ServedSpec
 
-        launch = LaunchConfig(command="transformers serve {checkpoint} --host {host} --port {port} --device cpu",
+        launch = LaunchConfig(command="transformers serve {checkpoint} --host {host} --port {port} --device cpu --dtype float32",
                               gpus=0, ready_timeout_s=180, log_file=str(SERVER_LOG))
         config = OpenAIBackendConfig(launch=launch, served_spec=ServedSpec(quant_algo=None, kv_cache_quant_algo=None),
                                      per_request_seeds=False)  # transformers serve decodes greedily, whatever is asked
