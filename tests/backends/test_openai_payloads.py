@@ -1,0 +1,161 @@
+"""What ``backend=openai`` sends and how it reads answers, without a server: prompts equal to what
+``backend=hf`` tokenizes, truncation, sampling fields, echoed log-probabilities (canned answers in
+vLLM's shape), the managed server's command line, and config mistakes refused when composed."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from runner.backends.base import ChatFormat, GenerationRequest
+from runner.backends.openai.payloads import PromptSettings, chat_messages, completion_prompt, echoed_logprobs, sampling_fields
+from runner.backends.openai.server import render_command
+from runner.backends.prompting import encode_request, loglikelihood_tokens
+from runner.errors import ConfigError, EndpointError
+from tests.conftest import compose
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from runner.assets import EMBEDDED_MODELS
+
+    return AutoTokenizer.from_pretrained(EMBEDDED_MODELS["smollm2_135m_gguf"]())
+
+
+def settings(**kw) -> PromptSettings:
+    values = dict(endpoint="completions", prompt_format="text", truncation="client", budget=32, max_output_len=16,
+                  json_schema_field="response_format", guided=False) | kw
+    return PromptSettings(**values)
+
+
+LONG = "Question: " + " ".join(f"word{i}" for i in range(60)) + "\nAnswer:"
+
+
+def test_a_prompt_within_the_budget_is_sent_as_rendered(tokenizer):
+    req = GenerationRequest("Question: 2+2?\nAnswer:", 4)
+    assert completion_prompt(tokenizer, ChatFormat(), req, settings()) == ("Question: 2+2?\nAnswer:", {})
+    chat = ChatFormat(apply_chat_template=True, system_prompt="Be brief.")
+    text, _ = completion_prompt(tokenizer, chat, req, settings(budget=512))
+    assert text.startswith("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nQuestion: 2+2?")
+    assert text.endswith("<|im_start|>assistant\n")  # the template's generation prompt, as hf renders it
+
+
+@pytest.mark.parametrize("truncation", ["left", "right"])
+def test_a_long_prompt_is_cut_to_the_tokens_hf_would_feed(tokenizer, truncation):
+    req = GenerationRequest(LONG, 4, truncation=truncation, suffix=" Final answer:" if truncation == "right" else "")
+    expected = encode_request(tokenizer, ChatFormat(), req, 32)
+    assert len(expected) == 32
+    ids, extra = completion_prompt(tokenizer, ChatFormat(), req, settings(prompt_format="token_ids"))
+    assert ids == expected and extra == {}
+    text, _ = completion_prompt(tokenizer, ChatFormat(), req, settings())
+    assert tokenizer(text, add_special_tokens=True)["input_ids"] == expected  # the server re-encodes it to the same
+    assert text.endswith("Answer:" if truncation == "left" else " Final answer:")
+
+
+def test_server_truncation_sends_the_whole_prompt_and_the_budget(tokenizer):
+    req = GenerationRequest(LONG, 4)
+    text, extra = completion_prompt(tokenizer, ChatFormat(), req, settings(truncation="server"))
+    assert text == LONG and extra == {"truncate_prompt_tokens": 32}
+    with pytest.raises(ConfigError, match="cuts long prompts on the right"):
+        completion_prompt(tokenizer, ChatFormat(), GenerationRequest(LONG, 4, truncation="right"), settings(truncation="server"))
+
+
+def test_chat_messages_carry_the_system_prompt_and_fit_the_budget(tokenizer):
+    chat = ChatFormat(apply_chat_template=True, system_prompt="Be brief.")
+    messages, _ = chat_messages(tokenizer, chat, GenerationRequest("Hi there", 4), settings(endpoint="chat", budget=512))
+    assert messages == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"}]
+    cut, _ = chat_messages(tokenizer, chat, GenerationRequest(LONG, 4), settings(endpoint="chat", budget=48))
+    rendered = tokenizer.apply_chat_template(cut, tokenize=False, add_generation_prompt=True)
+    assert len(tokenizer(rendered)["input_ids"]) <= 48
+    assert cut[1]["content"].endswith("Answer:") and "word0 " not in cut[1]["content"]  # left: the end stays
+
+
+def test_sampling_fields_follow_the_request():
+    greedy, extra = sampling_fields(GenerationRequest("p", 100, stop=("\n\n", "Question:")), settings())
+    assert greedy == {"max_tokens": 16, "temperature": 0.0, "stop": ["\n\n", "Question:"]} and extra == {}
+    sampled, extra = sampling_fields(GenerationRequest("p", 8, temperature=0.7, top_p=0.9, top_k=20, seed=5), settings())
+    assert sampled == {"max_tokens": 8, "temperature": 0.7, "top_p": 0.9, "seed": 5} and extra == {"top_k": 20}
+    schema = json.dumps({"type": "object"})
+    req = GenerationRequest("p", 8, json_schema=schema)
+    assert "response_format" not in sampling_fields(req, settings())[0]  # the task did not ask for guided decoding
+    fields, _ = sampling_fields(req, settings(guided=True))
+    assert fields["response_format"] == {"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}}}
+    assert sampling_fields(req, settings(guided=True, json_schema_field="guided_json"))[1] == {"guided_json": {"type": "object"}}
+
+
+def test_echoed_logprobs_sum_the_continuation_and_tell_greedy():
+    # An echoed completion of a 5-token prompt plus one generated token, in vLLM's layout.
+    logprobs = SimpleNamespace(token_logprobs=[None, -2.0, -1.5, -0.25, -0.5, -0.1],
+                               top_logprobs=[None, {"a": -1.0, "b": -2.0}, {"c": -1.5}, {"d": -0.25}, {"e": -0.5, "f": -0.4},
+                                             {"g": -0.1}])
+    choice = SimpleNamespace(logprobs=logprobs)
+    assert echoed_logprobs(choice, 2, 2) == (-1.75, True)  # -1.5 + -0.25, both the top token
+    assert echoed_logprobs(choice, 3, 2) == (-0.75, False)  # -0.25 + -0.5; "f" (-0.4) beat the prompt's token
+    with pytest.raises(EndpointError, match="no log-probabilities for the prompt tokens"):
+        echoed_logprobs(SimpleNamespace(logprobs=None), 2, 2)
+
+
+def test_loglikelihood_tokens_split_as_hf(tokenizer):
+    seq, scored = loglikelihood_tokens(tokenizer, ChatFormat(), "The capital of France is ", "Paris", 64, 2)
+    assert tokenizer.decode(scored) == " Paris"  # the context's trailing space moves to the continuation
+    assert seq[-len(scored):] == scored and tokenizer.decode(seq) == "The capital of France is Paris"
+
+
+def test_the_launch_command_is_filled_and_checked():
+    argv = render_command("vllm serve {checkpoint} --port {port} --served-model-name '{served_model}'",
+                          {"checkpoint": "/m/x y", "port": 8001, "served_model": "my model"})
+    assert argv == ["vllm", "serve", "/m/x", "y", "--port", "8001", "--served-model-name", "my model"]
+    with pytest.raises(ConfigError, match="placeholder") as err:
+        render_command("serve {model_path}", {"checkpoint": "/m"})
+    assert "{checkpoint}" in err.value.allowed
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["backend=openai"], "say where the server is"),
+    (["backend=vllm", "backend.base_url=http://h:1/v1"], "say where the server is"),
+    (["backend=openai", "backend.base_url=http://h:1/v1", "backend.endpoint=grpc"], "unknown endpoint"),
+    (["backend=openai", "backend.base_url=http://h:1/v1", "backend.max_concurrency=0"], "request limits out of range"),
+    (["backend=openai", "backend.base_url=http://h:1/v1", "task=json_mode_eval", "task.guided_decoding=xgrammar"],
+     "guided decoding on an endpoint is the server's own"),
+])
+def test_config_mistakes_are_refused_when_the_backend_is_built(overrides, message, tmp_path):
+    from runner.run import prepare
+
+    with pytest.raises(ConfigError, match=message):
+        prepare(compose([*overrides, "tracking=none", "reference.mode=skip", f"output_dir={tmp_path}"]))
+
+
+def test_presets_compose_with_the_declared_spec_following_the_quant_option():
+    cfg = compose(["backend=trtllm_serve", "quant=fp8"])
+    assert cfg.backend.served_spec.quant_algo == "FP8" and cfg.backend.launch.command.startswith("trtllm-serve serve ")
+    assert cfg.backend.prompt_format == "token_ids" and cfg.backend.launch.gpus == 1
+    external = compose(["backend=vllm", "backend.launch.command=null", "backend.base_url=http://h:8000/v1"])
+    assert external.backend.prompt_logprobs is True and external.backend.launch.command is None
+
+
+def test_an_http_backend_leaves_the_gpus_of_a_sweep_alone(monkeypatch):
+    from runner.sweep import gpus
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(gpus, "visible_gpu_count", lambda: 4)
+    gpus.spread_over_gpus(compose(["backend=openai", "backend.base_url=http://h:1/v1"]), job_num=3)
+    assert "CUDA_VISIBLE_DEVICES" not in __import__("os").environ
+    gpus.spread_over_gpus(compose(["backend=vllm"]), job_num=3)  # a managed server takes its own GPU
+    assert __import__("os").environ["CUDA_VISIBLE_DEVICES"] == "3"
+
+
+def test_the_cache_context_keys_the_server_and_not_the_log_file():
+    from runner.backends.base import TaskLimits
+    from runner.cache.generations import settings_context
+
+    limits, chat = TaskLimits(64, 8), ChatFormat()
+    out = "output_dir=/tmp/runner-unused"
+    a = settings_context(compose(["backend=openai", "backend.base_url=http://a:1/v1", out]), limits, chat)
+    b = settings_context(compose(["backend=openai", "backend.base_url=http://b:1/v1", out]), limits, chat)
+    c = settings_context(compose(["backend=openai", "backend.base_url=http://a:1/v1", "backend.launch.log_file=/x/s.log",
+                                  "backend.timeout_s=5", out]), limits, chat)
+    assert a != b and a == c
