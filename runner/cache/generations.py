@@ -259,7 +259,11 @@ def settings_context(cfg: Any, limits: Any, chat: Any) -> dict[str, Any]:
     from runner.build import target_class
 
     backend = OmegaConf.to_container(cfg.backend, resolve=True)
-    for dotted in ("_target_", *target_class(cfg.backend).answer_neutral_settings):
+    try:
+        neutral = target_class(cfg.backend).answer_neutral_settings
+    except ConfigError:  # a class that is not (or no longer) there declares nothing
+        neutral = ()
+    for dotted in ("_target_", *neutral):
         *parents, last = dotted.split(".")
         node = backend
         for part in parents:
