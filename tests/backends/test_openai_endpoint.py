@@ -163,3 +163,34 @@ def test_the_managed_mode_starts_its_server_and_stops_it(tmp_path):
     port = int(re.search(r"starting the model server: .* --port (\d+)", result.stdout + result.stderr).group(1))
     with socket.socket() as sock:
         assert sock.connect_ex(("127.0.0.1", port)) != 0  # nothing listens there any more
+
+
+def test_an_interrupted_job_stops_its_managed_server(tmp_path):
+    """SIGTERM (a scheduler's cancel) while requests are in flight: exit 143, and no server process is left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from tests.conftest import _hermetic
+
+    env = dict(os.environ) | {"PYTHONPATH": str(ROOT)}
+    args = _hermetic(["backend=transformers_serve", "task=gsm8k", "task.num_samples=40", "reference.mode=skip",
+                      "tracking=none", "backend.max_concurrency=1", f"output_dir={tmp_path / 'out'}"])
+    job = subprocess.Popen([sys.executable, "-m", "runner", *args], cwd=tmp_path, env=env, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    server: list[psutil.Process] = []
+    deadline = time.monotonic() + 180
+    for line in job.stdout:  # wait until the first answers come back
+        if "generate:" in line or time.monotonic() > deadline:
+            server = psutil.Process(job.pid).children(recursive=True)
+            break
+    assert server, "the managed server did not start"
+    job.send_signal(signal.SIGTERM)
+    job.stdout.read()
+    assert job.wait(timeout=60) == 143
+    _, alive = psutil.wait_procs(server, timeout=10)
+    assert not alive, [p.cmdline() for p in alive]
