@@ -245,24 +245,28 @@ class OpenAIBackend(Backend):
             if not req.greedy and req.seed is None:
                 raise ConfigError("a sampled request needs an explicit seed", where="generation request",
                                   given=f"temperature={req.temperature}, seed=None")
-        return self._fan_out(self._generate_one, list(requests), "generate")
+        calls = [self._generation_call(req) for req in requests]  # tokenized here, sent from the worker threads
+        return [cut_at_stop(text, req.stop) for text, req in zip(self._fan_out(self._send, calls, "generate"), requests)]
 
-    def _generate_one(self, req: GenerationRequest) -> str:
+    def _generation_call(self, req: GenerationRequest) -> tuple[str, dict[str, Any]]:
+        """(endpoint, request fields) of one generation request."""
         fields, extra = sampling_fields(req, self.settings)
-        client, model = self._client, self._served
         if self.settings.endpoint == "chat":
             messages, cut = chat_messages(self._tokenizer, self.chat, req, self.settings)
-            body = dict(self.config.extra_body) | extra | cut
-            answer = http.call(self._base_url, lambda: client.chat.completions.create(
-                model=model, messages=messages, extra_body=body or None, **fields))
-            text = answer.choices[0].message.content or ""
+            fields["messages"] = messages
         else:
             prompt, cut = completion_prompt(self._tokenizer, self.chat, req, self.settings)
-            body = dict(self.config.extra_body) | extra | cut
-            answer = http.call(self._base_url, lambda: client.completions.create(
-                model=model, prompt=prompt, extra_body=body or None, **fields))
-            text = answer.choices[0].text or ""
-        return cut_at_stop(text, req.stop)
+            fields["prompt"] = prompt
+        body = dict(self.config.extra_body) | extra | cut
+        return self.settings.endpoint, fields | {"model": self._served, "extra_body": body or None}
+
+    def _send(self, call: tuple[str, dict[str, Any]]) -> str:
+        endpoint, fields = call
+        if endpoint == "chat":
+            answer = http.call(self._base_url, lambda: self._client.chat.completions.create(**fields))
+            return answer.choices[0].message.content or ""
+        answer = http.call(self._base_url, lambda: self._client.completions.create(**fields))
+        return answer.choices[0].text or ""
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         """Prompt log-probabilities of an echoed completion (``echo``, ``logprobs=1``, one new token),
