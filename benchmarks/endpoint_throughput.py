@@ -10,6 +10,7 @@ test: it asserts nothing.
 
     HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python benchmarks/endpoint_throughput.py            # n=456
     python benchmarks/endpoint_throughput.py --num-samples 57 --concurrency 1 4 --json out.json
+    python benchmarks/endpoint_throughput.py --num-samples 114 --concurrency 8 --dtype float32  # agreement check
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--num-samples", type=int, default=456)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--dtype", default="auto", help="auto (bf16 on a CPU with bf16 arithmetic) or float32: both sides")
     parser.add_argument("--continuous-batching", action="store_true", help="transformers serve --continuous-batching")
     parser.add_argument("--json", type=Path)
     opts = parser.parse_args()
@@ -69,23 +71,25 @@ def main() -> None:
     checkpoint = str(EMBEDDED_MODELS["smollm2_135m_gguf"]())
     work = Path(tempfile.mkdtemp(prefix="endpoint-bench-"))
     port = free_port("127.0.0.1")
-    command = "transformers serve {checkpoint} --host {host} --port {port} --device cpu --dtype auto" + \
+    command = "transformers serve {checkpoint} --host {host} --port {port} --device cpu --dtype {dtype}" + \
         (" --continuous-batching" if opts.continuous_batching else "")
-    server = ManagedServer(render_command(command, {"checkpoint": checkpoint, "host": "127.0.0.1", "port": port}),
+    server = ManagedServer(render_command(command, {"checkpoint": checkpoint, "host": "127.0.0.1", "port": port,
+                                                  "dtype": opts.dtype}),
                            "127.0.0.1", port, "/health", 300, 30, {}, work / "server.log")
     task = ["task=mmlu", f"task.num_samples={opts.num_samples}"]
+    served_dtype = [f"backend.served_spec.dtype={opts.dtype}"] if opts.dtype != "auto" else []
     results: dict[str, dict] = {}
     server.start()
     try:
         for c in opts.concurrency:
             results[f"openai c={c}"] = run_job(["backend=openai", f"backend.base_url={server.root_url}/v1",
-                                                f"backend.max_concurrency={c}", *task], work / f"openai-{c}")
+                                                f"backend.max_concurrency={c}", *served_dtype, *task], work / f"openai-{c}")
     finally:
         server.stop()
-    results["hf in-process"] = run_job(["backend=hf", *task], work / "hf")
+    results["hf in-process"] = run_job(["backend=hf", f"backend.dtype={opts.dtype}", *task], work / "hf")
 
     hf = results["hf in-process"]["predictions"]
-    print(f"MMLU (5-shot, generate 2 tokens) n={opts.num_samples}; host: {cpu_name()}, {os.cpu_count()} CPUs; "
+    print(f"MMLU (5-shot, generate 2 tokens) n={opts.num_samples}, dtype {opts.dtype}; host: {cpu_name()}, {os.cpu_count()} CPUs; "
           f"{time.strftime('%Y-%m-%d')}; server: transformers serve{' --continuous-batching' if opts.continuous_batching else ''}")
     print(f"{'run':<16} {'questions':>9} {'eval s':>8} {'q/s':>7} {'vs hf':>7} {'accuracy':>9} {'agree with hf':>14}")
     base = results["hf in-process"]["n"] / results["hf in-process"]["eval_time_s"]
