@@ -56,7 +56,7 @@ def make(kind: str, quant: QuantConfig = NONE, limits: TaskLimits = LIMITS):
         from runner.backends.openai.config import LaunchConfig, OpenAIBackendConfig, ServedSpec
 
         launch = LaunchConfig(command="transformers serve {checkpoint} --host {host} --port {port} --device cpu --dtype float32",
-                              gpus=0, ready_timeout_s=180, log_file=str(SERVER_LOG))
+                              gpus=0, ready_timeout_s=180, log_file=str(SERVER_LOG), reuse=False)
         config = OpenAIBackendConfig(launch=launch, served_spec=ServedSpec(quant_algo=None, kv_cache_quant_algo=None),
                                      per_request_seeds=False)  # transformers serve decodes greedily, whatever is asked
         return OpenAIBackend(config, SMOLLM2, quant, limits, progress=False)

@@ -194,3 +194,26 @@ def test_an_interrupted_job_stops_its_managed_server(tmp_path):
     assert job.wait(timeout=60) == 143
     _, alive = psutil.wait_procs(server, timeout=10)
     assert not alive, [p.cmdline() for p in alive]
+
+
+def test_a_sweep_worker_starts_one_server_for_its_jobs_on_one_model(tmp_path):
+    """Consecutive jobs of one process with the same launch command share the server; another command
+    line (here the dtype) stops it and starts its own; reuse=false stops it after the job."""
+    from runner.backends.openai import server as servers
+    from runner.run import run
+    from tests.conftest import compose
+
+    base = ["backend=transformers_serve", *MMLU, TWO, "reference.mode=skip", "tracking=none", "cache=off"]
+
+    def details(*extra: str) -> dict:
+        out = tmp_path / str(len(list(tmp_path.iterdir())))
+        run(compose([*base, *extra, f"output_dir={out}"]))
+        return json.loads((out / "report.json").read_text())["backend"]["details"]
+
+    first = details()
+    assert first["server"] == "started"
+    again = details("task.num_fewshot=1")
+    assert again["server"] == "reused" and again["server_log"] == first["server_log"]
+    other = details("backend.served_spec.dtype=float32", "backend.launch.reuse=false")
+    assert other["server"] == "started"
+    assert servers._kept is None  # nothing left running: the first server was stopped for the new one

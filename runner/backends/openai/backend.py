@@ -10,6 +10,7 @@ the server is started for the job and stopped after it (:mod:`runner.backends.op
 
 from __future__ import annotations
 
+import json
 import logging
 import platform
 import sys
@@ -44,8 +45,8 @@ class OpenAIBackend(Backend):
     """A client of one served model. Construct cheaply; start/probe the server on ``__enter__``."""
 
     name = "openai"
-    answer_neutral_settings = ("launch.log_file", "launch.ready_timeout_s", "launch.stop_timeout_s", "timeout_s",
-                               "max_retries")
+    answer_neutral_settings = ("launch.log_file", "launch.ready_timeout_s", "launch.stop_timeout_s", "launch.reuse",
+                               "timeout_s", "max_retries")
 
     @classmethod
     def gpu_needs(cls, config: Any) -> GpuNeeds:
@@ -97,6 +98,8 @@ class OpenAIBackend(Backend):
         self._base_url = config.base_url or ""
         self._checked_logprobs = False
         self._served = ""
+        self._server_key = ""
+        self._server_reused = False
 
     # ------------------------------------------------------------------ lifecycle
     def preflight(self) -> None:
@@ -149,7 +152,9 @@ class OpenAIBackend(Backend):
                    "guided_decoding": "none" if self.limits.guided_decoding == "none" else "server",
                    "max_concurrency": str(self.config.max_concurrency), "models_listed": listing}
         if self._server is not None:
-            details |= {"server_start_time_s": f"{self._server.startup_s:.1f}", "server_log": str(self._server.log_file)}
+            details |= {"server": "reused" if self._server_reused else "started", "server_log": str(self._server.log_file)}
+            if not self._server_reused:
+                details["server_start_time_s"] = f"{self._server.startup_s:.1f}"
         self._info = BackendInfo(
             name=self.name,
             spec=AccuracySpec(dtype=spec.dtype, quant_algo=spec.quant_algo, kv_cache_quant_algo=spec.kv_cache_quant_algo,
@@ -165,7 +170,13 @@ class OpenAIBackend(Backend):
         if client is not None:
             client.close()
         server, self._server = self._server, None
-        if server is not None:
+        if server is None:
+            return
+        if exc and exc[0] is None and self.config.launch.reuse and server.alive():
+            from runner.backends.openai.server import keep
+
+            keep(self._server_key, server)
+        else:
             server.stop()
 
     def info(self) -> BackendInfo:
@@ -188,14 +199,23 @@ class OpenAIBackend(Backend):
                 "port": port, "gpus": launch.gpus, "dtype": self.config.served_spec.dtype}
 
     def _launch(self) -> str:
-        from runner.backends.openai.server import ManagedServer, free_port, render_command
+        from runner.backends.openai.server import ManagedServer, free_port, render_command, take_kept
 
         launch = self.config.launch
-        port = free_port(launch.host)
-        values = self._placeholders(port) | {"checkpoint": self._checkpoint()}
+        values = self._placeholders(0) | {"checkpoint": self._checkpoint()}
         values["served_model"] = self.config.served_model or values["checkpoint"]
-        self._server = ManagedServer(render_command(launch.command, values), launch.host, port, launch.health_path,
-                                     launch.ready_timeout_s, launch.stop_timeout_s, launch.env, Path(launch.log_file))
+        self._server_key = json.dumps([render_command(launch.command, values), launch.host, sorted(launch.env.items())])
+        kept = take_kept(self._server_key)  # stops a kept server that is not this one
+        if kept is not None and not launch.reuse:
+            kept.stop()
+        elif kept is not None:
+            log.info("reusing the model server the previous job started (%s, log %s)", kept.root_url, kept.log_file)
+            self._server, self._server_reused = kept, True
+            return f"{kept.root_url}/v1"
+        port = free_port(launch.host)
+        self._server = ManagedServer(render_command(launch.command, values | {"port": port}), launch.host, port,
+                                     launch.health_path, launch.ready_timeout_s, launch.stop_timeout_s, launch.env,
+                                     Path(launch.log_file))
         self._server.start()
         return f"{self._server.root_url}/v1"
 

@@ -43,6 +43,9 @@ class LaunchConfig:
     stop_timeout_s: float = 30.0  # after SIGTERM, before SIGKILL
     env: dict[str, str] = field(default_factory=dict)
     log_file: str = "${output_dir}/server.log"
+    # a job that ends well leaves the server to the next job of this process with the same command line
+    # (a sweep's tasks on one model); false stops it after every job
+    reuse: bool = True
 
 
 @dataclass

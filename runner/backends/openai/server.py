@@ -3,7 +3,9 @@
 Like NeMo Evaluator's deployments: ``backend.launch.command`` (``trtllm-serve serve ...``, ``vllm
 serve ...``, ``transformers serve ...``) runs in its own process group, so stopping it (SIGTERM,
 then SIGKILL after ``stop_timeout_s``) also stops the workers it spawned. The job's ``with backend``
-stops it whether the job ends, fails or is interrupted; an ``atexit`` hook covers the rest.
+stops it when the job fails or is interrupted; a job that ends well may leave it to the next job of
+the same process that would start the same server (``launch.reuse``: a sweep's tasks on one model pay
+for one server start), and an ``atexit`` hook stops what is left.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from runner.backends.openai.config import PLACEHOLDERS
 from runner.errors import ConfigError, EndpointError
 
 log = logging.getLogger("runner")
+_kept: tuple[str, "ManagedServer"] | None = None
 
 
 def free_port(host: str) -> int:
@@ -116,6 +119,9 @@ class ManagedServer:
                             given=f"{self.ready_timeout_s:g} s waiting for {url} (last: {last}); log tail:\n{self.log_tail()}",
                             fix="raise backend.launch.ready_timeout_s (large checkpoints load slowly) or read the log")
 
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
     def log_tail(self, lines: int = 15) -> str:
         try:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
@@ -141,3 +147,24 @@ class ManagedServer:
         except ProcessLookupError:
             pass
         log.info("model server stopped (%s)", self.root_url)
+
+
+def take_kept(key: str) -> ManagedServer | None:
+    """The server a previous job of this process left running, if it is the one asked for and still up;
+    any other kept server is stopped."""
+    global _kept
+    kept, _kept = _kept, None
+    if kept is None:
+        return None
+    if kept[0] == key and kept[1].alive():
+        return kept[1]
+    kept[1].stop()
+    return None
+
+
+def keep(key: str, server: ManagedServer) -> None:
+    """Leave ``server`` running for the next job (stopping the one kept before, if another)."""
+    global _kept
+    if _kept is not None and _kept[1] is not server:
+        _kept[1].stop()
+    _kept = (key, server)
