@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import time
 from pathlib import Path
 
@@ -311,8 +312,11 @@ def layers() -> tuple[str, ...]:
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[c[0] for c in CASES])
-def test_a_hostile_completion_neither_passes_nor_outlives_its_job(index, layers, tmp_path):
+def test_a_hostile_completion_neither_passes_nor_outlives_its_job(index, layers, tmp_path, monkeypatch):
     name, template, needs = CASES[index]
+    own_tmp = tmp_path / "tmp"  # the job's directory goes here, apart from other test processes' jobs
+    own_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
     if needs and not set(needs) & set(layers):
         pytest.skip(f"needs one of {needs}; this host's layers: {layers}")
     token = _token(index)
@@ -325,7 +329,7 @@ def test_a_hostile_completion_neither_passes_nor_outlives_its_job(index, layers,
         server.setblocking(False)
         source = (template.replace("{token}", token).replace("{target}", str(target))
                   .replace("{home!r}", repr(HOME)).replace("{port}", str(server.getsockname()[1])))
-        before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("runner-sandbox-*"))
+        before = set(own_tmp.glob("runner-sandbox-*"))
         result, stdout = run_program(Program(source, TESTS, "add"), LIMITS)
         try:
             server.accept()[0].close()
@@ -339,7 +343,7 @@ def test_a_hostile_completion_neither_passes_nor_outlives_its_job(index, layers,
     dirs = [Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"), target, Path(HOME),
             Path(HOME) / ".cache", Path(HOME) / ".cache" / "runner", Path.cwd()]
     assert _files_named(token, dirs) == [], name
-    left = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("runner-sandbox-*")) - before
+    left = set(own_tmp.glob("runner-sandbox-*")) - before
     assert not any(p.exists() for p in left), name  # the job's own directory is gone
 
 
