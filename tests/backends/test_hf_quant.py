@@ -107,7 +107,7 @@ def test_every_quant_option_composes_with_tensorrt_llm_names():
         cfg = compose([f"quant={name}", "output_dir=/tmp/x"])
         assert cfg.quant.name == name
         assert (cfg.quant.quant_algo, cfg.quant.kv_cache_quant_algo) == (algo, kv)
-        assert cfg.quant.calib_dataset == "packaged"
+        assert cfg.quant.calib_dataset == "auto"  # packaged on backend=hf
         if algo or kv:
             hf_quant.validate_spec(spec(name))
     assert compose(["quant=w4a16_awq", "output_dir=/tmp/x"]).quant.calib_num_samples == algos.AWQ_MAX_CALIB_SAMPLES

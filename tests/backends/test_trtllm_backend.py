@@ -1,21 +1,15 @@
-"""The TensorRT-LLM backends' translation layer, against a hand-written double.
+"""The TensorRT-LLM backends' translation layer, against doubles generated from signature manifests.
 
 TensorRT-LLM cannot be installed on most machines (it needs a CUDA GPU and NVIDIA's package index),
 so the tests replace ``runner.backends.trtllm.api.load_api`` with :class:`FakeTRTLLM`. Its classes
-take the keyword arguments listed below and reject any other with ``ValueError`` (as the real
-pydantic models do), record every call, and its LLM classes answer with RequestOutput-like objects.
-The lists are written by hand and mix releases; ``tests/backends/test_trtllm_manifests.py`` runs the
-backends against doubles generated from signature manifests read from TensorRT-LLM sources
-(``runner/backends/trtllm/manifests/``), and this double is to give way to those once manifests of
-whole releases (with ``BuildConfig`` and ``QuantConfig``) are committed. Field lists come from:
-- ``tensorrt_llm/builder.py`` ``BuildConfig`` (dataclass fields);
-- ``tensorrt_llm/models/modeling_utils.py`` ``QuantConfig``;
-- ``tensorrt_llm/quantization/mode.py`` ``QuantAlgo``;
-- ``tensorrt_llm/llmapi/llm_args.py`` ``CalibConfig``, ``KvCacheConfig``, ``BaseLlmArgs``,
-  ``TrtLlmArgs``, ``TorchLlmArgs`` (the 1.2 development line);
-- ``tensorrt_llm/sampling_params.py`` ``SamplingParams`` (1.0);
-- ``tensorrt_llm/executor/result.py`` ``CompletionOutput`` and ``tensorrt_llm/llmapi/llm.py``
-  ``LLM.generate`` / ``LLM.save`` / ``LLM.args``.
+take exactly the keyword fields a committed manifest (``runner/backends/trtllm/manifests/``) lists
+for ``BuildConfig``, ``QuantConfig``, ``CalibConfig``, ``KvCacheConfig``, ``SamplingParams``,
+``GuidedDecodingParams`` and the ``TrtLlmArgs``/``TorchLlmArgs`` of ``LLM``, and its ``QuantAlgo``
+members, rejecting any other keyword with ``ValueError`` (as the real pydantic models do); it records
+every call, and its LLM classes answer with RequestOutput-like objects and mimic the engine build,
+``LLM.save`` and the load of a saved engine. Every test that takes ``fake`` runs once per manifest;
+a manifest that lacks a class a path needs skips that path's tests and says which. Only
+``LLM.generate``'s keywords (a method signature, not in manifests) are listed here by hand.
 
 ``TestRealTensorRTLLM`` at the end runs the same backends on the real library. On a GPU host with
 TensorRT-LLM 1.0-1.2.x installed (``pip install tensorrt-llm --extra-index-url https://pypi.nvidia.com``
@@ -47,108 +41,16 @@ from runner.errors import BackendUnavailable, ConfigError, ModelError
 from runner.config.schemas import ModelConfig, QuantConfig
 from runner.backends.trtllm.engine import TRTLLMBackendConfig
 from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
+from tests.backends import trtllm_double
 from tests.conftest import ROOT, compose
 
 # ------------------------------------------------------------------------------ the double
-QUANT_ALGO_NAMES = [
-    "W8A16", "W4A16", "W4A16_AWQ", "W4A8_AWQ", "W8A16_GPTQ", "W4A16_GPTQ", "W8A8_SQ_PER_CHANNEL",
-    "W8A8_SQ_PER_TENSOR_PLUGIN", "W8A8_SQ_PER_CHANNEL_PER_TOKEN_PLUGIN", "W8A8_SQ_PER_CHANNEL_PER_TENSOR_PLUGIN",
-    "W8A8_SQ_PER_TENSOR_PER_TOKEN_PLUGIN", "W4A8_QSERVE_PER_GROUP", "W4A8_QSERVE_PER_CHANNEL", "FP8",
-    "FP8_PER_CHANNEL_PER_TOKEN", "FP8_BLOCK_SCALES", "INT8", "MIXED_PRECISION", "NVFP4", "W4A8_NVFP4_FP8",
-    "W4A8_MXFP4_FP8", "W4A8_MXFP4_MXFP8", "W4A16_MXFP4", "NO_QUANT",
-]
-QuantAlgo = enum.Enum("QuantAlgo", [(n, n) for n in QUANT_ALGO_NAMES], type=str)  # a StrEnum, as upstream
-
-BUILD_CONFIG_FIELDS = {
-    "max_input_len": 1024, "max_seq_len": None, "opt_batch_size": 8, "max_batch_size": 2048, "max_beam_width": 1,
-    "max_num_tokens": 8192, "opt_num_tokens": None, "max_prompt_embedding_table_size": 0, "kv_cache_type": None,
-    "gather_context_logits": False, "gather_generation_logits": False, "strongly_typed": True,
-    "force_num_profiles": None, "profiling_verbosity": "layer_names_only", "enable_debug_output": False,
-    "max_draft_len": 0, "speculative_decoding_mode": None, "use_refit": False, "input_timing_cache": None,
-    "output_timing_cache": "model.cache", "lora_config": None, "auto_parallel_config": None,
-    "weight_sparsity": False, "weight_streaming": False, "plugin_config": None, "use_strip_plan": False,
-    "max_encoder_input_len": 1024, "dry_run": False, "visualize_network": None, "monitor_memory": False,
-    "use_mrope": False,
-}
-QUANT_CONFIG_FIELDS = {
-    "quant_algo": None, "kv_cache_quant_algo": None, "group_size": 128, "smoothquant_val": 0.5, "clamp_val": None,
-    "use_meta_recipe": False, "has_zero_point": False, "pre_quant_scale": False, "exclude_modules": None,
-    "mamba_ssm_cache_dtype": None,
-}
-CALIB_CONFIG_FIELDS = {
-    "device": "cuda", "calib_dataset": "cnn_dailymail", "calib_batches": 512, "calib_batch_size": 1,
-    "calib_max_seq_length": 512, "random_seed": 1234, "tokenizer_max_seq_length": 2048,
-}
-KV_CACHE_CONFIG_FIELDS = {
-    "enable_block_reuse": True, "max_tokens": None, "max_attention_window": None, "sink_token_length": None,
-    "free_gpu_memory_fraction": 0.9, "host_cache_size": None, "onboard_blocks": True, "cross_kv_cache_fraction": None,
-    "secondary_offload_min_priority": None, "event_buffer_max_size": 0, "attention_dp_events_gather_period_ms": 5,
-    "enable_partial_reuse": True, "copy_on_partial_reuse": True, "use_uvm": False, "max_gpu_total_bytes": 0,
-    "dtype": "auto", "mamba_ssm_cache_dtype": "auto", "tokens_per_block": 32, "use_kv_cache_manager_v2": False,
-    "max_util_for_resume": 0.95,
-}
-SAMPLING_PARAMS_FIELDS = {
-    "end_id": None, "pad_id": None, "max_tokens": 32, "bad": None, "bad_token_ids": None, "stop": None,
-    "stop_token_ids": None, "include_stop_str_in_output": False, "embedding_bias": None, "logits_processor": None,
-    "apply_batched_logits_processor": False, "n": 1, "best_of": None, "use_beam_search": False, "top_k": None,
-    "top_p": None, "top_p_min": None, "top_p_reset_ids": None, "top_p_decay": None, "seed": None,
-    "temperature": None, "min_tokens": None, "beam_search_diversity_rate": None, "repetition_penalty": None,
-    "presence_penalty": None, "frequency_penalty": None, "length_penalty": None, "early_stopping": None,
-    "no_repeat_ngram_size": None, "min_p": None, "beam_width_array": None, "logprobs": None, "prompt_logprobs": None,
-    "return_context_logits": False, "return_generation_logits": False, "exclude_input_from_output": True,
-    "return_encoder_output": False, "return_perf_metrics": False, "additional_model_outputs": None,
-    "lookahead_config": None, "guided_decoding": None, "ignore_eos": False, "detokenize": True,
-    "add_special_tokens": True, "truncate_prompt_tokens": None, "skip_special_tokens": True,
-    "spaces_between_special_tokens": True,
-}
-GUIDED_DECODING_PARAMS_FIELDS = {  # tensorrt_llm/sampling_params.py GuidedDecodingParams (1.0-1.2)
-    "json": None, "regex": None, "grammar": None, "json_object": False, "structural_tag": None,
-}
-BASE_LLM_ARGS = {
-    "model", "tokenizer", "tokenizer_mode", "custom_tokenizer", "skip_tokenizer_init", "trust_remote_code",
-    "tensor_parallel_size", "dtype", "revision", "tokenizer_revision", "model_kwargs", "pipeline_parallel_size",
-    "context_parallel_size", "gpus_per_node", "moe_cluster_parallel_size", "moe_tensor_parallel_size",
-    "moe_expert_parallel_size", "enable_attention_dp", "enable_lm_head_tp_in_adp", "pp_partition", "cp_config",
-    "load_format", "enable_lora", "lora_config", "kv_cache_config", "enable_chunked_prefill",
-    "guided_decoding_backend", "batched_logits_processor", "iter_stats_max_iterations",
-    "request_stats_max_iterations", "peft_cache_config", "scheduler_config", "cache_transceiver_config",
-    "sparse_attention_config", "speculative_config", "max_batch_size", "max_input_len", "max_seq_len",
-    "max_beam_width", "max_num_tokens", "gather_generation_logits", "num_postprocess_workers",
-    "postprocess_tokenizer_dir", "reasoning_parser", "decoding_config", "mpi_session", "otlp_traces_endpoint",
-    "backend", "return_perf_metrics", "perf_metrics_max_requests", "orchestrator_type", "env_overrides",
-}
-TRT_LLM_ARGS = BASE_LLM_ARGS | {
-    "enable_tqdm", "workspace", "fail_fast_on_attention_window_too_large", "enable_build_cache",
-    "extended_runtime_perf_knob_config", "calib_config", "quant_config", "embedding_parallel_mode", "fast_build",
-    "build_config", "enable_prompt_adapter", "max_prompt_adapter_token", "batching_type", "normalize_log_probs",
-}
-TORCH_LLM_ARGS = BASE_LLM_ARGS | {  # quant_config is a read-only property here, not an argument
-    "garbage_collection_gen0_threshold", "cuda_graph_config", "attention_dp_config", "disable_overlap_scheduler",
-    "moe_config", "nvfp4_gemm_config", "attn_backend", "sampler_type", "sampler_force_async_worker",
-    "enable_iter_perf_stats", "enable_iter_req_stats", "print_iter_log", "batch_wait_timeout_ms",
-    "batch_wait_timeout_iters", "batch_wait_max_tokens_ratio", "torch_compile_config", "enable_autotuner",
-    "enable_layerwise_nvtx_marker", "enable_min_latency", "stream_interval", "force_dynamic_quantization",
-    "allreduce_strategy", "checkpoint_loader", "checkpoint_format", "kv_connector_config", "mm_encoder_only",
-    "ray_worker_extension_cls", "ray_placement_config", "enable_sleep", "use_cute_dsl_blockscaling_mm",
-    "use_cute_dsl_blockscaling_bmm", "disable_flashinfer_sampling", "max_stats_len", "layer_wise_benchmarks_config",
-}
+MANIFESTS = trtllm_double.manifest_paths()
+ENGINE_CLASSES = ("TrtLlmArgs", "BuildConfig", "QuantConfig", "CalibConfig", "KvCacheConfig", "SamplingParams")
+TORCH_CLASSES = ("TorchLlmArgs", "KvCacheConfig", "SamplingParams")
+# LLM.generate's keywords (tensorrt_llm/llmapi/llm.py, 1.0-1.2): a method signature, which manifests do not list
 GENERATE_ARGS = {"sampling_params", "use_tqdm", "lora_request", "prompt_adapter_request", "kv_cache_retention_config",
                  "disaggregated_params", "scheduling_params", "cache_salt"}
-
-
-def strict(name: str, fields: dict[str, Any], log: list) -> type:
-    """A keyword-only config class that takes exactly ``fields`` (with their defaults) and records itself."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        unknown = set(kwargs) - set(fields)
-        if unknown:
-            raise ValueError(f"{name}: extra inputs are not permitted: {sorted(unknown)}")  # pydantic's ValidationError
-        for key, default in fields.items():
-            setattr(self, key, kwargs.get(key, default))
-        self.given = dict(kwargs)
-        log.append((name, dict(kwargs)))
-
-    return type(name, (), {"__init__": __init__, "__repr__": lambda self: f"{name}({self.given})"})
 
 
 class FakeTokenizer:
@@ -172,22 +74,32 @@ class FakeTokenizer:
 class FakeTRTLLM:
     """The TensorRT-LLM namespace the backends see; ``calls`` records every constructor and method."""
 
-    def __init__(self, version: str = "1.2.0", gpu: str = "NVIDIA H100 80GB HBM3") -> None:
+    def __init__(self, manifest: dict | None = None, version: str = "1.2.0", gpu: str = "NVIDIA H100 80GB HBM3") -> None:
+        self.manifest = manifest if manifest is not None else trtllm_double.load(MANIFESTS[0])
         self.calls: list[tuple[str, Any]] = []
         self.version = version
         self.gpu = gpu
-        self.QuantAlgo = QuantAlgo
-        self.BuildConfig = strict("BuildConfig", BUILD_CONFIG_FIELDS, self.calls)
-        self.QuantConfig = strict("QuantConfig", QUANT_CONFIG_FIELDS, self.calls)
-        self.CalibConfig = strict("CalibConfig", CALIB_CONFIG_FIELDS, self.calls)
-        self.KvCacheConfig = strict("KvCacheConfig", KV_CACHE_CONFIG_FIELDS, self.calls)
-        self.SamplingParams = strict("SamplingParams", SAMPLING_PARAMS_FIELDS, self.calls)
-        self.GuidedDecodingParams = strict("GuidedDecodingParams", GUIDED_DECODING_PARAMS_FIELDS, self.calls)
+        classes = self.manifest["classes"]
+        members = self.manifest["enums"]["QuantAlgo"]["members"]
+        self.QuantAlgo = enum.Enum("QuantAlgo", [(m, m) for m in members], type=str)  # a StrEnum, as upstream
+        made = {name: trtllm_double.strict_class(name, classes[name]["fields"], self.calls)
+                for name in ("BuildConfig", "QuantConfig", "CalibConfig", "KvCacheConfig", "SamplingParams",
+                             "GuidedDecodingParams") if name in classes}
+        self.BuildConfig, self.QuantConfig, self.CalibConfig = (made.get(n) for n in ("BuildConfig", "QuantConfig", "CalibConfig"))
+        self.KvCacheConfig, self.SamplingParams = made.get("KvCacheConfig"), made.get("SamplingParams")
+        self.GuidedDecodingParams = made.get("GuidedDecodingParams")
+        self.llm_args = {name: set(classes[name]["fields"]) for name in ("TrtLlmArgs", "TorchLlmArgs") if name in classes}
+
+    def missing(self, engine: bool) -> list[str]:
+        """The classes a path needs that the manifest does not list (that path's tests skip)."""
+        return [n for n in (ENGINE_CLASSES if engine else TORCH_CLASSES) if n not in self.manifest["classes"]]
 
     def named(self, name: str) -> list[dict]:
         return [kwargs for n, kwargs in self.calls if n == name]
 
     def load_api(self, backend: str, *, engine: bool) -> trtllm_api.TRTLLMApi:
+        if self.missing(engine):
+            pytest.skip(f"manifest {self.manifest['source'].get('commit')} lists no {', '.join(self.missing(engine))}")
         llm_class = self._engine_llm() if engine else self._torch_llm()
         return trtllm_api.TRTLLMApi(self.version, llm_class, self.BuildConfig, self.QuantConfig, self.QuantAlgo,
                                     self.CalibConfig, self.KvCacheConfig, self.SamplingParams,
@@ -198,7 +110,7 @@ class FakeTRTLLM:
         fake = self
 
         class EngineLLM(FakeLLM):
-            ARGS = TRT_LLM_ARGS
+            ARGS = fake.llm_args["TrtLlmArgs"]
 
             def _setup(self, kwargs: dict) -> None:
                 kv = kwargs.get("kv_cache_config")
@@ -209,11 +121,12 @@ class FakeTRTLLM:
                     # TrtLlmArgs._load_config_from_engine restores build_config and parallelism only
                     fake.calls.append(("engine.load", str(model)))
                     self.args.build_config = json.loads(config.read_text())["build_config"]
-                    self.args.quant_config = fake.QuantConfig()
+                    self.args.quant_config = SimpleNamespace(quant_algo=None, kv_cache_quant_algo=None)
                 else:
                     fake.calls.append(("engine.build", str(model)))
                     self.args.build_config = kwargs["build_config"]
-                    self.args.quant_config = kwargs.get("quant_config") or fake.QuantConfig()
+                    self.args.quant_config = kwargs.get("quant_config") or SimpleNamespace(
+                        quant_algo=None, kv_cache_quant_algo=None)
 
             def save(self, engine_dir: str) -> None:
                 fake.calls.append(("engine.save", engine_dir))
@@ -234,15 +147,15 @@ class FakeTRTLLM:
         fake = self
 
         class TorchLLM(FakeLLM):
-            ARGS = TORCH_LLM_ARGS
+            ARGS = fake.llm_args["TorchLlmArgs"]
 
             def _setup(self, kwargs: dict) -> None:
                 fake.calls.append(("torch.load", kwargs["model"]))
-                self.args.quant_config = fake.QuantConfig()
+                self.args.quant_config = SimpleNamespace(quant_algo=None, kv_cache_quant_algo=None)
                 hf_quant = Path(kwargs["model"]) / "hf_quant_config.json"
                 if hf_quant.is_file():  # ModelLoader._update_from_hf_quant_config
                     q = json.loads(hf_quant.read_text())["quantization"]
-                    self.args.quant_config = fake.QuantConfig(
+                    self.args.quant_config = SimpleNamespace(
                         quant_algo=fake.QuantAlgo[q["quant_algo"]],
                         kv_cache_quant_algo=fake.QuantAlgo[q["kv_cache_quant_algo"]] if q.get("kv_cache_quant_algo") else None)
 
@@ -292,10 +205,11 @@ class FakeLLM:
 LIMITS = TaskLimits(max_input_len=4094, max_output_len=2, max_batch_size=128)
 
 
-@pytest.fixture
-def fake(monkeypatch, tmp_path) -> FakeTRTLLM:
+@pytest.fixture(params=MANIFESTS, ids=[p.stem for p in MANIFESTS])
+def fake(request, monkeypatch, tmp_path) -> FakeTRTLLM:
+    """The double of each committed manifest in turn."""
     monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
-    double = FakeTRTLLM()
+    double = FakeTRTLLM(trtllm_double.load(request.param))
     monkeypatch.setattr(trtllm_api, "load_api", double.load_api)
     return double
 
@@ -375,8 +289,8 @@ def test_quant_config_per_spec(fake, model_dir, calib_dir, quant, expected):
     with engine_backend(model_dir, replace(quant, calib_dataset=str(calib_dir))) as backend:
         info = backend.info()
     (given,) = fake.named("QuantConfig")[:1]
-    assert given == {k: QuantAlgo[v] if k.endswith("algo") else v for k, v in expected.items()}
-    assert all(isinstance(given[k], QuantAlgo) for k in given if k.endswith("algo"))
+    assert given == {k: fake.QuantAlgo[v] if k.endswith("algo") else v for k, v in expected.items()}
+    assert all(isinstance(given[k], fake.QuantAlgo) for k in given if k.endswith("algo"))
     assert fake.named("LLM")[0]["quant_config"].given == given
     assert (info.spec.quant_algo, info.spec.kv_cache_quant_algo) == (quant.quant_algo, quant.kv_cache_quant_algo)
 
@@ -416,6 +330,66 @@ def test_calibration_data_is_the_spec_s_and_a_directory(model_dir, tmp_path):
     engine_backend(model_dir, spec("int8_wo", "W8A16", calib_dataset=str(text)))  # not calibrated: not read
 
 
+def test_the_default_calibration_set_is_tensorrt_llm_s(fake, model_dir, monkeypatch):
+    """quant.calib_dataset=auto hands CalibConfig the name of its own default set (cnn_dailymail, loaded from
+    the Hub by the build): upstream's protocol, so the reference key gets no part."""
+    for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(flag, raising=False)
+    quant = spec("fp8", "FP8")
+    assert quant.calib_dataset == "auto" and compose(["backend=trtllm", "quant=fp8"]).quant.calib_dataset == "auto"
+    with engine_backend(model_dir, quant) as backend:
+        info = backend.info()
+    (calib,) = fake.named("CalibConfig")
+    assert calib["calib_dataset"] == "cnn_dailymail" and info.details["calib_dataset"] == "cnn_dailymail"
+    assert calib["calib_batches"] == 512 and calib["random_seed"] == 1234  # CalibConfig's defaults, as the spec's
+    assert info.spec.extra_acc_spec is None
+    manifest = json.loads(next((Path(os.environ["RUNNER_CACHE_DIR"]) / "engines").glob("*/manifest.json")).read_text())
+    assert manifest["inputs"]["calib_config"]["calib_dataset"] == "cnn_dailymail"
+
+
+def test_offline_the_default_calibration_set_is_refused_before_loading(fake, model_dir, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    with pytest.raises(ConfigError, match="this process is offline") as info:
+        engine_backend(model_dir, spec("fp8", "FP8"))
+    assert "quant.calib_dataset=packaged" in str(info.value) and "HF_DATASETS_OFFLINE=1" in str(info.value)
+    assert fake.calls == []
+    engine_backend(model_dir, spec("int8_wo", "W8A16"))  # nothing calibrated: nothing to download
+
+
+def test_calibration_sets_other_than_upstream_s_enter_the_reference_key(fake, model_dir, calib_dir, tmp_path):
+    from runner.cache.engines import fingerprint_digest
+
+    snapshot = tmp_path / "snapshots" / "cnn_dailymail"
+    snapshot.mkdir(parents=True)
+    (snapshot / "train.jsonl").write_text('{"article": "text"}\n')
+    keys = {}
+    for source in (calib_dir, snapshot):
+        with engine_backend(model_dir, spec("fp8", "FP8", calib_dataset=str(source))) as backend:
+            keys[source] = backend.info().spec.extra_acc_spec
+    assert keys[calib_dir] == f"calib_dataset=local:{fingerprint_digest(calib_dir)[:12]}"
+    assert keys[snapshot] is None  # a local copy of TensorRT-LLM's default set is upstream's protocol
+
+
+@pytest.mark.parametrize("cls,old,new", [
+    ("BuildConfig", "max_num_tokens", "max_tokens"),
+    ("QuantConfig", "smoothquant_val", "smoothquant_alpha"),
+    ("CalibConfig", "calib_batches", "calib_size"),
+    ("TrtLlmArgs", "build_config", "engine_config"),
+])
+def test_a_renamed_engine_keyword_in_a_manifest_fails_the_build(cls, old, new, model_dir, calib_dir, monkeypatch, tmp_path):
+    manifest = trtllm_double.load(MANIFESTS[0])
+    if cls not in manifest["classes"]:
+        pytest.skip(f"manifest {MANIFESTS[0].stem} lists no {cls}")
+    fields = manifest["classes"][cls]["fields"]
+    manifest["classes"][cls]["fields"] = {(new if k == old else k): v for k, v in fields.items()}
+    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(trtllm_api, "load_api", FakeTRTLLM(manifest).load_api)
+    quant = spec("sq", "W8A8_SQ_PER_CHANNEL", calib_dataset=str(calib_dir))
+    with pytest.raises(ValueError, match=old):
+        with engine_backend(model_dir, quant):
+            pass
+
+
 def test_missing_calibration_directory_is_a_data_error(fake, model_dir, tmp_path):
     from runner.errors import DataError
 
@@ -439,9 +413,10 @@ def test_packaged_calibration_becomes_a_directory_tensorrt_llm_reads(real_cache,
     for sub in ("assets", "models"):
         (cache / sub).symlink_to(real_cache / sub, target_is_directory=True)
     smollm2 = cache / "models" / "smollm2_135m"
-    quant = spec("fp8", "FP8", calib_num_samples=6, calib_max_seq_length=32, calib_seed=5)  # calib_dataset: packaged
+    quant = spec("fp8", "FP8", calib_num_samples=6, calib_max_seq_length=32, calib_seed=5, calib_dataset="packaged")
     with engine_backend(smollm2, quant) as backend:
         first = backend.info().details
+        assert backend.info().spec.extra_acc_spec == "calib_dataset=packaged"  # not upstream's set: keyed
     (calib,) = fake.named("CalibConfig")
     directory = Path(calib["calib_dataset"])
     assert directory.parent == cache / "calibration" and calib["calib_batches"] == 6

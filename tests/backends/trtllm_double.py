@@ -69,18 +69,30 @@ def _output(text: str) -> Any:
 
 
 def llm_class(args_name: str, manifest: dict[str, Any], namespace: Any, calls: list) -> type:
-    """``LLM`` whose constructor takes the fields of ``args_name`` (TorchLlmArgs or TrtLlmArgs)."""
+    """``LLM`` whose constructor takes the fields of ``args_name`` (TorchLlmArgs or TrtLlmArgs).
+
+    The engine class (TrtLlmArgs) builds from a Hugging Face directory with the ``quant_config`` given,
+    or loads a directory ``save()`` wrote, restoring only its build config (as
+    ``TrtLlmArgs._load_config_from_engine`` does, so ``args.quant_config`` stays empty there)."""
     fields = manifest["classes"][args_name]["fields"]
     Args = strict_class(args_name, fields, calls)
     kv_dtypes = manifest.get("pytorch_kv_cache_dtypes") or ["auto"]
+    no_quant = SimpleNamespace(quant_algo=None, kv_cache_quant_algo=None)
 
     class LLM:
         def __init__(self, **kwargs: Any) -> None:
             self.args = Args(**kwargs)
             kv = getattr(self.args.kv_cache_config, "dtype", "auto") if self.args.kv_cache_config else "auto"
-            quant = getattr(self.args, "quant_config", None) or SimpleNamespace(quant_algo=None, kv_cache_quant_algo=None)
+            quant = getattr(self.args, "quant_config", None) or no_quant
             if args_name == "TorchLlmArgs":
                 quant = SimpleNamespace(quant_algo=None, kv_cache_quant_algo="FP8" if kv == "fp8" and "fp8" in kv_dtypes else None)
+            else:
+                config = Path(str(kwargs["model"])) / "config.json"
+                if config.is_file() and "build_config" in json.loads(config.read_text()):
+                    calls.append(("engine.load", str(kwargs["model"])))
+                    quant = no_quant
+                else:
+                    calls.append(("engine.build", str(kwargs["model"])))
             self.args.quant_config = quant
             self.shut = False
 
@@ -91,7 +103,13 @@ def llm_class(args_name: str, manifest: dict[str, Any], namespace: Any, calls: l
 
         def save(self, path: str) -> None:
             Path(path).mkdir(parents=True, exist_ok=True)
-            (Path(path) / "config.json").write_text(json.dumps({"pretrained_config": {"quantization": {}}}))
+            quant = self.args.quant_config
+            quantization = {k: None if getattr(quant, k, None) is None else str(getattr(quant, k).value)
+                            for k in ("quant_algo", "kv_cache_quant_algo")}
+            build = getattr(self.args, "build_config", None)
+            (Path(path) / "config.json").write_text(json.dumps({
+                "version": namespace.__version__, "pretrained_config": {"dtype": "bfloat16", "quantization": quantization},
+                "build_config": dict(getattr(build, "given", {}))}))
 
         def shutdown(self) -> None:
             self.shut = True

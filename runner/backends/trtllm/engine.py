@@ -9,9 +9,10 @@ and the engine path are reported in ``BackendInfo.details``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -30,6 +31,12 @@ from runner.backends.models import resolve_model_source
 from runner.spec import AccuracySpec
 
 PACKAGED = "packaged"
+AUTO = "auto"  # quant.calib_dataset's default: each backend's own default set
+# CalibConfig's default calib_dataset (tensorrt_llm/llmapi/llm_args.py, 1.0 to main): a Hugging Face
+# Hub dataset that the build loads with load_dataset(name, "3.0.0", split="train"), or a local snapshot
+# whose path contains the name. Calibrating on it is upstream's protocol: no reference-key part.
+UPSTREAM_CALIB = "cnn_dailymail"
+OFFLINE_FLAGS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 # Algorithms an engine build cannot produce from an unquantized Hugging Face checkpoint: GPTQ and QServe
 # need checkpoints quantized elsewhere, FP8_BLOCK_SCALES and the MXFP4 variants come only from a
@@ -81,18 +88,31 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
                 fix="quantize with NVIDIA ModelOpt (or the algorithm's own tool) and run the export on "
                     "backend=trtllm_pytorch with backend.checkpoint=<export directory>",
             )
-        if not needs_calibration(quant):
+        if not needs_calibration(quant) or config.engine_dir:
             return
         source = str(quant.calib_dataset or "").strip()
         path = Path(source).expanduser()
-        if not source or (source != PACKAGED and path.exists() and not path.is_dir()):
+        if source in (AUTO, UPSTREAM_CALIB) and any(_truthy(os.environ.get(flag)) for flag in OFFLINE_FLAGS):
+            raise ConfigError(
+                f"quant={quant.name} calibrates on TensorRT-LLM's default set, {UPSTREAM_CALIB} from the Hugging "
+                "Face Hub, and this process is offline",
+                where=f"quant={quant.name}: calib_dataset",
+                given=f"{quant.calib_dataset} with " + ", ".join(f"{f}={os.environ[f]}" for f in OFFLINE_FLAGS
+                                                               if _truthy(os.environ.get(f))),
+                allowed=f"auto or {UPSTREAM_CALIB} (the Hub), a local {UPSTREAM_CALIB} snapshot directory (its path "
+                        "must contain 'cnn_dailymail'; same reference key), packaged, or a dataset directory",
+                fix=f"point quant.calib_dataset at a local {UPSTREAM_CALIB} snapshot, or use quant.calib_dataset="
+                    "packaged (the offline set; references are then keyed extra_acc_spec calib_dataset=packaged)",
+            )
+        if not source or (source not in (PACKAGED, AUTO, UPSTREAM_CALIB) and path.exists() and not path.is_dir()):
             raise ConfigError(
                 f"quant={quant.name} is calibrated while the engine is built, and TensorRT-LLM reads "
                 "calibration data from a local directory only",
                 where=f"quant={quant.name}: calib_dataset", given=quant.calib_dataset,
-                allowed="packaged (the runner writes the packaged text to a local directory), a Hugging Face "
-                        "snapshot of cnn_dailymail (its path must contain 'cnn_dailymail'), or a dataset "
-                        "directory with a train split and a 'text' column",
+                allowed="auto (TensorRT-LLM's default, cnn_dailymail from the Hub), packaged (the runner writes "
+                        "the packaged text to a local directory), a Hugging Face snapshot of cnn_dailymail (its "
+                        "path must contain 'cnn_dailymail'), or a dataset directory with a train split and a "
+                        "'text' column",
                 fix="point quant.calib_dataset at such a directory, or use quant.calib_dataset=packaged",
             )
         calib_config_kwargs(quant, source)  # checks the sample counts now, not after loading
@@ -107,10 +127,11 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
                       **self._guided_llm_kwargs(), **self._extra_llm_kwargs())
         if self.config.engine_dir:
             return self._load_engine_dir(api, common, source.kind)
-        calib = self._calib_dir(hf_dir) if needs_calibration(self.quant) else None
+        calib = self._calib_source(hf_dir) if needs_calibration(self.quant) else None
         build_kw = build_config_kwargs(self.limits, self.config.max_num_tokens)
         quant_kw = quant_config_kwargs(self.quant)
         calib_kw = calib_config_kwargs(self.quant, str(calib)) if calib else None
+        acc_part = calib_acc_spec(str(self.quant.calib_dataset), calib)
 
         def build() -> Any:
             kwargs = dict(model=hf_dir, dtype="auto", build_config=api.BuildConfig(**build_kw), **common)
@@ -143,7 +164,7 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
                 "quant_config": quant_kw,
                 "calib_config": None if calib_kw is None else (
                     {k: v for k, v in calib_kw.items() if k != "calib_dataset"}
-                    | {"calib_dataset_fingerprint": fingerprint_digest(calib)}),
+                    | {"calib_dataset": _calib_identity(calib)}),
                 "build_config": build_kw,
                 "parallel": {"tensor_parallel_size": self.config.tensor_parallel_size,
                              "pipeline_parallel_size": self.config.pipeline_parallel_size},
@@ -178,7 +199,7 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
         except BaseException:
             llm.shutdown()
             raise
-        return llm, hf_dir, hf_dir, details | read_back, spec
+        return llm, hf_dir, hf_dir, details | read_back, replace(spec, extra_acc_spec=acc_part)
 
     def _load_engine_dir(self, api: Any, common: dict, model_source: str) -> tuple[Any, str, str, dict[str, str], AccuracySpec]:
         """An existing engine (``backend.engine_dir``): no build; the spec comes from the engine's own config."""
@@ -199,8 +220,11 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
             raise
         return llm, common["tokenizer"], str(engine_dir), details | read_back, spec
 
-    def _calib_dir(self, hf_dir: str) -> Path:
-        """The local directory TensorRT-LLM calibrates on: ``quant.calib_dataset``, or the packaged text."""
+    def _calib_source(self, hf_dir: str) -> Path | str:
+        """What TensorRT-LLM calibrates on: its default Hub dataset's name (``auto``), or a local directory
+        (``quant.calib_dataset``, or the packaged text written to one)."""
+        if self.quant.calib_dataset in (AUTO, UPSTREAM_CALIB):
+            return UPSTREAM_CALIB
         if self.quant.calib_dataset == PACKAGED:
             return packaged_calibration_dir(self.quant, hf_dir, self.model_config.trust_remote_code)
         path = Path(str(self.quant.calib_dataset)).expanduser()
@@ -209,6 +233,33 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
                             given=str(path), fix="point quant.calib_dataset at a local calibration data directory, "
                                                  "or use quant.calib_dataset=packaged")
         return path.resolve()
+
+
+def calib_acc_spec(choice: str, calib: Path | str | None) -> str | None:
+    """The reference-key part (``extra_acc_spec``) of the calibration set ``choice`` (``quant.calib_dataset``)
+    resolved to ``calib``: None when nothing is calibrated or on TensorRT-LLM's own default (the Hub's
+    cnn_dailymail, or a local snapshot of it); else the set, as a model calibrated on other text is
+    another model than the one upstream's references measured."""
+    if calib is None:
+        return None
+    if choice == PACKAGED:
+        return f"calib_dataset={PACKAGED}"
+    if UPSTREAM_CALIB in str(calib):  # TensorRT-LLM reads such a path as its default set
+        return None
+    return f"calib_dataset=local:{_calib_identity(calib)[:12]}"
+
+
+def _calib_identity(calib: Path | str) -> str:
+    """The calibration set as the engine cache keys it: the Hub dataset's name, or a local set's digest."""
+    if isinstance(calib, str):
+        return calib
+    from runner.cache.engines import fingerprint_digest
+
+    return fingerprint_digest(calib)
+
+
+def _truthy(value: str | None) -> bool:
+    return str(value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def packaged_calibration_dir(quant: Any, tokenizer_dir: str, trust_remote_code: bool) -> Path:
