@@ -1,9 +1,10 @@
 """The ``hf`` backend: transformers + PyTorch on CPU or CUDA.
 
-Throughput comes from three things, all exact (no approximation of the model):
+Throughput comes from four things, all exact (no approximation of the model):
 - identical inputs are computed once (MMLU's four letter continuations share one forward pass);
-- within a batch, the common token prefix (the few-shot block of a task) is run once and its
-  KV cache is shared by every row;
+- rows sharing a token prefix (the few-shot block of a task's subject) run it once; every batch
+  of those rows starts from that one KV cache (runner/backends/hf/batching.py);
+- batches are cut from length-sorted rows to minimise padded tokens plus a per-call cost;
 - only the positions whose logits are needed go through the vocabulary projection.
 Generation uses the same prefill and then a plain KV-cached decode loop, with one seeded random
 generator per request so sampled outputs do not depend on how requests were batched.
@@ -19,7 +20,7 @@ import sys
 from collections import defaultdict
 from typing import Any, Optional, Sequence, TYPE_CHECKING
 
-from runner.backends.hf import guided
+from runner.backends.hf import batching, guided
 from runner.backends.hf import loaded as loaded_models
 from runner.quant import modelopt as hf_quant
 from runner.backends.base import (
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     import torch
 
 DTYPES = ("auto", "bfloat16", "float16", "float32")
-MIN_SHARED_PREFIX = 32  # tokens; below this a shared prefill is not worth the extra call
 
 
 log = logging.getLogger("runner")
@@ -58,7 +58,9 @@ class HFBackendConfig:
     dtype: str = "auto"  # auto | bfloat16 | float16 | float32
     batch_size: int = 64
     max_batch_tokens: int = 16384
-    prefix_cache: bool = True  # share the KV cache of a common prompt prefix within a batch
+    # what one forward call costs, in padded tokens: batches are cut to minimise padding + calls
+    batch_call_cost_tokens: int = 64
+    prefix_cache: bool = True  # run a prompt prefix shared by several rows (a few-shot block) once
     num_threads: Optional[int] = None
     attn_implementation: str = "sdpa"
     # keep the loaded (and quantized) model for the next job of this process that asks for the same one
@@ -94,9 +96,10 @@ class HFBackend(Backend):
         if not (config.device in ("auto", "cpu", "cuda") or config.device.startswith("cuda:")):
             raise ConfigError("unknown device", where="backend.device", given=config.device,
                               allowed="auto, cpu, cuda, cuda:N")
-        if config.batch_size < 1 or config.max_batch_tokens < 1:
-            raise ConfigError("batch limits must be positive", where="backend.batch_size / backend.max_batch_tokens",
-                              given=f"{config.batch_size} / {config.max_batch_tokens}")
+        if config.batch_size < 1 or config.max_batch_tokens < 1 or config.batch_call_cost_tokens < 0:
+            raise ConfigError("batch limits must be positive (the call cost non-negative)",
+                              where="backend.batch_size / backend.max_batch_tokens / backend.batch_call_cost_tokens",
+                              given=f"{config.batch_size} / {config.max_batch_tokens} / {config.batch_call_cost_tokens}")
         if hf_quant.is_quantized(quant):
             hf_quant.validate_spec(quant)  # simulated with ModelOpt on entry (runner/quant/modelopt.py)
         guided.validate(limits.guided_decoding, "hf", guided.HF_LIBRARIES)
@@ -274,33 +277,57 @@ class HFBackend(Backend):
         return ctx, whole[len(ctx):]
 
     # ------------------------------------------------------------------ the shared forward pass
-    def _prefill(self, rows: list[list[int]], keep: int) -> tuple[Any, Any, Any, Any]:
+    def _plan(self, rows: list[list[int]], indices: list[int], keep: Sequence[int]) -> list[batching.Group]:
+        limits = batching.Limits(max_rows=min(self.config.batch_size, self.limits.max_batch_size),
+                                 max_tokens=self.config.max_batch_tokens,
+                                 call_cost_tokens=self.config.batch_call_cost_tokens,
+                                 share_prefix=self.config.prefix_cache)
+        return batching.plan(rows, indices, keep, limits)
+
+    def _run_prefix(self, tokens: list[int]) -> Any:
+        """The KV cache of ``tokens`` (one row), shared by every batch of its group."""
+        import torch
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self._model.config)
+        head = torch.tensor([tokens], device=self._device)
+        self._model(input_ids=head, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        return cache
+
+    def _batch_cache(self, prefix_cache: Any, rows: int) -> Any:
+        """A cache for ``rows`` rows starting from the shared prefix.
+
+        Plain dynamic layers get a broadcast view of the prefix: they never write into their
+        tensors (each forward concatenates into new ones, the only copy made), so the prefix
+        cache stays intact for the group's next batch. Other layer kinds get a repeated copy."""
+        import copy
+
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+
+        if all(type(layer) is DynamicLayer for layer in prefix_cache.layers):
+            cache = DynamicCache(config=self._model.config)
+            for mine, shared in zip(cache.layers, prefix_cache.layers):
+                mine.lazy_initialization(shared.keys, shared.values)
+                mine.keys = shared.keys.expand(rows, -1, -1, -1)
+                mine.values = shared.values.expand(rows, -1, -1, -1)
+            return cache
+        cache = copy.deepcopy(prefix_cache)
+        cache.batch_repeat_interleave(rows)
+        return cache
+
+    def _prefill(self, rows: list[list[int]], keep: int, prefix: int = 0,
+                 prefix_cache: Any = None) -> tuple[Any, Any, Any, Any]:
         """Run ``rows`` (a batch) and return logits of the last ``keep`` positions per row.
 
-        Rows are left-padded; a common prefix of at least MIN_SHARED_PREFIX tokens is run once
-        and its KV cache repeated for every row. Returns (logits[B, keep, V], cache,
-        attention_mask[B, T], next_position[B]).
+        Rows are left-padded. With ``prefix``, their first ``prefix`` tokens (identical in every
+        row) are already in ``prefix_cache`` and only the rest is run. Returns
+        (logits[B, keep, V], cache, attention_mask[B, T], next_position[B]).
         """
         import torch
+        from transformers import DynamicCache
 
         device = self._device
-        shortest = min(len(r) for r in rows)
-        prefix = 0
-        if self.config.prefix_cache and len(rows) > 1:
-            first = rows[0]
-            limit = shortest - keep
-            while prefix < limit and all(r[prefix] == first[prefix] for r in rows):
-                prefix += 1
-            if prefix < MIN_SHARED_PREFIX:
-                prefix = 0
-        cache = None
-        if prefix:
-            from transformers import DynamicCache
-
-            cache = DynamicCache(config=self._model.config)
-            head = torch.tensor([rows[0][:prefix]], device=device)
-            self._model(input_ids=head, past_key_values=cache, use_cache=True, logits_to_keep=1)
-            cache.batch_repeat_interleave(len(rows))
         tails = [r[prefix:] for r in rows]
         width = max(len(t) for t in tails)
         pad = self._tokenizer.pad_token_id
@@ -314,50 +341,16 @@ class HFBackend(Backend):
             mask[i, prefix + width - n:] = 1
             positions[i, width - n:] = torch.arange(prefix, prefix + n)
         ids, mask, positions = ids.to(device), mask.to(device), positions.to(device)
-        if cache is None:
-            from transformers import DynamicCache
-
+        if prefix:
+            cache = self._batch_cache(prefix_cache, len(rows))
+        else:
             cache = DynamicCache(config=self._model.config)
-        out = self._model(input_ids=ids, attention_mask=mask, position_ids=positions,
+        # without padding the mask is all ones: leaving it out lets attention take its causal fast path
+        padded = any(len(t) < width for t in tails)
+        out = self._model(input_ids=ids, attention_mask=mask if padded or prefix else None, position_ids=positions,
                           past_key_values=cache, use_cache=True, logits_to_keep=keep)
         next_position = positions[:, -1] + 1
         return out.logits, cache, mask, next_position
-
-    def _batches(self, rows: list[list[int]], indices: list[int]) -> list[list[int]]:
-        """Plan batches over ``indices`` (into ``rows``) within the size and token budgets.
-
-        Rows that share a long token prefix (a task's few-shot block) are grouped so the prefix
-        is computed once per batch; inside a group, and among the rows that share nothing,
-        rows are sorted by length so little compute goes into padding.
-        """
-        order = sorted(indices, key=lambda i: rows[i])
-        groups: list[list[int]] = []
-        loners: list[int] = []
-        current: list[int] = []
-        for idx in order:
-            if current and _common_prefix(rows[current[0]], rows[idx]) >= MIN_SHARED_PREFIX:
-                current.append(idx)
-                continue
-            (groups.append(current) if len(current) > 1 else loners.extend(current))
-            current = [idx]
-        (groups.append(current) if len(current) > 1 else loners.extend(current))
-        groups.append(loners)
-        cap = min(self.config.batch_size, self.limits.max_batch_size)
-        batches: list[list[int]] = []
-        for group in groups:
-            shared = min((_common_prefix(rows[group[0]], rows[i]) for i in group), default=0) if self.config.prefix_cache else 0
-            batch: list[int] = []
-            widest = 0
-            for idx in sorted(group, key=lambda i: len(rows[i])):
-                width = max(widest, len(rows[idx]) - shared)
-                if batch and (len(batch) >= cap or width * (len(batch) + 1) > self.config.max_batch_tokens):
-                    batches.append(batch)
-                    batch, width = [], len(rows[idx]) - shared
-                batch.append(idx)
-                widest = width
-            if batch:
-                batches.append(batch)
-        return batches
 
     def _progress(self, total: int, desc: str) -> Any:
         from tqdm.auto import tqdm
@@ -389,22 +382,25 @@ class HFBackend(Backend):
                 seq = ctx + cont
             by_input[tuple(seq[:-1])].append((i, cont[-(len(seq) - 1):] if len(cont) >= len(seq) else cont))
         inputs = list(by_input)
+        rows = [list(x) for x in inputs]
+        keeps = [max(len(cont) for _, cont in by_input[x]) for x in inputs]
         results: list[LoglikelihoodResult | None] = [None] * len(requests)
         bar = self._progress(len(requests), "loglikelihood")
         with torch.inference_mode():
-            for batch in self._batches([list(x) for x in inputs], list(range(len(inputs)))):
-                rows = [list(inputs[k]) for k in batch]
-                keep = max(len(cont) for k in batch for _, cont in by_input[inputs[k]])
-                logits, *_ = self._prefill(rows, keep)
-                logprobs = torch.log_softmax(logits.float(), dim=-1)
-                for b, k in enumerate(batch):
-                    for req_index, cont in by_input[inputs[k]]:
-                        span = logprobs[b, keep - len(cont):]
-                        target = torch.tensor(cont, device=span.device)
-                        picked = span.gather(-1, target[:, None]).squeeze(-1)
-                        greedy = bool((span.argmax(-1) == target).all())
-                        results[req_index] = LoglikelihoodResult(float(picked.sum()), greedy, len(cont))
-                        bar.update(1)
+            for group in self._plan(rows, list(range(len(inputs))), keeps):
+                shared = self._run_prefix(rows[group.batches[0][0]][:group.prefix]) if group.prefix else None
+                for batch in group.batches:
+                    keep = max(keeps[k] for k in batch)
+                    logits, *_ = self._prefill([rows[k] for k in batch], keep, group.prefix, shared)
+                    logprobs = torch.log_softmax(logits.float(), dim=-1)
+                    for b, k in enumerate(batch):
+                        for req_index, cont in by_input[inputs[k]]:
+                            span = logprobs[b, keep - len(cont):]
+                            target = torch.tensor(cont, device=span.device)
+                            picked = span.gather(-1, target[:, None]).squeeze(-1)
+                            greedy = bool((span.argmax(-1) == target).all())
+                            results[req_index] = LoglikelihoodResult(float(picked.sum()), greedy, len(cont))
+                            bar.update(1)
         bar.close()
         return [r for r in results if r is not None]
 
@@ -427,16 +423,19 @@ class HFBackend(Backend):
         with torch.inference_mode():
             for indices in groups.values():
                 params = requests[indices[0]]
-                for batch in self._batches(encoded, indices):
-                    texts = self._generate_batch([encoded[i] for i in batch], [requests[i] for i in batch], params)
-                    for i, text in zip(batch, texts):
-                        outputs[i] = text
-                    bar.update(len(batch))
+                for group in self._plan(encoded, indices, [1] * len(encoded)):
+                    shared = self._run_prefix(encoded[group.batches[0][0]][:group.prefix]) if group.prefix else None
+                    for batch in group.batches:
+                        texts = self._generate_batch([encoded[i] for i in batch], [requests[i] for i in batch],
+                                                     params, group.prefix, shared)
+                        for i, text in zip(batch, texts):
+                            outputs[i] = text
+                        bar.update(len(batch))
         bar.close()
         return outputs
 
     def _generate_batch(self, rows: list[list[int]], reqs: list[GenerationRequest],
-                        params: GenerationRequest) -> list[str]:
+                        params: GenerationRequest, prefix: int = 0, shared: Any = None) -> list[str]:
         import torch
 
         tokenizer = self._tokenizer
@@ -445,7 +444,7 @@ class HFBackend(Backend):
         generators = None
         if not params.greedy:
             generators = [torch.Generator(device=self._device).manual_seed(int(r.seed)) for r in reqs]
-        logits, cache, mask, position = self._prefill(rows, 1)
+        logits, cache, mask, position = self._prefill(rows, 1, prefix, shared)
         produced: list[list[int]] = [[] for _ in rows]
         done = [False] * len(rows)
         enforcers = self._enforcers(reqs, eos, logits.shape[-1])
@@ -498,14 +497,6 @@ class HFBackend(Backend):
             probs = torch.zeros_like(probs).scatter(-1, sorted_idx, sorted_probs)
         picks = [torch.multinomial(probs[i], 1, generator=g) for i, g in enumerate(generators)]
         return torch.cat(picks)
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def _as_list(value: Any) -> list[int]:

@@ -1,0 +1,97 @@
+"""Batch planning of the hf backend, and its exactness on the embedded model.
+
+The planner's golden cuts are worked out by hand from its cost (rows x longest row + a per-call
+cost); the exactness checks compare the backend's batched, prefix-shared answers with one plain
+unpadded forward per question (float32), on MMLU prompts of two subjects plus 0-shot ones.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.backends.hf import batching
+from runner.backends.hf.batching import Limits, plan, split
+
+
+def test_split_minimises_padding_plus_calls():
+    # lengths 2,2,3,10 with a call cost of 5: [2,2,3] + [10] costs (5 + 3*3) + (5 + 10) = 29;
+    # one batch 5 + 4*10 = 45; [2,2] [3] [10] = 9 + 8 + 15 = 32; each alone 7+7+8+15 = 37
+    assert split([2, 2, 3, 10], ["a", "b", "c", "d"], Limits(64, 10_000, 5)) == [["a", "b", "c"], ["d"]]
+    # free calls: every row alone has no padding at all
+    assert split([3, 2, 4], [0, 1, 2], Limits(64, 10_000, 0)) == [[1], [0], [2]]
+    # costly calls: one batch
+    assert split([3, 2, 4], [0, 1, 2], Limits(64, 10_000, 100)) == [[1, 0, 2]]
+
+
+def test_split_respects_row_and_token_budgets():
+    for limits in (Limits(2, 10_000, 100), Limits(64, 12, 100)):  # 3 rows of 5 = 15 tokens > 12
+        batches = split([5] * 5, list(range(5)), limits)
+        assert sorted(len(b) for b in batches) == [1, 2, 2]
+        assert sorted(i for b in batches for i in b) == [0, 1, 2, 3, 4]
+    assert split([50], [0], Limits(64, 12, 100)) == [[0]]  # a row over the budget still runs, alone
+
+
+def test_plan_shares_long_prefixes_and_keeps_scored_tokens_out_of_them():
+    head = list(range(100, 140))  # 40 shared tokens
+    rows = [head + [1, 2], head + [3], head[:20] + [9], [7, 7, 7]]
+    groups = plan(rows, [0, 1, 2, 3], [1, 1, 1, 1], Limits(64, 10_000, 0))
+    shared = [g for g in groups if g.prefix]
+    assert [g.prefix for g in shared] == [40]
+    assert sorted(i for b in shared[0].batches for i in b) == [0, 1]
+    (loners,) = [g for g in groups if not g.prefix]
+    assert sorted(i for b in loners.batches for i in b) == [2, 3]
+    # row 1's last token is scored: the prefix stops before it
+    groups = plan([head + [1], head], [0, 1], [2, 1], Limits(64, 10_000, 0))
+    assert [g.prefix for g in groups] == [39]
+    assert plan(rows, [0, 1], [1, 1], Limits(64, 10_000, 0, share_prefix=False))[0].prefix == 0
+
+
+def test_rows_sharing_a_short_head_share_it_when_it_saves_more_than_a_call():
+    head = [5] * 10
+    rows = [head + [1, 2], head + [3], head + [4, 4, 4]]
+    # 10 tokens x 2 rows saved = 20 > a call of 16 tokens: shared; a call of 20 or more: not
+    assert [g.prefix for g in plan(rows, [0, 1, 2], [1, 1, 1], Limits(64, 10_000, 16))] == [10]
+    assert [g.prefix for g in plan(rows, [0, 1, 2], [1, 1, 1], Limits(64, 10_000, 20))] == [0]
+    assert batching.MIN_SHARED_PREFIX == 32
+
+
+@pytest.fixture(scope="module")
+def mmlu_prompts():
+    from evaluators.tasks.mmlu import MMLUEvaluator, MMLUTaskConfig
+
+    prompts = []
+    for shots in (5, 0):
+        config = MMLUTaskConfig(_target_="evaluators.tasks.mmlu.MMLUEvaluator", name="mmlu", num_samples=171,
+                                scoring="loglikelihood", num_fewshot=shots)
+        samples = MMLUEvaluator(config).samples(171, 0)
+        prompts += [s.prompt for s in samples if s.meta["subject"] in ("anatomy", "astronomy")]
+    return prompts  # 2 subjects x 3 questions, 5-shot then 0-shot
+
+
+@pytest.mark.e2e
+def test_batched_prefix_shared_answers_equal_plain_forwards(mmlu_prompts):
+    import torch
+
+    from runner.backends.base import GenerationRequest, LoglikelihoodRequest, TaskLimits
+    from tests.backends.test_hf_backend import backend
+
+    letters = [" A", " B", " C", " D"]
+    # batches of 2 rows: a subject's 3 questions run in two batches (one padded) over one few-shot
+    # prefix; a cheap call makes the 0-shot questions share their header
+    with backend(batch_size=2, batch_call_cost_tokens=16, limits=TaskLimits(4094, 2)) as be:
+        results = be.loglikelihood([LoglikelihoodRequest(p, c) for p in mmlu_prompts for c in letters])
+        outputs = be.generate([GenerationRequest(p, 2) for p in mmlu_prompts])
+        groups = be._plan([be._encode(p, True) for p in mmlu_prompts], list(range(12)), [1] * 12)
+        assert sorted((g.prefix >= batching.MIN_SHARED_PREFIX, len(g.batches)) for g in groups) == \
+            [(False, 3), (True, 2), (True, 2)]
+        assert all(g.prefix > 0 for g in groups)
+        for q, prompt in enumerate(mmlu_prompts):
+            ids = be._tokenizer(prompt, return_tensors="pt")
+            with torch.inference_mode():
+                last = torch.log_softmax(be._model(**ids).logits[0, -1].float(), -1)
+                greedy = be._model.generate(**ids, max_new_tokens=2, do_sample=False)
+            expected = [last[be._encode(c, False)[0]].item() for c in letters]
+            got = [r.logprob for r in results[4 * q:4 * q + 4]]
+            assert got == pytest.approx(expected, abs=1e-4)
+            assert max(range(4), key=got.__getitem__) == max(range(4), key=expected.__getitem__)
+            assert outputs[q] == be._tokenizer.decode(greedy[0, ids.input_ids.shape[1]:], skip_special_tokens=True)
