@@ -291,7 +291,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--shots", default="0,5", help="few-shot counts to measure (default 0,5)")
     parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"),
                         help="dtype of the timed runs, both sides")
-    parser.add_argument("--lm-eval-batch-sizes", default="4,16",
+    parser.add_argument("--lm-eval-batch-sizes", default="4,8,16",
                         help="lm-eval batch sizes to try; the best is the baseline ('auto' sizes itself by "
                              "trying 64 first: on CPU that can exhaust memory)")
     parser.add_argument("--float32-samples", type=int, default=57,

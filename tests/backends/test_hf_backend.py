@@ -8,11 +8,12 @@ import sys
 
 import pytest
 
-from runner.backends.base import GenerationRequest, LoglikelihoodRequest
+from runner.backends.base import ChatFormat, GenerationRequest, LoglikelihoodRequest
 from runner.backends.hf.backend import HFBackend, TaskLimits
 from runner.errors import ConfigError, ModelError
 from runner.config.schemas import ModelConfig, QuantConfig
 from runner.backends.hf.backend import HFBackendConfig
+from runner.backends.prompting import encode_pair, render_prompt
 from tests.conftest import ROOT, compose
 
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
@@ -38,7 +39,7 @@ def reference_logprob(be: HFBackend, context: str, continuation: str) -> float:
     """One unbatched, unpadded forward pass: the value every batching strategy must reproduce."""
     import torch
 
-    ctx, cont = be._encode_pair(context, continuation)
+    ctx, cont = encode_pair(be._tokenizer, ChatFormat(), context, continuation)
     with torch.inference_mode():
         logits = be._model(torch.tensor([ctx + cont])).logits[0].float()
     lp = torch.log_softmax(logits, -1)
@@ -121,8 +122,7 @@ def test_long_prompts_keep_their_end():
     with backend(limits=TaskLimits(24, 4)) as tight:
         long_prompt = "filler " * 200 + "\nQ: What colour is grass?\nA:"
         (out,) = tight.generate([GenerationRequest(long_prompt, 4)])
-        ids = tight._encode(long_prompt, True)
-        assert len(tight._truncate(ids, 24)) == 24
+        ids = tight._tokenizer(long_prompt, add_special_tokens=True)["input_ids"]
         (short,) = tight.generate([GenerationRequest(tight._tokenizer.decode(ids[-24:]), 4)])
     assert out == short
 
@@ -148,19 +148,17 @@ def test_missing_model_path_is_a_model_error(tmp_path):
 
 
 def test_chat_template_and_system_prompt_wrap_the_prompt():
-    from runner.backends.base import ChatFormat
-
     chat = ChatFormat(apply_chat_template=True, system_prompt="Answer with one word.")
     with HFBackend(HFBackendConfig(dtype="float32", device="cpu"), SMOLLM2, NONE, TaskLimits(512, 8), chat=chat,
                    progress=False) as be:
-        text, add_special = be._render("What colour is grass?")
+        text, add_special = render_prompt(be._tokenizer, chat, "What colour is grass?")
         assert add_special  # as TensorRT-LLM: the tokenizer adds its own on top (SmolLM2 adds none)
-        assert be._encode(text, add_special) == be._encode(text, False)
+        assert be._tokenizer(text, add_special_tokens=True)["input_ids"] == be._tokenizer(text, add_special_tokens=False)["input_ids"]
         assert text.startswith("<|im_start|>system\nAnswer with one word.<|im_end|>\n<|im_start|>user\nWhat colour is grass?")
         assert text.endswith("<|im_start|>assistant\n")
         (out,) = be.generate([GenerationRequest("What colour is grass?", 8)])
         assert out.strip()  # the model answers inside its chat format
-        ctx, cont = be._encode_pair("What colour is grass?", "Green")
+        ctx, cont = encode_pair(be._tokenizer, chat, "What colour is grass?", "Green")
         # as in lm-evaluation-harness, the context's trailing whitespace moves to the continuation
         assert be._tokenizer.decode(ctx + cont) == text + "Green"
         assert be._tokenizer.decode(cont) == "\nGreen"

@@ -81,7 +81,7 @@ def test_batched_prefix_shared_answers_equal_plain_forwards(mmlu_prompts):
     with backend(batch_size=2, batch_call_cost_tokens=16, limits=TaskLimits(4094, 2)) as be:
         results = be.loglikelihood([LoglikelihoodRequest(p, c) for p in mmlu_prompts for c in letters])
         outputs = be.generate([GenerationRequest(p, 2) for p in mmlu_prompts])
-        groups = be._plan([be._encode(p, True) for p in mmlu_prompts], list(range(12)), [1] * 12)
+        groups = be._plan([be._tokenizer(p)["input_ids"] for p in mmlu_prompts], list(range(12)), [1] * 12)
         assert sorted((g.prefix >= batching.MIN_SHARED_PREFIX, len(g.batches)) for g in groups) == \
             [(False, 3), (True, 2), (True, 2)]
         assert all(g.prefix > 0 for g in groups)
@@ -90,7 +90,7 @@ def test_batched_prefix_shared_answers_equal_plain_forwards(mmlu_prompts):
             with torch.inference_mode():
                 last = torch.log_softmax(be._model(**ids).logits[0, -1].float(), -1)
                 greedy = be._model.generate(**ids, max_new_tokens=2, do_sample=False)
-            expected = [last[be._encode(c, False)[0]].item() for c in letters]
+            expected = [last[be._tokenizer(c, add_special_tokens=False)["input_ids"][0]].item() for c in letters]
             got = [r.logprob for r in results[4 * q:4 * q + 4]]
             assert got == pytest.approx(expected, abs=1e-4)
             assert max(range(4), key=got.__getitem__) == max(range(4), key=expected.__getitem__)

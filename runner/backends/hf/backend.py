@@ -34,7 +34,7 @@ from runner.backends.base import (
     LoglikelihoodResult,
     TaskLimits,
 )
-from runner.backends.prompting import cut_at_stop, encode_request, render_prompt
+from runner.backends.prompting import cut_at_stop, encode_request, loglikelihood_tokens
 from runner.errors import ConfigError, ModelError
 from runner.backends.models import load_failure, resolve_model_source
 from runner.spec import AccuracySpec
@@ -254,28 +254,6 @@ class HFBackend(Backend):
             return native
         return torch.bfloat16 if cpu_has_native_bf16() else torch.float32
 
-    # ------------------------------------------------------------------ tokenization
-    def _render(self, prompt: str) -> tuple[str, bool]:
-        """Apply the chat template if asked; returns the text and whether special tokens are still to add."""
-        return render_prompt(self._tokenizer, self.chat, prompt)
-
-    def _encode(self, text: str, add_special_tokens: bool) -> list[int]:
-        return self._tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]
-
-    def _encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
-        """Context and continuation tokens, split the way lm-evaluation-harness splits them."""
-        context, special = self._render(context)
-        trailing = len(context) - len(context.rstrip())
-        if trailing:
-            continuation = context[-trailing:] + continuation
-            context = context[:-trailing]
-        whole = self._encode(context + continuation, special)
-        ctx = self._encode(context, special)
-        if not ctx:
-            ctx = [self._tokenizer.bos_token_id or self._tokenizer.eos_token_id]
-            return ctx, self._encode(continuation, False)
-        return ctx, whole[len(ctx):]
-
     # ------------------------------------------------------------------ the shared forward pass
     def _plan(self, rows: list[list[int]], indices: list[int], keep: Sequence[int]) -> list[batching.Group]:
         limits = batching.Limits(max_rows=min(self.config.batch_size, self.limits.max_batch_size),
@@ -358,9 +336,6 @@ class HFBackend(Backend):
         return tqdm(total=total, desc=desc, unit="req", disable=not self.progress, file=sys.stderr,
                     dynamic_ncols=True, mininterval=1.0)
 
-    def _truncate(self, ids: list[int], budget: int) -> list[int]:
-        return ids[-budget:] if len(ids) > budget else ids
-
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text, special tokens excluded (tasks that select documents by length)."""
         return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
@@ -369,18 +344,12 @@ class HFBackend(Backend):
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         import torch
 
-        budget = self.limits.max_input_len + self.limits.max_output_len
         # One forward pass per distinct input; each request reads its continuation's positions.
         by_input: dict[tuple[int, ...], list[tuple[int, list[int]]]] = defaultdict(list)
         for i, req in enumerate(requests):
-            ctx, cont = self._encode_pair(req.context, req.continuation)
-            if req.context:
-                seq = self._truncate(ctx + cont, budget + 1)
-            else:  # a whole document (perplexity): BOS + its LAST tokens, max_input_len in all, as TensorRT-LLM's
-                # left-truncating tokenizer keeps them (examples/utils.py load_tokenizer, truncation_side="left")
-                cont = cont[-max(self.limits.max_input_len - len(ctx), 1):]
-                seq = ctx + cont
-            by_input[tuple(seq[:-1])].append((i, cont[-(len(seq) - 1):] if len(cont) >= len(seq) else cont))
+            seq, scored = loglikelihood_tokens(self._tokenizer, self.chat, req.context, req.continuation,
+                                               self.limits.max_input_len, self.limits.max_output_len)
+            by_input[tuple(seq[:-1])].append((i, scored))
         inputs = list(by_input)
         rows = [list(x) for x in inputs]
         keeps = [max(len(cont) for _, cont in by_input[x]) for x in inputs]
