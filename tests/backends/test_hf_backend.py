@@ -13,7 +13,7 @@ from runner.backends.hf.backend import HFBackend, TaskLimits
 from runner.errors import ConfigError, ModelError
 from runner.config.schemas import ModelConfig, QuantConfig
 from runner.backends.hf.backend import HFBackendConfig
-from runner.backends.prompting import encode_pair, render_prompt
+from runner.backends.prompting import encode_pair, encode_request, render_prompt
 from tests.conftest import ROOT, compose
 
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
@@ -123,6 +123,7 @@ def test_long_prompts_keep_their_end():
         long_prompt = "filler " * 200 + "\nQ: What colour is grass?\nA:"
         (out,) = tight.generate([GenerationRequest(long_prompt, 4)])
         ids = tight._tokenizer(long_prompt, add_special_tokens=True)["input_ids"]
+        assert len(encode_request(tight._tokenizer, ChatFormat(), GenerationRequest(long_prompt, 4), 24)) == 24
         (short,) = tight.generate([GenerationRequest(tight._tokenizer.decode(ids[-24:]), 4)])
     assert out == short
 
