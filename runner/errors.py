@@ -8,11 +8,14 @@ unregistered reference). The entry point prints it without a traceback and exits
 from __future__ import annotations
 
 EXIT_OK = 0
-"""The run passed its gate, or no verdict was asked for."""
+"""GO: the drop was shown to be within the tolerance, or no verdict was asked for."""
 EXIT_ERROR = 1
 """Bad input or a failure before a verdict could be reached (Hydra's own errors exit 1 too)."""
 EXIT_REGRESSION = 3
-"""The score fell past the threshold: a regression was detected."""
+"""NO-GO: a regression was shown (the score fell past the threshold)."""
+EXIT_INCONCLUSIVE = 4
+"""INCONCLUSIVE: neither a regression nor a drop within the tolerance was shown (``stats.on_inconclusive``
+maps it to 0 or 3)."""
 EXIT_TERMINATED = 143
 """Stopped by SIGTERM (a scheduler's cancel, ``timeout``): 128 + 15, as shells report it."""
 

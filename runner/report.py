@@ -13,6 +13,7 @@ from runner.provenance import project_commit
 from runner.spec import AccuracySpec
 from runner.stats.decision import Decision
 from runner.stats.unpaired import HypothesisParams
+from runner.stats.verdicts import CODES, WORDS
 
 
 def run_identity(cfg: Any, parent_run_id: str | None) -> tuple[str, dict[str, str]]:
@@ -93,19 +94,19 @@ def report_payload(task: Any, model: Any, spec: AccuracySpec, metrics: dict[str,
     """report.json: the decision as written everywhere, and what was evaluated with what."""
     return {"task": task.name, "model": model.hf_id, "spec": asdict(spec), "metrics": metrics,
             "num_evaluated": evaluated, "decision": decision.to_dict() if decision else None,
-            "verdict": decision.verdict.to_dict() if decision else None,
+            "verdict": decision.outcome if decision else None,
+            "unpaired_test": decision.verdict.to_dict() if decision else None,
             "paired": decision.paired.to_dict() if decision and decision.paired else None,
-            "decided_by": decision.rule if decision else None, "passed": decision.all_passed if decision else None,
+            "decided_by": decision.rule if decision else None,
+            "passed": decision.all_passed if decision else None,
+            "advice": decision.advice.to_dict() if decision and decision.advice else None,
             "backend": asdict(info), "notes": notes, "generation_cache": cache_stats,
             "mlflow_run_id": run_id, "eval_time_s": round(eval_time_s, 2)}
 
 
-VERDICT_CODES = {"passed": 0, "regression": 1, "no verdict": 2, "failed": 3}
-"""The ``verdict`` metric (sortable in MLflow's runs table); the ``verdict`` tag says it in words."""
-
-
 def verdict_word(decision: Decision | None) -> str:
-    return "no verdict" if decision is None else ("passed" if decision.all_passed else "regression")
+    """The verdict in lower case (``go``, ``no-go``, ``inconclusive``; ``no verdict`` without a reference)."""
+    return "no verdict" if decision is None else WORDS[decision.outcome]
 
 
 def tracked_metrics(score: float, metrics: dict[str, float], evaluated: int, eval_time_s: float,
@@ -114,7 +115,7 @@ def tracked_metrics(score: float, metrics: dict[str, float], evaluated: int, eva
     a table artifact instead (:func:`breakdown_table`), so the runs table keeps a few columns."""
     logged = {"score": score, "num_samples": float(evaluated), "num_evaluated": float(evaluated),
               "eval_time_s": eval_time_s, "theta": params.theta,
-              "verdict": float(VERDICT_CODES[verdict_word(decision)])}
+              "verdict": float(CODES[verdict_word(decision)])}
     logged |= {k.replace(",", "_"): v for k, v in metrics.items() if "/" not in k}
     if decision is not None:
         logged |= decision.metrics()
@@ -132,6 +133,9 @@ def readable_tags(decision: Decision | None) -> dict[str, str]:
     (the metrics keep full precision)."""
     tags = {"verdict": verdict_word(decision), "decided_by": decision.rule if decision else "none"}
     if decision is not None:
+        tags["verdict_reported"] = decision.reported
+        if decision.advice is not None:
+            tags["to_decide"] = decision.advice.text()[:5000]
         tags["p_value"] = "-" if decision.p_value is None else f"{decision.p_value:.4g}"
         tags["delta"] = f"{decision.difference:+.4g}"
     return tags
@@ -150,9 +154,11 @@ def summary_line(decision: Decision | None, exit_status: int, output_dir: Path, 
     if decision is None:
         result = "NO VERDICT"
     else:
-        result = ("PASSED" if decision.all_passed else "REGRESSION DETECTED") + f" ({decision.test})"
-    return "\n".join([
-        f"result: {result} (exit {exit_status})",
+        result = f"{decision.verdict_line()} ({decision.test})"
+    lines = [f"result: {result} (exit {exit_status})"]
+    if decision is not None and decision.advice is not None:
+        lines.append(f"to decide: {decision.advice.text()}")
+    return "\n".join(lines + [
         f"outputs: {output_dir} (report.txt, report.json, results.json, samples.jsonl)",
         f"tracking: {where}",
     ])

@@ -25,7 +25,7 @@ from runner import report
 from runner.backends.base import ChatFormat, TaskLimits
 from runner.build import build_object
 from runner.config.validate import check_job
-from runner.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
+from runner.errors import EXIT_OK, ConfigError
 from runner.exports.lm_eval import results_json
 from runner.backends.models import resolve_model_source
 from runner.model_identity import check_architecture
@@ -34,7 +34,9 @@ from runner.pipeline import score_all
 from runner.provenance import flatten, project_commit
 from runner.spec import AccuracySpec
 from runner.stats.decision import Decision, RunProvenance, decide_against, validate as validate_stats
+from runner.stats import claims as claim_rules
 from runner.stats.unpaired import HypothesisParams, check_params
+from runner.stats.verdicts import INCONCLUSIVE, resolve_tolerance
 from runner.tracking.trackers import parent_run_id
 
 log = logging.getLogger("runner")
@@ -179,10 +181,12 @@ def evaluate(job: Job) -> Outcome:
         samples = select_samples(job, params, reference is not None)
         monitor = sequential_monitor(job, reference, params, len(samples))
         scored, eval_time_s, cache_stats = answer(job, loaded.info, samples, monitor, reference, params)
-    metrics = job.evaluator.aggregate(scored)
-    report.write_samples(job.out_dir / "samples.jsonl", scored)
-    params = replace(params, num_samples=max(len(scored), 1))  # the statistics use what was evaluated
-    decision = decide(job, reference, samples[:len(scored)], scored, metrics, params, monitor)
+        metrics = job.evaluator.aggregate(scored)
+        report.write_samples(job.out_dir / "samples.jsonl", scored)
+        params = replace(params, num_samples=max(len(scored), 1))  # the statistics use what was evaluated
+        decision = decide(job, reference, samples[:len(scored)], scored, metrics, params, monitor)
+        if decision is not None and decision.outcome == INCONCLUSIVE:
+            advise(job, decision)
     record_path = record(job, loaded, scored, metrics) if job.mode == "record" else None
     return publish(job, loaded, scored, metrics, params, decision, record_path, eval_time_s, cache_stats)
 
@@ -292,16 +296,34 @@ def decide(job: Job, reference: Any, samples: list[Any], scored: list[Any], metr
     if monitor is not None:
         decision.sequential = monitor.result(decision.passed, decision.p_value)
         decision.passed = decision.sequential.passed
+        if decision.claims is not None:
+            p = decision.paired
+            counts = (*p.discordant, p.n) if p is not None and p.discordant is not None else None
+            decision.claims = claim_rules.sequential(decision.sequential, params.higher_is_better, params.alpha,
+                                                     decision.margin, decision.tolerance.points, counts)
     job.notes.extend(decision.notes)
     return decision
+
+
+def advise(job: Job, decision: Decision) -> None:
+    """How many more samples would decide; the backend is still open, so the task can say whether it has them."""
+    from runner.stats import advice
+
+    recorded = (job.reference.recorded or {}) if job.reference is not None else {}
+    found = advice.for_decision(decision, recorded.get("num_samples"))
+    if found is not None and found.n_total is not None:
+        have = len(job.evaluator.samples(found.n_total, job.cfg.seed))
+        found = replace(found, available=have if have < found.n_total else None)
+    decision.advice = found
 
 
 def _decision(job: Job, reference: Any, samples: list[Any], scored: list[Any], metrics: dict[str, float],
               params: HypothesisParams) -> Decision:
     ev = job.evaluator
+    tolerance = resolve_tolerance(job.cfg.stats, job.task, reference.value)
     return decide_against(reference, job.ref_dir, scored, metrics[job.task.metric], params, job.cfg.stats,
                           ev.chance_level(samples), job.task.metric, RunProvenance(job.cfg.seed, ev.source_used),
-                          ev.extra_gates(metrics, reference))
+                          ev.extra_gates(metrics, reference), tolerance)
 
 
 def record(job: Job, loaded: Loaded, scored: list[Any], metrics: dict[str, float]) -> Path:
@@ -348,7 +370,7 @@ def publish(job: Job, loaded: Loaded, scored: list[Any], metrics: dict[str, floa
     except Exception as err:  # views for the UI: the results are on disk and logged below; never fail the job
         log.warning("could not log the tables to the tracker (%s: %s)", type(err).__name__, err)
     job.tracker.log_artifacts(job.out_dir)
-    status = EXIT_REGRESSION if decision is not None and not decision.all_passed else EXIT_OK
+    status = decision.exit_status if decision is not None else EXIT_OK
     return Outcome(status, score, metrics, loaded.spec, job.out_dir, decision, job.tracker.run_id, record_path, job.notes)
 
 

@@ -81,6 +81,9 @@ class TaskConfig:
     beta: float = 0.2
     sigma: float = 50.0
     num_samples: int = MISSING
+    # the registered design's n (upstream's NUM_SAMPLES): its theta is the default tolerance of GO; null: num_samples
+    design_num_samples: Optional[int] = None
+    tolerance: Optional[float] = None  # points: a drop GO tolerates for this task; null: the designed theta
     max_input_len: int = MISSING
     max_output_len: int = MISSING
     max_batch_size: int = 128

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-MARKS = {"passed": "✅", "regression": "❌", "failed": "💥", "incomplete": "⚠️", "no verdict": "➖"}
+MARKS = {"go": "✅", "no-go": "❌", "inconclusive": "❔", "failed": "💥", "incomplete": "⚠️", "no verdict": "➖"}
 
 
 @dataclass(frozen=True)
 class Case:
     name: str  # e.g. "w4a16-perplexity" or a sweep's job directory
-    verdict: str  # passed | regression | failed | incomplete | no verdict
+    verdict: str  # go | no-go | inconclusive | failed | incomplete | no verdict
     message: str  # one line: what decided
     details: str = ""  # the verdict block, or the error
     score: Optional[float] = None
@@ -20,13 +20,19 @@ class Case:
     p_value: Optional[float] = None
     n: Optional[int] = None
     time_s: Optional[float] = None
+    inconclusive_fails: bool = True  # INCONCLUSIVE is a failed test unless stats.verdicts/on_inconclusive map it to a pass
+
+    @property
+    def failing(self) -> bool:
+        """A failed test case: NO-GO, or INCONCLUSIVE when it is not mapped to a pass."""
+        return self.verdict == "no-go" or (self.verdict == "inconclusive" and self.inconclusive_fails)
 
     @property
     def mark(self) -> str:
         return MARKS.get(self.verdict, "")
 
 
-def from_row(row: dict[str, Any]) -> Case:
+def from_row(row: dict[str, Any], inconclusive_fails: bool = True) -> Case:
     """A sweep summary row (runner/sweep/summary.py) as a case; its sweep verdict is what counts."""
     verdict = row.get("sweep_verdict") or row.get("verdict") or "incomplete"
     if row.get("error"):
@@ -36,8 +42,11 @@ def from_row(row: dict[str, Any]) -> Case:
                   f"p {fmt(row.get('p_value'), 4)} (adjusted {fmt(row.get('p_adjusted'), 4)})"
     else:
         message = verdict
+    if row.get("advice"):
+        message += f"; {row['advice']}"
     return Case(str(row.get("job")), verdict, message, str(row.get("error") or ""), row.get("score"),
-                row.get("reference"), row.get("difference"), row.get("p_value"), row.get("n"))
+                row.get("reference"), row.get("difference"), row.get("p_value"), row.get("n"),
+                inconclusive_fails=inconclusive_fails)
 
 
 def fmt(value: Any, digits: int = 2, sign: bool = False) -> str:

@@ -9,6 +9,7 @@ from runner.errors import UserError
 from runner.exports.cases import Case, from_row
 from runner.exports.junit import write_junit
 from runner.exports.markdown import markdown, write_markdown
+from runner.stats.verdicts import WORDS
 
 
 def job_case(cfg: Any, outcome: Any = None, error: BaseException | None = None) -> Case:
@@ -23,9 +24,16 @@ def job_case(cfg: Any, outcome: Any = None, error: BaseException | None = None) 
     if decision is None:
         return Case(name, "no verdict", f"score {outcome.score:.4f}, no verdict (reference.mode={cfg.reference.mode})",
                     details, outcome.score)
-    verdict = "passed" if decision.all_passed else "regression"
-    return Case(name, verdict, f"{decision.test}: score {outcome.score:.4f} vs reference {decision.verdict.reference:.4f}",
-                details, outcome.score, decision.verdict.reference, decision.difference, decision.p_value, decision.n)
+    message = f"{decision.verdict_line()}; {decision.test}: score {outcome.score:.4f} vs reference " \
+              f"{decision.verdict.reference:.4f}"
+    if decision.advice is not None:
+        message += f"; {decision.advice.text()}"
+    return Case(name, WORDS[decision.outcome], message, details, outcome.score, decision.verdict.reference,
+                decision.difference, decision.p_value, decision.n, inconclusive_fails=_inconclusive_fails(cfg))
+
+
+def _inconclusive_fails(cfg: Any) -> bool:
+    return cfg.stats.verdicts == "three_way" and cfg.stats.on_inconclusive != "pass"
 
 
 def publish_job(cfg: Any, outcome: Any = None, error: BaseException | None = None) -> list[Path]:
@@ -38,7 +46,7 @@ def publish_job(cfg: Any, outcome: Any = None, error: BaseException | None = Non
 
 
 def publish_sweep(config: Any, summary: Any) -> list[Path]:
-    cases = [from_row(r) for r in summary.rows]
+    cases = [from_row(r, _inconclusive_fails(config)) for r in summary.rows]
     written = []
     if config.report.junit:
         written.append(write_junit(config.report.junit, cases, f"sweep {summary.sweep_dir.name}"))

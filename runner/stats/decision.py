@@ -23,11 +23,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 from runner.errors import ConfigError
 from runner.stats.sequential import SequentialConfig, validate as validate_sequential
 from runner.stats.unpaired import GATES, HypothesisParams, Verdict, decide
+from runner.stats.verdicts import (GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, exit_status, reported,
+                                    validate as validate_verdicts)
 
 METHODS = ("auto", "unpaired", "paired")
 PAIRED_TESTS = ("auto", "mcnemar", "t", "bootstrap")
@@ -38,17 +40,22 @@ STATISTICAL_RULES = ("paired", "unpaired")
 
 @dataclass
 class StatsConfig:
-    """How the verdict is decided when the reference has per-sample scores for the same samples."""
+    """How the verdict is decided: the rules, the margin and tolerance, and how the exit status reads it."""
 
     method: str = "auto"  # auto (paired when possible) | unpaired (TensorRT-LLM's threshold) | paired
     paired_test: str = "auto"  # auto (McNemar for 0/1 scores, t otherwise) | mcnemar | t | bootstrap
     bootstrap_seed: int = 0
-    # A tolerated drop: 0 keeps upstream's rule. In points of the metric, or in percent of the reference.
+    # NO-GO needs a drop larger than the margin: 0 keeps upstream's rule. In points, or percent of the reference.
     margin: float = 0.0
     margin_unit: str = "points"  # points | percent
-    # regression: fail only when the data show a drop larger than the margin (H0: drop <= margin);
-    # noninferiority: pass only when the data show the drop is smaller than the margin (H0: drop >= margin)
+    # GO needs the drop shown smaller than the tolerance; null: the task's tolerance, else its designed theta
+    tolerance: Optional[float] = None
+    tolerance_unit: str = "points"  # points | percent
+    # when a regression beyond the margin AND a drop within the tolerance are both shown ("worse, but within
+    # tolerance"): regression -> NO-GO, noninferiority -> GO
     gate: str = "regression"
+    verdicts: str = "three_way"  # three_way (GO / NO-GO / INCONCLUSIVE) | two_way (TensorRT-LLM's PASS / FAIL)
+    on_inconclusive: str = "inconclusive"  # inconclusive (exit 4) | pass (exit 0) | fail (exit 3)
     sequential: SequentialConfig = field(default_factory=SequentialConfig)  # group-sequential looks (off by default)
 
 
@@ -82,19 +89,49 @@ class RunProvenance:
 
 @dataclass
 class Decision:
-    """The one decision of a job: which rule decided, its p-value, interval and every gate."""
+    """The one decision of a job: the rule that decided, its claims and interval, every gate, the verdict."""
 
     rule: str  # explicit_threshold | exact | paired | unpaired
-    passed: bool  # the accuracy gate
+    passed: bool  # no regression shown by the accuracy rule (the NO-GO claim did not hold)
     verdict: Verdict  # the unpaired TensorRT-LLM test, always computed and shown
     paired: Any = None  # runner.stats.paired.PairedResult when a paired test decided
     gates: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     sequential: Any = None  # runner.stats.sequential_monitor.SequentialResult when the gate looked sequentially
+    claims: Claims | None = None  # None for the deterministic rules
+    tolerance: Tolerance | None = None
+    margin: float = 0.0
+    gate: str = "regression"  # which claim wins when both are shown
+    mode: str = "three_way"
+    on_inconclusive: str = "inconclusive"
+    advice: Any = None  # runner.stats.advice.Advice when INCONCLUSIVE
 
     @property
     def all_passed(self) -> bool:
+        """No regression shown anywhere (TensorRT-LLM's PASS: GO or INCONCLUSIVE)."""
         return self.passed and all(g.passed for g in self.gates)
+
+    @property
+    def both_shown(self) -> bool:
+        return self.claims is not None and self.claims.regression and self.claims.within
+
+    @property
+    def outcome(self) -> str:
+        """GO, NO-GO or INCONCLUSIVE. Extra gates can only make it NO-GO; the deterministic rules are
+        two-way by construction (their registered threshold is the tolerance)."""
+        if any(not g.passed for g in self.gates) or not self.passed and self.claims is None:
+            return NO_GO
+        if self.claims is None:
+            return GO if self.rule not in STATISTICAL_RULES else INCONCLUSIVE
+        return combine(self.claims.regression, self.claims.within, self.gate)[0]
+
+    @property
+    def reported(self) -> str:
+        return reported(self.outcome, self.mode)
+
+    @property
+    def exit_status(self) -> int:
+        return exit_status(self.outcome, self.mode, self.on_inconclusive)
 
     @property
     def alpha(self) -> float:
@@ -106,7 +143,7 @@ class Decision:
 
     @property
     def p_value(self) -> float | None:
-        """The p-value of the rule that decided (None for the deterministic rules)."""
+        """The p-value of the regression rule that decided (None for the deterministic rules)."""
         if self.sequential is not None:
             return self.sequential.p_value
         if self.rule == "paired":
@@ -114,6 +151,11 @@ class Decision:
         if self.rule == "unpaired":
             return self.verdict.p_value
         return None
+
+    @property
+    def p_within(self) -> float | None:
+        """The p-value of the tolerance claim (H0: drop >= tolerance)."""
+        return self.claims.p_within if self.claims is not None else None
 
     @property
     def theta(self) -> float | None:
@@ -128,19 +170,17 @@ class Decision:
     @property
     def difference(self) -> float:
         """new - reference in metric units (on the paired samples when a paired test decided)."""
+        if self.sequential is not None:
+            return self.sequential.looks[-1].estimate
         return self.paired.mean_diff if self.rule == "paired" else self.verdict.difference
 
     @property
     def ci(self) -> tuple[float, float] | None:
-        if self.sequential is not None:
-            return self.sequential.rci
-        return self.paired.ci if self.rule == "paired" else self.verdict.confidence_interval()
+        return self.claims.ci if self.claims is not None else None
 
     @property
     def ci_method(self) -> str:
-        if self.sequential is not None:
-            return "repeated CI, group-sequential"
-        return self.paired.ci_method if self.rule == "paired" else "Wald, sigma as configured"
+        return self.claims.method if self.claims is not None else "none: a deterministic rule has no interval"
 
     @property
     def test(self) -> str:
@@ -150,22 +190,25 @@ class Decision:
                 "unpaired": "TensorRT-LLM unpaired z-test"}.get(self.rule) or self.paired.method
 
     def hypothesis(self) -> str:
-        """The hypothesis tested, in words."""
+        """The claims tested, in words, in the metric's own direction."""
         v = self.verdict
         if self.rule == "explicit_threshold":
             return f"score {'>=' if v.params.higher_is_better else '<='} the registered threshold {v.threshold:g}"
         if self.rule == "exact":
             return f"score {'>=' if v.params.higher_is_better else '<='} the reference {v.reference:g} (exact rule)"
-        tol = f"{v.tolerance:g} points" if v.tolerance else "0"
-        if v.gate == "regression":
-            return f"H0: drop <= {tol}; REGRESSION when H0 is rejected (p < alpha {self.alpha:g})"
-        return f"H0: drop >= {tol}; PASSED only when H0 is rejected (p < alpha {self.alpha:g})"
+        worse = "drop" if v.params.higher_is_better else "increase"
+        tol = self.tolerance.points if self.tolerance else 0.0
+        return (f"NO-GO when a {worse} > {self.margin:g} is shown (H0: {worse} <= {self.margin:g}); "
+                f"GO when a {worse} < {tol:.4g} is shown (H0: {worse} >= {tol:.4g}); each at alpha {self.alpha:g}")
 
     def tests(self) -> list[dict[str, Any]]:
-        """Every check of the job: the accuracy gate and the extra gates, each with its rule, p-value and alpha
-        (what a sweep corrects for multiplicity)."""
-        out = [{"name": "accuracy", "rule": self.rule, "gate": self.verdict.gate, "p_value": self.p_value,
+        """Every claim of the job, each with its rule, p-value and alpha (what a sweep corrects for
+        multiplicity): the regression claim, the tolerance claim, and the extra gates."""
+        out = [{"name": "accuracy", "rule": self.rule, "gate": "regression", "p_value": self.p_value,
                 "alpha": self.alpha, "passed": self.passed}]
+        if self.claims is not None:
+            out.append({"name": "accuracy", "rule": self.rule, "gate": "noninferiority", "p_value": self.p_within,
+                        "alpha": self.alpha, "passed": self.claims.within})
         for g in self.gates:
             if g.checked:
                 out.append({"name": g.metric, "rule": "unpaired", "gate": "regression", "p_value": g.p_value,
@@ -177,13 +220,21 @@ class Decision:
         ci = self.ci
         v = self.verdict
         return {
-            "rule": self.rule, "test": self.test, "hypothesis": self.hypothesis(), "gate": v.gate,
-            "tolerance": v.tolerance, "passed": self.all_passed, "accuracy_passed": self.passed,
+            "verdict": self.outcome, "reported": self.reported, "exit_status": self.exit_status,
+            "both_shown": self.both_shown, "verdicts": self.mode, "on_inconclusive": self.on_inconclusive,
+            "stats_gate": self.gate,
+            "rule": self.rule, "test": self.test, "hypothesis": self.hypothesis(),
+            "margin": self.margin, "tolerance": self.tolerance.points if self.tolerance else None,
+            "tolerance_source": self.tolerance.source if self.tolerance else None,
+            "regression_shown": not self.all_passed, "within_tolerance_shown": bool(self.claims and self.claims.within),
+            "passed": self.all_passed, "accuracy_passed": self.passed,
             "score": v.score, "reference": v.reference, "difference": self.difference,
             "threshold": v.threshold, "room": v.room, "theta": self.theta, "p_value": self.p_value,
+            "p_within": self.p_within,
             "alpha": self.alpha, "beta": v.params.beta, "sigma": v.params.sigma, "n": self.n,
             "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
-            "ci_level": 1 - 2 * self.alpha, "ci_method": self.ci_method if ci else None,
+            "ci_level": 1 - 2 * self.alpha, "ci_method": self.ci_method,
+            "advice": self.advice.to_dict() if self.advice is not None else None,
             "tests": self.tests(),
             "sequential": self.sequential.to_dict() if self.sequential is not None else None,
         }
@@ -193,8 +244,14 @@ class Decision:
         d = self.to_dict()
         out = {"reference": d["reference"], "threshold": d["threshold"], "room": d["room"], "passed": float(d["passed"]),
                "accuracy_passed": float(d["accuracy_passed"]), "num_samples": float(d["n"]),
-               "alpha": d["alpha"], "sigma": d["sigma"], "tolerance": d["tolerance"],
+               "alpha": d["alpha"], "sigma": d["sigma"], "margin": d["margin"], "tolerance": d["tolerance"],
+               "p_within": d["p_within"], "go": float(self.outcome == GO), "no_go": float(self.outcome == NO_GO),
+               "inconclusive": float(self.outcome == INCONCLUSIVE),
                "unpaired_p_value": self.verdict.p_value, "unpaired_passed": float(self.verdict.passed)}
+        if self.advice is not None and self.advice.n_more is not None:
+            out |= {"more_samples": float(self.advice.n_more), "samples_to_decide": float(self.advice.n_total)}
+            if self.advice.discordant is not None:
+                out["discordant_to_decide"] = float(self.advice.discordant)
         for key in ("theta", "p_value", "ci_low", "ci_high"):
             out[{"ci_low": "diff_ci_low", "ci_high": "diff_ci_high"}.get(key, key)] = d[key]
         if self.paired is not None:
@@ -207,6 +264,32 @@ class Decision:
             out |= self.sequential.metrics()
         return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
 
+    def verdict_line(self) -> str:
+        """The verdict in words: what was shown, or what was not."""
+        worse = "drop" if self.verdict.params.higher_is_better else "increase"
+        tol = self.tolerance.points if self.tolerance else 0.0
+        failed = [g.metric for g in self.gates if not g.passed]
+        out = self.outcome
+        if failed:
+            why = f"failed gate: {', '.join(failed)}{'' if self.passed else ' and accuracy'}"
+        elif self.claims is None:
+            why = "the deterministic rule " + ("holds" if self.passed else "fails")
+        elif self.both_shown:
+            why = (f"worse, but within tolerance: a {worse} > {self.margin:g} and < {tol:.4g} are both shown; "
+                   f"stats.gate={self.gate} decides")
+        elif out == NO_GO:
+            why = f"a {worse} larger than {self.margin:g} is shown"
+        elif out == GO:
+            why = f"the {worse} is shown to be smaller than the tolerance {tol:.4g}"
+        else:
+            why = f"neither a {worse} > {self.margin:g} nor one < {tol:.4g} is shown"
+        line = f"{out} ({why})"
+        if self.mode == "two_way":
+            line = f"{self.reported} (two-way rule, as TensorRT-LLM's; three-way: {line})"
+        elif out == INCONCLUSIVE and self.on_inconclusive != "inconclusive":
+            line += f"; stats.on_inconclusive={self.on_inconclusive}"
+        return line
+
     def render(self) -> str:
         parts = [self.verdict.render()]
         if self.paired is not None:
@@ -216,18 +299,19 @@ class Decision:
         parts += [g.render() for g in self.gates]
         ci = self.ci
         lines = [f"decided by:  {self.test} ({self.rule.replace('_', ' ')} rule)", f"hypothesis:  {self.hypothesis()}"]
+        if self.tolerance is not None and self.claims is not None:
+            lines.append(f"tolerance:   {self.tolerance.describe()}")
         p = self.p_value
-        lines.append(f"p-value:     {'n/a (deterministic rule)' if p is None else f'{p:.4g}'}")
+        lines.append(f"p-value:     {'n/a (deterministic rule)' if p is None else f'{p:.4g}'}"
+                     + ("" if self.p_within is None else f" (regression); {self.p_within:.4g} (within tolerance)"))
         if ci is not None:
             lines.append(f"difference:  {self.difference:+.3f} (new - reference), "
                          f"{1 - 2 * self.alpha:.0%} CI [{ci[0]:+.3f}, {ci[1]:+.3f}] ({self.ci_method})")
         else:
-            lines.append(f"difference:  {self.difference:+.3f} (new - reference)")
-        failed = [g.metric for g in self.gates if not g.passed]
-        result = "PASSED" if self.all_passed else "REGRESSION DETECTED"
-        if failed:
-            result += f" (failed gate: {', '.join(failed)}{'' if self.passed else ' and accuracy'})"
-        lines.append(f"verdict:     {result}")
+            lines.append(f"difference:  {self.difference:+.3f} (new - reference); no interval (deterministic rule)")
+        lines.append(f"verdict:     {self.verdict_line()}")
+        if self.advice is not None:
+            lines.append(f"to decide:   {self.advice.text()}")
         parts.append("\n".join(lines))
         return "\n".join(parts)
 
@@ -240,22 +324,20 @@ def validate(stats: Any) -> None:
                           allowed=", ".join(PAIRED_TESTS))
     if stats.gate not in GATES:
         raise ConfigError("unknown gate", where="stats.gate", given=stats.gate, allowed=", ".join(GATES),
-                          fix="regression: fail only on a shown drop beyond the margin; "
-                              "noninferiority: pass only on a shown drop within the margin")
+                          fix="what a verdict follows when a regression beyond the margin and a drop within the "
+                              "tolerance are both shown: regression (NO-GO) or noninferiority (GO)")
     if stats.margin_unit not in MARGIN_UNITS:
         raise ConfigError("unknown margin unit", where="stats.margin_unit", given=stats.margin_unit,
                           allowed=", ".join(MARGIN_UNITS))
     validate_sequential(stats.sequential)
-    if stats.sequential.enabled and stats.gate != "regression":
-        raise ConfigError("sequential looks are planned for the regression gate only", where="stats.sequential.enabled",
-                          given=f"stats.gate={stats.gate}", fix="use stats.gate=regression, or turn the looks off")
+    validate_verdicts(stats)
     margin = stats.margin
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin < 0:
         raise ConfigError("the margin must be a finite number >= 0", where="stats.margin", given=repr(margin),
                           allowed="0 (upstream's rule) or a tolerated drop, e.g. 1 (points) or 2 with margin_unit=percent")
 
 
-def tolerance_points(stats: Any, reference: float) -> float:
+def margin_points(stats: Any, reference: float) -> float:
     """``stats.margin`` in metric points (a percent margin is a share of the reference's value)."""
     return float(stats.margin) if stats.margin_unit == "points" else abs(reference) * float(stats.margin) / 100.0
 
@@ -295,19 +377,26 @@ def _deterministic_rule(reference: Any, params: HypothesisParams) -> str | None:
 
 def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: float, params: HypothesisParams,
                    stats: Any, chance_level: float | None, metric: str, run: RunProvenance,
-                   gates: Sequence[Any] = ()) -> Decision:
-    """Apply the precedence of the module docstring; ``params.num_samples`` is the number evaluated."""
+                   gates: Sequence[Any] = (), tolerance: Tolerance | None = None) -> Decision:
+    """Apply the precedence of the module docstring; ``params.num_samples`` is the number evaluated.
+
+    The regression claim is tested at ``stats.margin``, the tolerance claim at ``tolerance`` (points)."""
+    from runner.stats import claims as claim_rules
     from runner.stats import paired as paired_stats
     from runner.references import samples as reference_samples
 
     notes: list[str] = []
-    tolerance = tolerance_points(stats, reference.value)
+    margin = margin_points(stats, reference.value)
+    common = dict(margin=margin, gate=stats.gate, mode=stats.verdicts, on_inconclusive=stats.on_inconclusive)
     rule = _deterministic_rule(reference, params)
     if rule is not None:
-        if tolerance or stats.gate != "regression":
-            notes.append(f"stats.margin and stats.gate do not apply to the {rule.replace('_', ' ')} rule of this entry")
+        if margin or stats.tolerance is not None:
+            notes.append(f"stats.margin and stats.tolerance do not apply to the {rule.replace('_', ' ')} rule of this "
+                         "entry: its verdict is GO when the rule holds, NO-GO when it fails")
         verdict = decide(score, reference.value, params, reference.threshold, metric=metric)
-        return Decision(rule, verdict.passed, verdict, None, list(gates), notes)
+        return Decision(rule, verdict.passed, verdict, None, list(gates), notes, **common)
+    if tolerance is None:
+        raise ValueError("a statistical rule needs the tolerance of the GO claim")
 
     recorded = dict(reference.recorded or {})
     rows = None
@@ -318,9 +407,9 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
         notes.append(f"sigma {sigma:.3f} estimated from the reference's {len(rows)} per-sample scores "
                      f"(configured {params.sigma:g})")
         params = replace(params, sigma=sigma)
-    verdict = decide(score, reference.value, params, None, metric=metric, tolerance=tolerance, gate=stats.gate)
+    verdict = decide(score, reference.value, params, None, metric=metric, tolerance=margin)
 
-    result = None
+    result = claims = None
     if rows is not None:
         problem = pairing_problem(recorded, rows, scored, run)
         if problem is not None:
@@ -335,9 +424,7 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
             pairs = paired_stats.pair_scores({k: r.score for k, r in rows.items()}, new_scores)
             complete = pairs.n_matched == len(new_scores)
             if complete or stats.method == "paired":
-                result = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better,
-                                                  method=stats.paired_test, seed=stats.bootstrap_seed,
-                                                  tolerance=tolerance, gate=stats.gate)
+                result, claims = _paired(pairs, params, stats, margin, tolerance.points)
                 if not complete:
                     notes.append(f"paired test on the {pairs.n_matched} of {len(new_scores)} samples the reference also scored")
             else:
@@ -347,9 +434,12 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
         raise ConfigError("a paired test needs the reference's per-sample scores, and this entry has none",
                           where=f"{reference.path} entry {reference.index}", given="stats.method=paired",
                           fix="record the reference again with reference.mode=record, or use stats.method=auto|unpaired")
+    if claims is None:
+        claims = claim_rules.unpaired(verdict, margin, tolerance.points)
 
     decision = Decision("paired" if result is not None else "unpaired",
-                        result.passed if result is not None else verdict.passed, verdict, result, list(gates), notes)
+                        result.passed if result is not None else verdict.passed, verdict, result, list(gates), notes,
+                        claims=claims, tolerance=tolerance, **common)
     if chance_level is not None:
         # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
         # reference at or past chance is then worth a warning
@@ -358,3 +448,20 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
         if warning:
             notes.append(warning)
     return decision
+
+
+def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float) -> tuple[Any, Claims]:
+    """The paired test of the regression claim, and both claims with their interval."""
+    from runner.stats import claims as claim_rules
+    from runner.stats import paired as paired_stats
+
+    kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed)
+    result = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=margin,
+                                      gate="regression", **kw)
+    if result.discordant is not None:
+        b, c = result.discordant
+        return result, claim_rules.binary(b, c, result.n, params.alpha, params.higher_is_better, margin, tolerance,
+                                          not result.passed)
+    within = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=tolerance,
+                                      gate="noninferiority", **kw)
+    return result, claim_rules.continuous(result, within)

@@ -273,11 +273,11 @@ class PairedResult:
         lines.append(f"  p-value      {self.p_value:10.4f}   {_p_meaning(self.gate, self.tolerance)}")
         lines.append(rule)
         if self.passed:
-            lines.append("paired verdict: PASSED - " + (
+            lines.append("paired test: no regression shown - " + (
                 "the disagreements are within what chance explains." if self.gate == "regression"
                 else f"the data show the drop is smaller than the tolerance (p < {self.alpha:g})."))
         else:
-            lines.append("paired verdict: REGRESSION DETECTED - " + (
+            lines.append("paired test: regression shown - " + (
                 f"on the same samples, the new run loses more than chance explains (p < {self.alpha:g})."
                 if self.gate == "regression" else
                 f"the data do not show the drop is smaller than the tolerance (p >= {self.alpha:g})."))
@@ -320,30 +320,6 @@ def _binary_values(ref: Sequence[float], new: Sequence[float]) -> tuple[list[flo
     return ref_v, new_v, unit
 
 
-def newcombe_paired_interval(both: int, new_only: int, ref_only: int, neither: int,
-                             confidence: float) -> tuple[float, float]:
-    """Newcombe's (1998) method 10 interval for a difference of paired proportions, new - reference.
-
-    ``both``: samples right in both runs; ``new_only``: right in the new run only; ``ref_only``:
-    right in the reference only; ``neither``. Built from the two Wilson score intervals of the
-    marginal proportions (statsmodels) and the phi correlation of the 2x2 table, on the 0-1 scale.
-    """
-    from statsmodels.stats.proportion import proportion_confint
-
-    n = both + new_only + ref_only + neither
-    if n < 1:
-        raise ValueError("an interval needs at least one sample")
-    p1, p2 = (both + new_only) / n, (both + ref_only) / n
-    l1, u1 = proportion_confint(both + new_only, n, alpha=1 - confidence, method="wilson")
-    l2, u2 = proportion_confint(both + ref_only, n, alpha=1 - confidence, method="wilson")
-    margins = (both + new_only) * (ref_only + neither) * (both + ref_only) * (new_only + neither)
-    phi_corr = 0.0 if margins == 0 else (both * neither - new_only * ref_only) / math.sqrt(margins)
-    lower = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi_corr * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
-    upper = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi_corr * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
-    diff = p1 - p2
-    return max(-1.0, diff - lower), min(1.0, diff + upper)
-
-
 def mcnemar_exact(
     ref_correct: Sequence[float],
     new_correct: Sequence[float],
@@ -351,14 +327,18 @@ def mcnemar_exact(
     beta: float,
     higher_is_better: bool = True,
     gate: str = "regression",
+    margin: float = 0.0,
 ) -> PairedResult:
     """McNemar's exact one-sided test on binary per-sample scores (0/100 or 0/1, or booleans).
+
+    With a ``margin`` (points, > 0; regression gate only) the regression claim "drop > margin" is
+    tested with Tango's (1998) score test for paired proportions instead, which has a margin.
 
     ``b`` = samples the reference got right and the new run wrong, ``c`` = the reverse ("right"
     is the high value, or the low one when ``higher_is_better`` is false). Regression gate:
     ``p = P(X >= b)`` with ``X ~ Bin(b + c, 1/2)``, a regression when ``p < alpha``. The
     non-inferiority gate with no tolerance asks the reverse: ``p = P(X <= b)``, a pass when
-    ``p < alpha``. ``p = 1`` when ``b + c == 0``. Means, the difference and Newcombe's interval
+    ``p < alpha``. ``p = 1`` when ``b + c == 0``. Means and the difference
     are on the 0-100 scale (0/1 scores are read as fractions).
     """
     _k(alpha, beta)  # validates alpha and beta
@@ -368,7 +348,13 @@ def mcnemar_exact(
     c = sum(1 for r, w in zip(ref_v, new_v) if r != good and w == good)
     both = sum(1 for r, w in zip(ref_v, new_v) if r == good and w == good)
     n = len(ref_v)
-    if b + c == 0:
+    if margin:
+        if gate != "regression":
+            raise ValueError("a margin belongs to the regression claim (gate 'regression')")
+        from runner.stats.paired_binary import tango_p
+
+        p = tango_p(b, c, len(ref_v), -margin / 100.0, "less")
+    elif b + c == 0:
         p = 1.0
     elif gate == "regression":
         p = float(_upper_tail_half(b, b + c))
@@ -382,13 +368,9 @@ def mcnemar_exact(
     to_points = 100.0 / unit
     ref_mean = sum(ref_v) / n * to_points
     new_mean = sum(new_v) / n * to_points
-    low, high = newcombe_paired_interval(both, c, b, n - both - b - c, 1 - 2 * alpha)
-    # the interval is for the proportion of "good" answers; in metric units the sign follows the direction
-    sign = 100.0 if higher_is_better else -100.0
-    ci = tuple(sorted((sign * low, sign * high)))
     rejected = p < alpha
     return PairedResult(
-        method="McNemar exact",
+        method=f"Tango score test (margin {margin:g})" if margin else "McNemar exact",
         n=n,
         mean_diff=new_mean - ref_mean,
         p_value=p,
@@ -401,8 +383,7 @@ def mcnemar_exact(
         new_mean=new_mean,
         discordant=(b, c),
         discordance_rate=rate,
-        ci=ci,  # type: ignore[arg-type]
-        ci_method="Newcombe (Wilson, paired)",
+        tolerance=float(margin),
         gate=gate,
     )
 
@@ -541,15 +522,13 @@ def paired_test(
 ) -> PairedResult:
     """Run the fitting paired test: McNemar for binary scores, the t-test otherwise.
 
-    ``method`` is ``"auto"``, ``"mcnemar"``, ``"t"`` or ``"bootstrap"``. McNemar's exact test has
-    no tolerance; with a tolerance, binary scores take the paired t-test on their 0/100
-    differences (its normal approximation), which tests a shifted mean directly.
+    ``method`` is ``"auto"``, ``"mcnemar"``, ``"t"`` or ``"bootstrap"``. For binary scores a
+    ``tolerance`` (the regression margin) moves McNemar's exact test to Tango's score test, which
+    tests a shifted difference of paired proportions.
     """
     if method == "auto":
-        method = "mcnemar" if is_binary(pairs) and not tolerance else "t"
+        method = "mcnemar" if is_binary(pairs) else "t"
     if method == "mcnemar":
-        if tolerance:
-            raise ValueError("McNemar's exact test has no tolerance; use the paired t-test (method 't') with a margin")
-        return mcnemar_exact(pairs.reference, pairs.new, alpha, beta, higher_is_better, gate=gate)
+        return mcnemar_exact(pairs.reference, pairs.new, alpha, beta, higher_is_better, gate=gate, margin=tolerance)
     return paired_continuous(pairs.reference, pairs.new, alpha, beta, higher_is_better, method=method, seed=seed,
                              tolerance=tolerance, gate=gate)

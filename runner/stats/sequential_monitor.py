@@ -261,7 +261,7 @@ class SequentialResult:
             lines.append(f"  {i:>4} {n:>6} {'(not evaluated)':>8}")
         p = "n/a" if self.p_value is None else f"{self.p_value:.4g}"
         lines += [f"  stopped at look {self.stopped_at} of {len(self.planned_sizes)}: "
-                  f"{'REGRESSION' if self.reason == 'regression' else 'PASS'}; samples {self.n_used} of {self.n_max} "
+                  f"{'regression shown' if self.reason == 'regression' else 'no regression shown'}; samples {self.n_used} of {self.n_max} "
                   f"({1 - self.n_used / self.n_max:.0%} saved)",
                   f"  p-value {p} (stage-wise ordering); theta {self.theta:.3f} at n={self.n_max}",
                   f"  expected saving: {self.expected_saving_h0:.0%} with no regression, "

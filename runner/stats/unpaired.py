@@ -297,23 +297,23 @@ class Verdict:
             rule,
         ]
         if self.passed and (self.explicit_threshold or p.sigma == 0):
-            lines.append("verdict: PASSED - the score reaches the "
+            lines.append("unpaired rule: holds - the score reaches the "
                          + ("registered threshold." if self.explicit_threshold else "reference (exact rule)."))
         elif self.passed:
             lines.append(
-                "verdict: PASSED - the score is within what sampling noise explains; "
-                "no regression larger than theta is indicated."
+                "unpaired test: no regression shown - the score is within what sampling noise explains "
+                "(which is not a proof that it is within tolerance)."
             )
         elif self.explicit_threshold:
             lines.append(
-                "verdict: REGRESSION DETECTED - the score is past the threshold registered "
+                "unpaired rule: fails - the score is past the threshold registered "
                 "for this reference."
             )
         elif p.sigma == 0:
-            lines.append("verdict: REGRESSION DETECTED - the score is below the reference (exact rule).")
+            lines.append("exact rule: fails - the score is below the reference (sigma 0).")
         else:
             lines.append(
-                "verdict: REGRESSION DETECTED - a result this far past the reference would happen "
+                "unpaired test: regression shown - a result this far past the reference would happen "
                 f"by chance less than {p.alpha:.1%} of the time if the model matched it."
             )
         lines.append(rule)

@@ -178,7 +178,8 @@ class SweepCallback(Callback):
                 close_dead_children(self.client, self.parent_id)
             summary = sweep_summary.build(Path(str(config.hydra.sweep.dir)), config.sweep.correction,
                                           config.sweep.alpha, self.client, self.parent_id,
-                                          stopped=None if stopped_by is None else describe_stop(stopped_by))
+                                          stopped=None if stopped_by is None else describe_stop(stopped_by),
+                                          mode=config.stats.verdicts, on_inconclusive=config.stats.on_inconclusive)
             print(summary.render(), flush=True)
             exit_status = summary.exit_status
             from runner.exports.publish import publish_sweep

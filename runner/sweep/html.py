@@ -11,7 +11,7 @@ from typing import Any
 
 from runner.exports.cases import fmt
 
-COLOURS = {"passed": "#1a7f37", "regression": "#cf222e", "failed": "#8250df", "incomplete": "#9a6700",
+COLOURS = {"go": "#1a7f37", "no-go": "#cf222e", "inconclusive": "#bf8700", "failed": "#8250df", "incomplete": "#9a6700",
            "no verdict": "#57606a"}
 STYLE = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em;color:#1f2328}
@@ -29,7 +29,7 @@ def _pill(verdict: str) -> str:
 
 def render(summary: Any, full_table: str, plot: Path | None) -> str:
     verdict = summary.verdict
-    colour = COLOURS["passed"] if verdict == "PASSED" else COLOURS["regression"] if verdict != "NO VERDICT" else COLOURS["no verdict"]
+    colour = COLOURS.get(verdict.lower(), COLOURS["failed"]) if verdict != "NO VERDICT" else COLOURS["no verdict"]
     rows = []
     for r in summary.rows:
         ci = "-" if r.get("ci_low") is None else f"[{fmt(r['ci_low'], sign=True)}, {fmt(r.get('ci_high'), sign=True)}]"

@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from runner.errors import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION
+from runner.errors import EXIT_ERROR, EXIT_OK
 from runner.stats.decision import STATISTICAL_RULES
+from runner.stats.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, combine, exit_status, reported
 from runner.stats.multiple_testing import adjust
 from runner.exports.cases import fmt
 from runner.sweep.html import render as render_html
-from runner.report import VERDICT_CODES
 
 COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
-           "ci_low", "ci_high", "threshold", "theta", "test", "alpha", "p_value", "verdict", "p_adjusted", "sweep_verdict",
+           "ci_low", "ci_high", "threshold", "theta", "test", "alpha", "p_value", "verdict", "p_adjusted", "sweep_verdict", "advice",
            "cache_hits", "cache_misses", "error", "mlflow_run_id"]
 
 
@@ -55,6 +55,8 @@ class Summary:
     sweep_dir: Path
     files: dict[str, Path] = field(default_factory=dict)
     stopped: str | None = None  # what ended the multirun before all its jobs returned (a killed worker)
+    mode: str = "three_way"  # stats.verdicts of the sweep
+    on_inconclusive: str = "inconclusive"
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -62,20 +64,33 @@ class Summary:
 
     @property
     def flagged(self) -> list[dict[str, Any]]:
-        return [r for r in self.rows if r["sweep_verdict"] == "regression"]
+        return [r for r in self.rows if r["sweep_verdict"] == "no-go"]
+
+    @property
+    def undecided(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["sweep_verdict"] == "inconclusive"]
 
     @property
     def verdict(self) -> str:
+        """FAILED, NO-GO (a job shows a regression after the correction), GO (every judged job shows its drop
+        within tolerance), INCONCLUSIVE, or NO VERDICT."""
         if self.failed or self.stopped:
             return "FAILED"
         if self.flagged:
-            return "REGRESSION"
-        return "PASSED" if any(r["verdict"] in ("passed", "regression") for r in self.rows) else "NO VERDICT"
+            return NO_GO
+        if self.undecided:
+            return INCONCLUSIVE
+        return GO if any(r["sweep_verdict"] == "go" for r in self.rows) else "NO VERDICT"
 
     @property
     def exit_status(self) -> int:
-        """1 when a job failed or the sweep stopped early, else 3 when the corrected test flags a regression, else 0."""
-        return {"FAILED": EXIT_ERROR, "REGRESSION": EXIT_REGRESSION}.get(self.verdict, EXIT_OK)
+        """1 when a job failed or the sweep stopped early, else the verdict's status as a job's
+        (0 GO, 3 NO-GO, 4 INCONCLUSIVE unless ``stats.verdicts``/``stats.on_inconclusive`` map it)."""
+        if self.verdict == "FAILED":
+            return EXIT_ERROR
+        if self.verdict == "NO VERDICT":
+            return EXIT_OK
+        return exit_status(self.verdict, self.mode, self.on_inconclusive)
 
     @property
     def cache(self) -> dict[str, Any]:
@@ -108,8 +123,12 @@ class Summary:
         lines.append(self.render_cache())
         if self.stopped:
             lines.append(f"sweep stopped early: {_clip(self.stopped, 200)}")
-        lines.append(f"sweep verdict: {self.verdict} ({self.correction} correction {self.alpha_text}; "
-                     f"{len(self.flagged)} flagged, {len(self.failed)} failed) -> exit {self.exit_status}")
+        lines.append(f"sweep verdict: {reported(self.verdict, self.mode) if self.verdict in VERDICTS else self.verdict}"
+                     f" ({self.correction} correction {self.alpha_text}; {len(self.flagged)} NO-GO, "
+                     f"{len(self.undecided)} INCONCLUSIVE, {len(self.failed)} failed) -> exit {self.exit_status}")
+        advice = [r for r in self.undecided if r.get("advice")]
+        for r in advice:
+            lines.append(f"  {r['job']}: {r['advice']}")
         if self.files:
             lines.append("summary: " + ", ".join(str(p) for p in self.files.values()))
         lines.append("=" * 100)
@@ -121,15 +140,18 @@ class Summary:
             client.log_artifact(parent_id, str(path))
         cache = self.cache
         counts = {"jobs": len(self.rows), "jobs_failed": len(self.failed), "jobs_flagged": len(self.flagged),
-                  "jobs_regressed_uncorrected": sum(r["verdict"] == "regression" for r in self.rows),
+                  "jobs_no_go": len(self.flagged), "jobs_inconclusive": len(self.undecided),
+                  "jobs_go": sum(r["sweep_verdict"] == "go" for r in self.rows),
+                  "jobs_regressed_uncorrected": sum(r["verdict"] == "no-go" for r in self.rows),
                   "cache_hits": cache["hits"], "cache_requests": cache["requests"]}
         if cache["hit_rate"] is not None:
             counts["cache_hit_rate"] = cache["hit_rate"]
         for key, value in counts.items():
             client.log_metric(parent_id, key, float(value))
         client.set_tag(parent_id, "sweep.verdict", self.verdict)
-        client.set_tag(parent_id, "verdict", self.verdict.lower())  # the children's column shows the parent's too
-        client.log_metric(parent_id, "verdict", float(VERDICT_CODES.get(self.verdict.lower(), VERDICT_CODES["failed"])))
+        word = WORDS.get(self.verdict, self.verdict.lower())
+        client.set_tag(parent_id, "verdict", word)  # the children's column shows the parent's too
+        client.log_metric(parent_id, "verdict", float(CODES.get(word, CODES["failed"])))
 
 
 def _clip(text: str, width: int) -> str:
@@ -139,7 +161,7 @@ def _clip(text: str, width: int) -> str:
 
 
 def build(sweep_dir: Path, correction: str, alpha: float | None, client: Any = None, parent_id: str | None = None,
-          stopped: str | None = None) -> Summary:
+          stopped: str | None = None, mode: str = "three_way", on_inconclusive: str = "inconclusive") -> Summary:
     """Collect the jobs' rows, correct their tests for multiplicity, and write summary.{csv,html,json,png}
     in ``sweep_dir``. ``alpha``: None tests each at its task's alpha; a number replaces them all.
     ``stopped``: why the multirun ended before all its jobs returned; the sweep then fails."""
@@ -149,7 +171,7 @@ def build(sweep_dir: Path, correction: str, alpha: float | None, client: Any = N
     if client is not None and parent_id:
         rows += _orphans(client, parent_id, dict(zip(dirs, rows)))
     judge(rows, correction, alpha)
-    summary = Summary(rows, correction, alpha, sweep_dir, stopped=stopped)
+    summary = Summary(rows, correction, alpha, sweep_dir, stopped=stopped, mode=mode, on_inconclusive=on_inconclusive)
     summary.files = write(summary)
     return summary
 
@@ -166,18 +188,24 @@ def judge(rows: list[dict[str, Any]], correction: str, alpha: float | None) -> N
             t["sweep_passed"] = not reject if gate == "regression" else reject
     by_row: dict[int, list[dict[str, Any]]] = {}
     for row, t in tests:
-        t.setdefault("sweep_passed", t["passed"])  # deterministic rules keep their verdict
+        t.setdefault("sweep_passed", t["passed"])  # deterministic rules and p-less claims keep their own
         by_row.setdefault(id(row), []).append(t)
-        if t["name"] == "accuracy":
+        if t["name"] == "accuracy" and t["gate"] == "regression":
             row["p_adjusted"] = t.get("p_adjusted")
     for r in rows:
         mine = by_row.get(id(r))
         if mine:
-            r["sweep_verdict"] = "passed" if all(t["sweep_passed"] for t in mine) else "regression"
+            regression = any(not t["sweep_passed"] for t in mine if t["gate"] == "regression")
+            within = [t["sweep_passed"] for t in mine if t["gate"] == "noninferiority"]
+            if not within:  # a deterministic rule: GO when it holds
+                r["sweep_verdict"] = "no-go" if regression else "go"
+            else:
+                r["sweep_verdict"] = WORDS[combine(regression, within[0], r.pop("_gate", "regression"))[0]]
         elif r["verdict"] in ("failed", "incomplete"):
             r["sweep_verdict"] = r["verdict"]
         else:
             r["sweep_verdict"] = "no verdict"
+        r.pop("_gate", None)
 
 
 def _label_configurations(rows: list[dict[str, Any]], dirs: list[Path]) -> None:
@@ -230,8 +258,10 @@ def _read_row(job_dir: Path) -> dict[str, Any]:
             row |= {k: decision[k] for k in ("reference", "difference", "ci_low", "ci_high", "threshold", "theta",
                                               "alpha", "p_value", "n")}
             row["test"] = decision["rule"]
-            row["verdict"] = "passed" if decision["passed"] else "regression"
+            row["verdict"] = WORDS[decision["verdict"]]
+            row["advice"] = (decision.get("advice") or {}).get("text")
             row["_tests"] = [dict(t) for t in decision["tests"]]
+            row["_gate"] = decision.get("stats_gate", "regression")
         else:
             row["verdict"] = "no verdict"
     elif failure.is_file():
@@ -303,7 +333,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     tasks = list(dict.fromkeys(r["task"] for r in rows)) or ["(no jobs)"]
     width = sum(max(4.5, 1.5 + 1.2 * sum(r["task"] == t for r in rows)) for t in tasks)
     fig, axes = plt.subplots(1, len(tasks), figsize=(width, 4.2), squeeze=False)
-    colours = {"passed": "#2a9d4b", "regression": "#d62728", "no verdict": "#7f7f7f"}
+    colours = {"go": "#2a9d4b", "no-go": "#d62728", "inconclusive": "#bf8700", "no verdict": "#7f7f7f"}
     for ax, task in zip(axes[0], tasks):
         mine = [r for r in rows if r["task"] == task]
         for x, r in enumerate(mine):

@@ -13,7 +13,8 @@ import pytest
 
 from evaluators.base import ScoredSample
 from runner.references import samples as reference_samples
-from runner.stats.decision import RunProvenance, decide_against, validate
+from runner.stats.decision import RunProvenance, StatsConfig, decide_against, validate
+from runner.stats.verdicts import Tolerance
 from runner.stats.sequential import SequentialConfig
 from runner.errors import ConfigError, ReferenceError_
 from runner.references.store import Reference
@@ -26,9 +27,10 @@ RUN = RunProvenance(seed=0, dataset_source="packaged")
 
 
 def stats(**kw) -> SimpleNamespace:
-    return SimpleNamespace(**({"method": "auto", "paired_test": "auto", "bootstrap_seed": 0, "margin": 0.0,
-                               "margin_unit": "points", "gate": "regression",
-                               "sequential": SequentialConfig()} | kw))
+    return SimpleNamespace(**(vars(StatsConfig()) | kw))
+
+
+TOL = Tolerance(2.75, "MMLU's designed theta")
 
 
 def reference(tmp_path, scores: dict[str, float] | None, value: float, *, threshold: float | None = None,
@@ -50,8 +52,8 @@ def ref_scores(n: int = 100, right: int = 60) -> dict[str, float]:
 
 
 def decide(ref, new: dict[str, float], score: float, tmp_path, st=None, params=PARAMS, chance=None, metric="accuracy",
-           run=RUN, gates=()):
-    return decide_against(ref, tmp_path, scored(new), score, params, st or stats(), chance, metric, run, gates)
+           run=RUN, gates=(), tol=TOL):
+    return decide_against(ref, tmp_path, scored(new), score, params, st or stats(), chance, metric, run, gates, tol)
 
 
 def test_paired_test_catches_what_the_unpaired_threshold_misses(tmp_path):
@@ -217,50 +219,64 @@ def _wilson(x: int, n: int, z: float) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def test_paired_binary_interval_is_newcombes_method_10(tmp_path):
-    """Newcombe (1998), paired data, method 10, worked by hand from Wilson's closed form."""
+def test_paired_binary_interval_inverts_the_exact_test_and_the_verdict_agrees(tmp_path):
+    """b=10, c=3: McNemar's exact p = P(X >= 10 | 13, 1/2) = (286 + 78 + 13 + 1) / 8192 = 0.0461 < 0.05."""
     ref = ref_scores()  # 60 right
     new = dict(ref) | {f"s/{i}": 0.0 for i in range(10)} | {f"s/{i}": 100.0 for i in range(60, 63)}
     d = decide(reference(tmp_path, ref, 60.0), new, 53.0, tmp_path)
-    # table: both right 50, new only 3, reference only 10, neither 37
-    a, c, b, dd, n = 50, 3, 10, 37, 100
-    p1, p2 = (a + c) / n, (a + b) / n
-    l1, u1 = _wilson(a + c, n, Z05)
-    l2, u2 = _wilson(a + b, n, Z05)
-    phi = (a * dd - c * b) / math.sqrt((a + c) * (b + dd) * (a + b) * (c + dd))
-    lower = p1 - p2 - math.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
-    upper = p1 - p2 + math.sqrt((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2)
     assert d.rule == "paired" and d.difference == pytest.approx(-7.0)
-    assert d.ci == pytest.approx((100 * lower, 100 * upper), abs=1e-9)
-    assert d.ci[1] < 0  # the regression shows in the interval too
+    assert d.p_value == pytest.approx(378 / 8192)
+    assert d.outcome == "NO-GO" and d.ci[1] < 0  # the regression shows in the interval's upper bound
+    assert d.ci[0] < -2.75  # and the tolerance is not shown
     m = d.metrics()
-    assert m["diff_ci_low"] == pytest.approx(100 * lower) and m["diff_ci_high"] == pytest.approx(100 * upper)
+    assert m["diff_ci_low"] == pytest.approx(d.ci[0]) and m["no_go"] == 1.0
+    assert d.to_dict()["verdict"] == "NO-GO" and d.exit_status == 3
 
 
-# ----------------------------------------------------------------------------- margins
+def test_b4_c0_is_not_a_pass_with_an_interval_below_zero(tmp_path):
+    """The audit's case: b=4, c=0, n=100: exact p = 1/16 = 0.0625, so no regression is shown, and the
+    interval must not lie below 0 (Newcombe's did, at -0.78)."""
+    ref = ref_scores()
+    new = dict(ref) | {f"s/{i}": 0.0 for i in range(4)}
+    d = decide(reference(tmp_path, ref, 60.0), new, 56.0, tmp_path)
+    assert d.p_value == pytest.approx(1 / 16)
+    assert d.ci[1] >= 0 and d.outcome == "INCONCLUSIVE" and d.exit_status == 4
 
 
-def test_a_margin_turns_a_detectable_small_drop_into_a_pass(tmp_path):
-    """Continuous metric, lower is better: a 3% perplexity rise always fails against a baseline without a margin."""
+def test_identical_answers_at_n_100_do_not_prove_the_tolerance(tmp_path):
+    """Zero discordant pairs of 100 never prove a 2.75-point tolerance by themselves."""
+    ref = ref_scores()
+    d = decide(reference(tmp_path, ref, 60.0), ref, 60.0, tmp_path)
+    assert d.passed and d.outcome == "INCONCLUSIVE"
+    assert d.ci[0] < -2.75 and d.advice is None  # the job (run.advise) adds the advice
+
+
+# ----------------------------------------------------------------------------- margins and tolerances
+
+
+def test_margin_and_tolerance_on_a_continuous_metric(tmp_path):
+    """Continuous metric, lower is better: every document's perplexity rises by 3%."""
     ref = {f"s/{i}": 10.0 + (i % 7) for i in range(50)}
     new = {k: v * 1.03 for k, v in ref.items()}
     params = HypothesisParams(0.01, 0.2, 4.48, 50, higher_is_better=False)
     r = reference(tmp_path, ref, sum(ref.values()) / 50, params=params)
     score = sum(new.values()) / 50
-    strict = decide(r, new, score, tmp_path, params=params, metric="perplexity")
-    assert strict.rule == "paired" and not strict.passed
+    tol5 = Tolerance(0.05 * r.value, "5%")
+    strict = decide(r, new, score, tmp_path, params=params, metric="perplexity", tol=tol5)
+    # a rise > 0 is shown and a rise < 5% is shown: worse, but within tolerance; stats.gate decides
+    assert strict.rule == "paired" and not strict.passed and strict.both_shown and strict.outcome == "NO-GO"
+    assert "worse, but within tolerance" in strict.render() and "increase" in strict.hypothesis()
+    go = decide(r, new, score, tmp_path, st=stats(gate="noninferiority"), params=params, metric="perplexity", tol=tol5)
+    assert go.outcome == "GO" and go.both_shown
     relaxed = decide(r, new, score, tmp_path, st=stats(margin=5.0, margin_unit="percent"), params=params,
-                     metric="perplexity")
-    assert relaxed.rule == "paired" and relaxed.passed and relaxed.verdict.tolerance == pytest.approx(0.05 * r.value)
-    assert "H0: drop <=" in relaxed.hypothesis()
-    # non-inferiority: the data must show the rise is below 5%: every difference is 3%, so it is shown
-    ni = decide(r, new, score, tmp_path, st=stats(margin=5.0, margin_unit="percent", gate="noninferiority"),
-                params=params, metric="perplexity")
-    assert ni.passed and "PASSED only when H0 is rejected" in ni.hypothesis()
-    # ...and a 2% margin is not shown (the rise is 3%)
-    ni2 = decide(r, new, score, tmp_path, st=stats(margin=2.0, margin_unit="percent", gate="noninferiority"),
-                 params=params, metric="perplexity")
-    assert not ni2.passed
+                     metric="perplexity", tol=tol5)
+    assert relaxed.passed and relaxed.verdict.tolerance == pytest.approx(0.05 * r.value) and relaxed.outcome == "GO"
+    # a 2% tolerance is not shown (the rise is 3%), and no rise beyond a 5% margin is shown either
+    undecided = decide(r, new, score, tmp_path, st=stats(margin=5.0, margin_unit="percent"), params=params,
+                       metric="perplexity", tol=Tolerance(0.02 * r.value, "2%"))
+    assert undecided.outcome == "INCONCLUSIVE"
+    lo, hi = undecided.ci  # new - reference: the interval reaches past 2% and stays inside 5%
+    assert lo < 0.05 * r.value and hi > 0.02 * r.value
 
 
 def test_unpaired_margin_shifts_the_threshold_and_the_p_value(tmp_path):
@@ -270,21 +286,21 @@ def test_unpaired_margin_shifts_the_threshold_and_the_p_value(tmp_path):
     assert d.verdict.threshold == pytest.approx(60 - 2 - Z05 * s)
     # H0: drop <= 2; observed drop 13: p = Phi((47 - 60 + 2) / s)
     assert d.p_value == pytest.approx(0.5 * math.erfc(11 / s / math.sqrt(2)))
-    ni = decide(r, ref_scores(), 59.0, tmp_path, st=stats(margin=2.0, gate="noninferiority"))
-    # pass only when 59 > 60 - 2 + 1.645 s = 69.6: not shown at n=100
-    assert ni.verdict.threshold == pytest.approx(60 - 2 + Z05 * s) and not ni.passed
+    # p = Phi(-1.556) = 0.06: not shown, and the interval's upper bound -13 + 1.645 s = -1.37 is above -2
+    assert d.ci[1] == pytest.approx(-13 + Z05 * s) and d.ci[1] > -2 and d.outcome == "INCONCLUSIVE"
+    # GO needs 59 - 60 - 1.645 s > -2.75: not at n=100 (s = 7.07); p of H0 drop >= 2.75 = Phi(-(1.75) / s)
+    ni = decide(r, ref_scores(), 59.0, tmp_path, st=stats(margin=2.0))
+    assert ni.outcome == "INCONCLUSIVE" and ni.p_within == pytest.approx(0.5 * math.erfc(1.75 / s / math.sqrt(2)))
 
 
-def test_binary_paired_margin_uses_the_t_test_on_differences(tmp_path):
+def test_binary_paired_margin_uses_tangos_score_test(tmp_path):
     ref = ref_scores()
     new = dict(ref) | {f"s/{i}": 0.0 for i in range(10)}  # drop 10 points, b=10 c=0
     d = decide(reference(tmp_path, ref, 60.0), new, 50.0, tmp_path, st=stats(margin=12.0))
-    assert d.rule == "paired" and d.paired.method == "paired t-test" and d.passed
-    # differences: ten -100, ninety 0; mean -10, sd = sqrt((10 * 90^2 + 90 * 10^2) / 99)
-    sd = math.sqrt((10 * 90 ** 2 + 90 * 10 ** 2) / 99)
-    from scipy import stats as st
-
-    assert d.p_value == pytest.approx(st.t.cdf((-10 + 12) / (sd / 10), 99))
+    assert d.rule == "paired" and d.paired.method.startswith("Tango") and d.passed
+    assert d.p_value > 0.5 and d.ci[1] > -12  # the drop (10) is on the safe side of the margin (12)
+    tight = decide(reference(tmp_path, ref, 60.0), new, 50.0, tmp_path, st=stats(margin=2.0))
+    assert not tight.passed and tight.ci[1] < -2
 
 
 def test_bad_stats_settings_are_config_errors():
@@ -313,8 +329,9 @@ class _Gate:
 def test_a_failed_extra_gate_fails_the_decision(tmp_path):
     ref = ref_scores()
     d = decide(reference(tmp_path, ref, 60.0), ref, 60.0, tmp_path, gates=[_Gate()])
-    assert d.passed and not d.all_passed
+    assert d.passed and not d.all_passed and d.outcome == "NO-GO"
     tests = d.to_dict()["tests"]
-    assert [t["name"] for t in tests] == ["accuracy", "consistency_rate"]
-    assert tests[1]["p_value"] == 0.001 and not tests[1]["passed"]
+    assert [(t["name"], t["gate"]) for t in tests] == [("accuracy", "regression"), ("accuracy", "noninferiority"),
+                                                       ("consistency_rate", "regression")]
+    assert tests[2]["p_value"] == 0.001 and not tests[2]["passed"]
     assert "failed gate: consistency_rate" in d.render()

@@ -77,7 +77,7 @@ class ConsistencyGate:
             f"  margin       {self.score - self.threshold:+10.3f}",
             f"  p-value      {self.p_value:10.4f}",
             rule,
-            f"consistency verdict: {'PASSED' if self.passed else 'REGRESSION DETECTED'}",
+            f"consistency gate: {'no regression shown' if self.passed else 'regression shown (NO-GO)'}",
             rule,
         ]
         return "\n".join(lines)

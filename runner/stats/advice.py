@@ -1,0 +1,123 @@
+"""How many more samples would decide an INCONCLUSIVE verdict (docs/statistics.md, "How many more samples").
+
+From the observed data: the per-sample spread ``s`` of the difference and the gap ``g`` between the
+observed drop and the nearer reachable claim (the margin for NO-GO, the tolerance for GO),
+
+    N = (z_{1-alpha} + z_{1-gamma})^2 s^2 / g^2
+
+samples reach that claim with probability ``1 - gamma`` (0.8) if the observed drop is the true one.
+Against a fixed reference of ``n_ref`` samples (the unpaired test) the standard error
+``sigma sqrt(1/N + 1/n_ref)`` never falls below ``sigma / sqrt(n_ref)``: when the gap needs less,
+no number of new samples decides and the reference must be recorded again with more.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from runner.stats.unpaired import z
+from runner.stats.verdicts import GO, NO_GO
+
+POWER = 0.8
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The nearer claim and the samples that reach it with 80% probability."""
+
+    target: str  # GO | NO-GO
+    n: int  # samples evaluated
+    n_total: int | None  # samples needed in all (None: unreachable against this reference)
+    discordant: int | None  # discordant pairs among them (paired 0/100 scores)
+    available: int | None  # samples the task's dataset has (None: not counted)
+    rerecord_n: int | None  # unpaired: the n both runs need when the reference is recorded again
+
+    @property
+    def n_more(self) -> int | None:
+        return None if self.n_total is None else max(1, self.n_total - self.n)
+
+    def text(self) -> str:
+        if self.n_total is None:
+            return (f"no number of new samples reaches {self.target} against this reference (its own sampling error "
+                    f"is too large): record the reference again with about {self.rerecord_n} samples and evaluate "
+                    f"as many")
+        out = f"about {self.n_more} more samples (n={self.n_total} in all"
+        if self.discordant is not None:
+            out += f", about {self.discordant} discordant pairs"
+        out += f") would reach {self.target} with {POWER:.0%} probability if the observed difference holds"
+        if self.available is not None and self.n_total > self.available:
+            out += f"; the task has only {self.available} samples"
+        return out
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self) | {"n_more": self.n_more, "text": self.text()}
+
+
+def _needed(spread: float, gap: float, alpha: float) -> float:
+    return ((z(1 - alpha) + z(POWER)) * spread / gap) ** 2
+
+
+def more_samples(drop: float, spread: float, n: int, margin: float, tolerance: float, alpha: float, *,
+                 n_ref: int | None = None, discordance: float | None = None,
+                 available: int | None = None) -> Advice | None:
+    """The advice for an undecided verdict; None when no claim is reachable (a margin at or past the tolerance
+    with the drop between them cannot happen) or the spread is unknown.
+
+    ``drop``: the observed D in points (positive is worse); ``spread``: the per-sample standard deviation
+    of the difference (paired), or sigma of one run's score (unpaired, then ``n_ref`` is the reference's
+    fixed n); ``discordance``: the share of samples the two runs score differently (paired 0/100)."""
+    candidates = []
+    if drop > margin:
+        candidates.append((NO_GO, drop - margin))
+    if drop < tolerance:
+        candidates.append((GO, tolerance - drop))
+    if not candidates or not math.isfinite(spread) or spread <= 0:
+        return None
+    k2 = (z(1 - alpha) + z(POWER)) ** 2
+    best: tuple[float, str, int | None] | None = None
+    for target, gap in candidates:
+        if n_ref is None:
+            need = _needed(spread, gap, alpha)
+            rerecord = None
+        else:
+            room = (gap ** 2 / k2) / spread ** 2 - 1.0 / n_ref  # 1/N that the gap allows
+            need = math.inf if room <= 0 else 1.0 / room
+            rerecord = math.ceil(2 * k2 * spread ** 2 / gap ** 2)
+        if best is None or need < best[0]:
+            best = (need, target, rerecord)
+    assert best is not None
+    need, target, rerecord = best
+    if not math.isfinite(need):
+        return Advice(target, n, None, None, available, rerecord)
+    total = max(n + 1, math.ceil(need))
+    pairs = math.ceil(total * discordance) if discordance is not None else None
+    return Advice(target, n, total, pairs, available, rerecord)
+
+
+def binary_spread(b: int, c: int, n: int) -> tuple[float, float]:
+    """Per-sample sd of 0/100 paired differences and the discordance used for it.
+
+    ``s^2 = 100^2 (d - (D/100)^2)`` with ``d`` the discordant share; with no discordant pair the
+    observed spread is 0, so one discordant pair in ``n`` stands in (a floor, not an estimate)."""
+    d = max(b + c, 1) / n
+    diff = (c - b) / n
+    return 100.0 * math.sqrt(max(d - diff * diff, d / n)), d
+
+
+def for_decision(decision: object, n_ref: int | None) -> Advice | None:
+    """The advice for a job's fixed-n decision (``n_ref``: the unpaired reference's own n)."""
+    d = decision  # runner.stats.decision.Decision
+    if d.claims is None or d.tolerance is None or d.sequential is not None:  # type: ignore[attr-defined]
+        return None
+    params = d.verdict.params  # type: ignore[attr-defined]
+    sign = 1.0 if params.higher_is_better else -1.0
+    drop = -sign * d.difference  # type: ignore[attr-defined]
+    p = d.paired  # type: ignore[attr-defined]
+    common = dict(drop=drop, margin=d.margin, tolerance=d.tolerance.points, alpha=params.alpha)  # type: ignore[attr-defined]
+    if p is not None and p.discordant is not None:
+        spread, share = binary_spread(p.discordant[0], p.discordant[1], p.n)
+        return more_samples(spread=spread, n=p.n, discordance=share, **common)
+    if p is not None:
+        return more_samples(spread=p.sd_diff or 0.0, n=p.n, **common)
+    return more_samples(spread=params.sigma, n=params.num_samples, n_ref=n_ref or params.num_samples, **common)

@@ -1,0 +1,88 @@
+"""The two claims of each statistical rule, with the interval that inverts them (runner.stats.verdicts).
+
+* unpaired (TensorRT-LLM's z-test): the Wald interval ``diff +- |z(alpha)| sqrt(2 sigma^2 / n)``;
+* paired 0/100 scores: the regression side is McNemar's exact test (margin 0, bound: the exact
+  conditional bound of :func:`runner.stats.paired_binary.exact_upper`) or Tango's score test (margin
+  > 0); the tolerance side is always Tango's score test, so zero discordant pairs do not prove a
+  tolerance by themselves;
+* paired continuous scores: the paired t (or bootstrap) test's own interval, both sides;
+* sequential looks: the repeated confidence interval of the look where the job stopped (for 0/100
+  scores its tolerance side is Tango's bound at that look's critical value).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from runner.stats.unpaired import phi, z
+from runner.stats.verdicts import Claims, from_gain, oriented
+
+
+def unpaired(verdict: Any, margin: float, tolerance: float) -> Claims:
+    """TensorRT-LLM's test (``verdict``: :class:`runner.stats.unpaired.Verdict` decided at ``margin``)."""
+    p = verdict.params
+    sign = 1.0 if p.higher_is_better else -1.0
+    gain, s, za = sign * verdict.difference, p.scale, abs(z(p.alpha))
+    low, high = gain - za * s, gain + za * s
+    ci = from_gain(low, high, p.higher_is_better)
+    return Claims(regression=not verdict.passed, within=low > -tolerance, low=ci[0], high=ci[1],
+                  method="Wald, sigma as configured (inverts the z-test both ways)",
+                  p_within=phi(-(gain + tolerance) / s))
+
+
+def binary(b: int, c: int, n: int, alpha: float, higher_is_better: bool, margin: float, tolerance: float,
+           regression: bool, z_crit: float | None = None) -> Claims:
+    """Paired 0/100 scores: ``b`` samples the reference got right and the new run wrong, ``c`` the reverse.
+
+    ``regression``: what the deciding regression test said; the interval's bound on that side is its
+    inversion (exact conditional for margin 0, Tango's score bound otherwise). ``z_crit``: a critical
+    value other than ``z(1 - alpha)`` (a sequential look's)."""
+    from runner.stats import paired_binary as pb
+
+    crit = z(1 - alpha) if z_crit is None else z_crit
+    t_low, t_high = pb.tango_bounds(b, c, n, crit)
+    if margin == 0 and z_crit is None:
+        high, how = pb.exact_upper(b, c, n, alpha), "exact conditional (McNemar)"
+    else:
+        high, how = t_high, "Tango score"
+    if z_crit is None:  # Tango's bound backed by the exact unconditional test: false passes stay <= alpha
+        low, good = pb.go_lower(b, c, n, alpha), "Tango score with exact unconditional check"
+        delta0 = -tolerance / 100.0
+        p_within = max(pb.tango_p(b, c, n, delta0, "greater"), pb.go_p(b, c, n, delta0))
+    else:
+        low, good, p_within = t_low, "Tango score", None
+    gain = (100.0 * low, 100.0 * high)
+    ci = from_gain(gain[0], gain[1], higher_is_better)
+    return Claims(regression=regression, within=gain[0] > -tolerance, low=ci[0], high=ci[1],
+                  method=f"bad side: {how}; good side: {good}", p_within=p_within)
+
+
+def continuous(result: Any, within_result: Any) -> Claims:
+    """Paired t or bootstrap: ``result`` tested the margin, ``within_result`` the tolerance (same interval)."""
+    low, high = result.ci
+    return Claims(regression=not result.passed, within=within_result.passed, low=low, high=high,
+                  method=f"{result.ci_method} (both sides)", p_within=within_result.p_value)
+
+
+def sequential(seq: Any, higher_is_better: bool, alpha: float, margin: float, tolerance: float,
+               counts: tuple[int, int, int] | None) -> Claims | None:
+    """The look where a sequential job stopped: its repeated interval decides both ways.
+
+    ``counts``: (b, c, n) at that look for 0/100 scores, whose good side uses Tango's bound at the
+    look's critical value; None for the other kinds."""
+    last = seq.looks[-1]
+    crit = last.efficacy
+    if seq.rci is None or not math.isfinite(crit):
+        return None
+    regression = seq.reason == "regression"
+    if counts is not None:
+        b, c, n = counts
+        claims = binary(b, c, n, alpha, higher_is_better, margin, tolerance, regression, z_crit=crit)
+        gain_low = oriented(claims.low, claims.high, higher_is_better)[0]
+        high = oriented(*seq.rci, higher_is_better)[1]
+        ci = from_gain(gain_low, high, higher_is_better)
+        return Claims(regression, claims.within, ci[0], ci[1],
+                      "repeated CI, group-sequential; good side: Tango score at the look's bound", None)
+    gain_low, _ = oriented(*seq.rci, higher_is_better)
+    return Claims(regression, gain_low > -tolerance, seq.rci[0], seq.rci[1], "repeated CI, group-sequential", None)

@@ -1,0 +1,133 @@
+"""Three verdicts: what the data showed about the drop, and how a CI system should read it.
+
+D is the drop of the new build against its reference (oriented so that a positive D is worse), m >= 0
+the regression margin and t > 0 the tolerance (docs/statistics.md, "Three verdicts"):
+
+* **NO-GO**: D > m is shown at level alpha (the regression rules, unchanged);
+* **GO**: D < t is shown at level alpha (the one-sided 1 - alpha upper bound on D is below t);
+* **INCONCLUSIVE**: neither; the report then says how many more samples would decide.
+
+Both claims can hold at once ("worse, but within tolerance"); ``stats.gate`` says which one the
+verdict follows. ``stats.verdicts=two_way`` reproduces TensorRT-LLM's pass/fail (PASS = GO or
+INCONCLUSIVE) and ``stats.on_inconclusive`` maps INCONCLUSIVE to a pass or a failure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from runner.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
+from runner.stats.unpaired import compute_theta
+
+GO, NO_GO, INCONCLUSIVE = "GO", "NO-GO", "INCONCLUSIVE"
+VERDICTS = (GO, NO_GO, INCONCLUSIVE)
+MODES = ("three_way", "two_way")
+ON_INCONCLUSIVE = ("inconclusive", "pass", "fail")
+UNITS = ("points", "percent")
+WORDS = {GO: "go", NO_GO: "no-go", INCONCLUSIVE: "inconclusive"}
+"""The verdict in lower case: MLflow's ``verdict`` tag, JUnit and summary rows."""
+CODES = {"go": 0, "no-go": 1, "inconclusive": 2, "no verdict": 3, "failed": 4}
+"""The ``verdict`` metric (sortable in MLflow's runs table); the ``verdict`` tag says it in words."""
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """The drop the user tolerates, in metric points, and where that figure came from."""
+
+    points: float
+    source: str
+
+    def describe(self) -> str:
+        return f"{self.points:.4g} points ({self.source})"
+
+
+def resolve_tolerance(stats: Any, task: Any, reference: float) -> Tolerance:
+    """``stats.tolerance``, else the task's ``tolerance``, else the task's designed theta.
+
+    The designed theta is the minimum detectable drop of the task's registered design (its
+    ``design_num_samples``, alpha, beta and sigma), never the theta of the run at hand: an imprecise
+    run must not claim GO by being imprecise."""
+    if stats.tolerance is not None:
+        value, unit, where = float(stats.tolerance), stats.tolerance_unit, "stats.tolerance"
+    elif getattr(task, "tolerance", None) is not None:
+        value, unit, where = float(task.tolerance), "points", f"task {task.name}'s tolerance"
+    else:
+        n = task.design_num_samples or task.num_samples
+        theta = compute_theta(n, task.sigma, task.alpha, task.beta)
+        return Tolerance(theta, f"designed theta of task {task.name}: n={n}, alpha {task.alpha:g}, "
+                                f"beta {task.beta:g}, sigma {task.sigma:g}")
+    if unit == "percent":
+        return Tolerance(abs(reference) * value / 100.0, f"{where} = {value:g}% of the reference {reference:g}")
+    return Tolerance(value, where)
+
+
+def validate(stats: Any) -> None:
+    """Raise :class:`ConfigError` for a verdict setting that cannot be used."""
+    for key, value, allowed in (("verdicts", stats.verdicts, MODES), ("on_inconclusive", stats.on_inconclusive,
+                                                                      ON_INCONCLUSIVE),
+                                ("tolerance_unit", stats.tolerance_unit, UNITS)):
+        if value not in allowed:
+            raise ConfigError(f"unknown value of stats.{key}", where=f"stats.{key}", given=str(value),
+                              allowed=", ".join(allowed))
+    tol = stats.tolerance
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol)
+                            or tol <= 0):
+        raise ConfigError("the tolerance must be a finite number > 0", where="stats.tolerance", given=repr(tol),
+                          allowed="a tolerated drop, e.g. 2 (points) or 3 with stats.tolerance_unit=percent; "
+                                  "null: the task's designed theta")
+
+
+@dataclass(frozen=True)
+class Claims:
+    """The two one-sided claims of a statistical rule, and the two-sided 1 - 2 alpha interval for
+    new - reference that inverts them: NO-GO exactly when the interval lies past -m on the bad side,
+    GO exactly when it lies inside -t."""
+
+    regression: bool  # D > m shown
+    within: bool  # D < t shown
+    low: float | None  # interval for new - reference, metric units (None: no interval)
+    high: float | None
+    method: str  # how each bound was built
+    p_within: float | None  # p-value of H0: D >= t (None: the claim has no p-value, e.g. a repeated interval)
+
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        return None if self.low is None or self.high is None else (self.low, self.high)
+
+
+def oriented(low: float, high: float, higher_is_better: bool) -> tuple[float, float]:
+    """An interval for new - reference, turned into one for the gain (-D): negative is worse."""
+    return (low, high) if higher_is_better else (-high, -low)
+
+
+def from_gain(low: float, high: float, higher_is_better: bool) -> tuple[float, float]:
+    """The inverse of :func:`oriented`: a gain interval back in metric units (new - reference)."""
+    return oriented(low, high, higher_is_better)
+
+
+def combine(regression: bool, within: bool, gate: str) -> tuple[str, bool]:
+    """The verdict of the two claims and whether both were shown (then ``gate`` decides:
+    ``regression`` follows the shown regression, ``noninferiority`` the shown tolerance)."""
+    if regression and within:
+        return (NO_GO if gate == "regression" else GO), True
+    if regression:
+        return NO_GO, False
+    return (GO if within else INCONCLUSIVE), False
+
+
+def reported(verdict: str, mode: str) -> str:
+    """What the report calls the verdict: the three-way name, or TensorRT-LLM's PASS / FAIL."""
+    if mode == "two_way":
+        return "FAIL" if verdict == NO_GO else "PASS"
+    return verdict
+
+
+def exit_status(verdict: str, mode: str, on_inconclusive: str) -> int:
+    """0 GO (or PASS), 3 NO-GO (or FAIL), 4 INCONCLUSIVE unless mapped to a pass or a failure."""
+    if verdict == NO_GO:
+        return EXIT_REGRESSION
+    if verdict == GO or mode == "two_way":
+        return EXIT_OK
+    return {"pass": EXIT_OK, "fail": EXIT_REGRESSION}.get(on_inconclusive, EXIT_INCONCLUSIVE)
