@@ -411,7 +411,11 @@ def paired_continuous(
     * ``method="bootstrap"``: the shifted differences are centred on 0 (H0) and resampled
       ``n_boot`` times with a generator seeded by ``seed``;
       ``p = (1 + #{resampled mean <= observed mean}) / (n_boot + 1)`` (``>=`` for
-      non-inferiority); the interval is the percentile interval of the same resampled means.
+      non-inferiority); the interval is the basic bootstrap interval of the same resampled means
+      (``2 mean - `` their order statistics), at the order statistic that makes it invert the
+      p-value exactly: oriented as ``sign * (new - reference)``, its upper end is below
+      ``-tolerance`` iff the regression p-value is below alpha, and its lower end above
+      ``-tolerance`` iff the non-inferiority p-value is.
 
     ``theta_paired = (|z(alpha)| + |z(beta)|) * sd(diff) / sqrt(n)``.
     """
@@ -457,15 +461,30 @@ def paired_continuous(
         if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
             raise ValueError(f"n_boot must be a whole number >= 1, got {n_boot!r}")
         means = bootstrap_means(diff, n_boot, seed)
-        centred = sign * (means - mean_d)  # the shifted statistic's resampled deviations, H0-centred
-        tol = 1e-12 * max(1.0, float(np.abs(shifted).max()))
+        # basic-bootstrap replicates of the oriented difference, 2 * mean - resampled mean; a
+        # resample is as extreme as the observed mean under the H0-centred shift exactly when its
+        # replicate is on the far side of -tolerance, so the p-value counts these replicates
+        basic = sign * (2.0 * mean_d - means)
+        slack = 1e-12 * max(1.0, float(np.abs(shifted).max()))
+        high, low = basic + slack, basic - slack
         if regression:
-            extreme = int(np.count_nonzero(centred <= mean_s + tol))
+            extreme = int(np.count_nonzero(high >= -tolerance))
         else:
-            extreme = int(np.count_nonzero(centred >= mean_s - tol))
+            extreme = int(np.count_nonzero(low <= -tolerance))
         p = (1 + extreme) / (n_boot + 1)
-        ci = (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
-        ci_method = "bootstrap percentile"
+        # k = most extreme replicates p can count and still be < alpha; the (k+1)-th replicate
+        # from each end is the bound: p < alpha iff (k+1)-th largest of high < -tolerance
+        # (regression) or (k+1)-th smallest of low > -tolerance (non-inferiority)
+        k = int(alpha * (n_boot + 1)) + 1
+        while k >= 0 and not (1 + k) / (n_boot + 1) < alpha:
+            k -= 1
+        if k < 0:
+            lo_o, hi_o = -math.inf, math.inf
+        else:
+            lo_o = float(np.partition(low, k)[k])
+            hi_o = float(-np.partition(-high, k)[k])
+        ci = (lo_o, hi_o) if sign > 0 else (-hi_o, -lo_o)
+        ci_method = "bootstrap basic (inverts the shift p-value)"
     rejected = p < alpha
     return PairedResult(
         method=name,

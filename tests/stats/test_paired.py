@@ -337,3 +337,35 @@ def test_near_chance_warning() -> None:
     assert near_chance_warning(5.0, 1.0, 8.0, False) is None
     with pytest.raises(ValueError):
         near_chance_warning(30.0, -1.0, 25.0, True)
+
+
+# --------------------------------------------------------------------------- bootstrap interval = p-value
+
+
+def test_bootstrap_interval_agrees_with_its_p_value() -> None:
+    # The percentile interval (before) was (-1.625, -0.1375), entirely below 0, next to p = 0.062:
+    # the basic interval of the same resampled means reaches above 0, as p >= alpha says it must.
+    res = paired_continuous([50.0] * 40, [50.5] * 34 + [42.0] * 6, 0.05, 0.2, method="bootstrap")
+    assert res.p_value >= 0.05 and res.passed is True
+    assert res.ci is not None and res.ci[1] >= 0.0 and res.ci[0] < res.mean_diff < res.ci[1]
+    assert res.ci_method == "bootstrap basic (inverts the shift p-value)"
+
+
+def test_bootstrap_decision_equals_interval_random() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(17)
+    for i in range(300):
+        n = int(rng.integers(2, 25))
+        ref = rng.choice([0.0, 50.0, 100.0], size=n) if i % 3 == 0 else rng.normal(50, 10, size=n).round(1)
+        new = ref + rng.normal(float(rng.normal(0, 2)), float(rng.uniform(0, 5)), size=n).round(1)
+        hib = bool(i % 2)
+        tol = 0.0 if i % 4 < 2 else float(rng.uniform(0.1, 3.0))
+        for gate in ("regression", "noninferiority"):
+            res = paired_continuous(list(ref), list(new), 0.05, 0.2, higher_is_better=hib, method="bootstrap",
+                                    seed=i, n_boot=199, tolerance=tol, gate=gate)
+            low, high = res.ci if hib else (-res.ci[1], -res.ci[0])  # oriented: sign * (new - reference)
+            if gate == "regression":
+                assert (res.p_value < 0.05) == (high < -tol), (i, res.p_value, res.ci, tol)
+            else:
+                assert (res.p_value < 0.05) == (low > -tol), (i, res.p_value, res.ci, tol)
