@@ -46,16 +46,32 @@ def binary(b: int, c: int, n: int, alpha: float, higher_is_better: bool, margin:
         high, how = pb.exact_upper(b, c, n, alpha), "exact conditional (McNemar)"
     else:
         high, how = t_high, "Tango score"
-    if z_crit is None:  # Tango's bound backed by the exact unconditional test: false passes stay <= alpha
-        low, good = pb.go_lower(b, c, n, alpha), "Tango score with exact unconditional check"
+    if z_crit is None:  # Tango's test backed by the exact unconditional one: false passes stay <= alpha
         delta0 = -tolerance / 100.0
+        within = pb.go_rejects(b, c, n, delta0, alpha)
         p_within = max(pb.tango_p(b, c, n, delta0, "greater"), pb.go_p(b, c, n, delta0))
+        low = _pinned(pb.go_lower(b, c, n, alpha), delta0, within)
+        good = "Tango score with exact unconditional check"
     else:
         low, good, p_within = t_low, "Tango score", None
+        within = low > -tolerance / 100.0
     gain = (100.0 * low, 100.0 * high)
     ci = from_gain(gain[0], gain[1], higher_is_better)
-    return Claims(regression=regression, within=gain[0] > -tolerance, low=ci[0], high=ci[1],
+    return Claims(regression=regression, within=within, low=ci[0], high=ci[1],
                   method=f"bad side: {how}; good side: {good}", p_within=p_within)
+
+
+def _pinned(low: float, delta0: float, within: bool) -> float:
+    """The GO bound, kept on the side of ``delta0`` that the GO test decided.
+
+    The exact unconditional p-value is not monotone in ``delta0`` for a few tables, so its inverted bound
+    can fall on the other side of the tolerance than the test at the tolerance itself; the test decides,
+    and the printed bound is pinned to the tolerance then."""
+    if within and low <= delta0:
+        return delta0 + 1e-12
+    if not within and low > delta0:
+        return delta0
+    return low
 
 
 def continuous(result: Any, within_result: Any) -> Claims:

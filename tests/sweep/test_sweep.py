@@ -33,8 +33,12 @@ def decision(p: float | None, passed: bool, *, alpha: float = 0.05, rule: str = 
              gates: list[dict] | None = None) -> dict:
     """report.json's ``decision`` as runner.stats.decision.Decision.to_dict writes it."""
     tests = [{"name": "accuracy", "rule": rule, "gate": "regression", "p_value": p, "alpha": alpha, "passed": passed}]
+    if rule in ("paired", "unpaired"):  # the tolerance claim: shown (p 1e-9) unless a regression is
+        tests.append({"name": "accuracy", "rule": rule, "gate": "noninferiority", "p_value": 1e-9 if passed else 0.9,
+                      "alpha": alpha, "passed": passed})
     tests += gates or []
-    return {"rule": rule, "passed": passed and all(g["passed"] for g in gates or []), "accuracy_passed": passed,
+    all_passed = passed and all(g["passed"] for g in gates or [])
+    return {"rule": rule, "passed": all_passed, "accuracy_passed": passed, "verdict": "GO" if all_passed else "NO-GO",
             "reference": 60.0, "difference": -5.0, "ci_low": -9.0, "ci_high": -1.0, "threshold": 50.0, "theta": 15.0,
             "alpha": alpha, "p_value": p, "n": 64, "tests": tests}
 
@@ -86,13 +90,13 @@ def test_summary_applies_the_correction_and_sets_the_exit_status(tmp_path):
     for num, (quant, p) in enumerate([("fp8", 0.02), ("w8a16", 0.5), ("w4a16", 0.04), ("int8_sq", 0.9)]):
         fake_job(tmp_path, num, quant, p=p, passed=p > 0.05, cache=caches[num])
     holm = sweep_summary.build(tmp_path, "holm", None)
-    assert [r["verdict"] for r in holm.rows] == ["regression", "passed", "regression", "passed"]
+    assert [r["verdict"] for r in holm.rows] == ["no-go", "go", "no-go", "go"]
     assert [r["p_adjusted"] for r in holm.rows] == pytest.approx([0.08, 1.0, 0.12, 1.0])
-    assert holm.verdict == "PASSED" and holm.exit_status == 0
+    assert holm.verdict == "GO" and holm.exit_status == 0
     assert [r["configuration"] for r in holm.rows] == ["quant=fp8", "quant=w8a16", "quant=w4a16", "quant=int8_sq"]
     none = sweep_summary.build(tmp_path, "none", None)
-    assert [r["sweep_verdict"] for r in none.rows] == ["regression", "passed", "regression", "passed"]
-    assert none.verdict == "REGRESSION" and none.exit_status == 3
+    assert [r["sweep_verdict"] for r in none.rows] == ["no-go", "go", "no-go", "go"]
+    assert none.verdict == "NO-GO" and none.exit_status == 3
     for name in ("summary.csv", "summary.html", "summary.json", "summary.png"):
         assert (tmp_path / name).stat().st_size > 200, name
     assert (tmp_path / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -114,7 +118,7 @@ def test_summary_applies_the_correction_and_sets_the_exit_status(tmp_path):
     none.log_to(client, "parent")
     assert client.metrics["cache_hit_rate"] == pytest.approx(80 / 192)
     assert (client.metrics["cache_hits"], client.metrics["cache_requests"]) == (80, 192)
-    assert client.tags["sweep.verdict"] == "REGRESSION" and "summary.csv" in client.artifacts
+    assert client.tags["sweep.verdict"] == "NO-GO" and "summary.csv" in client.artifacts
 
 
 def test_summary_lists_failures_and_a_failure_fails_the_sweep(tmp_path):
@@ -125,7 +129,7 @@ def test_summary_lists_failures_and_a_failure_fails_the_sweep(tmp_path):
     for name in ("config.yaml", "overrides.yaml"):
         (tmp_path / "2-smollm2_135m-fp8-mmlu" / ".hydra" / name).write_text((fake_job_cfg / name).read_text())
     summary = sweep_summary.build(tmp_path, "holm", 0.05)
-    assert [r["verdict"] for r in summary.rows] == ["passed", "failed", "incomplete"]
+    assert [r["verdict"] for r in summary.rows] == ["go", "failed", "incomplete"]
     assert summary.rows[1]["error"] == "ConfigError: needs a GPU" and summary.rows[1]["mlflow_run_id"] == "run1"
     assert summary.verdict == "FAILED" and summary.exit_status == 1
     assert "needs a GPU" in (tmp_path / "summary.html").read_text()
@@ -134,7 +138,7 @@ def test_summary_lists_failures_and_a_failure_fails_the_sweep(tmp_path):
     shutil.rmtree(tmp_path / "1-smollm2_135m-nvfp4-mmlu")
     shutil.rmtree(tmp_path / "2-smollm2_135m-fp8-mmlu")
     stopped = sweep_summary.build(tmp_path, "holm", 0.05, stopped="TerminatedWorkerError: worker killed")
-    assert [r["verdict"] for r in stopped.rows] == ["passed"]
+    assert [r["verdict"] for r in stopped.rows] == ["go"]
     assert stopped.verdict == "FAILED" and stopped.exit_status == 1
     assert "sweep stopped early: TerminatedWorkerError: worker killed" in stopped.render()
     assert json.loads((tmp_path / "summary.json").read_text())["stopped"] == "TerminatedWorkerError: worker killed"
@@ -148,8 +152,8 @@ def test_a_failed_extra_gate_is_a_regression_of_the_sweep(tmp_path):
     fake_job(tmp_path, 1, "fp8", p=0.6)
     for correction in ("holm", "bh", "none"):
         summary = sweep_summary.build(tmp_path, correction, None)
-        assert [r["verdict"] for r in summary.rows] == ["regression", "passed"]
-        assert [r["sweep_verdict"] for r in summary.rows] == ["regression", "passed"], correction
+        assert [r["verdict"] for r in summary.rows] == ["no-go", "go"]
+        assert [r["sweep_verdict"] for r in summary.rows] == ["no-go", "go"], correction
         assert summary.exit_status == 3
 
 
@@ -159,7 +163,7 @@ def test_each_job_is_corrected_at_its_own_tasks_alpha(tmp_path):
     fake_job(tmp_path, 1, "fp8", task="perplexity", decided=decision(0.02, True, alpha=0.01))
     fake_job(tmp_path, 2, "fp8", task="mmlu", decided=decision(0.3, True))
     none = sweep_summary.build(tmp_path, "none", None)
-    assert [r["sweep_verdict"] for r in none.rows] == ["passed", "passed", "passed"]
+    assert [r["sweep_verdict"] for r in none.rows] == ["go", "go", "go"]
     assert [r["alpha"] for r in none.rows] == [0.002, 0.01, 0.05]
     # Holm on u = p / alpha = (2, 2, 6): steps 3 x 2, max(6, 2 x 2), max(6, 1 x 6) give u_adj = 6 for all,
     # so p_adjusted = alpha x 6
@@ -167,7 +171,7 @@ def test_each_job_is_corrected_at_its_own_tasks_alpha(tmp_path):
     assert [r["p_adjusted"] for r in holm.rows] == pytest.approx([0.012, 0.06, 0.3])
     # sweep.alpha given: every test at that level, and the summary says it replaced the tasks' alphas
     forced = sweep_summary.build(tmp_path, "none", 0.05)
-    assert [r["sweep_verdict"] for r in forced.rows] == ["regression", "regression", "passed"]
+    assert [r["sweep_verdict"] for r in forced.rows] == ["no-go", "no-go", "go"]
     assert "replacing the tasks' own alphas" in forced.render()
 
 
@@ -175,14 +179,14 @@ def test_the_boundary_is_the_same_in_the_job_and_the_sweep(tmp_path):
     """A job rejects when p < alpha, so p == alpha passes, in the job and in the sweep."""
     fake_job(tmp_path, 0, "fp8", decided=decision(0.05, True))
     summary = sweep_summary.build(tmp_path, "none", None)
-    assert summary.rows[0]["sweep_verdict"] == "passed" and summary.exit_status == 0
+    assert summary.rows[0]["sweep_verdict"] == "go" and summary.exit_status == 0
 
 
 def test_deterministic_rules_keep_their_verdict(tmp_path):
     fake_job(tmp_path, 0, "w4a16", task="passkey_retrieval_64k", decided=decision(None, False, alpha=0.5, rule="exact"))
     fake_job(tmp_path, 1, "fp8", decided=decision(None, True, rule="explicit_threshold"))
     summary = sweep_summary.build(tmp_path, "holm", None)
-    assert [r["sweep_verdict"] for r in summary.rows] == ["regression", "passed"]
+    assert [r["sweep_verdict"] for r in summary.rows] == ["no-go", "go"]
     assert [r["p_adjusted"] for r in summary.rows] == [None, None]
 
 
@@ -209,7 +213,7 @@ def test_correction_none_reproduces_every_jobs_own_verdict(tmp_path):
         jobs.append(d["passed"])
         fake_job(tmp_path, num, f"q{num}", decided=d)
     summary = sweep_summary.build(tmp_path, "none", None)
-    assert [r["sweep_verdict"] == "passed" for r in summary.rows] == jobs
+    assert [r["sweep_verdict"] == "go" for r in summary.rows] == jobs
 
 
 def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
@@ -239,7 +243,7 @@ def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
     summary = sweep_summary.build(sweep, "holm", None)
     assert summary.rows[0]["p_value"] == pytest.approx(1 / 64) and summary.rows[0]["test"] == "paired"
     assert summary.rows[0]["p_adjusted"] == pytest.approx(2 / 64)  # Holm: 2 tests, smallest p doubled
-    assert summary.rows[0]["sweep_verdict"] == "regression"
+    assert summary.rows[0]["sweep_verdict"] == "no-go"
 
 
 def test_committed_sweep_composes_as_a_multirun():
@@ -304,11 +308,11 @@ def test_joblib_sweep_nests_children_lists_failures_and_quantizes_once(tmp_path,
         if kid.info.status == "FAILED":
             assert "needs a CUDA GPU" in kid.data.tags["error"] and kid.data.tags["quant"] == "nvfp4"
         else:
-            assert kid.data.tags["verdict"] == "passed" and "p_value" in kid.data.metrics
+            assert kid.data.tags["verdict"] == "go" and "p_value" in kid.data.metrics
     summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
     rows = {r["job"]: r for r in summary["rows"]}
     assert len(rows) == 4 and {r["mlflow_run_id"] for r in rows.values()} == {k.info.run_id for k in kids}
-    done = [r for r in rows.values() if r["verdict"] == "passed"]
+    done = [r for r in rows.values() if r["verdict"] == "go"]
     assert len(done) == 2 and all(r["p_adjusted"] is not None for r in done)
     # the reference was recorded at seed 0: the seed-1 job is not paired with it (pairing needs the same seed)
     assert sorted((r["configuration"], r["test"]) for r in done) == [("quant=w8a16 seed=0", "paired"),
@@ -331,9 +335,9 @@ def test_submitit_local_sweep_records_a_bad_model_path_as_failed(tmp_path, mlflo
     failed = [k for k in kids if k.info.status == "FAILED"]
     assert len(failed) == 1 and "model path does not exist" in failed[0].data.tags["error"]
     ok = [k for k in kids if k.info.status == "FINISHED"][0]
-    assert ok.data.tags["verdict"] == "passed"
+    assert ok.data.tags["verdict"] == "go"
     html = (tmp_path / "sweep" / "summary.html").read_text()
-    assert "model path does not exist" in html and "passed" in html
+    assert "model path does not exist" in html and "go" in html
 
 
 def killer_checkpoint(root: Path) -> Path:
