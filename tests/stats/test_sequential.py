@@ -163,6 +163,54 @@ def _paired_decision(b: int, c: int, n: int):
     return SimpleNamespace(rule="paired", verdict=verdict, paired=paired)
 
 
+def test_a_last_look_without_new_discordant_pairs_retests_the_last_informative_look_with_the_alpha_left():
+    """Looks at 25/50/75/100 with (b, c) = (3,0), (5,0), (5,0), (5,0): looks 3 and 4 add no discordant pair.
+
+    Look 3 tests nothing and spends nothing; the last look spends what is left of alpha on the same
+    statistic Z = 5 / sqrt(5) as look 2. Non-binding, the final bound c solves
+    P(Z_1 >= b_1 or Z_2 >= c) = alpha (looks 2's own bound drops out), with Corr(Z_1, Z_2) = sqrt(3/5)
+    and b_1 the OBF-type bound at t = 1/4: 1 - Phi(b_1) = 2 (1 - Phi(z_.975 / 0.5)), b_1 = 3.7496.
+    scipy's bivariate normal (Genz), not the recursive integration: c = 1.6449, and the stage-wise
+    p-value P(Z_1 >= b_1 or Z_2 >= sqrt(5)) = 0.01268. The fixed exact test at full alpha
+    (p = 1/32) must not decide."""
+    from scipy.optimize import brentq
+    from scipy.stats import multivariate_normal, norm
+
+    r = math.sqrt(3 / 5)
+    joint = multivariate_normal(mean=[0.0, 0.0], cov=[[1.0, r], [r, 1.0]])
+    b1 = norm.isf(2 * norm.sf(norm.isf(0.025) / 0.5))
+    c_final = brentq(lambda c: joint.cdf([b1, c]) - 0.95, 1.0, 3.0)
+    p_final = 1 - joint.cdf([b1, math.sqrt(5)])
+    assert b1 == pytest.approx(3.7496, abs=1e-4) and c_final == pytest.approx(1.6449, abs=1e-3)
+    assert p_final == pytest.approx(0.01268, abs=1e-4)
+
+    mon = Monitor(cfg(), 100, 0.05, 0.2)
+    assert mon.sizes == [25, 50, 75, 100]
+    for (b, c), nk in zip([(3, 0), (5, 0), (5, 0), (5, 0)], mon.sizes):
+        mon.observe(_paired_decision(b, c, nk), nk)
+    looks = mon.looks
+    assert looks[0].efficacy == pytest.approx(b1, abs=1e-4)
+    assert looks[2].efficacy == math.inf  # no new information: no test, no alpha spent
+    assert looks[3].efficacy == pytest.approx(c_final, abs=2e-3) == looks[3].futility
+    assert mon.stopped == "regression"
+    result = mon.result(False, 1 / 32)  # the fixed exact McNemar test's verdict on (5, 0), which must not be used
+    assert result.reason == "regression" and not result.passed and result.stopped_at == 4
+    assert result.p_value == pytest.approx(p_final, abs=2e-4) and result.p_value < 0.05
+    low, high = result.rci  # estimate -5 points, se sqrt(5) points at n = 100: -5 +- c sqrt(5)
+    assert high == pytest.approx(-5 + c_final * math.sqrt(5), abs=5e-3) and high < 0
+    assert low == pytest.approx(-5 - c_final * math.sqrt(5), abs=5e-3)
+    assert "stopped at look 4 of 4: REGRESSION" in result.render()
+
+
+def test_a_monitor_that_never_saw_information_follows_the_fixed_rule_and_says_so():
+    """No discordant pair at any look: nothing was tested, so the one fixed test decides, label included."""
+    mon = Monitor(cfg(), 100, 0.05, 0.2)
+    for nk in mon.sizes:
+        mon.observe(_paired_decision(0, 0, nk), nk)
+    result = mon.result(True, 1.0)
+    assert result.reason == "pass" and result.passed and result.p_value == 1.0 and result.rci is None
+
+
 # ------------------------------------------------------------------------------ monitor on real decisions
 def test_monitor_on_real_paired_decisions_stops_a_clear_regression_at_the_first_look(tmp_path):
     from tests.stats.test_decision import decide, reference, stats
