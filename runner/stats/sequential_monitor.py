@@ -97,9 +97,15 @@ class Monitor:
 
     @property
     def design(self) -> gs.Design:
-        """The planned design of this kind of test (its drift sets the futility bounds)."""
+        """The planned design of this kind of test (its drift sets the futility bounds).
+
+        The kind (unpaired or paired) sets the information fractions, so it must be known: from the
+        first look, or given as ``kind=`` up front (a simulation planning its theta before any look)."""
+        if self.kind is None:
+            raise ValueError("the design depends on the kind of test, known at the first look; "
+                             f"pass kind= (one of {KINDS}) to read it before")
         s = tuple(n / self.n_max for n in self.sizes)
-        info = tuple(gs.unpaired_info(s)) if self.kind in (None, "unpaired") else s
+        info = tuple(gs.unpaired_info(s)) if self.kind == "unpaired" else s
         c = self.config
         return _planned(info, self.alpha, self.beta, c.efficacy, c.futility, bool(c.binding))
 

@@ -127,7 +127,7 @@ def test_paired_mcnemar_monitor_keeps_alpha_and_power(tmp_path):
     """The runtime monitor itself (bounds from observed discordant pairs) on simulated paired 0/100 data."""
     rng = np.random.default_rng(11)
     n, d0 = 400, 0.10
-    mon = Monitor(cfg(), n, 0.05, 0.2)
+    mon = Monitor(cfg(), n, 0.05, 0.2, kind="mcnemar")
     sizes = mon.sizes
     theta = mon.design.drift * 100 * math.sqrt(d0 / n)  # points, discordance d0 held (split model)
 
@@ -154,6 +154,16 @@ def test_paired_mcnemar_monitor_keeps_alpha_and_power(tmp_path):
     assert fa <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / reps)
     assert power >= 0.8 - 3 * math.sqrt(0.2 * 0.8 / reps)
     assert n0 / n < 0.67 and n1 / n < 0.85
+
+
+def test_the_paired_design_is_read_only_once_the_kind_is_known():
+    """Before its first look a monitor does not know whether the test is paired: reading its design then
+    gave the unpaired one (information 2s/(1+s)), so the paired simulation planned the wrong theta."""
+    with pytest.raises(ValueError, match="kind"):
+        Monitor(cfg(), 400, 0.05, 0.2).design  # noqa: B018
+    paired = Monitor(cfg(), 400, 0.05, 0.2, kind="mcnemar").design
+    assert paired.info == pytest.approx(EQ4)  # McNemar: information in discordant pairs ~ samples
+    assert Monitor(cfg(), 400, 0.05, 0.2, kind="unpaired").design.info == pytest.approx([0.4, 2 / 3, 6 / 7, 1.0])
 
 
 def _paired_decision(b: int, c: int, n: int):
