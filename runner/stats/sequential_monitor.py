@@ -11,7 +11,8 @@ regression) and its information, and compares it with the bounds of :mod:`runner
   with the information measured in discordant pairs ``m_k = b + c``: the looks' correlations are
   ``sqrt(m_j / m_k)`` as observed, and each look's bound is computed when it is reached (error
   spending at the sample fraction, the expected share of discordant pairs; the last look spends
-  what is left). A look that added no discordant pair tests nothing and spends nothing.
+  what is left). A look that added no discordant pair tests nothing and spends nothing; if that is the
+  last look, it spends what is left of alpha on the same statistic as the last informative look.
 * paired, continuous scores: ``Z = -(mean diff + tolerance) / (sd / sqrt(n_k))``, information in samples.
 
 The p-value uses the stage-wise ordering and the interval is the repeated confidence interval
@@ -96,9 +97,15 @@ class Monitor:
 
     @property
     def design(self) -> gs.Design:
-        """The planned design of this kind of test (its drift sets the futility bounds)."""
+        """The planned design of this kind of test (its drift sets the futility bounds).
+
+        The kind (unpaired or paired) sets the information fractions, so it must be known: from the
+        first look, or given as ``kind=`` up front (a simulation planning its theta before any look)."""
+        if self.kind is None:
+            raise ValueError("the design depends on the kind of test, known at the first look; "
+                             f"pass kind= (one of {KINDS}) to read it before")
         s = tuple(n / self.n_max for n in self.sizes)
-        info = tuple(gs.unpaired_info(s)) if self.kind in (None, "unpaired") else s
+        info = tuple(gs.unpaired_info(s)) if self.kind == "unpaired" else s
         c = self.config
         return _planned(info, self.alpha, self.beta, c.efficacy, c.futility, bool(c.binding))
 
@@ -127,10 +134,12 @@ class Monitor:
         tested = self._tested()
         if look.z is not None and tested[-1] is look:
             look.efficacy, look.futility = self._bounds(final)
-            if look.z >= look.efficacy:
-                self.stopped = "regression"
-            elif look.z <= look.futility:
-                self.stopped = "pass"
+        elif final and look.z is not None and tested:
+            look.efficacy = look.futility = self._retest_bound()
+        if look.z is not None and look.z >= look.efficacy:
+            self.stopped = "regression"
+        elif look.z is not None and look.z <= look.futility:
+            self.stopped = "pass"
         if final and self.stopped is None:
             self.stopped = "pass"
         return look
@@ -168,18 +177,46 @@ class Monitor:
         a = -gs._solve(lambda c: h1.tail(-c, info[-1], False) - tb)
         return b, min(a, b)
 
+    def _retest_bound(self) -> float:
+        """Bound of a last look that added no information: it re-tests the last informative look's ``Z``.
+
+        That ``Z`` is already known to lie below its own bound ``b_j`` (and above ``a_j`` when binding), so
+        the last look rejects on ``c <= Z_j < b_j``; ``c`` makes that region's null probability, on the
+        paths that reached look ``j``, what is left of alpha: ``alpha - spend(t_j)``. Non-binding, this is
+        ``P(some earlier bound crossed or Z_j >= c) = alpha``."""
+        info_all, spent_all = self._fractions()
+        tested = self._tested()
+        idx = [i for i, lk in enumerate(self.looks) if any(lk is t for t in tested)]
+        info = [info_all[i] for i in idx]
+        cfg = self.config
+        h0 = gs._Paths(0.0)
+        for lk, i in zip(tested[:-1], info[:-1]):
+            h0.advance(lk.futility if cfg.binding else -math.inf, lk.efficacy, i)
+        last = tested[-1]
+        floor = last.futility if cfg.binding else -math.inf
+        left = self.alpha - gs.spend(cfg.efficacy, spent_all[idx[-1]], self.alpha)
+        beyond = h0.tail(last.efficacy, info[-1], True)
+        return gs._solve(lambda c: h0.tail(max(c, floor), info[-1], True) - beyond - left)
+
     def result(self, fixed_passed: bool, fixed_p: float | None) -> "SequentialResult":
-        """The verdict at the look where it stopped (``fixed_*``: the fixed-n rule's, for a last look with no
-        information, e.g. no discordant pair at all)."""
+        """The verdict at the look where it stopped.
+
+        ``fixed_*`` (the fixed-n rule's verdict and p-value) decide only when no look carried any
+        information (e.g. no discordant pair at all): then no test was spent and the one fixed test is the
+        only test. Otherwise the design decides: the stopping look's bound, its stage-wise p-value and its
+        repeated interval, which agree with each other and with the label."""
         last = self.looks[-1]
         tested = self._tested()
-        if last.z is None or tested[-1] is not last:
+        if last.z is None or not tested:
             p, rci = fixed_p, None
             passed = fixed_passed
+            self.stopped = "pass" if passed else "regression"
         else:
             info_all, _ = self._fractions()
             idx = [i for i, lk in enumerate(self.looks) if any(lk is t for t in tested)]
             info = [info_all[i] for i in idx]
+            # a last look with no new information is stage j again (same Z): the stage-wise p-value of Z at
+            # look j is P(an earlier bound crossed or Z_j >= z), below alpha exactly when Z >= the re-test bound
             p = gs.stagewise_p(info, [t.efficacy for t in tested], [t.futility for t in tested], len(tested) - 1,
                                last.z, self.config.binding)
             half = last.efficacy * last.se

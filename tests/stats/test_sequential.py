@@ -72,6 +72,59 @@ def test_futility_bounds_meet_at_the_last_look_and_give_the_planned_power():
     assert binding.efficacy[-1] < d.efficacy[-1] and binding.drift < d.drift
 
 
+def _brownian_exits(rng, d: gs.Design, drift: float, reps: int, futility: bool):
+    """Per look, the share of ``reps`` paths of the canonical process (``S(t) = W(t) + drift t``,
+    ``Z_k = S(t_k) / sqrt(t_k)``) that first leave above ``b_k`` and below ``a_k`` (``futility``: obeyed)."""
+    t = np.asarray(d.info)
+    steps = rng.standard_normal((len(t), reps)) * np.sqrt(np.diff(t, prepend=0.0))[:, None]
+    zs = (np.cumsum(steps, axis=0) + drift * t[:, None]) / np.sqrt(t)[:, None]
+    alive = np.ones(reps, bool)
+    up, down = [], []
+    for k in range(len(t)):
+        hi = alive & (zs[k] >= d.efficacy[k])
+        lo = alive & ~hi & (zs[k] <= d.futility[k]) if futility else np.zeros(reps, bool)
+        up.append(hi.mean())
+        down.append(lo.mean())
+        alive &= ~(hi | lo)
+    return np.array(up), np.array(down)
+
+
+@pytest.mark.parametrize("kind, lo, hi", [("paired", 1.15, 1.16), ("unpaired", 1.18, 1.195)])
+def test_default_design_costs_16_to_19_percent_more_samples_by_monte_carlo(kind, lo, hi):
+    """The defaults (alpha 0.05, beta 0.2, K = 4, OBF-type efficacy and futility, non-binding) inflate the
+    maximum n by 1.1555 (paired) and 1.1886 (unpaired), not the 2-11% of alpha 0.025 / beta 0.1.
+
+    Checked without the recursive integration: simulated Brownian paths at the design's information
+    fractions must spend alpha (futility ignored) and beta (futility obeyed, at the design's drift)
+    along the closed-form Lan-DeMets OBF curve 2 - 2 Phi(z_{1-e/2} / sqrt(t)), and give power 0.80 at
+    that drift; those three properties fix the design, so its drift, hence the inflation
+    (drift / (z_.95 + z_.8))^2, is confirmed. At the 11% inflation the power falls short."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(20261126)
+    info = EQ4 if kind == "paired" else [2 * s / (1 + s) for s in EQ4]  # unpaired: reference fixed on n
+    d = gs.design(info, 0.05, 0.2, "obf", "obf")
+    fixed = norm.isf(0.05) + norm.isf(0.2)  # 2.4865
+    assert lo < (d.drift / fixed) ** 2 < hi
+    reps = 400_000
+
+    def tol(p: float) -> float:
+        return 4 * math.sqrt(max(p * (1 - p), 1e-4) / reps)
+
+    def obf(total: float, t: float) -> float:
+        return 2 * norm.sf(norm.isf(total / 2) / math.sqrt(t))
+
+    up0, _ = _brownian_exits(rng, d, 0.0, reps, futility=False)
+    for k, t in enumerate(info):
+        assert up0[: k + 1].sum() == pytest.approx(obf(0.05, t), abs=tol(obf(0.05, t)))
+    up1, down1 = _brownian_exits(rng, d, d.drift, reps, futility=True)
+    for k, t in enumerate(info[:-1]):
+        assert down1[: k + 1].sum() == pytest.approx(obf(0.2, t), abs=tol(obf(0.2, t)))
+    assert up1.sum() == pytest.approx(0.8, abs=tol(0.8))
+    short, _ = _brownian_exits(rng, d, math.sqrt(1.11) * fixed, reps, futility=True)
+    assert short.sum() < 0.8 - tol(0.8)
+
+
 def test_stagewise_p_value_is_below_alpha_exactly_when_a_bound_was_crossed():
     d = gs.design(EQ4, 0.05, 0.2, "obf", "obf")
     for k in range(4):
@@ -127,7 +180,7 @@ def test_paired_mcnemar_monitor_keeps_alpha_and_power(tmp_path):
     """The runtime monitor itself (bounds from observed discordant pairs) on simulated paired 0/100 data."""
     rng = np.random.default_rng(11)
     n, d0 = 400, 0.10
-    mon = Monitor(cfg(), n, 0.05, 0.2)
+    mon = Monitor(cfg(), n, 0.05, 0.2, kind="mcnemar")
     sizes = mon.sizes
     theta = mon.design.drift * 100 * math.sqrt(d0 / n)  # points, discordance d0 held (split model)
 
@@ -156,11 +209,69 @@ def test_paired_mcnemar_monitor_keeps_alpha_and_power(tmp_path):
     assert n0 / n < 0.67 and n1 / n < 0.85
 
 
+def test_the_paired_design_is_read_only_once_the_kind_is_known():
+    """Before its first look a monitor does not know whether the test is paired: reading its design then
+    gave the unpaired one (information 2s/(1+s)), so the paired simulation planned the wrong theta."""
+    with pytest.raises(ValueError, match="kind"):
+        Monitor(cfg(), 400, 0.05, 0.2).design  # noqa: B018
+    paired = Monitor(cfg(), 400, 0.05, 0.2, kind="mcnemar").design
+    assert paired.info == pytest.approx(EQ4)  # McNemar: information in discordant pairs ~ samples
+    assert Monitor(cfg(), 400, 0.05, 0.2, kind="unpaired").design.info == pytest.approx([0.4, 2 / 3, 6 / 7, 1.0])
+
+
 def _paired_decision(b: int, c: int, n: int):
     """The fields of runner.stats.decision.Decision the monitor reads, for a paired 0/100 result."""
     paired = SimpleNamespace(discordant=(b, c), mean_diff=100.0 * (c - b) / n)
     verdict = SimpleNamespace(params=SimpleNamespace(higher_is_better=True))
     return SimpleNamespace(rule="paired", verdict=verdict, paired=paired)
+
+
+def test_a_last_look_without_new_discordant_pairs_retests_the_last_informative_look_with_the_alpha_left():
+    """Looks at 25/50/75/100 with (b, c) = (3,0), (5,0), (5,0), (5,0): looks 3 and 4 add no discordant pair.
+
+    Look 3 tests nothing and spends nothing; the last look spends what is left of alpha on the same
+    statistic Z = 5 / sqrt(5) as look 2. Non-binding, the final bound c solves
+    P(Z_1 >= b_1 or Z_2 >= c) = alpha (looks 2's own bound drops out), with Corr(Z_1, Z_2) = sqrt(3/5)
+    and b_1 the OBF-type bound at t = 1/4: 1 - Phi(b_1) = 2 (1 - Phi(z_.975 / 0.5)), b_1 = 3.7496.
+    scipy's bivariate normal (Genz), not the recursive integration: c = 1.6449, and the stage-wise
+    p-value P(Z_1 >= b_1 or Z_2 >= sqrt(5)) = 0.01268. The fixed exact test at full alpha
+    (p = 1/32) must not decide."""
+    from scipy.optimize import brentq
+    from scipy.stats import multivariate_normal, norm
+
+    r = math.sqrt(3 / 5)
+    joint = multivariate_normal(mean=[0.0, 0.0], cov=[[1.0, r], [r, 1.0]])
+    b1 = norm.isf(2 * norm.sf(norm.isf(0.025) / 0.5))
+    c_final = brentq(lambda c: joint.cdf([b1, c]) - 0.95, 1.0, 3.0)
+    p_final = 1 - joint.cdf([b1, math.sqrt(5)])
+    assert b1 == pytest.approx(3.7496, abs=1e-4) and c_final == pytest.approx(1.6449, abs=1e-3)
+    assert p_final == pytest.approx(0.01268, abs=1e-4)
+
+    mon = Monitor(cfg(), 100, 0.05, 0.2)
+    assert mon.sizes == [25, 50, 75, 100]
+    for (b, c), nk in zip([(3, 0), (5, 0), (5, 0), (5, 0)], mon.sizes):
+        mon.observe(_paired_decision(b, c, nk), nk)
+    looks = mon.looks
+    assert looks[0].efficacy == pytest.approx(b1, abs=1e-4)
+    assert looks[2].efficacy == math.inf  # no new information: no test, no alpha spent
+    assert looks[3].efficacy == pytest.approx(c_final, abs=2e-3) == looks[3].futility
+    assert mon.stopped == "regression"
+    result = mon.result(False, 1 / 32)  # the fixed exact McNemar test's verdict on (5, 0), which must not be used
+    assert result.reason == "regression" and not result.passed and result.stopped_at == 4
+    assert result.p_value == pytest.approx(p_final, abs=2e-4) and result.p_value < 0.05
+    low, high = result.rci  # estimate -5 points, se sqrt(5) points at n = 100: -5 +- c sqrt(5)
+    assert high == pytest.approx(-5 + c_final * math.sqrt(5), abs=5e-3) and high < 0
+    assert low == pytest.approx(-5 - c_final * math.sqrt(5), abs=5e-3)
+    assert "stopped at look 4 of 4: REGRESSION" in result.render()
+
+
+def test_a_monitor_that_never_saw_information_follows_the_fixed_rule_and_says_so():
+    """No discordant pair at any look: nothing was tested, so the one fixed test decides, label included."""
+    mon = Monitor(cfg(), 100, 0.05, 0.2)
+    for nk in mon.sizes:
+        mon.observe(_paired_decision(0, 0, nk), nk)
+    result = mon.result(True, 1.0)
+    assert result.reason == "pass" and result.passed and result.p_value == 1.0 and result.rci is None
 
 
 # ------------------------------------------------------------------------------ monitor on real decisions
