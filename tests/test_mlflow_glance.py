@@ -23,7 +23,7 @@ def test_a_checked_run_reads_at_a_glance(tmp_path):
     # the fake backend echoes the prompt's end (every answer wrong); now one answer becomes right:
     # the first fixture question's answer is 1,000, and lm-eval's flexible filter takes the last number
     checked = run_cli([*common, "backend.default_answer=The answer is 1000"], tmp_path, env={"HF_HUB_OFFLINE": "1"})
-    assert checked.returncode == 0, checked.stderr
+    assert checked.returncode == 4, checked.stderr  # one gained answer of 8: INCONCLUSIVE
 
     client = mlflow.MlflowClient(tracking_uri=uri)
     runs = client.search_runs([client.get_experiment_by_name("runner").experiment_id], order_by=["attributes.start_time"])
@@ -31,12 +31,12 @@ def test_a_checked_run_reads_at_a_glance(tmp_path):
     assert run.info.run_name == "none-gsm8k"
     tags, metrics = run.data.tags, run.data.metrics
     assert tags["model"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and tags["backend"] == "fake"
-    assert tags["verdict"] == "passed" and metrics["verdict"] == 0.0
+    assert tags["verdict"] == "inconclusive" and metrics["verdict"] == 2.0 and metrics["inconclusive"] == 1.0
     assert metrics["reference"] == 0.0 and metrics["score"] > 0.0
     assert metrics["delta"] == metrics["score"] - metrics["reference"]
     assert "delta_pct" not in metrics  # undefined against a reference of 0
     assert tags["p_value"] == f"{metrics['p_value']:.4g}" and tags["delta"].startswith("+")
-    assert "accuracy:" in tags["mlflow.note.content"] and "PASSED" in tags["mlflow.note.content"]
+    assert "accuracy:" in tags["mlflow.note.content"] and "INCONCLUSIVE" in tags["mlflow.note.content"]
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"samples.json", "flipped_samples.json", "results.json", "report.txt"} <= artifacts
     flipped = json.loads(open(client.download_artifacts(run.info.run_id, "flipped_samples.json")).read())

@@ -64,7 +64,8 @@ def samples(out: Path) -> dict[str, str]:
 
 
 def ok(result) -> None:
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    """Finished with a verdict that shows no regression (GO, or INCONCLUSIVE at these small n), or no verdict."""
+    assert result.returncode in (0, 4), result.stdout[-3000:] + result.stderr[-3000:]
 
 
 def test_mmlu_and_gsm8k_answer_as_hf_does_and_the_key_is_never_written(proxy, tmp_path):

@@ -314,7 +314,7 @@ def test_runs_end_to_end_on_the_fixture_and_logs_to_mlflow(tmp_path, mlflow_serv
                            f"task.dataset.local_path={FIXTURE}", "reference.mode=skip", "cache.enabled=false",
                            f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e-cnn",
                            f"output_dir={tmp_path / 'out'}"]))
-    assert outcome.exit_status == 0 and 0.0 <= outcome.score <= 100.0
+    assert outcome.exit_status in (0, 4) and 0.0 <= outcome.score <= 100.0
     rows = [json.loads(line) for line in (outcome.output_dir / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and all(r["prompt"].endswith(" TL;DR:") for r in rows)
     expected = upstream_rouge([r["prediction"] for r in rows], [r["target"] for r in rows], 0)

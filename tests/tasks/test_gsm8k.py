@@ -424,7 +424,7 @@ def test_end_to_end_record_then_check_logs_both_parts_to_mlflow(tmp_path, mlflow
     assert recorded.exit_status == 0 and recorded.spec.extra_acc_spec == "fewshot_split=test,max_output_len=48"
     assert "extra_acc_spec: fewshot_split=test,max_output_len=48" in (refs / "gsm8k.yaml").read_text()
     checked = run(compose([*common, f"output_dir={tmp_path / 'chk'}"]))
-    assert checked.exit_status == 0 and checked.score == recorded.score
+    assert checked.exit_status in (0, 4) and checked.score == recorded.score
     assert checked.decision is not None and checked.decision.rule == "paired" and checked.decision.passed
 
     metrics = MlflowClient(tracking_uri=mlflow_server).get_run(checked.run_id).data.metrics

@@ -468,7 +468,7 @@ def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, mo
     assert recorded.exit_status == 0 and recorded.spec.extra_acc_spec == "max_output_len=32"
     assert "pass_at_1:" in (refs / "humaneval.yaml").read_text()
     checked = run(compose([*common, f"output_dir={tmp_path / 'chk'}"]))
-    assert checked.exit_status == 0 and checked.score == recorded.score
+    assert checked.exit_status in (0, 4) and checked.score == recorded.score
     assert checked.decision is not None and checked.decision.passed
 
     metrics = MlflowClient(tracking_uri=mlflow_server).get_run(checked.run_id).data.metrics
