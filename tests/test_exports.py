@@ -71,8 +71,8 @@ def test_a_sweep_is_one_test_case_per_job_with_its_sweep_verdict(tmp_path, monke
     assert by_name["1"].find("failure").get("message").startswith("unpaired")
     assert "model path does not exist" in by_name["2"].find("error").get("message")
     text = step.read_text()
-    assert "### runner sweep" in text and "❌ regression" in text and "💥 failed" in text
+    assert "### runner sweep" in text and "❌ no-go" in text and "💥 failed" in text
 
     page = (tmp_path / "summary.html").read_text()
     assert "class='banner'" in page and ">FAILED</span>" in page and "data:image/png;base64," in page
-    assert page.count("class='pill'") == 3 and "#cf222e'>regression" in page
+    assert page.count("class='pill'") == 3 and "#cf222e'>no-go" in page

@@ -43,7 +43,7 @@ def test_a_checked_run_reads_at_a_glance(tmp_path):
     rows = [dict(zip(flipped["columns"], row)) for row in flipped["data"]]
     assert len(rows) == 1 and rows[0]["change"] == "better" and rows[0]["reference_score"] == 0.0
     assert run.inputs.dataset_inputs and run.inputs.dataset_inputs[0].dataset.name == "gsm8k-8"
-    assert runs[0].data.tags["verdict"] == "no verdict" and runs[0].data.metrics["verdict"] == 2.0
+    assert runs[0].data.tags["verdict"] == "no verdict" and runs[0].data.metrics["verdict"] == 3.0
 
 
 def test_breakdowns_become_one_table_not_many_columns():

@@ -46,7 +46,8 @@ def publish_job(cfg: Any, outcome: Any = None, error: BaseException | None = Non
 
 
 def publish_sweep(config: Any, summary: Any) -> list[Path]:
-    cases = [from_row(r, _inconclusive_fails(config)) for r in summary.rows]
+    fails = summary.mode == "three_way" and summary.on_inconclusive != "pass"
+    cases = [from_row(r, fails) for r in summary.rows]
     written = []
     if config.report.junit:
         written.append(write_junit(config.report.junit, cases, f"sweep {summary.sweep_dir.name}"))

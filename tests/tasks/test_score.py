@@ -387,7 +387,7 @@ def test_job_records_both_references_and_fails_on_consistency(tmp_path, monkeypa
     from ruamel.yaml import YAML
 
     import runner.run as job
-    from runner.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION
+    from runner.errors import EXIT_OK, EXIT_REGRESSION
 
     refs = tmp_path / "refs"
     # the scripted backend stands in for a model: it always replies "The best answer is A"
@@ -407,9 +407,9 @@ def test_job_records_both_references_and_fails_on_consistency(tmp_path, monkeypa
     assert entry["extra_acc_spec"] == "subsets=aqua_rat+logiqa_en+sat_math"
 
     same = job.run(compose([*common, f"output_dir={tmp_path / 'same'}"]))
-    # identical answers on 4 questions: nothing regressed, and 4 questions cannot prove a tolerance either
-    assert same.exit_status == EXIT_INCONCLUSIVE and same.decision.rule == "paired"
-    assert same.decision.outcome == "INCONCLUSIVE" and same.decision.passed
+    # identical answers: every per-sample difference is 0 (sd 0), so the t interval is the point 0: GO
+    assert same.exit_status == EXIT_OK and same.decision.rule == "paired"
+    assert same.decision.outcome == "GO" and same.decision.passed
     assert "consistency gate: no regression shown" in (tmp_path / "same" / "report.txt").read_text()
 
     text = path.read_text().replace("options_consistency_rate: 50.0", "options_consistency_rate: 70.0")
