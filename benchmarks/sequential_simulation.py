@@ -24,8 +24,9 @@ print(f"unpaired n_max=400 sigma=50 alpha=0.05 beta=0.2 K=4 reps={reps}: theta={
 n, d0 = 400, 0.10
 mon = Monitor(SequentialConfig(enabled=True), n, 0.05, 0.2, kind="mcnemar")  # the paired design, not the unpaired one
 theta_p = mon.design.drift * 100 * math.sqrt(d0 / n)
-def run(delta, reps):
-    pb, pc = (d0 + delta) / 2, (d0 - delta) / 2
+def simulate(n, pb, pc, reps):
+    """Regression rate and mean samples used of the paired monitor at n_max ``n`` when a sample is a loss with
+    probability ``pb`` and a gain with ``pc``."""
     reg = used = 0
     for _ in range(reps):
         m = Monitor(SequentialConfig(enabled=True), n, 0.05, 0.2)
@@ -36,6 +37,8 @@ def run(delta, reps):
             if m.stopped: break
         reg += m.stopped == "regression"; used += m.looks[-1].n
     return reg / reps, used / reps
+def run(delta, reps):
+    return simulate(n, (d0 + delta) / 2, (d0 - delta) / 2, reps)
 r = 5000
 fa, n0 = run(0.0, r); pw, n1 = run(theta_p / 100, r)
 print(f"paired McNemar n_max=400 discordance 0.10 alpha=0.05 beta=0.2 K=4 reps={r}: theta={theta_p:.2f} "
@@ -45,17 +48,7 @@ if "--plan" in sys.argv:  # the paired plan of `python -m runner.plan --sequenti
     from runner.stats.simulate import paired_flip_probabilities
     def run_plan(n, drop, reps):
         lose, win = paired_flip_probabilities(0.6, 0.9, drop, "added")  # added model: b = 0.05 + drop, c = 0.05
-        pb, pc = 0.6 * lose, 0.4 * win
-        reg = used = 0
-        for _ in range(reps):
-            m = Monitor(SequentialConfig(enabled=True), n, 0.05, 0.2)
-            b = c = prev = 0
-            for nk in m.sizes:
-                x = rng.multinomial(nk - prev, [pb, pc, 1 - pb - pc]); b += x[0]; c += x[1]; prev = nk
-                m.observe(_paired_decision(b, c, nk), nk)
-                if m.stopped: break
-            reg += m.stopped == "regression"; used += m.looks[-1].n
-        return reg / reps, used / reps
+        return simulate(n, 0.6 * lose, 0.4 * win, reps)
     r = 3000
     for model in ("added", "split"):
         n_max = plans(4, 0.05, 0.2, 50.0, 0.9, 3.0, "obf", "obf", False, model)[1].max_n

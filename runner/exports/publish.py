@@ -9,7 +9,7 @@ from runner.errors import UserError
 from runner.exports.cases import Case, from_row
 from runner.exports.junit import write_junit
 from runner.exports.markdown import markdown, write_markdown
-from runner.stats.verdicts import WORDS
+from runner.stats.verdicts import WORDS, inconclusive_fails
 
 
 def job_case(cfg: Any, outcome: Any = None, error: BaseException | None = None) -> Case:
@@ -29,11 +29,8 @@ def job_case(cfg: Any, outcome: Any = None, error: BaseException | None = None) 
     if decision.advice is not None:
         message += f"; {decision.advice.text()}"
     return Case(name, WORDS[decision.outcome], message, details, outcome.score, decision.verdict.reference,
-                decision.difference, decision.p_value, decision.n, inconclusive_fails=_inconclusive_fails(cfg))
-
-
-def _inconclusive_fails(cfg: Any) -> bool:
-    return cfg.stats.verdicts == "three_way" and cfg.stats.on_inconclusive != "pass"
+                decision.difference, decision.p_value, decision.n,
+                inconclusive_fails=inconclusive_fails(cfg.stats.verdicts, cfg.stats.on_inconclusive))
 
 
 def publish_job(cfg: Any, outcome: Any = None, error: BaseException | None = None) -> list[Path]:
@@ -46,7 +43,7 @@ def publish_job(cfg: Any, outcome: Any = None, error: BaseException | None = Non
 
 
 def publish_sweep(config: Any, summary: Any) -> list[Path]:
-    fails = summary.mode == "three_way" and summary.on_inconclusive != "pass"
+    fails = inconclusive_fails(summary.mode, summary.on_inconclusive)
     cases = [from_row(r, fails) for r in summary.rows]
     written = []
     if config.report.junit:

@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from runner.stats.unpaired import z
 from runner.stats.verdicts import GO, NO_GO
+
+if TYPE_CHECKING:
+    from runner.stats.decision import Decision
 
 POWER = 0.8
 
@@ -105,16 +109,14 @@ def binary_spread(b: int, c: int, n: int) -> tuple[float, float]:
     return 100.0 * math.sqrt(max(d - diff * diff, d / n)), d
 
 
-def for_decision(decision: object, n_ref: int | None) -> Advice | None:
+def for_decision(decision: Decision, n_ref: int | None) -> Advice | None:
     """The advice for a job's fixed-n decision (``n_ref``: the unpaired reference's own n)."""
-    d = decision  # runner.stats.decision.Decision
-    if d.claims is None or d.tolerance is None or d.sequential is not None:  # type: ignore[attr-defined]
+    if decision.claims is None or decision.tolerance is None or decision.sequential is not None:
         return None
-    params = d.verdict.params  # type: ignore[attr-defined]
-    sign = 1.0 if params.higher_is_better else -1.0
-    drop = -sign * d.difference  # type: ignore[attr-defined]
-    p = d.paired  # type: ignore[attr-defined]
-    common = dict(drop=drop, margin=d.margin, tolerance=d.tolerance.points, alpha=params.alpha)  # type: ignore[attr-defined]
+    params = decision.verdict.params
+    drop = -decision.difference if params.higher_is_better else decision.difference
+    common = dict(drop=drop, margin=decision.margin, tolerance=decision.tolerance.points, alpha=params.alpha)
+    p = decision.paired
     if p is not None and p.discordant is not None:
         spread, share = binary_spread(p.discordant[0], p.discordant[1], p.n)
         return more_samples(spread=spread, n=p.n, discordance=share, **common)

@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from runner.stats.unpaired import phi, z
-from runner.stats.verdicts import Claims, from_gain, oriented
+from runner.stats.verdicts import Claims, oriented
 
 
 def unpaired(verdict: Any, margin: float, tolerance: float) -> Claims:
@@ -25,7 +25,7 @@ def unpaired(verdict: Any, margin: float, tolerance: float) -> Claims:
     sign = 1.0 if p.higher_is_better else -1.0
     gain, s, za = sign * verdict.difference, p.scale, abs(z(p.alpha))
     low, high = gain - za * s, gain + za * s
-    ci = from_gain(low, high, p.higher_is_better)
+    ci = oriented(low, high, p.higher_is_better)
     return Claims(regression=not verdict.passed, within=low > -tolerance, low=ci[0], high=ci[1],
                   method="Wald, sigma as configured (inverts the z-test both ways)",
                   p_within=phi(-(gain + tolerance) / s))
@@ -40,23 +40,20 @@ def binary(b: int, c: int, n: int, alpha: float, higher_is_better: bool, margin:
     value other than ``z(1 - alpha)`` (a sequential look's)."""
     from runner.stats import paired_binary as pb
 
-    crit = z(1 - alpha) if z_crit is None else z_crit
-    t_low, t_high = pb.tango_bounds(b, c, n, crit)
-    if margin == 0 and z_crit is None:
-        high, how = pb.exact_upper(b, c, n, alpha), "exact conditional (McNemar)"
-    else:
-        high, how = t_high, "Tango score"
+    delta0 = -tolerance / 100.0
     if z_crit is None:  # Tango's test backed by the exact unconditional one: false passes stay <= alpha
-        delta0 = -tolerance / 100.0
-        within = pb.go_rejects(b, c, n, delta0, alpha)
         p_within = max(pb.tango_p(b, c, n, delta0, "greater"), pb.go_p(b, c, n, delta0))
+        within = p_within < alpha
         low = _pinned(pb.go_lower(b, c, n, alpha), delta0, within)
         good = "Tango score with exact unconditional check"
     else:
-        low, good, p_within = t_low, "Tango score", None
-        within = low > -tolerance / 100.0
-    gain = (100.0 * low, 100.0 * high)
-    ci = from_gain(gain[0], gain[1], higher_is_better)
+        low, good, p_within = pb.tango_bounds(b, c, n, z_crit)[0], "Tango score", None
+        within = low > delta0
+    if margin == 0 and z_crit is None:
+        high, how = pb.exact_upper(b, c, n, alpha), "exact conditional (McNemar)"
+    else:
+        high, how = pb.tango_bounds(b, c, n, z(1 - alpha) if z_crit is None else z_crit)[1], "Tango score"
+    ci = oriented(100.0 * low, 100.0 * high, higher_is_better)
     return Claims(regression=regression, within=within, low=ci[0], high=ci[1],
                   method=f"bad side: {how}; good side: {good}", p_within=p_within)
 
@@ -97,7 +94,7 @@ def sequential(seq: Any, higher_is_better: bool, alpha: float, margin: float, to
         claims = binary(b, c, n, alpha, higher_is_better, margin, tolerance, regression, z_crit=crit)
         gain_low = oriented(claims.low, claims.high, higher_is_better)[0]
         high = oriented(*seq.rci, higher_is_better)[1]
-        ci = from_gain(gain_low, high, higher_is_better)
+        ci = oriented(gain_low, high, higher_is_better)
         return Claims(regression, claims.within, ci[0], ci[1],
                       "repeated CI, group-sequential; good side: Tango score at the look's bound", None)
     gain_low, _ = oriented(*seq.rci, higher_is_better)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Optional, Protocol, Sequence
 
 from runner.errors import ConfigError
+from runner.stats import claims as claim_rules
 from runner.stats.sequential import SequentialConfig, validate as validate_sequential
 from runner.stats.unpaired import GATES, HypothesisParams, Verdict, decide
 from runner.stats.verdicts import (GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, exit_status, reported,
@@ -123,7 +124,7 @@ class Decision:
             return NO_GO
         if self.claims is None:
             return GO if self.rule not in STATISTICAL_RULES else INCONCLUSIVE
-        return combine(self.claims.regression, self.claims.within, self.gate)[0]
+        return combine(self.claims.regression, self.claims.within, self.gate)
 
     @property
     def reported(self) -> str:
@@ -381,7 +382,6 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
     """Apply the precedence of the module docstring; ``params.num_samples`` is the number evaluated.
 
     The regression claim is tested at ``stats.margin``, the tolerance claim at ``tolerance`` (points)."""
-    from runner.stats import claims as claim_rules
     from runner.stats import paired as paired_stats
     from runner.references import samples as reference_samples
 
@@ -452,7 +452,6 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
 
 def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float) -> tuple[Any, Claims]:
     """The paired test of the regression claim, and both claims with their interval."""
-    from runner.stats import claims as claim_rules
     from runner.stats import paired as paired_stats
 
     kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed)

@@ -346,7 +346,6 @@ def mcnemar_exact(
     good = unit if higher_is_better else 0.0
     b = sum(1 for r, w in zip(ref_v, new_v) if r == good and w != good)
     c = sum(1 for r, w in zip(ref_v, new_v) if r != good and w == good)
-    both = sum(1 for r, w in zip(ref_v, new_v) if r == good and w == good)
     n = len(ref_v)
     if margin:
         if gate != "regression":

@@ -98,23 +98,24 @@ class Claims:
 
 
 def oriented(low: float, high: float, higher_is_better: bool) -> tuple[float, float]:
-    """An interval for new - reference, turned into one for the gain (-D): negative is worse."""
+    """An interval for new - reference turned into one for the gain (-D, negative is worse), and back:
+    the map is its own inverse."""
     return (low, high) if higher_is_better else (-high, -low)
 
 
-def from_gain(low: float, high: float, higher_is_better: bool) -> tuple[float, float]:
-    """The inverse of :func:`oriented`: a gain interval back in metric units (new - reference)."""
-    return oriented(low, high, higher_is_better)
-
-
-def combine(regression: bool, within: bool, gate: str) -> tuple[str, bool]:
-    """The verdict of the two claims and whether both were shown (then ``gate`` decides:
-    ``regression`` follows the shown regression, ``noninferiority`` the shown tolerance)."""
+def combine(regression: bool, within: bool, gate: str) -> str:
+    """The verdict of the two claims; when both were shown, ``gate`` decides (``regression`` follows the
+    shown regression, ``noninferiority`` the shown tolerance)."""
     if regression and within:
-        return (NO_GO if gate == "regression" else GO), True
+        return NO_GO if gate == "regression" else GO
     if regression:
-        return NO_GO, False
-    return (GO if within else INCONCLUSIVE), False
+        return NO_GO
+    return GO if within else INCONCLUSIVE
+
+
+def inconclusive_fails(mode: str, on_inconclusive: str) -> bool:
+    """Whether an INCONCLUSIVE verdict counts as a failure (a failed JUnit case) under these settings."""
+    return exit_status(INCONCLUSIVE, mode, on_inconclusive) != EXIT_OK
 
 
 def reported(verdict: str, mode: str) -> str:

@@ -193,19 +193,18 @@ def judge(rows: list[dict[str, Any]], correction: str, alpha: float | None) -> N
         if t["name"] == "accuracy" and t["gate"] == "regression":
             row["p_adjusted"] = t.get("p_adjusted")
     for r in rows:
-        mine = by_row.get(id(r))
+        mine, gate = by_row.get(id(r)), r.pop("_gate", "regression")
         if mine:
             regression = any(not t["sweep_passed"] for t in mine if t["gate"] == "regression")
             within = [t["sweep_passed"] for t in mine if t["gate"] == "noninferiority"]
             if not within:  # a deterministic rule: GO when it holds
                 r["sweep_verdict"] = "no-go" if regression else "go"
             else:
-                r["sweep_verdict"] = WORDS[combine(regression, within[0], r.pop("_gate", "regression"))[0]]
+                r["sweep_verdict"] = WORDS[combine(regression, within[0], gate)]
         elif r["verdict"] in ("failed", "incomplete"):
             r["sweep_verdict"] = r["verdict"]
         else:
             r["sweep_verdict"] = "no verdict"
-        r.pop("_gate", None)
 
 
 def _label_configurations(rows: list[dict[str, Any]], dirs: list[Path]) -> None:

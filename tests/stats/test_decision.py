@@ -15,7 +15,6 @@ from evaluators.base import ScoredSample
 from runner.references import samples as reference_samples
 from runner.stats.decision import RunProvenance, StatsConfig, decide_against, validate
 from runner.stats.verdicts import Tolerance
-from runner.stats.sequential import SequentialConfig
 from runner.errors import ConfigError, ReferenceError_
 from runner.references.store import Reference
 from runner.spec import AccuracySpec
@@ -210,13 +209,6 @@ def test_unpaired_interval_is_the_wald_interval_of_the_test(tmp_path):
     half = Z05 * math.sqrt(2 * 2500 / 100)  # 11.6309
     assert d.ci == pytest.approx((-5.0 - half, -5.0 + half), abs=1e-9)
     assert d.to_dict()["ci_level"] == pytest.approx(0.9)
-
-
-def _wilson(x: int, n: int, z: float) -> tuple[float, float]:
-    p = x / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return centre - half, centre + half
 
 
 def test_paired_binary_interval_inverts_the_exact_test_and_the_verdict_agrees(tmp_path):
