@@ -144,11 +144,11 @@ def test_result_render_and_dict() -> None:
     res = mcnemar_exact(ref, new, 0.05, 0.2)
     assert isinstance(res, PairedResult)
     text = res.render()
-    assert "McNemar" in text and "b=8 c=2" in text and "p-value" in text and "PASSED" in text
+    assert "McNemar" in text and "b=8 c=2" in text and "p-value" in text and "paired test: no regression shown" in text
     d = json.loads(json.dumps(res.to_dict()))
     assert d["discordant_b"] == 8 and d["discordant_c"] == 2 and d["method"] == "McNemar exact"
     assert d["p_value"] == pytest.approx(0.0546875)
-    assert "REGRESSION" in mcnemar_exact(*runs(9, 1), 0.05, 0.2).render()
+    assert "paired test: regression shown" in mcnemar_exact(*runs(9, 1), 0.05, 0.2).render()
 
 
 # --------------------------------------------------------------------------- continuous
