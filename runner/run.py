@@ -33,10 +33,13 @@ from runner.paths import check_name, write_atomic
 from runner.pipeline import score_all
 from runner.provenance import flatten, project_commit
 from runner.spec import AccuracySpec
-from runner.stats.decision import Decision, RunProvenance, decide_against, validate as validate_stats
+from runner.stats.decision import Decision, RunProvenance, decide_against
+from runner.stats.settings import validate as validate_stats
 from runner.stats import claims as claim_rules
+from runner.stats.extension import ExtensionResult
 from runner.stats.unpaired import HypothesisParams, check_params
-from runner.stats.verdicts import INCONCLUSIVE, resolve_tolerance
+from runner.looks import monitor_for
+from runner.stats.verdicts import INCONCLUSIVE, Tolerance, resolve_tolerance
 from runner.tracking.trackers import parent_run_id
 
 log = logging.getLogger("runner")
@@ -77,6 +80,7 @@ class Job:
     chat: ChatFormat
     notes: list[str] = field(default_factory=list)
     reference: Any = None  # the matched reference entry, once looked up
+    tolerance: Tolerance | None = None  # the GO claim's, once the reference is known
 
     @property
     def mode(self) -> str:
@@ -179,13 +183,16 @@ def evaluate(job: Job) -> Outcome:
         loaded = load(job)
         reference, params = find_reference(job, loaded.spec)
         samples = select_samples(job, params, reference is not None)
-        monitor = sequential_monitor(job, reference, params, len(samples))
+        if reference is not None and job.tolerance is None:
+            job.tolerance = resolve_tolerance(job.cfg.stats, job.task, reference.value)
+        samples, monitor = monitor_for(job, reference, params, samples)
         scored, eval_time_s, cache_stats = answer(job, loaded.info, samples, monitor, reference, params)
         metrics = job.evaluator.aggregate(scored)
         report.write_samples(job.out_dir / "samples.jsonl", scored)
         params = replace(params, num_samples=max(len(scored), 1))  # the statistics use what was evaluated
         decision = decide(job, reference, samples[:len(scored)], scored, metrics, params, monitor)
-        if decision is not None and decision.outcome == INCONCLUSIVE:
+        if decision is not None and decision.outcome == INCONCLUSIVE and (
+                monitor is None or isinstance(decision.sequential, ExtensionResult)):
             advise(job, decision)
     record_path = record(job, loaded, scored, metrics) if job.mode == "record" else None
     return publish(job, loaded, scored, metrics, params, decision, record_path, eval_time_s, cache_stats)
@@ -242,22 +249,6 @@ def select_samples(job: Job, params: HypothesisParams, checked: bool) -> list[An
     return samples
 
 
-def sequential_monitor(job: Job, reference: Any, params: HypothesisParams, n_max: int) -> Any:
-    """The looks of ``stats.sequential`` (None: one look at every sample)."""
-    from runner.stats.sequential_monitor import Monitor
-
-    seq = job.cfg.stats.sequential
-    if not seq.enabled or reference is None or n_max < 1:
-        if seq.enabled:
-            job.notes.append(f"stats.sequential: no verdict to reach (reference.mode={job.mode}); every sample evaluated")
-        return None
-    if reference.threshold is not None or params.sigma == 0:
-        job.notes.append("stats.sequential does not apply to a deterministic rule (explicit threshold or sigma 0); "
-                         "every sample evaluated")
-        return None
-    return Monitor(seq, n_max, params.alpha, params.beta)
-
-
 def answer(job: Job, info: Any, samples: list[Any], monitor: Any = None, reference: Any = None,
            params: HypothesisParams | None = None) -> tuple[list[Any], float, dict[str, Any] | None]:
     """Every request answered in bulk, through the generation cache when it is on, and scored.
@@ -297,10 +288,16 @@ def decide(job: Job, reference: Any, samples: list[Any], scored: list[Any], metr
         decision.sequential = monitor.result(decision.passed, decision.p_value)
         decision.passed = decision.sequential.passed
         if decision.claims is not None:
-            p = decision.paired
-            counts = (*p.discordant, p.n) if p is not None and p.discordant is not None else None
-            decision.claims = claim_rules.sequential(decision.sequential, params.higher_is_better, params.alpha,
-                                                     decision.margin, decision.tolerance.points, counts)
+            seq, p = decision.sequential, decision.paired
+            if isinstance(seq, ExtensionResult):
+                counts = seq.counts
+                if seq.reason == "undecided" and seq.extensions_left:
+                    job.notes.append(f"{seq.extensions_left} of {seq.planned} planned extension(s) left: "
+                                     f"python -m runner.extend {job.out_dir} N adds N samples as the next look")
+            else:
+                counts = (*p.discordant, p.n) if p is not None and p.discordant is not None else None
+            decision.claims = claim_rules.sequential(not seq.passed, *seq.bound(), params.higher_is_better,
+                                                     params.alpha, decision.margin, decision.tolerance.points, counts)
     job.notes.extend(decision.notes)
     return decision
 
@@ -320,10 +317,9 @@ def advise(job: Job, decision: Decision) -> None:
 def _decision(job: Job, reference: Any, samples: list[Any], scored: list[Any], metrics: dict[str, float],
               params: HypothesisParams) -> Decision:
     ev = job.evaluator
-    tolerance = resolve_tolerance(job.cfg.stats, job.task, reference.value)
     return decide_against(reference, job.ref_dir, scored, metrics[job.task.metric], params, job.cfg.stats,
                           ev.chance_level(samples), job.task.metric, RunProvenance(job.cfg.seed, ev.source_used),
-                          ev.extra_gates(metrics, reference), tolerance)
+                          ev.extra_gates(metrics, reference), job.tolerance)
 
 
 def record(job: Job, loaded: Loaded, scored: list[Any], metrics: dict[str, float]) -> Path:

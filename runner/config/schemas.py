@@ -14,7 +14,7 @@ from omegaconf import MISSING
 
 from runner.exports.config import ReportConfig
 from runner.references.store import ReferenceConfig
-from runner.stats.decision import StatsConfig
+from runner.stats.settings import StatsConfig
 from runner.sweep.summary import SweepConfig
 
 

@@ -110,8 +110,9 @@ def binary_spread(b: int, c: int, n: int) -> tuple[float, float]:
 
 
 def for_decision(decision: Decision, n_ref: int | None) -> Advice | None:
-    """The advice for a job's fixed-n decision (``n_ref``: the unpaired reference's own n)."""
-    if decision.claims is None or decision.tolerance is None or decision.sequential is not None:
+    """The advice for a decision from the observed data (``n_ref``: the unpaired reference's own n); the job
+    asks for it at a fixed-n test and at an extendable run's look (not at a planned sequential design)."""
+    if decision.claims is None or decision.tolerance is None:
         return None
     params = decision.verdict.params
     drop = -decision.difference if params.higher_is_better else decision.difference

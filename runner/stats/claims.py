@@ -78,24 +78,20 @@ def continuous(result: Any, within_result: Any) -> Claims:
                   method=f"{result.ci_method} (both sides)", p_within=within_result.p_value)
 
 
-def sequential(seq: Any, higher_is_better: bool, alpha: float, margin: float, tolerance: float,
-               counts: tuple[int, int, int] | None) -> Claims | None:
-    """The look where a sequential job stopped: its repeated interval decides both ways.
-
-    ``counts``: (b, c, n) at that look for 0/100 scores, whose good side uses Tango's bound at the
-    look's critical value; None for the other kinds."""
-    last = seq.looks[-1]
-    crit = last.efficacy
-    if seq.rci is None or not math.isfinite(crit):
+def sequential(regression: bool, crit: float | None, rci: tuple[float, float] | None, higher_is_better: bool,
+               alpha: float, margin: float, tolerance: float, counts: tuple[int, int, int] | None) -> Claims | None:
+    """A look of a sequential or extendable job: its repeated interval (``rci`` at critical value ``crit``)
+    decides both ways. ``counts``: (b, c, n) at that look for 0/100 scores, whose good side uses Tango's
+    bound at the same critical value; None for the other kinds."""
+    if rci is None or crit is None or not math.isfinite(crit):
         return None
-    regression = seq.reason == "regression"
     if counts is not None:
         b, c, n = counts
         claims = binary(b, c, n, alpha, higher_is_better, margin, tolerance, regression, z_crit=crit)
         gain_low = oriented(claims.low, claims.high, higher_is_better)[0]
-        high = oriented(*seq.rci, higher_is_better)[1]
+        high = oriented(*rci, higher_is_better)[1]
         ci = oriented(gain_low, high, higher_is_better)
         return Claims(regression, claims.within, ci[0], ci[1],
                       "repeated CI, group-sequential; good side: Tango score at the look's bound", None)
-    gain_low, _ = oriented(*seq.rci, higher_is_better)
-    return Claims(regression, gain_low > -tolerance, seq.rci[0], seq.rci[1], "repeated CI, group-sequential", None)
+    gain_low, _ = oriented(*rci, higher_is_better)
+    return Claims(regression, gain_low > -tolerance, rci[0], rci[1], "repeated CI, group-sequential", None)

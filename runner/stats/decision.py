@@ -11,11 +11,10 @@ Precedence (the first rule that applies decides):
    scores, a paired t-test (or bootstrap) otherwise. It needs far fewer samples for the same power.
 4. **unpaired**: TensorRT-LLM's threshold test.
 
-``stats.margin`` (points, or percent of the reference) is a tolerated drop for rules 3 and 4;
-``stats.gate`` says which hypothesis is tested (see :data:`runner.stats.unpaired.GATES`). The report
-states the hypothesis, the p-value of the rule that decided, and a two-sided (1 - 2 alpha)
-confidence interval for new - reference. Extra gates of the task (SCORE's consistency rate) are
-part of the decision: the job passes only when every gate passes.
+Rules 3 and 4 test two claims (:mod:`runner.stats.verdicts`): a drop beyond ``stats.margin`` (NO-GO)
+and a drop within the tolerance (GO), with the interval that inverts both (:mod:`runner.stats.claims`);
+neither shown is INCONCLUSIVE. Rules 1 and 2 are two-way: GO when they hold, NO-GO when they fail.
+Extra gates of the task (SCORE's consistency rate) can only make the verdict NO-GO.
 """
 
 from __future__ import annotations
@@ -23,41 +22,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from runner.errors import ConfigError
 from runner.stats import claims as claim_rules
-from runner.stats.sequential import SequentialConfig, validate as validate_sequential
-from runner.stats.unpaired import GATES, HypothesisParams, Verdict, decide
-from runner.stats.verdicts import (GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, exit_status, reported,
-                                    validate as validate_verdicts)
+from runner.stats.unpaired import HypothesisParams, Verdict, decide
+from runner.stats.settings import margin_points
+from runner.stats.verdicts import GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, exit_status, reported
 
-METHODS = ("auto", "unpaired", "paired")
-PAIRED_TESTS = ("auto", "mcnemar", "t", "bootstrap")
-MARGIN_UNITS = ("points", "percent")
 RULES = ("explicit_threshold", "exact", "paired", "unpaired")
 STATISTICAL_RULES = ("paired", "unpaired")
-
-
-@dataclass
-class StatsConfig:
-    """How the verdict is decided: the rules, the margin and tolerance, and how the exit status reads it."""
-
-    method: str = "auto"  # auto (paired when possible) | unpaired (TensorRT-LLM's threshold) | paired
-    paired_test: str = "auto"  # auto (McNemar for 0/1 scores, t otherwise) | mcnemar | t | bootstrap
-    bootstrap_seed: int = 0
-    # NO-GO needs a drop larger than the margin: 0 keeps upstream's rule. In points, or percent of the reference.
-    margin: float = 0.0
-    margin_unit: str = "points"  # points | percent
-    # GO needs the drop shown smaller than the tolerance; null: the task's tolerance, else its designed theta
-    tolerance: Optional[float] = None
-    tolerance_unit: str = "points"  # points | percent
-    # when a regression beyond the margin AND a drop within the tolerance are both shown ("worse, but within
-    # tolerance"): regression -> NO-GO, noninferiority -> GO
-    gate: str = "regression"
-    verdicts: str = "three_way"  # three_way (GO / NO-GO / INCONCLUSIVE) | two_way (TensorRT-LLM's PASS / FAIL)
-    on_inconclusive: str = "inconclusive"  # inconclusive (exit 4) | pass (exit 0) | fail (exit 3)
-    sequential: SequentialConfig = field(default_factory=SequentialConfig)  # group-sequential looks (off by default)
 
 
 class Gate(Protocol):
@@ -315,32 +289,6 @@ class Decision:
             lines.append(f"to decide:   {self.advice.text()}")
         parts.append("\n".join(lines))
         return "\n".join(parts)
-
-
-def validate(stats: Any) -> None:
-    if stats.method not in METHODS:
-        raise ConfigError("unknown statistics method", where="stats.method", given=stats.method, allowed=", ".join(METHODS))
-    if stats.paired_test not in PAIRED_TESTS:
-        raise ConfigError("unknown paired test", where="stats.paired_test", given=stats.paired_test,
-                          allowed=", ".join(PAIRED_TESTS))
-    if stats.gate not in GATES:
-        raise ConfigError("unknown gate", where="stats.gate", given=stats.gate, allowed=", ".join(GATES),
-                          fix="what a verdict follows when a regression beyond the margin and a drop within the "
-                              "tolerance are both shown: regression (NO-GO) or noninferiority (GO)")
-    if stats.margin_unit not in MARGIN_UNITS:
-        raise ConfigError("unknown margin unit", where="stats.margin_unit", given=stats.margin_unit,
-                          allowed=", ".join(MARGIN_UNITS))
-    validate_sequential(stats.sequential)
-    validate_verdicts(stats)
-    margin = stats.margin
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin < 0:
-        raise ConfigError("the margin must be a finite number >= 0", where="stats.margin", given=repr(margin),
-                          allowed="0 (upstream's rule) or a tolerated drop, e.g. 1 (points) or 2 with margin_unit=percent")
-
-
-def margin_points(stats: Any, reference: float) -> float:
-    """``stats.margin`` in metric points (a percent margin is a share of the reference's value)."""
-    return float(stats.margin) if stats.margin_unit == "points" else abs(reference) * float(stats.margin) / 100.0
 
 
 def pairing_problem(recorded: dict[str, Any], rows: dict[str, Any], scored: Sequence[Any], run: RunProvenance) -> str | None:

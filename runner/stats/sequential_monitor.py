@@ -257,6 +257,10 @@ class SequentialResult:
     def n_used(self) -> int:
         return self.looks[-1].n
 
+    def bound(self) -> tuple[float | None, tuple[float, float] | None]:
+        """The critical value and repeated interval that decide both claims."""
+        return self.looks[-1].efficacy, self.rci
+
     @property
     def test(self) -> str:
         return {"unpaired": "group-sequential unpaired z-test",

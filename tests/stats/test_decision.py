@@ -13,7 +13,8 @@ import pytest
 
 from evaluators.base import ScoredSample
 from runner.references import samples as reference_samples
-from runner.stats.decision import RunProvenance, StatsConfig, decide_against, validate
+from runner.stats.decision import RunProvenance, decide_against
+from runner.stats.settings import StatsConfig, validate
 from runner.stats.verdicts import Tolerance
 from runner.errors import ConfigError, ReferenceError_
 from runner.references.store import Reference

@@ -340,7 +340,7 @@ def test_a_clear_pass_stops_at_the_first_look_on_its_prefix(tmp_path):
 
 def test_config_mistakes_are_refused_with_a_message():
     from runner.errors import ConfigError
-    from runner.stats.decision import StatsConfig, validate
+    from runner.stats.settings import StatsConfig, validate
 
     with pytest.raises(ConfigError, match="alpha-spending"):
         validate(StatsConfig(sequential=cfg(efficacy="haybittle")))

@@ -232,7 +232,7 @@ def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
     rel, sha = reference_samples.store(tmp_path, "mmlu", ((k, v, f"q {k}") for k, v in ref.items()))
     reference = Reference("mmlu", "m", AccuracySpec(), 60.0, params, None, None, tmp_path / "mmlu.yaml", 0,
                           {"samples": rel, "samples_sha256": sha, "seed": 0})
-    from runner.stats.decision import StatsConfig
+    from runner.stats.settings import StatsConfig
     from runner.stats.verdicts import Tolerance
 
     d = decide_against(reference, tmp_path, [ScoredSample(k, f"q {k}", "", "", v) for k, v in new.items()], 54.0,

@@ -1,0 +1,62 @@
+"""The looks of a job: one at every sample, ``stats.sequential``'s planned looks, or an extendable run's.
+
+An extendable run (``stats.extensions=K``) evaluates its first ``task.num_samples`` samples as look 1 and
+each of ``stats.extend``'s sizes as a further look, drawn as the task would draw the larger subset: the
+looks must be nested (every earlier sample is also in the larger draw), so the earlier looks keep their
+data and come back from the generation cache."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from runner.errors import ConfigError
+
+
+def monitor_for(job: Any, reference: Any, params: Any, samples: list[Any]) -> tuple[list[Any], Any]:
+    """The samples in look order and the monitor of their looks (None: one look at every sample)."""
+    from runner.stats.extension import Extensions
+    from runner.stats.sequential_monitor import Monitor
+
+    stats = job.cfg.stats
+    kind = "stats.sequential" if stats.sequential.enabled else "stats.extensions" if stats.extensions else None
+    if kind is None or not samples:
+        return samples, None
+    if reference is None:
+        job.notes.append(f"{kind}: no verdict to reach (reference.mode={job.mode}); every sample evaluated")
+        return samples, None
+    if reference.threshold is not None or params.sigma == 0:
+        job.notes.append(f"{kind} does not apply to a deterministic rule (explicit threshold or sigma 0); "
+                         "every sample evaluated")
+        return samples, None
+    if stats.sequential.enabled:
+        return samples, Monitor(stats.sequential, len(samples), params.alpha, params.beta)
+    ordered, sizes = nested_looks(job.evaluator, samples, list(stats.extend), job.cfg.seed, job.task.name)
+    tolerance = job.tolerance.points if job.tolerance is not None else 0.0
+    return ordered, Extensions(stats.extensions, sizes, params.alpha, stats.sequential.efficacy, tolerance,
+                               params.higher_is_better)
+
+
+def nested_looks(evaluator: Any, first: list[Any], extend: list[int], seed: int,
+                 task: str) -> tuple[list[Any], list[int]]:
+    """``first`` then, per extension, the samples the task's larger seeded draw adds; the cumulative sizes."""
+    ordered, seen, sizes = list(first), {s.sample_id for s in first}, [len(first)]
+    for total in itertools.accumulate(extend, initial=len(first)):
+        if total == len(first):
+            continue
+        drawn = evaluator.samples(total, seed)
+        ids = {s.sample_id for s in drawn}
+        if not seen <= ids:
+            raise ConfigError("this task's seeded subsets are not nested, so a run cannot be extended",
+                              where=f"task={task}", given=f"stats.extend={extend}",
+                              fix="plan the looks up front with stats.sequential.enabled=true, or evaluate the "
+                                  "larger n as a new run (with its own fixed test)")
+        added = [s for s in drawn if s.sample_id not in seen]
+        if not added:
+            raise ConfigError("the extension adds no sample: the dataset has no more", where="stats.extend",
+                              given=f"{extend} after {len(first)} samples ({len(ordered)} in all)",
+                              fix="extend by fewer samples, or stop: this is all the task has")
+        ordered += added
+        seen |= {s.sample_id for s in added}
+        sizes.append(len(ordered))
+    return ordered, sizes

@@ -1,0 +1,92 @@
+"""``stats``: the settings of a job's decision, and their checks (what a mistake says before any model loads)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from runner.errors import ConfigError
+from runner.stats.sequential import SequentialConfig, validate as validate_sequential
+from runner.stats.unpaired import GATES
+from runner.stats.verdicts import validate as validate_verdicts
+
+METHODS = ("auto", "unpaired", "paired")
+PAIRED_TESTS = ("auto", "mcnemar", "t", "bootstrap")
+MARGIN_UNITS = ("points", "percent")
+
+
+@dataclass
+class StatsConfig:
+    """How the verdict is decided: the rules, the margin and tolerance, and how the exit status reads it."""
+
+    method: str = "auto"  # auto (paired when possible) | unpaired (TensorRT-LLM's threshold) | paired
+    paired_test: str = "auto"  # auto (McNemar for 0/1 scores, t otherwise) | mcnemar | t | bootstrap
+    bootstrap_seed: int = 0
+    # NO-GO needs a drop larger than the margin: 0 keeps upstream's rule. In points, or percent of the reference.
+    margin: float = 0.0
+    margin_unit: str = "points"  # points | percent
+    # GO needs the drop shown smaller than the tolerance; null: the task's tolerance, else its designed theta
+    tolerance: Optional[float] = None
+    tolerance_unit: str = "points"  # points | percent
+    # when a regression beyond the margin AND a drop within the tolerance are both shown ("worse, but within
+    # tolerance"): regression -> NO-GO, noninferiority -> GO
+    gate: str = "regression"
+    verdicts: str = "three_way"  # three_way (GO / NO-GO / INCONCLUSIVE) | two_way (TensorRT-LLM's PASS / FAIL)
+    on_inconclusive: str = "inconclusive"  # inconclusive (exit 4) | pass (exit 0) | fail (exit 3)
+    sequential: SequentialConfig = field(default_factory=SequentialConfig)  # group-sequential looks (off by default)
+    # extensions planned at the first look (0: a fixed test at full alpha, upstream's); look k may spend
+    # alpha up to spend(k / (extensions + 1)) of stats.sequential.efficacy
+    extensions: int = 0
+    extend: list[int] = field(default_factory=list)  # samples added by each extension so far (runner.extend)
+
+
+def validate(stats: Any) -> None:
+    if stats.method not in METHODS:
+        raise ConfigError("unknown statistics method", where="stats.method", given=stats.method, allowed=", ".join(METHODS))
+    if stats.paired_test not in PAIRED_TESTS:
+        raise ConfigError("unknown paired test", where="stats.paired_test", given=stats.paired_test,
+                          allowed=", ".join(PAIRED_TESTS))
+    if stats.gate not in GATES:
+        raise ConfigError("unknown gate", where="stats.gate", given=stats.gate, allowed=", ".join(GATES),
+                          fix="what a verdict follows when a regression beyond the margin and a drop within the "
+                              "tolerance are both shown: regression (NO-GO) or noninferiority (GO)")
+    if stats.margin_unit not in MARGIN_UNITS:
+        raise ConfigError("unknown margin unit", where="stats.margin_unit", given=stats.margin_unit,
+                          allowed=", ".join(MARGIN_UNITS))
+    validate_sequential(stats.sequential)
+    validate_verdicts(stats)
+    validate_extensions(stats)
+    margin = stats.margin
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin < 0:
+        raise ConfigError("the margin must be a finite number >= 0", where="stats.margin", given=repr(margin),
+                          allowed="0 (upstream's rule) or a tolerated drop, e.g. 1 (points) or 2 with margin_unit=percent")
+
+
+def validate_extensions(stats: Any) -> None:
+    """Extensions are planned (0 to 10), each adds samples, and there are no more than planned."""
+    k, extend = stats.extensions, list(stats.extend)
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 10:
+        raise ConfigError("the planned extensions must be a whole number from 0 to 10", where="stats.extensions",
+                          given=repr(k), allowed="0 (a fixed test, upstream's rule) .. 10, e.g. 3")
+    if any(isinstance(e, bool) or not isinstance(e, int) or e < 1 for e in extend):
+        raise ConfigError("each extension adds a whole number of samples >= 1", where="stats.extend",
+                          given=repr(extend), allowed="e.g. [200] after one extension, [200,300] after two")
+    if len(extend) > k:
+        raise ConfigError("more extensions than were planned at the first look", where="stats.extend",
+                          given=f"{len(extend)} extension(s) with stats.extensions={k}",
+                          fix="a further look needs alpha that the first look left for it; with "
+                              "stats.extensions=0 the first look was a fixed test at full alpha and nothing is "
+                              "left: run the extended n as a new run, or plan extensions from the start "
+                              "(stats.extensions=3)")
+    if k and stats.sequential.enabled:
+        raise ConfigError("extensions and planned sequential looks are two designs; choose one",
+                          where="stats.extensions", given=f"{k} with stats.sequential.enabled=true",
+                          fix="stats.extensions=0, or stats.sequential.enabled=false")
+
+
+def margin_points(stats: Any, reference: float) -> float:
+    """``stats.margin`` in metric points (a percent margin is a share of the reference's value)."""
+    return float(stats.margin) if stats.margin_unit == "points" else abs(reference) * float(stats.margin) / 100.0
+
+
