@@ -40,23 +40,23 @@ def monitor_for(job: Any, reference: Any, params: Any, samples: list[Any]) -> tu
 def nested_looks(evaluator: Any, first: list[Any], extend: list[int], seed: int,
                  task: str) -> tuple[list[Any], list[int]]:
     """``first`` then, per extension, the samples the task's larger seeded draw adds; the cumulative sizes."""
-    ordered, seen, sizes = list(first), {s.sample_id for s in first}, [len(first)]
+    ordered, seen, sizes = list(first), {s.id for s in first}, [len(first)]
     for total in itertools.accumulate(extend, initial=len(first)):
         if total == len(first):
             continue
         drawn = evaluator.samples(total, seed)
-        ids = {s.sample_id for s in drawn}
+        ids = {s.id for s in drawn}
         if not seen <= ids:
             raise ConfigError("this task's seeded subsets are not nested, so a run cannot be extended",
                               where=f"task={task}", given=f"stats.extend={extend}",
                               fix="plan the looks up front with stats.sequential.enabled=true, or evaluate the "
                                   "larger n as a new run (with its own fixed test)")
-        added = [s for s in drawn if s.sample_id not in seen]
+        added = [s for s in drawn if s.id not in seen]
         if not added:
             raise ConfigError("the extension adds no sample: the dataset has no more", where="stats.extend",
                               given=f"{extend} after {len(first)} samples ({len(ordered)} in all)",
                               fix="extend by fewer samples, or stop: this is all the task has")
         ordered += added
-        seen |= {s.sample_id for s in added}
+        seen |= {s.id for s in added}
         sizes.append(len(ordered))
     return ordered, sizes

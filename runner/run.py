@@ -293,7 +293,8 @@ def decide(job: Job, reference: Any, samples: list[Any], scored: list[Any], metr
                 counts = seq.counts
                 if seq.reason == "undecided" and seq.extensions_left:
                     job.notes.append(f"{seq.extensions_left} of {seq.planned} planned extension(s) left: "
-                                     f"python -m runner.extend {job.out_dir} N adds N samples as the next look")
+                                     f"python -m runner.extend {job.out_dir} [N] adds N samples (default: as many as "
+                                      "the first look) as the next look")
             else:
                 counts = (*p.discordant, p.n) if p is not None and p.discordant is not None else None
             decision.claims = claim_rules.sequential(not seq.passed, *seq.bound(), params.higher_is_better,
@@ -307,7 +308,8 @@ def advise(job: Job, decision: Decision) -> None:
     from runner.stats import advice
 
     recorded = (job.reference.recorded or {}) if job.reference is not None else {}
-    found = advice.for_decision(decision, recorded.get("num_samples"))
+    first_look = decision.sequential.looks[0].n if isinstance(decision.sequential, ExtensionResult) else None
+    found = advice.for_decision(decision, recorded.get("num_samples") or first_look)
     if found is not None and found.n_total is not None:
         have = len(job.evaluator.samples(found.n_total, job.cfg.seed))
         found = replace(found, available=have if have < found.n_total else None)

@@ -73,7 +73,7 @@ class Decision:
     gates: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     sequential: Any = None  # runner.stats.sequential_monitor.SequentialResult when the gate looked sequentially
-    claims: Claims | None = None  # None for the deterministic rules
+    claims: Claims | None = None  # None for the deterministic rules, and for looks that carried no information
     tolerance: Tolerance | None = None
     margin: float = 0.0
     gate: str = "regression"  # which claim wins when both are shown
@@ -155,7 +155,12 @@ class Decision:
 
     @property
     def ci_method(self) -> str:
-        return self.claims.method if self.claims is not None else "none: a deterministic rule has no interval"
+        return self.claims.method if self.claims is not None else f"none: {self._no_interval}"
+
+    @property
+    def _no_interval(self) -> str:
+        return ("a deterministic rule has no interval" if self.rule not in STATISTICAL_RULES
+                else "no look carried information (no discordant pair)")
 
     @property
     def test(self) -> str:
@@ -248,7 +253,8 @@ class Decision:
         if failed:
             why = f"failed gate: {', '.join(failed)}{'' if self.passed else ' and accuracy'}"
         elif self.claims is None:
-            why = "the deterministic rule " + ("holds" if self.passed else "fails")
+            why = (("the deterministic rule " + ("holds" if self.passed else "fails"))
+                   if self.rule not in STATISTICAL_RULES else self._no_interval)
         elif self.both_shown:
             why = (f"worse, but within tolerance: a {worse} > {self.margin:g} and < {tol:.4g} are both shown; "
                    f"stats.gate={self.gate} decides")
@@ -283,7 +289,7 @@ class Decision:
             lines.append(f"difference:  {self.difference:+.3f} (new - reference), "
                          f"{1 - 2 * self.alpha:.0%} CI [{ci[0]:+.3f}, {ci[1]:+.3f}] ({self.ci_method})")
         else:
-            lines.append(f"difference:  {self.difference:+.3f} (new - reference); no interval (deterministic rule)")
+            lines.append(f"difference:  {self.difference:+.3f} (new - reference); no interval ({self._no_interval})")
         lines.append(f"verdict:     {self.verdict_line()}")
         if self.advice is not None:
             lines.append(f"to decide:   {self.advice.text()}")

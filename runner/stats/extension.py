@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
+from runner.errors import ConfigError
 from runner.stats import sequential as gs
 from runner.stats.sequential_monitor import Look, statistic
 from runner.stats.verdicts import oriented
@@ -42,6 +44,13 @@ class Extensions:
     def observe(self, decision: Any, n_k: int) -> Look:
         """Add the look at ``n_k`` samples, its bound, and whether a claim is shown there."""
         kind, look = statistic(decision, n_k, self.sizes[0])
+        if self.kind is not None and kind != self.kind:
+            raise ConfigError("an extension changed the test, so its looks cannot be combined",
+                              where=f"look {len(self.looks) + 1} ({n_k} samples)",
+                              given=f"look 1 used the {self.kind} test, this look the {kind} test",
+                              fix="record the reference on at least as many samples as the extended run "
+                                  "(reference.mode=record reference.overwrite=true task.num_samples=N), so that "
+                                  "every look is paired; or use stats.method=unpaired for every look")
         self.kind = self.kind or kind
         p = decision.paired
         self.counts.append((*p.discordant, p.n) if p is not None and p.discordant is not None else None)
@@ -69,11 +78,8 @@ class Extensions:
     def _bound(self) -> float:
         tested = self._tested()
         top = tested[-1].info
-        h0 = gs._Paths(0.0)
-        for lk in tested[:-1]:
-            h0.advance(-math.inf, lk.efficacy, lk.info / top)
-        target = self._spent(tested[-1]) - (self._spent(tested[-2]) if len(tested) > 1 else 0.0)
-        return gs._solve(lambda c: h0.tail(c, 1.0, True) - target)
+        return efficacy_bounds(tuple(round(lk.info / top, 12) for lk in tested),
+                               tuple(self._spent(lk) for lk in tested))[-1]
 
     def _go(self, look: Look, counts: tuple[int, int, int] | None, decision: Any) -> bool:
         if counts is not None:
@@ -101,6 +107,19 @@ class Extensions:
         return ExtensionResult(self.kind or "unpaired", list(self.looks), self.planned, last.efficacy,
                                (last.estimate - half, last.estimate + half), self.stopped or "undecided", p,
                                self.counts[i], i + 1)
+
+
+@lru_cache(maxsize=256)
+def efficacy_bounds(info: tuple[float, ...], spent: tuple[float, ...]) -> tuple[float, ...]:
+    """Bounds ``b_k`` with ``P_H0(Z_k >= b_k, no earlier crossing) = spent_k - spent_{k-1}`` at informations
+    ``info`` (any common scale: only their ratios matter under H0)."""
+    h0, out, before = gs._Paths(0.0), [], 0.0
+    for i, total in zip(info, spent):
+        b = gs._solve(lambda c: h0.tail(c, i, True) - (total - before))
+        out.append(b)
+        h0.advance(-math.inf, b, i)
+        before = total
+    return tuple(out)
 
 
 @dataclass
