@@ -76,3 +76,21 @@ def test_a_sweep_is_one_test_case_per_job_with_its_sweep_verdict(tmp_path, monke
     page = (tmp_path / "summary.html").read_text()
     assert "class='banner'" in page and ">FAILED</span>" in page and "data:image/png;base64," in page
     assert page.count("class='pill'") == 3 and "#cf222e'>no-go" in page
+
+
+def test_inconclusive_is_a_failed_case_unless_mapped_to_a_pass():
+    from runner.exports.cases import Case
+    from runner.exports.junit import junit_xml
+    from runner.stats.verdicts import inconclusive_fails
+
+    def case(fails: bool) -> Case:
+        return Case("w4a16-mmlu", "inconclusive", "INCONCLUSIVE; about 231 more samples", "verdict block", 21.0,
+                    inconclusive_fails=fails)
+
+    assert inconclusive_fails("three_way", "inconclusive") and inconclusive_fails("three_way", "fail")
+    assert not inconclusive_fails("three_way", "pass") and not inconclusive_fails("two_way", "inconclusive")
+    failing = ET.fromstring(junit_xml([case(True)], "s")).find("testsuite")
+    assert failing.get("failures") == "1" and failing.find("testcase/failure").get("type") == "inconclusive"
+    passing = ET.fromstring(junit_xml([case(False)], "s")).find("testsuite")
+    assert passing.get("failures") == "0" and passing.find("testcase/failure") is None
+    assert passing.find("testcase/system-out").text == "verdict block"
