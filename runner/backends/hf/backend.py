@@ -269,7 +269,7 @@ class HFBackend(Backend):
 
         cache = DynamicCache(config=self._model.config)
         head = torch.tensor([tokens], device=self._device)
-        self._model(input_ids=head, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        self._model(input_ids=head, cache=cache, use_cache=True, logits_to_keep=1)
         return cache
 
     def _batch_cache(self, prefix_cache: Any, rows: int) -> Any:
@@ -326,7 +326,7 @@ class HFBackend(Backend):
         # without padding the mask is all ones: leaving it out lets attention take its causal fast path
         padded = any(len(t) < width for t in tails)
         out = self._model(input_ids=ids, attention_mask=mask if padded or prefix else None, position_ids=positions,
-                          past_key_values=cache, use_cache=True, logits_to_keep=keep)
+                          cache=cache, use_cache=True, logits_to_keep=keep)
         next_position = positions[:, -1] + 1
         return out.logits, cache, mask, next_position
 
@@ -435,7 +435,7 @@ class HFBackend(Backend):
                 break
             mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype, device=mask.device)], dim=1)
             out = self._model(input_ids=nxt[:, None], attention_mask=mask, position_ids=position[:, None],
-                              past_key_values=cache, use_cache=True, logits_to_keep=1)
+                              cache=cache, use_cache=True, logits_to_keep=1)
             logits, position = out.logits, position + 1
         texts = [tokenizer.decode(p, skip_special_tokens=True) for p in produced]
         return [cut_at_stop(t, params.stop) for t in texts]
