@@ -65,7 +65,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     opts = parser.parse_args()
 
-    from runner.assets import EMBEDDED_MODELS
+    from runner.files.assets import EMBEDDED_MODELS
     from runner.backends.openai.server import ManagedServer, free_port, render_command
 
     checkpoint = str(EMBEDDED_MODELS["smollm2_135m_gguf"]())

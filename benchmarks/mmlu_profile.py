@@ -99,10 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from evaluators.base import Sample
-    from runner.backends.base import ChatFormat, TaskLimits
+    from runner.contract.evaluator import Sample
+    from runner.contract.backend import ChatFormat, TaskLimits
     from runner.backends.hf.backend import HFBackend, HFBackendConfig
-    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.contract.task_config import ModelConfig, QuantConfig
 
     questions = Path(tempfile.mkdtemp(prefix="mmlu_profile_")) / "questions.jsonl"
     n = bench.write_questions(questions, args.num_samples, args.shots, args.seed)

@@ -86,10 +86,10 @@ def run_ours(questions_path: Path, shots: int, scoring: str, dtype: str) -> dict
     import torch  # imported before the clock starts, as on the lm-eval side
     import transformers  # noqa: F401
 
-    from evaluators.base import Sample
-    from runner.backends.base import ChatFormat, TaskLimits
+    from runner.contract.evaluator import Sample
+    from runner.contract.backend import ChatFormat, TaskLimits
     from runner.backends.hf.backend import HFBackend, HFBackendConfig
-    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.contract.task_config import ModelConfig, QuantConfig
 
     rows = read_questions(questions_path)
     evaluator = mmlu_evaluator(len(rows), shots, scoring)
@@ -166,7 +166,7 @@ def run_lm_eval(questions_path: Path, shots: int, dtype: str, batch_size: str) -
     from lm_eval.api.registry import get_model
     from lm_eval.tasks import TaskManager
 
-    from runner.assets import smollm2_checkpoint
+    from runner.files.assets import smollm2_checkpoint
 
     name = f"{TASK_NAME}_{questions_path.stem.removeprefix('questions_')}"
     task_dir = questions_path.parent / f"lm_eval_task_{questions_path.stem}"

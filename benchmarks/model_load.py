@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
-    from runner.backends.base import TaskLimits
+    from runner.contract.backend import TaskLimits
     from runner.backends.hf.backend import HFBackend, HFBackendConfig
     from runner.config.store import register_schemas
 

@@ -44,7 +44,7 @@ fa, n0 = run(0.0, r); pw, n1 = run(theta_p / 100, r)
 print(f"paired McNemar n_max=400 discordance 0.10 alpha=0.05 beta=0.2 K=4 reps={r}: theta={theta_p:.2f} "
       f"false-alarm={fa:.4f} power={pw:.4f} E[n|H0]={n0:.1f} E[n|theta]={n1:.1f}")
 if "--plan" in sys.argv:  # the paired plan of `python -m runner.plan --sequential 4` (agreement 0.9, theta 3), run by the monitor
-    from runner.plan_sequential import plans
+    from runner.stats.sequential_plan import plans
     from runner.stats.simulate import paired_flip_probabilities
     def run_plan(n, drop, reps):
         lose, win = paired_flip_probabilities(0.6, 0.9, drop, "added")  # added model: b = 0.05 + drop, c = 0.05

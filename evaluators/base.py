@@ -1,81 +1,23 @@
-"""The evaluator contract (a base class with declared optional steps) and the records it produces."""
+"""What tasks share beyond the contract: rows from a task's dataset config, seeded subsets, and the
+reference-key parts of the chat settings. Every task subclasses :class:`Evaluator` from here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from abc import ABC, abstractmethod
-from typing import Any, Callable, Sequence, Union
+import random
+from typing import Any
 
-from runner.backends.base import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
-
-Request = Union[GenerationRequest, LoglikelihoodRequest]
-Response = Union[str, LoglikelihoodResult]
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One evaluation item. ``id`` is stable across runs and seeds (source split and row)."""
-
-    id: str
-    prompt: str
-    target: str
-    meta: dict[str, Any] = field(default_factory=dict)
+from evaluators.data.sources import check_source, resolve_source, split_loader
+from evaluators.deviations import short_hash
+from runner.contract.errors import ConfigError
+from runner.contract.evaluator import Evaluator as Contract
 
 
-@dataclass(frozen=True)
-class ScoredSample:
-    """What a person debugs with: the prediction, the target and the per-sample score (metric scale)."""
+class Evaluator(Contract):
+    """The contract's :class:`~runner.contract.evaluator.Evaluator` with the parts most tasks use."""
 
-    sample_id: str
-    prompt: str
-    prediction: str
-    target: str
-    score: float
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-class Evaluator(ABC):
-    """What every task implements, and the optional steps it may take part in (declared, with defaults).
-
-    Required: ``samples(n, seed)`` (seeded, reproducible, stratified where the task is),
-    ``requests(sample)``, ``score(sample, responses)``, ``aggregate(scored)`` and
-    ``extra_acc_spec()`` (the protocol deviations that enter the reference key). The pipeline calls
-    the optional steps on every evaluator; the defaults below do nothing.
-    """
-
-    uses_loglikelihood: bool = False
-    """The task sends log-likelihood requests; a backend without them is refused before loading."""
-    loglikelihood_fix: str = "use a backend that scores log-likelihood requests (backend=hf)"
-    source_used: str | None = None
-    """Where the rows came from (hub, local, packaged), recorded as provenance and checked before pairing."""
-
-    def __init__(self, config: Any) -> None:
-        self.config = config
-        self.metric: str = config.metric
-        self.higher_is_better: bool = config.higher_is_better
-
-    @abstractmethod
-    def samples(self, num_samples: int, seed: int) -> list[Sample]: ...
-
-    @abstractmethod
-    def requests(self, sample: Sample) -> list[Request]: ...
-
-    @abstractmethod
-    def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample: ...
-
-    @abstractmethod
-    def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]: ...
-
-    @abstractmethod
-    def extra_acc_spec(self) -> str | None: ...
-
-    # ------------------------------------------------------------------ shared parts a task may use
     def load_rows(self, split: str | None = None, packaged: str | None = None) -> Any:
         """Rows of ``task.dataset``'s split (default ``task.dataset.split``) through ``datasets``, from a local
         copy or the Hub; sets :attr:`source_used`. ``packaged``: how to get data when no packaged copy exists."""
-        from evaluators.data.sources import check_source, resolve_source, split_loader
-        from runner.errors import ConfigError
-
         ds = self.config.dataset
         check_source(ds)
         source = resolve_source(ds)
@@ -89,42 +31,13 @@ class Evaluator(ABC):
     @staticmethod
     def seeded_subset(count: int, num_samples: int, seed: int, salt: str) -> list[int]:
         """Row indices of a seeded sample of ``num_samples`` of ``count`` rows, in row order (all when fewer)."""
-        import random
-
         if num_samples >= count:
             return list(range(count))
         return sorted(random.Random(f"{salt}:{seed}").sample(range(count), num_samples))
 
     def chat_deviation(self) -> list[str]:
         """Reference-key parts for the chat settings (a chat template, a system prompt) where upstream uses none."""
-        from evaluators.deviations import short_hash
-
         parts = ["chat_template=true"] if self.config.apply_chat_template else []
         if self.config.system_prompt:
             parts.append("system_prompt=" + short_hash(self.config.system_prompt))
         return parts
-
-    # ------------------------------------------------------------------ optional steps
-    def bind_backend(self, info: Any) -> None:
-        """Called once the model is loaded, before ``extra_acc_spec()``, for a protocol that depends on
-        what the backend can do (constrained decoding or free generation)."""
-
-    def use_token_counter(self, count: Callable[[Sequence[str]], list[int]]) -> None:
-        """Receives the backend's token counter before ``samples()``, when the backend has one (length
-        filters measured in the model's own tokens)."""
-
-    def score_batch(self, samples: Sequence[Sample], responses: Sequence[Sequence[Response]]) -> list[ScoredSample]:
-        """Score every sample; override to score in parallel (HumanEval runs programs)."""
-        return [self.score(sample, resp) for sample, resp in zip(samples, responses)]
-
-    def extra_gates(self, metrics: dict[str, float], reference: Any) -> list[Any]:
-        """Further pass/fail checks against the same reference entry (runner.stats.decision.Gate)."""
-        return []
-
-    def reference_extras(self, metrics: dict[str, float]) -> dict[str, float]:
-        """Extra keys written into a recorded reference entry."""
-        return {}
-
-    def chance_level(self, samples: Sequence[Sample]) -> float | None:
-        """A guessing model's score on these samples, or the metric's floor (the task's declared value)."""
-        return self.config.chance_level

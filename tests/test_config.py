@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from runner.build import build_object
-from runner.errors import ConfigError
+from runner.contract.build import build
+from runner.contract.errors import ConfigError
 from tests.conftest import ROOT, compose
 
 GROUPS = ["model", "quant", "task", "backend", "tracking"]
@@ -68,12 +68,12 @@ def test_wrong_types_and_keys_are_rejected(override, fragment):
 
 def test_objects_build_without_heavy_imports():
     code = (
-        "import sys; from tests.conftest import compose; from runner.build import build_object;"
-        "from runner.backends.hf.backend import TaskLimits;"
+        "import sys; from tests.conftest import compose; from runner.contract.build import build;"
+        "from runner.contract.backend import TaskLimits;"
         "cfg = compose(['output_dir=/tmp/x']);"
         "from omegaconf import OmegaConf;"
-        "build_object(cfg.backend, model=OmegaConf.to_object(cfg.model), quant=OmegaConf.to_object(cfg.quant), limits=TaskLimits(10, 2));"
-        "build_object(cfg.task); build_object(cfg.tracking);"
+        "build(OmegaConf.to_object(cfg.backend), 'backend', model=OmegaConf.to_object(cfg.model), quant=OmegaConf.to_object(cfg.quant), limits=TaskLimits(10, 2));"
+        "build(OmegaConf.to_object(cfg.task), 'task'); build(OmegaConf.to_object(cfg.tracking), 'tracking');"
         "heavy = [m for m in ('torch', 'transformers', 'mlflow', 'datasets') if m in sys.modules];"
         "print('HEAVY', heavy)"
     )
@@ -85,7 +85,7 @@ def test_only_project_targets_are_built():
     cfg = compose(["output_dir=/tmp/x"])
     cfg.tracking._target_ = "os.system"
     with pytest.raises(ConfigError, match="only classes of this project"):
-        build_object(cfg.tracking)
+        build(OmegaConf.to_object(cfg.tracking), 'tracking')
 
 
 def test_cfg_job_and_help_print():

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from runner.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION
-from runner.run import run
+from runner.contract.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION
+from runner.job.flow import run
 from tests.conftest import ROOT, compose, run_cli
 
 pytestmark = pytest.mark.e2e
@@ -31,7 +31,7 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     assert "extra_acc_spec: num_fewshot=2" in text
     from runner.references import samples as reference_samples
     from runner.references.store import lookup
-    from runner.spec import AccuracySpec
+    from runner.contract.spec import AccuracySpec
     from runner.stats.unpaired import HypothesisParams
 
     entry = lookup(refs, "mmlu", "accuracy", "HuggingFaceTB/SmolLM2-135M-Instruct",

@@ -8,8 +8,8 @@ import math
 from types import SimpleNamespace
 from xml.etree import ElementTree as ET
 
-from runner.exports.lm_eval import stderr
-from runner.exports.publish import publish_sweep
+from runner.reports.lm_eval import stderr
+from runner.reports.ci import publish_sweep
 from runner.sweep import summary as sweep_summary
 from tests.conftest import ROOT, run_cli
 from tests.sweep.test_sweep import fake_job
@@ -79,8 +79,8 @@ def test_a_sweep_is_one_test_case_per_job_with_its_sweep_verdict(tmp_path, monke
 
 
 def test_inconclusive_is_a_failed_case_unless_mapped_to_a_pass():
-    from runner.exports.cases import Case
-    from runner.exports.junit import junit_xml
+    from runner.reports.cases import Case
+    from runner.reports.junit import junit_xml
     from runner.stats.verdicts import inconclusive_fails
 
     def case(fails: bool) -> Case:

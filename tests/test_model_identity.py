@@ -8,8 +8,8 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from runner.errors import ConfigError
-from runner.model_identity import check_architecture, checkpoint_id
+from runner.contract.errors import ConfigError
+from runner.backends.identity import check_architecture, checkpoint_id
 from tests.conftest import ROOT, compose, run_cli
 
 LLAMA_8B = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "vocab_size": 128256}

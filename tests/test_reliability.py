@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.errors import UserError
+from runner.contract.errors import UserError
 from tests.conftest import ROOT, _hermetic, compose, run_cli
 
 GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
@@ -218,7 +218,7 @@ def test_an_unwritable_reference_directory_stops_record_mode_before_the_model_lo
 
 # ------------------------------------------------------------------ 10/11. mistakes get a message
 def _refused(overrides: list[str], match: str) -> None:
-    from runner.run import run
+    from runner.job.flow import run
 
     with pytest.raises(UserError, match=match) as caught:
         run(compose(overrides))
@@ -310,7 +310,7 @@ def test_a_mistake_prints_a_message_not_a_traceback_on_the_command_line(tmp_path
 def test_a_full_disk_is_a_message_and_keeps_what_was_written(tmp_path, monkeypatch):
     import errno
 
-    from runner.cli import ENVIRONMENT_ERRNOS, environment_error
+    from runner.commands.job import ENVIRONMENT_ERRNOS, environment_error
 
     err = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "samples.jsonl"))
     assert err.errno in ENVIRONMENT_ERRNOS
@@ -338,14 +338,15 @@ def test_the_summary_marks_a_truncated_report_instead_of_failing(tmp_path):
 
 # ------------------------------------------------------------------ 13. code from the checkpoint
 def test_trust_remote_code_is_said_in_the_report_and_tags(tmp_path):
-    from runner.report import run_identity
-    from runner.run import prepare
+    from runner.tracking.naming import run_identity
+    from runner.job.flow import typed
+    from runner.job.prepare import prepare
 
-    cfg = compose([*GSM8K, *QUIET, f"output_dir={tmp_path}", "model.trust_remote_code=true"])
+    cfg = typed(compose([*GSM8K, *QUIET, f"output_dir={tmp_path}", "model.trust_remote_code=true"]))
     job = prepare(cfg)
     assert any("trust_remote_code=true" in n and "runs in this process" in n for n in job.notes)
     assert run_identity(cfg, None)[1]["trust_remote_code"] == "true"
-    assert run_identity(compose([*GSM8K, f"output_dir={tmp_path}"]), None)[1]["trust_remote_code"] == "false"
+    assert run_identity(typed(compose([*GSM8K, f"output_dir={tmp_path}"])), None)[1]["trust_remote_code"] == "false"
 
 
 # ------------------------------------------------------------------ references never move by accident

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.data.sources import check_source, resolve_source, split_loader
-from runner.errors import DataError
+from runner.contract.errors import DataError
 
 UPSTREAM_CORPUS = "SlimPajama-6B"
 PACKAGED_NAME = "pydoc_topics"

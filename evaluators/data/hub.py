@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evaluators.data.io import load_hub, load_local
-from runner.errors import ConfigError
+from runner.files.datasets import load_hub, load_local
+from runner.contract.errors import ConfigError
 
 SOURCES = ("auto", "hub", "local")
 

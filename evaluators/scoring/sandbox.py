@@ -179,7 +179,7 @@ def isolation_layers() -> tuple[str, ...]:
     for line in stdout.splitlines():
         if line.startswith("sandbox-layers:"):
             return tuple(x for x in line.split(":", 1)[1].split(",") if x)
-    from runner.errors import UserError
+    from runner.contract.errors import UserError
 
     raise UserError("the execution sandbox does not start on this host", where="evaluators/scoring/sandbox.py",
                     given=f"{result.status}: {result.detail}",

@@ -14,10 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
-from runner.backends.base import LoglikelihoodRequest
-from runner.config.schemas import DatasetConfig, TaskConfig
-from runner.errors import ConfigError, DataError
+from evaluators.base import Evaluator
+from runner.contract.requests import Request, Response
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.requests import LoglikelihoodRequest
+from runner.contract.task_config import DatasetConfig, TaskConfig
+from runner.contract.errors import ConfigError, DataError
 
 
 @dataclass

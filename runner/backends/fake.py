@@ -20,20 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from runner.backends.base import (
-    Backend,
-    BackendInfo,
-    Capabilities,
-    ChatFormat,
-    GenerationRequest,
-    GpuNeeds,
-    LoglikelihoodRequest,
-    LoglikelihoodResult,
-    TaskLimits,
-)
+from runner.contract.backend import Backend, BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.backends.prompting import cut_at_stop
-from runner.errors import ConfigError
-from runner.spec import AccuracySpec
+from runner.contract.errors import ConfigError
+from runner.contract.spec import AccuracySpec
 
 
 @dataclass

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from runner.backends.base import ChatFormat, GenerationRequest
+from runner.contract.backend import ChatFormat
+from runner.contract.requests import GenerationRequest
 
 TRUNCATIONS = ("left", "right")
 

@@ -1,6 +1,6 @@
 """Built TensorRT engines, kept on disk and found again by what went into them.
 
-Layout under ``runner.paths.cache_dir()``::
+Layout under ``runner.files.paths.cache_dir()``::
 
     engines/<key>/engine/          what ``LLM.save()`` wrote (config.json, rank*.engine, tokenizer)
     engines/<key>/manifest.json    the key's inputs, in readable form, plus provenance
@@ -50,9 +50,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from runner.assets import sha256_of
-from runner.cache.locking import file_lock
-from runner.paths import cache_dir, write_atomic
+from runner.files.assets import sha256_of
+from runner.files.locking import file_lock
+from runner.files.paths import cache_dir, write_atomic
 
 KEY_FORMAT = 2  # bump when the meaning of the key inputs changes (2: whole-file sha256 of every file)
 RACY_SECONDS = 2.0  # a file modified this recently is hashed but not memoized (see the module docstring)

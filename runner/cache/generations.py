@@ -41,7 +41,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-from runner.errors import ConfigError
+from runner.cache.engines import fingerprint_digest
+from runner.contract.backend import BackendInfo, ChatFormat, TaskLimits
+from runner.contract.errors import ConfigError
+from runner.contract.requests import LoglikelihoodResult
+from runner.files.paths import cache_dir
 
 log = logging.getLogger("runner")
 
@@ -77,15 +81,15 @@ def request_document(request: Any) -> dict[str, Any]:
 def encode_response(response: Any) -> str:
     if dataclasses.is_dataclass(response) and not isinstance(response, type):
         cls = type(response)
-        return json.dumps({"__class__": f"{cls.__module__}:{cls.__qualname__}", "fields": dataclasses.asdict(response)})
+        return json.dumps({"__class__": cls.__qualname__, "fields": dataclasses.asdict(response)})
     return json.dumps({"value": response})
 
 
 def _response_types() -> dict[str, type]:
-    """The closed set of response records a row may hold: rows are data, never a way to name code."""
-    from runner.backends.base import LoglikelihoodResult
-
-    return {f"{cls.__module__}:{cls.__qualname__}": cls for cls in (LoglikelihoodResult,)}
+    """The closed set of response records a row may hold, by name: rows are data, never a way to name code.
+    Caches written while the records lived in ``runner.backends.base`` name them with that module."""
+    return {name: cls for cls in (LoglikelihoodResult,)
+            for name in (cls.__qualname__, f"runner.backends.base:{cls.__qualname__}")}
 
 
 def decode_response(text: str) -> Any:
@@ -105,7 +109,6 @@ def model_fingerprint(model_path: str, revision: str | None) -> Any:
     """Content fingerprint of a local checkpoint directory; a Hub id is keyed by id and revision."""
     path = Path(model_path)
     if path.is_dir():
-        from runner.cache.engines import fingerprint_digest
 
         return {"files_sha256": fingerprint_digest(path)}
     return {"location": model_path, "revision": revision}
@@ -229,18 +232,20 @@ class CachedBackend:
         return self.cache.resolve(list(requests), self.backend.loglikelihood, self.chunk_size)
 
 
-def open_for_job(cfg: Any, info: Any, limits: Any, chat: Any) -> BoundCache | None:
-    """The job's cache view (None with ``cache=off``), keyed by what the backend actually loaded."""
-    if not cfg.cache.enabled:
+def open_for_job(cache: CacheConfig, revision: str | None, settings: dict[str, Any],
+                 info: BackendInfo) -> BoundCache | None:
+    """The job's cache view (None with ``cache=off``), keyed by what the backend actually loaded and the
+    job's :func:`settings_context`."""
+    if not cache.enabled:
         return None
-    path = cache_path(cfg)
+    path = cache_path(cache)
     context = {
-        "model": model_fingerprint(info.model_path, cfg.model.revision),
+        "model": model_fingerprint(info.model_path, revision),
         "effective_spec": dataclasses.asdict(info.spec),
         "quantized_model_key": info.details.get("quant_key"),
         "backend_name": info.name, "versions": dict(info.versions), "device": info.device,
         "compute_dtype": info.details.get("torch_dtype"),
-    } | settings_context(cfg, limits, chat)
+    } | settings
     if info.details.get("served_model"):  # an endpoint: the id the server answers to (its URL is the device)
         context["served_model"] = info.details["served_model"]
     if info.details.get("extra_llm_api_options"):  # the file's contents, not only its path
@@ -250,41 +255,32 @@ def open_for_job(cfg: Any, info: Any, limits: Any, chat: Any) -> BoundCache | No
     return bound
 
 
-def settings_context(cfg: Any, limits: Any, chat: Any) -> dict[str, Any]:
+def settings_context(quant: Any, backend: Any, neutral: Sequence[str], limits: TaskLimits,
+                     chat: ChatFormat) -> dict[str, Any]:
     """The part of a job's cache context known before the model loads: the quant spec, the backend's
-    settings (not where its code lives: a moved module must not invalidate the cache; nor the settings
-    its class declares answer-neutral, such as a log file's path), limits and chat."""
-    from omegaconf import OmegaConf
-
-    from runner.build import target_class
-
-    backend = OmegaConf.to_container(cfg.backend, resolve=True)
-    try:
-        neutral = target_class(cfg.backend).answer_neutral_settings
-    except ConfigError:  # a class that is not (or no longer) there declares nothing
-        neutral = ()
+    settings (not where its code lives: a moved module must not invalidate the cache; nor the ``neutral``
+    settings its class declares answer-neutral, such as a log file's path), limits and chat."""
+    settings = dataclasses.asdict(backend)
     for dotted in ("_target_", *neutral):
         *parents, last = dotted.split(".")
-        node = backend
+        node = settings
         for part in parents:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict):
             node.pop(last, None)
-    return {"quant": OmegaConf.to_container(cfg.quant, resolve=True), "backend": backend,
+    return {"quant": dataclasses.asdict(quant), "backend": settings,
             "limits": dataclasses.asdict(limits), "chat": dataclasses.asdict(chat)}
 
 
-def cache_path(cfg: Any) -> Path:
-    from runner.paths import cache_dir
-
-    return Path(cfg.cache.path).expanduser() if cfg.cache.path else cache_dir() / "generations.sqlite"
+def cache_path(cache: CacheConfig) -> Path:
+    return Path(cache.path).expanduser() if cache.path else cache_dir() / "generations.sqlite"
 
 
-def preflight(cfg: Any) -> None:
+def preflight(cache: CacheConfig) -> None:
     """Before any model loads: the cache file can be created, opened and written (or the cache is off)."""
-    if not cfg.cache.enabled:
+    if not cache.enabled:
         return
-    path = cache_path(cfg)
+    path = cache_path(cache)
     try:
         if path.is_dir():
             raise IsADirectoryError(21, "is a directory", str(path))

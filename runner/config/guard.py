@@ -1,7 +1,7 @@
 """Command-line overrides of Hydra's own nodes that would run code from outside the project.
 
 Hydra instantiates its callbacks, launcher, sweeper and logging handlers itself, before the job
-sees its config, so the project-classes-only rule of :mod:`runner.build` cannot apply there. This
+sees its config, so the project-classes-only rule of :mod:`runner.contract.build` cannot apply there. This
 check runs on the command line before Hydra starts: under ``hydra.*`` a ``_target_`` must name
 Hydra's launchers, sweepers and callbacks, a Hydra plugin's or this project's classes (not Hydra's
 utilities, which call what they are given), and a logging ``class``/``()`` must name the
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 
 CALLABLE_PREFIXES = ("runner.", "evaluators.", "hydra_plugins.", "hydra._internal.core_plugins.",
                      "hydra.experimental.callbacks.")

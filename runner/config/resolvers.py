@@ -5,7 +5,7 @@ Hydra copies the cache into each sweep job), so two jobs started in the same sec
 output directory. ``${runner.path_part:${task.name}}`` turns a name into one safe path component
 before Hydra creates the directory; the names themselves are validated later, with a message.
 ``${runner.checkpoint_id:${model.path},<default id>}`` names the model a checkpoint holds
-(:mod:`runner.model_identity`).
+(:mod:`runner.backends.identity`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def register_resolvers() -> None:
     if not OmegaConf.has_resolver(PATH_PART):
         OmegaConf.register_new_resolver(PATH_PART, path_part)
     if not OmegaConf.has_resolver(CHECKPOINT_ID):
-        from runner.model_identity import checkpoint_id, checkpoint_name
+        from runner.backends.identity import checkpoint_id, checkpoint_name
 
         OmegaConf.register_new_resolver(CHECKPOINT_ID, checkpoint_id)
         OmegaConf.register_new_resolver(CHECKPOINT_NAME, checkpoint_name)

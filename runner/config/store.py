@@ -34,7 +34,7 @@ def schemas() -> dict[str, type]:
     from runner.backends.trtllm.engine import TRTLLMBackendConfig
     from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
     from runner.cache.generations import CacheConfig
-    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.contract.task_config import ModelConfig, QuantConfig
     from runner.tracking.trackers import MlflowTrackingConfig, NoTrackingConfig
 
     return {

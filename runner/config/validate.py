@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 
 POSITIVE = ("task.num_samples", "task.max_input_len", "task.max_output_len", "task.max_batch_size",
             "cache.chunk_size", "quant.group_size", "quant.calib_num_samples", "quant.calib_batch_size",

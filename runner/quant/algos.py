@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 
 # QuantAlgo members of TensorRT-LLM 1.0-1.2 (tensorrt_llm/quantization/mode.py) that name a
 # weight/activation scheme. INT8 is a KV cache algorithm only; MIXED_PRECISION needs a per-layer

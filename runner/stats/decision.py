@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 from runner.stats import claims as claim_rules
 from runner.stats.unpaired import HypothesisParams, Verdict, decide
 from runner.stats.settings import margin_points
@@ -52,14 +51,6 @@ class Gate(Protocol):
     def render(self) -> str: ...
 
     def metrics(self) -> dict[str, float]: ...
-
-
-@dataclass(frozen=True)
-class RunProvenance:
-    """What the new run evaluated, to check that the reference's per-sample scores are comparable."""
-
-    seed: int
-    dataset_source: str | None
 
 
 @dataclass
@@ -297,30 +288,6 @@ class Decision:
         return "\n".join(parts)
 
 
-def pairing_problem(recorded: dict[str, Any], rows: dict[str, Any], scored: Sequence[Any], run: RunProvenance) -> str | None:
-    """Why the reference's per-sample scores cannot be paired with this run's (None: they can).
-
-    Pairs must be the same samples: ids in common, the same seed and dataset source, and every
-    common sample asked with the same prompt (its hash is stored with the reference score)."""
-    from runner.references.samples import prompt_hash
-
-    seed = recorded.get("seed")
-    if seed is not None and int(seed) != int(run.seed):
-        return f"the reference was recorded with seed={seed} and this run uses seed={run.seed}"
-    source = recorded.get("dataset_source")
-    if source and run.dataset_source and str(source) != str(run.dataset_source):
-        return f"the reference was recorded on dataset source '{source}' and this run reads '{run.dataset_source}'"
-    common = [s for s in scored if s.sample_id in rows]
-    if not common:
-        return (f"no sample id of this run is among the reference's {len(rows)} "
-                "(another subset, seed or dataset)")
-    if any(rows[s.sample_id].prompt_sha256 is None for s in common):
-        return "the reference's per-sample file stores no prompt hashes (recorded by an older runner): record it again"
-    differ = sum(rows[s.sample_id].prompt_sha256 != prompt_hash(s.prompt) for s in common)
-    if differ:
-        return f"{differ} of the {len(common)} common samples were asked with a different prompt than the reference's"
-    return None
-
 
 def _deterministic_rule(reference: Any, params: HypothesisParams) -> str | None:
     if reference.threshold is not None:
@@ -330,14 +297,16 @@ def _deterministic_rule(reference: Any, params: HypothesisParams) -> str | None:
     return None
 
 
-def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: float, params: HypothesisParams,
-                   stats: Any, chance_level: float | None, metric: str, run: RunProvenance,
-                   gates: Sequence[Any] = (), tolerance: Tolerance | None = None) -> Decision:
+def decide_against(reference: Any, scored: Sequence[Any], score: float, params: HypothesisParams,
+                   stats: Any, chance_level: float | None, metric: str, rows: Mapping[str, Any] | None = None,
+                   pairing_problem: str | None = None, gates: Sequence[Any] = (),
+                   tolerance: Tolerance | None = None) -> Decision:
     """Apply the precedence of the module docstring; ``params.num_samples`` is the number evaluated.
 
-    The regression claim is tested at ``stats.margin``, the tolerance claim at ``tolerance`` (points)."""
+    ``rows``: the reference's per-sample scores by sample id (each with a ``score``), when the job loaded
+    them; ``pairing_problem``: why they cannot be paired with ``scored`` (None: they can). The regression
+    claim is tested at ``stats.margin``, the tolerance claim at ``tolerance`` (points)."""
     from runner.stats import paired as paired_stats
-    from runner.references import samples as reference_samples
 
     notes: list[str] = []
     margin = margin_points(stats, reference.value)
@@ -352,10 +321,8 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
     if tolerance is None:
         raise ValueError("a statistical rule needs the tolerance of the GO claim")
 
-    recorded = dict(reference.recorded or {})
-    rows = None
-    if stats.method != "unpaired" and recorded.get("samples"):
-        rows = reference_samples.load_rows(ref_dir, str(recorded["samples"]), recorded.get("samples_sha256"))
+    if stats.method == "unpaired":
+        rows = None
     if rows and not all(r.score in (0.0, 100.0) for r in rows.values()):
         sigma = paired_stats.estimate_sigma(r.score for r in rows.values())
         notes.append(f"sigma {sigma:.3f} estimated from the reference's {len(rows)} per-sample scores "
@@ -365,7 +332,7 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
 
     result = claims = None
     if rows is not None:
-        problem = pairing_problem(recorded, rows, scored, run)
+        problem = pairing_problem
         if problem is not None:
             if stats.method == "paired":
                 raise ConfigError("the reference's per-sample scores cannot be paired with this run",

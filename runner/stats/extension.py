@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 from runner.stats import sequential as gs
 from runner.stats.sequential_monitor import Look, statistic
 from runner.stats.verdicts import oriented

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 
 CORRECTIONS = ("holm", "bh", "none")
 

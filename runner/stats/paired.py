@@ -39,7 +39,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from runner.errors import UserError
+from runner.contract.errors import UserError
 from runner.stats.planning import _binary_theta, _check_prob, _k
 
 

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 from runner.stats.unpaired import phi, z
 
 SPENDING = ("obf", "pocock")

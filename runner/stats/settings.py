@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 from runner.stats.sequential import SequentialConfig, validate as validate_sequential
 from runner.stats.unpaired import GATES
 from runner.stats.verdicts import validate as validate_verdicts

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 
 _STANDARD_NORMAL = NormalDist()
 

@@ -34,7 +34,16 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from runner.tracking.trackers import PARENT_ENV, parent_run_id
+from runner.contract.build import build
+from runner.contract.errors import EXIT_ERROR, UserError
+from runner.reports.ci import publish_sweep
+from runner.reports.outputs import write_failure
+from runner.stats.multiple_testing import validate
+from runner.sweep import summary as sweep_summary
+from runner.sweep.progress import announce
+from runner.tracking.naming import run_identity
+from runner.tracking.provenance import flatten, project_commit
+from runner.tracking.trackers import PARENT_ENV, open_experiment, parent_run_id, process_tags
 
 log = logging.getLogger("runner")
 FULL_ERROR_ENV = "HYDRA_FULL_ERROR"
@@ -53,17 +62,13 @@ def take_exit_status() -> int | None:
 def record_failure(cfg: DictConfig, err: BaseException) -> None:
     """Make a failed job visible in the sweep: ``failure.json``, and a FAILED child run when the
     error came before the job's own run existed. Never raises: the sweep must go on."""
-    from runner.report import run_identity, write_failure
 
     out_dir = Path(cfg.output_dir)
     if (out_dir / "failure.json").is_file():
         return  # the job's own run recorded it
     run_id = None
     try:
-        from runner.build import build_object
-        from runner.provenance import flatten
-
-        tracker = build_object(cfg.tracking)
+        tracker = build(OmegaConf.to_object(cfg.tracking), "tracking")
         tracker.check()
         run_name, tags = run_identity(cfg, parent_run_id())
         tracker.start(run_name, flatten(OmegaConf.to_container(cfg, resolve=True)), tags)
@@ -94,9 +99,6 @@ class SweepCallback(Callback):
         """Hydra turns a callback's exception into a warning, so errors are handled here: a user error
         (unknown correction, unreachable tracking server) stops the sweep before any job runs."""
         global _open_sweep
-        from runner.errors import EXIT_ERROR, UserError
-
-        from runner.sweep.progress import announce
 
         announce(config)
         if config.get("dry_run"):
@@ -119,19 +121,14 @@ class SweepCallback(Callback):
         os.environ[FULL_ERROR_ENV] = "1"
 
     def _start(self, config: DictConfig) -> None:
-        from runner.stats.multiple_testing import validate
 
         self.started = datetime.now()
         validate(config.sweep.correction, config.sweep.alpha)
         if config.tracking.name != "mlflow":
             return
-        from runner.build import build_object
-
-        tracker = build_object(config.tracking)
+        tracker = build(OmegaConf.to_object(config.tracking), "tracking")
         tracker.check()
         from mlflow.tracking import MlflowClient
-
-        from runner.tracking.trackers import open_experiment, process_tags
 
         experiment = open_experiment(tracker.uri, config.tracking.experiment)
         self.client = MlflowClient(tracking_uri=tracker.uri)
@@ -145,7 +142,6 @@ class SweepCallback(Callback):
                 "sweep.correction": config.sweep.correction, "sweep.alpha": str(config.sweep.alpha),
                 "mlflow.note.content": f"Sweep `python -m runner -m {overrides}`"
                 + (f" with sweeper params {params}" if params else "")}
-        from runner.provenance import project_commit
 
         tags["runner_commit"] = project_commit()
         tags |= process_tags()
@@ -165,8 +161,6 @@ class SweepCallback(Callback):
         closed. ``stopped_by``: the exception that ended the multirun before all jobs returned; the
         sweep then fails whatever its jobs said. Returns the sweep's exit status."""
         global _open_sweep
-        from runner.sweep import summary as sweep_summary
-        from runner.errors import EXIT_ERROR
 
         if _open_sweep is self:
             _open_sweep = None
@@ -182,7 +176,6 @@ class SweepCallback(Callback):
                                           mode=config.stats.verdicts, on_inconclusive=config.stats.on_inconclusive)
             print(summary.render(), flush=True)
             exit_status = summary.exit_status
-            from runner.exports.publish import publish_sweep
 
             for path in publish_sweep(config, summary):
                 print(f"report: {path}", flush=True)
@@ -261,8 +254,6 @@ def abort_open_sweep(err: BaseException) -> int | None:
 def stop_message(err: BaseException, config: DictConfig) -> str:
     """What the user reads when the multirun stopped before all its jobs returned."""
     from hydra.errors import CompactHydraException
-
-    from runner.errors import UserError
 
     if isinstance(err, (CompactHydraException, UserError)):  # e.g. a swept value that does not compose
         return f"error: the sweep stopped: {err}"

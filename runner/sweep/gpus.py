@@ -5,7 +5,11 @@ from __future__ import annotations
 import logging
 import os
 
-from omegaconf import DictConfig, OmegaConf
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from runner.contract.build import target_class
 
 log = logging.getLogger("runner")
 GPU_COUNT_RESOLVER = "runner.gpu_count"
@@ -54,31 +58,31 @@ def gpus_for_job(job_num: int, count: int, visible: str | None, per_job: int = 1
     return ",".join(ids[first:first + per_job])
 
 
-def spread_over_gpus(cfg: DictConfig, job_num: int) -> None:
+def spread_over_gpus(backend: Any, job_num: int) -> str | None:
     """One job per GPU, so parallel launchers (``hydra/launcher=joblib_gpu``: n_jobs = GPU count) do
     not all land on the first GPU. Called before the job imports anything that initialises CUDA.
 
-    The backend class says what it needs (:meth:`runner.backends.base.Backend.gpu_needs`):
+    The backend class says what it needs (:meth:`runner.contract.backend.Backend.gpu_needs`):
     - a device key (backend=hf) with ``backend.device=auto``: job k runs on ``cuda:(k mod count)``;
-      the choice is written into the job's config, hence logged with the run;
+      the device is returned, for the caller to write into the job's config (hence logged with the run);
     - every visible GPU (the TensorRT-LLM backends, which spawn worker processes): job k gets its
       own ``CUDA_VISIBLE_DEVICES`` of ``per_job`` GPUs (:func:`gpus_for_job`), which this process
       and its children inherit;
     - no GPU: nothing is set."""
-    from runner.build import target_class
-
-    needs = target_class(cfg.backend).gpu_needs(cfg.backend)
+    needs = target_class(backend._target_, "backend").gpu_needs(backend)
     if needs.per_job == 0:
-        return  # no GPU: an HTTP client, say
+        return None  # no GPU: an HTTP client, say
     if needs.device_key:
-        if cfg.backend.device != "auto":
-            return
+        if backend.device != "auto":
+            return None
         count = visible_gpu_count()
-        if count > 1:
-            cfg.backend.device = f"cuda:{job_num % count}"
-            log.info("sweep job %d runs on %s (%d GPUs visible)", job_num, cfg.backend.device, count)
-        return
+        if count <= 1:
+            return None
+        device = f"cuda:{job_num % count}"
+        log.info("sweep job %d runs on %s (%d GPUs visible)", job_num, device, count)
+        return device
     devices = gpus_for_job(job_num, visible_gpu_count(), os.environ.get("CUDA_VISIBLE_DEVICES"), needs.per_job)
     if devices is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = devices
         log.info("sweep job %d runs with CUDA_VISIBLE_DEVICES=%s", job_num, devices)
+    return None

@@ -9,7 +9,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from runner.exports.cases import fmt
+from runner.reports.cases import fmt
 
 COLOURS = {"go": "#1a7f37", "no-go": "#cf222e", "inconclusive": "#bf8700", "failed": "#8250df", "incomplete": "#9a6700",
            "no verdict": "#57606a"}

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from runner.errors import EXIT_ERROR, EXIT_OK
+from runner.contract.errors import EXIT_ERROR, EXIT_OK
 from runner.stats.decision import STATISTICAL_RULES
 from runner.stats.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, combine, exit_status, reported
 from runner.stats.multiple_testing import adjust
-from runner.exports.cases import fmt
+from runner.reports.cases import fmt
 from runner.sweep.html import render as render_html
 
 COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
@@ -246,7 +246,7 @@ def _read_row(job_dir: Path) -> dict[str, Any]:
     report, failure = job_dir / "report.json", job_dir / "failure.json"
     if report.is_file():
         payload = json.loads(report.read_text())
-        from runner.spec import AccuracySpec
+        from runner.contract.spec import AccuracySpec
 
         decision = payload.get("decision")
         cache = payload.get("generation_cache") or {}  # None with cache=off

@@ -12,9 +12,9 @@ import os
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
-from runner.errors import TrackingError
+from runner.contract.errors import TrackingError
 
 
 @dataclass
@@ -79,7 +79,7 @@ def open_experiment(uri: str, name: str) -> Any:
     if db is None:
         experiment = mlflow.set_experiment(name)
     else:
-        from runner.cache.locking import file_lock
+        from runner.files.locking import file_lock
 
         with file_lock(db.parent / f".{db.name}.lock"):
             experiment = mlflow.set_experiment(name)
@@ -125,6 +125,33 @@ def mark_model_experiment(experiment: Any, uri: str) -> None:
 
         MlflowClient(tracking_uri=uri).set_experiment_tag(experiment.experiment_id, EXPERIMENT_KIND_TAG,
                                                           "custom_model_development")
+
+
+class Tracker(Protocol):
+    """Where a job's params, metrics, tags, tables and artifacts go (MLflow, or nowhere)."""
+
+    name: str
+    run_id: str | None
+
+    def check(self) -> None: ...
+
+    def start(self, run_name: str, params: dict[str, Any], tags: dict[str, str]) -> None: ...
+
+    def log_metrics(self, metrics: dict[str, float]) -> None: ...
+
+    def set_tags(self, tags: dict[str, str]) -> None: ...
+
+    def log_artifacts(self, directory: Path) -> None: ...
+
+    def log_table(self, data: dict[str, list[Any]], name: str) -> None: ...
+
+    def log_dataset(self, data: dict[str, list[Any]], name: str, source: str) -> None: ...
+
+    def set_description(self, text: str) -> None: ...
+
+    def end(self, status: str) -> None: ...
+
+    def where(self) -> str: ...
 
 
 class NullTracker:

@@ -27,9 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.base import GenerationRequest, LoglikelihoodRequest, TaskLimits
-from runner.errors import ConfigError
-from runner.config.schemas import ModelConfig, QuantConfig
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest
+from runner.contract.backend import TaskLimits
+from runner.contract.errors import ConfigError
+from runner.contract.task_config import ModelConfig, QuantConfig
 
 LIMITS = TaskLimits(max_input_len=64, max_output_len=8, max_batch_size=8)
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")

@@ -8,10 +8,11 @@ import sys
 
 import pytest
 
-from runner.backends.base import ChatFormat, GenerationRequest, LoglikelihoodRequest
+from runner.contract.backend import ChatFormat
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest
 from runner.backends.hf.backend import HFBackend, TaskLimits
-from runner.errors import ConfigError, ModelError
-from runner.config.schemas import ModelConfig, QuantConfig
+from runner.contract.errors import ConfigError, ModelError
+from runner.contract.task_config import ModelConfig, QuantConfig
 from runner.backends.hf.backend import HFBackendConfig
 from runner.backends.prompting import encode_pair, encode_request, render_prompt
 from tests.conftest import ROOT, compose
@@ -129,7 +130,7 @@ def test_long_prompts_keep_their_end():
 
 
 def test_constructor_is_light_and_validates():
-    code = ("import sys; from runner.backends.hf.backend import HFBackend, HFBackendConfig, TaskLimits; from runner.config.schemas import *;"
+    code = ("import sys; from runner.backends.hf.backend import HFBackend, HFBackendConfig, TaskLimits; from runner.contract.task_config import *;"
             "HFBackend(HFBackendConfig(), ModelConfig(name='m', hf_id='a/b'), QuantConfig(name='none'), TaskLimits(8, 2));"
             "print('torch' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -187,7 +188,7 @@ def test_a_sweep_worker_loads_a_model_once_per_spec(tmp_path):
     import json
 
     from runner.backends.hf import loaded
-    from runner.run import run
+    from runner.job.flow import run
 
     loaded.forget()
     base = ["task=passkey_retrieval_1k", "task.num_samples=2", "tracking=none", "reference.mode=skip", "cache=off"]

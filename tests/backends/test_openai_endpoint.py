@@ -32,7 +32,7 @@ SECRET = "sk-runner-test-9f3c1e-never-written"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from runner.assets import EMBEDDED_MODELS
+    from runner.files.assets import EMBEDDED_MODELS
 
     checkpoint = str(EMBEDDED_MODELS["smollm2_135m_gguf"]())
     port = free_port("127.0.0.1")
@@ -201,7 +201,7 @@ def test_a_sweep_worker_starts_one_server_for_its_jobs_on_one_model(tmp_path):
     """Consecutive jobs of one process with the same launch command share the server; another command
     line (here the dtype) stops it and starts its own; reuse=false stops it after the job."""
     from runner.backends.openai import server as servers
-    from runner.run import run
+    from runner.job.flow import run
     from tests.conftest import compose
 
     base = ["backend=transformers_serve", *MMLU, TWO, "reference.mode=skip", "tracking=none", "cache=off"]

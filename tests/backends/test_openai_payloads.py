@@ -8,12 +8,14 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from omegaconf import OmegaConf
 
-from runner.backends.base import ChatFormat, GenerationRequest
+from runner.contract.backend import ChatFormat
+from runner.contract.requests import GenerationRequest
 from runner.backends.openai.payloads import PromptSettings, chat_messages, completion_prompt, echoed_logprobs, sampling_fields
 from runner.backends.openai.server import render_command
 from runner.backends.prompting import encode_request, loglikelihood_tokens
-from runner.errors import ConfigError, EndpointError
+from runner.contract.errors import ConfigError, EndpointError
 from tests.conftest import compose
 
 
@@ -21,7 +23,7 @@ from tests.conftest import compose
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from runner.assets import EMBEDDED_MODELS
+    from runner.files.assets import EMBEDDED_MODELS
 
     return AutoTokenizer.from_pretrained(EMBEDDED_MODELS["smollm2_135m_gguf"]())
 
@@ -123,10 +125,11 @@ def test_the_launch_command_is_filled_and_checked():
      "guided decoding on an endpoint is the server's own"),
 ])
 def test_config_mistakes_are_refused_when_the_backend_is_built(overrides, message, tmp_path):
-    from runner.run import prepare
+    from runner.job.flow import typed
+    from runner.job.prepare import prepare
 
     with pytest.raises(ConfigError, match=message):
-        prepare(compose([*overrides, "tracking=none", "reference.mode=skip", f"output_dir={tmp_path}"]))
+        prepare(typed(compose([*overrides, "tracking=none", "reference.mode=skip", f"output_dir={tmp_path}"])))
 
 
 def test_presets_compose_with_the_declared_spec_following_the_quant_option():
@@ -142,20 +145,26 @@ def test_an_http_backend_leaves_the_gpus_of_a_sweep_alone(monkeypatch):
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(gpus, "visible_gpu_count", lambda: 4)
-    gpus.spread_over_gpus(compose(["backend=openai", "backend.base_url=http://h:1/v1"]), job_num=3)
+    openai = compose(["backend=openai", "backend.base_url=http://h:1/v1", "output_dir=/tmp/x"]).backend
+    assert gpus.spread_over_gpus(OmegaConf.to_object(openai), job_num=3) is None
     assert "CUDA_VISIBLE_DEVICES" not in __import__("os").environ
-    gpus.spread_over_gpus(compose(["backend=vllm"]), job_num=3)  # a managed server takes its own GPU
+    gpus.spread_over_gpus(OmegaConf.to_object(compose(["backend=vllm", "output_dir=/tmp/x"]).backend), job_num=3)  # a managed server takes its own GPU
     assert __import__("os").environ["CUDA_VISIBLE_DEVICES"] == "3"
 
 
 def test_the_cache_context_keys_the_server_and_not_the_log_file():
-    from runner.backends.base import TaskLimits
+    from runner.backends.openai.backend import OpenAIBackend
     from runner.cache.generations import settings_context
+    from runner.contract.backend import TaskLimits
 
     limits, chat = TaskLimits(64, 8), ChatFormat()
     out = "output_dir=/tmp/runner-unused"
-    a = settings_context(compose(["backend=openai", "backend.base_url=http://a:1/v1", out]), limits, chat)
-    b = settings_context(compose(["backend=openai", "backend.base_url=http://b:1/v1", out]), limits, chat)
-    c = settings_context(compose(["backend=openai", "backend.base_url=http://a:1/v1", "backend.launch.log_file=/x/s.log",
-                                  "backend.timeout_s=5", out]), limits, chat)
+
+    def settings(overrides):
+        cfg = OmegaConf.to_object(compose(["backend=openai", *overrides, out]))
+        return settings_context(cfg.quant, cfg.backend, OpenAIBackend.answer_neutral_settings, limits, chat)
+
+    a = settings(["backend.base_url=http://a:1/v1"])
+    b = settings(["backend.base_url=http://b:1/v1"])
+    c = settings(["backend.base_url=http://a:1/v1", "backend.launch.log_file=/x/s.log", "backend.timeout_s=5"])
     assert a != b and a == c

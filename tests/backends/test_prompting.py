@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from runner.backends.base import ChatFormat, GenerationRequest
+from runner.contract.backend import ChatFormat
+from runner.contract.requests import GenerationRequest
 from runner.backends.prompting import encode_request
 
 

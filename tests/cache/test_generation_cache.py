@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from runner.backends.base import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.cache.generations import GenerationCache
 
 
@@ -112,20 +112,16 @@ def test_cache_group_composes(value):
 
 def test_the_context_holds_the_backends_settings_not_its_code_location(tmp_path):
     """Moving a backend's module changes its _target_; cached answers must survive that."""
-    from types import SimpleNamespace
-
-    from omegaconf import OmegaConf
-
-    from runner.backends.base import ChatFormat, TaskLimits
-    from runner.cache.generations import open_for_job
-    from runner.spec import AccuracySpec
+    from runner.backends.hf.backend import HFBackendConfig
+    from runner.cache.generations import CacheConfig, open_for_job, settings_context
+    from runner.contract.backend import BackendInfo, ChatFormat, TaskLimits
+    from runner.contract.spec import AccuracySpec
+    from runner.contract.task_config import QuantConfig
 
     def bound(target: str):
-        cfg = OmegaConf.create({"cache": {"enabled": True, "path": str(tmp_path / "g.sqlite")},
-                                "model": {"revision": None}, "quant": {"name": "none"},
-                                "backend": {"_target_": target, "name": "hf", "dtype": "auto"}})
-        info = SimpleNamespace(model_path="org/m", spec=AccuracySpec(), details={}, name="hf", versions={},
-                               device="cpu")
-        return open_for_job(cfg, info, TaskLimits(8, 2), ChatFormat())
+        settings = settings_context(QuantConfig(name="none"), HFBackendConfig(_target_=target), (), TaskLimits(8, 2),
+                                    ChatFormat())
+        info = BackendInfo(name="hf", spec=AccuracySpec(), device="cpu", model_path="org/m")
+        return open_for_job(CacheConfig(enabled=True, path=str(tmp_path / "g.sqlite")), None, settings, info)
 
     assert bound("runner.backends.hf.HFBackend").context_id == bound("runner.backends.hf.backend.HFBackend").context_id

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from runner.errors import ConfigError, ReferenceError_
+from runner.contract.errors import ConfigError, ReferenceError_
 from runner.references.store import Reference, default_reference_dir, list_specs, lookup, metric_key, record
-from runner.spec import AccuracySpec
+from runner.contract.spec import AccuracySpec
 from runner.stats.unpaired import HypothesisParams
 
 MMLU_DEFAULTS = HypothesisParams(alpha=0.05, beta=0.2, sigma=50.0, num_samples=4096)

@@ -11,14 +11,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from evaluators.base import ScoredSample
+from runner.contract.evaluator import ScoredSample
 from runner.references import samples as reference_samples
-from runner.stats.decision import RunProvenance, decide_against
+from runner.references.samples import RunProvenance, pairing_problem
+from runner.stats.decision import decide_against
 from runner.stats.settings import StatsConfig, validate
 from runner.stats.verdicts import Tolerance
-from runner.errors import ConfigError, ReferenceError_
+from runner.contract.errors import ConfigError, ReferenceError_
 from runner.references.store import Reference
-from runner.spec import AccuracySpec
+from runner.contract.spec import AccuracySpec
 from runner.stats.unpaired import HypothesisParams
 
 PARAMS = HypothesisParams(0.05, 0.2, 50.0, 100)
@@ -53,7 +54,14 @@ def ref_scores(n: int = 100, right: int = 60) -> dict[str, float]:
 
 def decide(ref, new: dict[str, float], score: float, tmp_path, st=None, params=PARAMS, chance=None, metric="accuracy",
            run=RUN, gates=(), tol=TOL):
-    return decide_against(ref, tmp_path, scored(new), score, params, st or stats(), chance, metric, run, gates, tol)
+    """As a job decides: its reference step loads the per-sample scores, its decide step checks the pairing."""
+    st = st or stats()
+    recorded = ref.recorded or {}
+    rows = problem = None
+    if st.method != "unpaired" and recorded.get("samples"):
+        rows = reference_samples.load_rows(tmp_path, recorded["samples"], recorded.get("samples_sha256"))
+        problem = pairing_problem(recorded, rows, scored(new), run)
+    return decide_against(ref, scored(new), score, params, st, chance, metric, rows, problem, gates, tol)
 
 
 def test_paired_test_catches_what_the_unpaired_threshold_misses(tmp_path):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 from runner.stats.extension import Extensions
 from runner.stats.settings import StatsConfig, validate
 

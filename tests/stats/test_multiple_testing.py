@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 from runner.stats.multiple_testing import adjust, validate
 
 

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from runner.errors import UserError
+from runner.contract.errors import UserError
 from runner.stats.paired import (
     PairedResult,
     PairingError,

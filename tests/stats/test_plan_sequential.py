@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 
-from runner.plan_sequential import plans
+from runner.stats.sequential_plan import plans
 from runner.stats import sequential as gs
 from runner.stats.sequential_monitor import look_sizes
 from runner.stats.simulate import paired_flip_probabilities
@@ -66,7 +66,7 @@ def test_the_planned_paired_design_has_its_power_at_theta_under_the_added_model(
 
 
 def test_the_cli_plans_the_added_model_by_default(capsys):
-    from runner.plan import main
+    from runner.commands.plan import main
 
     assert main(["--sequential", "4", "--json"]) == 0
     paired = json.loads(capsys.readouterr().out)["designs"][1]

@@ -305,7 +305,7 @@ def _ppl_reference(tmp_path: Path, value: float) -> Path:
 
 
 def _job(tmp_path: Path, name: str, refs: Path, *extra: str):
-    from runner.run import run
+    from runner.job.flow import run
     from tests.conftest import compose
 
     cfg_ = compose(["backend=fake", "task=perplexity", "tracking=none", f"reference.dir={refs}",
@@ -339,7 +339,7 @@ def test_a_clear_pass_stops_at_the_first_look_on_its_prefix(tmp_path):
 
 
 def test_config_mistakes_are_refused_with_a_message():
-    from runner.errors import ConfigError
+    from runner.contract.errors import ConfigError
     from runner.stats.settings import StatsConfig, validate
 
     with pytest.raises(ConfigError, match="alpha-spending"):
@@ -348,7 +348,7 @@ def test_config_mistakes_are_refused_with_a_message():
 
 
 def test_the_planning_cli_prints_both_designs(capsys):
-    from runner.plan import main
+    from runner.commands.plan import main
 
     assert main(["--sequential", "4", "--alpha", "0.025", "--beta", "0.1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

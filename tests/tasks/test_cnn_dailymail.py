@@ -9,13 +9,14 @@ import json
 
 import pytest
 
-from evaluators.base import Sample, ScoredSample
+from runner.contract.evaluator import Sample, ScoredSample
 from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer
 from evaluators.tasks.cnn_dailymail import CUE, CNNDailyMailEvaluator, prompt_body
-from runner.backends.base import ChatFormat, GenerationRequest
+from runner.contract.backend import ChatFormat
+from runner.contract.requests import GenerationRequest
 from runner.backends.prompting import encode_request
-from runner.errors import ConfigError, DataError
-from runner.config.schemas import DatasetConfig
+from runner.contract.errors import ConfigError, DataError
+from runner.contract.task_config import DatasetConfig
 from evaluators.tasks.cnn_dailymail import CNNDailyMailTaskConfig
 from tests.conftest import ROOT, compose
 
@@ -307,7 +308,7 @@ def test_left_truncation_keeps_the_bos_the_tokenizer_adds():
 def test_runs_end_to_end_on_the_fixture_and_logs_to_mlflow(tmp_path, mlflow_server, monkeypatch):
     from mlflow.tracking import MlflowClient
 
-    from runner.run import run
+    from runner.job.flow import run
 
     monkeypatch.chdir(tmp_path)
     outcome = run(compose(["task=cnn_dailymail", "task.num_samples=3", "task.max_output_len=16",

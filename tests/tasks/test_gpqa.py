@@ -25,9 +25,9 @@ import pytest
 from evaluators.tasks import gpqa
 from evaluators.tasks.gpqa import (LETTERS, GPQAEvaluator, Item, extract_flexible, extract_strict, render,
                              upstream_questions)
-from runner.backends.base import GenerationRequest
-from runner.errors import ConfigError, DataError
-from runner.config.schemas import DatasetConfig
+from runner.contract.requests import GenerationRequest
+from runner.contract.errors import ConfigError, DataError
+from runner.contract.task_config import DatasetConfig
 from evaluators.tasks.gpqa import GPQATaskConfig
 from tests.conftest import ROOT, compose
 
@@ -290,7 +290,7 @@ def test_local_file_and_directory_give_the_same_samples():
 
 def test_packaged_copy_golden_gold_letters_and_order():
     """Seed 0: the order and gold letters upstream's code path gives on this file (lm-eval 0.4.8)."""
-    from runner.assets import GPQA_DIAMOND, asset_path, sha256_of
+    from runner.files.assets import GPQA_DIAMOND, asset_path, sha256_of
 
     path = asset_path(GPQA_DIAMOND.name)
     assert sha256_of(path) == GPQA_DIAMOND.member_sha256
@@ -407,7 +407,7 @@ def test_config_composes_with_upstream_parameters(monkeypatch):
 @pytest.mark.parametrize("quant,kv,value", [(None, None, 45.96), ("FP8", None, 48.03), ("NVFP4", "FP8", 45.55)])
 def test_published_references(quant, kv, value):
     from runner.references.store import lookup
-    from runner.spec import AccuracySpec
+    from runner.contract.spec import AccuracySpec
     from runner.stats.unpaired import HypothesisParams
 
     entry = lookup(ROOT / "references", "gpqa_diamond", "accuracy", "meta-llama/Llama-3.3-70B-Instruct",
@@ -421,8 +421,8 @@ def test_end_to_end_on_the_packaged_copy_logs_to_mlflow_without_leaking_question
     artifacts (stdout, stderr, report, MLflow params/metrics/tags) may contain a question."""
     from mlflow.tracking import MlflowClient
 
-    from runner.assets import GPQA_DIAMOND, asset_path
-    from runner.run import run
+    from runner.files.assets import GPQA_DIAMOND, asset_path
+    from runner.job.flow import run
 
     monkeypatch.setattr(gpqa, "installed_task_file", lambda: None)
     monkeypatch.chdir(tmp_path)

@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluators.base import Sample
+from runner.contract.evaluator import Sample
 from evaluators.tasks.gsm8k import (FLEXIBLE_PATTERN, GSM8KEvaluator, IGNORED, STRICT_PATTERN, extract_flexible,
                               extract_strict, normalize)
-from runner.backends.base import GenerationRequest
-from runner.errors import ConfigError, DataError
-from runner.config.schemas import DatasetConfig
+from runner.contract.requests import GenerationRequest
+from runner.contract.errors import ConfigError, DataError
+from runner.contract.task_config import DatasetConfig
 from evaluators.tasks.gsm8k import GSM8KTaskConfig
 from tests.conftest import ROOT, compose
 
@@ -321,7 +321,7 @@ def test_packaged_copy_is_the_original_test_split_and_evaluates_all_1319(tmp_pat
     assert janet.target == "18"
     # Same rows, same order as openai/grade-school-math's release test.jsonl (the source of the Hub's
     # openai/gsm8k 'main' test split): sha256 over the rows as canonical JSON lines.
-    from runner.assets import GSM8K_TEST, asset_path
+    from runner.files.assets import GSM8K_TEST, asset_path
 
     lines = asset_path(GSM8K_TEST.name).read_text(encoding="utf-8").splitlines()
     canonical = "".join(json.dumps(json.loads(line), ensure_ascii=False, sort_keys=True) + "\n" for line in lines)
@@ -401,7 +401,7 @@ def test_config_composes_with_upstream_parameters():
 ])
 def test_published_references(model, quant, kv, value):
     from runner.references.store import lookup
-    from runner.spec import AccuracySpec
+    from runner.contract.spec import AccuracySpec
     from runner.stats.unpaired import HypothesisParams
 
     entry = lookup(ROOT / "references", "gsm8k", "accuracy", model, AccuracySpec(quant_algo=quant, kv_cache_quant_algo=kv),
@@ -414,7 +414,7 @@ def test_end_to_end_record_then_check_logs_both_parts_to_mlflow(tmp_path, mlflow
     """The embedded model on 3 packaged problems: record a reference, check against it, read MLflow back."""
     from mlflow.tracking import MlflowClient
 
-    from runner.run import run
+    from runner.job.flow import run
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"

@@ -14,8 +14,8 @@ from evaluators.scoring.rouge import RougeScorer
 from evaluators.tasks.humaneval import (HumanEvalEvaluator, build_job, build_program, drop_broken_tail,
                                         extract_code_block)
 from evaluators.scoring.sandbox import Limits, run_program, run_programs
-from runner.errors import ConfigError, DataError
-from runner.config.schemas import DatasetConfig
+from runner.contract.errors import ConfigError, DataError
+from runner.contract.task_config import DatasetConfig
 from evaluators.tasks.humaneval import HumanEvalTaskConfig, SandboxConfig
 
 rouge_f1 = RougeScorer()
@@ -440,9 +440,9 @@ def test_unreachable_hub_names_the_alternatives():
 
 # ---------------------------------------------------------------------- references and end to end
 def test_upstream_rouge_references_are_never_read_as_pass_at_1():
-    from runner.errors import ReferenceError_
+    from runner.contract.errors import ReferenceError_
     from runner.references.store import default_reference_dir, lookup
-    from runner.spec import AccuracySpec
+    from runner.contract.spec import AccuracySpec
     from runner.stats.unpaired import HypothesisParams
 
     defaults = HypothesisParams(0.002, 0.2, 50.0, 164)
@@ -457,7 +457,7 @@ def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, mo
     """The embedded model on 2 packaged problems: record, check against it, read MLflow back."""
     from mlflow.tracking import MlflowClient
 
-    from runner.run import run
+    from runner.job.flow import run
     from tests.conftest import compose
 
     monkeypatch.chdir(tmp_path)

@@ -9,12 +9,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from evaluators.base import Sample
+from runner.contract.evaluator import Sample
 from evaluators.tasks.json_mode import JsonModeEvaluator, judge, unfence
 from runner.backends.hf import guided
-from runner.backends.base import ChatFormat, GenerationRequest, TaskLimits
-from runner.errors import ConfigError, DataError
-from runner.config.schemas import DatasetConfig
+from runner.contract.backend import ChatFormat, TaskLimits
+from runner.contract.requests import GenerationRequest
+from runner.contract.errors import ConfigError, DataError
+from runner.contract.task_config import DatasetConfig
 from evaluators.tasks.json_mode import JsonModeTaskConfig
 from tests.conftest import ROOT, compose
 from tests.backends.test_trtllm_backend import FakeTokenizer, engine_backend, fake, model_dir  # noqa: F401
@@ -243,7 +244,7 @@ def test_modes_resolve_per_backend(monkeypatch):
     assert guided.resolve_hf("auto") == "lm-format-enforcer" and guided.resolve_hf("none") == "none"
     monkeypatch.setattr(guided, "lmfe_installed", lambda: False)
     assert guided.resolve_hf("auto") == "none"  # falls back to free generation, with a warning
-    from runner.errors import BackendUnavailable
+    from runner.contract.errors import BackendUnavailable
 
     with pytest.raises(BackendUnavailable, match="pip install"):
         guided.resolve_hf("lm-format-enforcer")
@@ -262,7 +263,7 @@ def test_trtllm_passes_guided_decoding_params_and_the_backend(fake, model_dir, m
         be = engine_backend(model_dir, limits=limits, chat=chat, max_num_tokens=64)
     else:
         from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend
-        from runner.config.schemas import ModelConfig, QuantConfig
+        from runner.contract.task_config import ModelConfig, QuantConfig
         from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
 
         be = TRTLLMPyTorchBackend(TRTLLMPyTorchBackendConfig(max_num_tokens=64),
@@ -310,7 +311,7 @@ def test_real_tensorrt_llm_constrains_output_to_the_schema(tmp_path, monkeypatch
     monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
     from runner.backends.trtllm.engine import TRTLLMEngineBackend
     from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend
-    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.contract.task_config import ModelConfig, QuantConfig
     from runner.backends.trtllm.engine import TRTLLMBackendConfig
     from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
 
@@ -334,7 +335,7 @@ def test_hf_guided_decoding_yields_schema_valid_json():
     import jsonschema
 
     from runner.backends.hf.backend import HFBackend
-    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.contract.task_config import ModelConfig, QuantConfig
     from runner.backends.hf.backend import HFBackendConfig
 
     schema = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]},
@@ -359,7 +360,7 @@ def test_hf_guided_decoding_yields_schema_valid_json():
 def test_runs_end_to_end_on_the_fixture_and_logs_to_mlflow(tmp_path, mlflow_server, monkeypatch):
     from mlflow.tracking import MlflowClient
 
-    from runner.run import run
+    from runner.job.flow import run
 
     monkeypatch.chdir(tmp_path)
     outcome = run(compose(["task=json_mode_eval", "task.num_samples=2", "task.max_output_len=96",

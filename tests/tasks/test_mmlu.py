@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from evaluators.tasks.mmlu import MMLUEvaluator
-from runner.backends.base import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
-from runner.errors import ConfigError, DataError
-from runner.config.schemas import DatasetConfig
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
+from runner.contract.errors import ConfigError, DataError
+from runner.contract.task_config import DatasetConfig
 from evaluators.tasks.mmlu import MMLUTaskConfig
 from tests.conftest import ROOT
 

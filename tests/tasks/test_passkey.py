@@ -13,7 +13,7 @@ import random
 import pytest
 
 from evaluators.tasks.passkey import PasskeyEvaluator, first_number, nominal_length
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 from evaluators.tasks.passkey import PasskeyTaskConfig
 from runner.stats.unpaired import HypothesisParams, decide
 from tests.conftest import compose
@@ -127,7 +127,7 @@ def test_prompt_fits_the_embedded_models_input_limit():
     """Measured with SmolLM2's tokenizer (25 tokens per filler line): the 1k and 4k levels fit their limit."""
     from transformers import AutoTokenizer
 
-    from runner.assets import smollm2_checkpoint
+    from runner.files.assets import smollm2_checkpoint
 
     tok = AutoTokenizer.from_pretrained(smollm2_checkpoint())
     for name, limit in (("passkey_retrieval_1k", 1024), ("passkey_retrieval_4k", 4096)):
@@ -226,7 +226,7 @@ def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, mo
 
     from mlflow.tracking import MlflowClient
 
-    from runner.run import run
+    from runner.job.flow import run
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"

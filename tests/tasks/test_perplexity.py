@@ -8,12 +8,12 @@ import math
 
 import pytest
 
-from evaluators.base import Sample
+from runner.contract.evaluator import Sample
 from evaluators.data.corpus import Corpus, Document, load_corpus
 from evaluators.tasks.perplexity import PerplexityEvaluator, document_perplexity, normalize, shuffled_order
-from runner.backends.base import LoglikelihoodRequest, LoglikelihoodResult
-from runner.errors import ConfigError, DataError
-from runner.config.schemas import DatasetConfig
+from runner.contract.requests import LoglikelihoodRequest, LoglikelihoodResult
+from runner.contract.errors import ConfigError, DataError
+from runner.contract.task_config import DatasetConfig
 from evaluators.tasks.perplexity import PerplexityTaskConfig
 from tests.conftest import ROOT, compose
 
@@ -130,7 +130,7 @@ def test_offline_default_config_finds_enough_documents():
     """The shipped task=perplexity settings select num_samples documents in the embedded model's tokens."""
     from tokenizers import Tokenizer
 
-    from runner.assets import smollm2_checkpoint
+    from runner.files.assets import smollm2_checkpoint
 
     cfg = compose(["task=perplexity", "output_dir=/tmp/x"])
     from omegaconf import OmegaConf
@@ -214,7 +214,7 @@ def test_both_task_options_compose_with_upstream_statistics():
 # ---------------------------------------------------------------------------- statistics: lower is better
 def test_threshold_lies_above_the_reference_and_higher_perplexity_fails():
     from runner.references.store import lookup
-    from runner.spec import AccuracySpec
+    from runner.contract.spec import AccuracySpec
     from runner.stats.unpaired import HypothesisParams, decide
 
     t = compose(["task=perplexity_slimpajama", "output_dir=/tmp/x"]).task
@@ -233,7 +233,7 @@ def test_threshold_lies_above_the_reference_and_higher_perplexity_fails():
 
 def test_upstream_reference_file_with_accuracy_key_drops_in(tmp_path):
     from runner.references.store import lookup
-    from runner.spec import AccuracySpec
+    from runner.contract.spec import AccuracySpec
     from runner.stats.unpaired import HypothesisParams
 
     (tmp_path / "perplexity.yaml").write_text("gradientai/Llama-3-8B-Instruct-Gradient-1048k:\n  - accuracy: 7.663\n"
@@ -262,7 +262,7 @@ def test_hf_scores_a_document_from_bos_and_keeps_its_end():
     import torch
 
     from runner.backends.hf.backend import HFBackend, TaskLimits
-    from runner.config.schemas import ModelConfig, QuantConfig
+    from runner.contract.task_config import ModelConfig, QuantConfig
     from runner.backends.hf.backend import HFBackendConfig
 
     model = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
@@ -290,8 +290,8 @@ def test_hf_scores_a_document_from_bos_and_keeps_its_end():
 def test_record_then_check_quantized_specs_end_to_end(tmp_path, mlflow_server, monkeypatch):
     from mlflow.tracking import MlflowClient
 
-    from runner.errors import EXIT_OK, EXIT_REGRESSION
-    from runner.run import run
+    from runner.contract.errors import EXIT_OK, EXIT_REGRESSION
+    from runner.job.flow import run
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"

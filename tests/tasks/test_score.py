@@ -13,9 +13,9 @@ from evaluators.tasks.score.data import AGIEVAL_SUBSETS, MATH_SUBSETS
 from evaluators.tasks.score.evaluator import ScoreEvaluator
 from evaluators.tasks.score.gate import ConsistencyGate
 from evaluators.tasks.score.metrics import bootstrap_ratio
-from runner.errors import ConfigError, UserError
+from runner.contract.errors import ConfigError, UserError
 from evaluators.tasks.score import ScoreTaskConfig
-from runner.config.schemas import DatasetConfig
+from runner.contract.task_config import DatasetConfig
 from tests.conftest import ROOT, compose
 
 DATA = ROOT / "tests" / "data" / "score"
@@ -386,8 +386,8 @@ def _aggregate(family, mod, metric, values):
 def test_job_records_both_references_and_fails_on_consistency(tmp_path, monkeypatch):
     from ruamel.yaml import YAML
 
-    import runner.run as job
-    from runner.errors import EXIT_OK, EXIT_REGRESSION
+    import runner.job.flow as job
+    from runner.contract.errors import EXIT_OK, EXIT_REGRESSION
 
     refs = tmp_path / "refs"
     # the scripted backend stands in for a model: it always replies "The best answer is A"

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from runner.errors import EXIT_OK
-from runner.run import run
+from runner.contract.errors import EXIT_OK
+from runner.job.flow import run
 from tests.conftest import ROOT, compose
 
 pytestmark = pytest.mark.e2e

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 from omegaconf import MISSING
-from runner.config.schemas import TaskConfig
+from runner.contract.task_config import TaskConfig
 
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluators.data.io import LOCAL_FORMATS, load_hub, load_local
-from runner.errors import ConfigError, DataError
+from runner.files.datasets import LOCAL_FORMATS, load_hub, load_local
+from runner.contract.errors import ConfigError, DataError
 
 FAMILIES = ("mmlu_pro", "agieval", "math")
 MMLU_PRO_HUB = "TIGER-Lab/MMLU-Pro"

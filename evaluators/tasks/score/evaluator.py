@@ -16,11 +16,13 @@ import math
 import random
 from typing import Any, Sequence
 
-from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
+from evaluators.base import Evaluator
+from runner.contract.requests import Request, Response
+from runner.contract.evaluator import Sample, ScoredSample
 from evaluators.tasks.score import data, extract, metrics, upstream
 from evaluators.tasks.score.variants import KINDS, Variant, non_greedy_variants, option_order_variants, prompt_variants
-from runner.backends.base import GenerationRequest
-from runner.errors import ConfigError
+from runner.contract.requests import GenerationRequest
+from runner.contract.errors import ConfigError
 
 log = logging.getLogger("runner")
 SOURCES = ("auto", "hub", "local")

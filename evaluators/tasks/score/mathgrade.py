@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from runner.errors import UserError
+from runner.contract.errors import UserError
 
 INSTALL_HINT = 'pip install "math-verify[antlr4_9_3]==0.9.0" (or `pip install -e ".[score]"`)'
 

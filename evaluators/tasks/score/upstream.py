@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.errors import UserError
+from runner.contract.errors import UserError
 
 TESTED_VERSION = "0.4.13"
 FAMILY_DIRS = {"mmlu_pro": "mmlu_pro", "agieval": "agi_eval", "math": "math"}

@@ -23,21 +23,12 @@ from typing import Any, Optional, Sequence, TYPE_CHECKING
 from runner.backends.hf import batching, guided
 from runner.backends.hf import loaded as loaded_models
 from runner.quant import modelopt as hf_quant
-from runner.backends.base import (
-    Backend,
-    Capabilities,
-    GpuNeeds,
-    BackendInfo,
-    ChatFormat,
-    GenerationRequest,
-    LoglikelihoodRequest,
-    LoglikelihoodResult,
-    TaskLimits,
-)
+from runner.contract.backend import Backend, Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.backends.prompting import cut_at_stop, encode_request, loglikelihood_tokens
-from runner.errors import ConfigError, ModelError
+from runner.contract.errors import ConfigError, ModelError
 from runner.backends.models import load_failure, resolve_model_source
-from runner.spec import AccuracySpec
+from runner.contract.spec import AccuracySpec
 
 if TYPE_CHECKING:
     import torch

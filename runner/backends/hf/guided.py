@@ -20,7 +20,7 @@ import json
 import logging
 from typing import Any, Sequence
 
-from runner.errors import BackendUnavailable, ConfigError
+from runner.contract.errors import BackendUnavailable, ConfigError
 
 log = logging.getLogger("runner")
 

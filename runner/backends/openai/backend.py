@@ -17,23 +17,14 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from runner.backends.base import (
-    Backend,
-    BackendInfo,
-    Capabilities,
-    ChatFormat,
-    GenerationRequest,
-    GpuNeeds,
-    LoglikelihoodRequest,
-    LoglikelihoodResult,
-    TaskLimits,
-)
+from runner.contract.backend import Backend, BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.backends.openai import client as http
 from runner.backends.openai.config import ENDPOINTS, JSON_SCHEMA_FIELDS, PROMPT_FORMATS, TRUNCATIONS
 from runner.backends.openai.payloads import PromptSettings, chat_messages, completion_prompt, echoed_logprobs, sampling_fields
 from runner.backends.prompting import cut_at_stop, loglikelihood_tokens
-from runner.errors import BackendUnavailable, ConfigError, EndpointError
-from runner.spec import AccuracySpec
+from runner.contract.errors import BackendUnavailable, ConfigError, EndpointError
+from runner.contract.spec import AccuracySpec
 
 log = logging.getLogger("runner")
 GUIDED_MODES = ("none", "auto", "server")

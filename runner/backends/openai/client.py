@@ -2,7 +2,7 @@
 
 The library retries connection errors, timeouts, 408, 409, 429 and 5xx answers with exponential
 backoff and jitter (0.5 s doubling up to 8 s, honouring ``Retry-After``), ``max_retries`` times.
-What still fails becomes an :class:`~runner.errors.EndpointError` naming the URL, the status and
+What still fails becomes an :class:`~runner.contract.errors.EndpointError` naming the URL, the status and
 the start of the body. Requests of one bulk call go out ``max_concurrency`` at a time; answers keep
 request order. The API key is read from the environment variable the config names, and is held
 only by the client object.
@@ -15,7 +15,7 @@ import os
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any, Callable, Sequence, TypeVar
 
-from runner.errors import ConfigError, EndpointError
+from runner.contract.errors import ConfigError, EndpointError
 
 log = logging.getLogger("runner")
 T = TypeVar("T")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from runner.backends.openai.config import PLACEHOLDERS
-from runner.errors import ConfigError, EndpointError
+from runner.contract.errors import ConfigError, EndpointError
 
 log = logging.getLogger("runner")
 _kept: tuple[str, "ManagedServer"] | None = None

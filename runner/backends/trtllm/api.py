@@ -4,7 +4,7 @@ The TensorRT-LLM backends call :func:`load_api` on entry and use only the symbol
 backend imports only the names it uses (:data:`ENGINE_NAMES`, :data:`PYTORCH_NAMES`), so the PyTorch
 backend keeps working on TensorRT-LLM releases without the TensorRT engine backend (upstream's main
 branch since 2026). A missing package, a broken installation (CUDA, a dependency) and a release that
-lacks a name each become one :class:`~runner.errors.BackendUnavailable` saying which. Tests replace
+lacks a name each become one :class:`~runner.contract.errors.BackendUnavailable` saying which. Tests replace
 ``load_api`` with a double generated from signature manifests of real releases
 (``runner/backends/trtllm/manifests/``, ``tests/backends/trtllm_double.py``).
 """
@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from runner.errors import BackendUnavailable
+from runner.contract.errors import BackendUnavailable
 
 INSTALL_HINT = (
     "install TensorRT-LLM from NVIDIA's package index: "

@@ -20,23 +20,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from runner.backends.base import (
-    Backend,
-    Capabilities,
-    GpuNeeds,
-    BackendInfo,
-    ChatFormat,
-    GenerationRequest,
-    LoglikelihoodRequest,
-    LoglikelihoodResult,
-    TaskLimits,
-)
+from runner.contract.backend import Backend, Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.backends.hf import guided
 from runner.backends.trtllm import extra_options
 from runner.backends.prompting import cut_at_stop, encode_request
 from runner.quant.algos import GROUPWISE_ALGOS, validate_spec
-from runner.errors import ConfigError
-from runner.spec import AccuracySpec
+from runner.contract.errors import ConfigError
+from runner.contract.spec import AccuracySpec
 
 log = logging.getLogger(__name__)
 

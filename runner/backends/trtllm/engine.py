@@ -25,10 +25,10 @@ from runner.backends.trtllm.backend import (
     read_effective_spec,
     with_enum_algos,
 )
-from runner.errors import ConfigError, DataError, ModelError
+from runner.contract.errors import ConfigError, DataError, ModelError
 from runner.quant.algos import WEIGHT_ALGOS, needs_calibration
 from runner.backends.models import resolve_model_source
-from runner.spec import AccuracySpec
+from runner.contract.spec import AccuracySpec
 
 PACKAGED = "packaged"
 AUTO = "auto"  # quant.calib_dataset's default: each backend's own default set
@@ -275,11 +275,11 @@ def packaged_calibration_dir(quant: Any, tokenizer_dir: str, trust_remote_code: 
     """
     from transformers import AutoTokenizer
 
-    from runner.assets import sha256_of
+    from runner.files.assets import sha256_of
     from runner.quant import modelopt as hf_quant
     from runner.cache.engines import engine_key
-    from runner.cache.locking import file_lock
-    from runner.paths import cache_dir
+    from runner.files.locking import file_lock
+    from runner.files.paths import cache_dir
 
     docs, description, fingerprint = hf_quant.calibration_documents(PACKAGED)
     tokenizer_files = sorted(p for p in Path(tokenizer_dir).glob("*") if p.is_file() and (

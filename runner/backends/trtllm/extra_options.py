@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 
 WHERE = "backend.extra_llm_api_options"
 # LLM arguments the runner sets from the config, with where to set them instead.

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from runner.backends.trtllm.backend import KV_DTYPE_TO_ALGO, TRTLLMBackendBase, algo_name, read_effective_spec
-from runner.errors import ConfigError, ModelError
+from runner.contract.errors import ConfigError, ModelError
 from runner.backends.models import resolve_model_source
-from runner.spec import AccuracySpec
+from runner.contract.spec import AccuracySpec
 
 ALGO_TO_KV_DTYPE = {algo: dtype for dtype, algo in KV_DTYPE_TO_ALGO.items()}
 

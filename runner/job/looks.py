@@ -8,17 +8,25 @@ data and come back from the generation cache."""
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Union
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
+from runner.contract.evaluator import Evaluator, Sample
+from runner.job.state import Job
+from runner.references.store import Reference
+from runner.stats.extension import Extensions
+from runner.stats.sequential_monitor import Monitor as SequentialMonitor
+from runner.stats.unpaired import HypothesisParams
 
 
-def monitor_for(job: Any, reference: Any, params: Any, samples: list[Any]) -> tuple[list[Any], Any]:
+Monitor = Union[SequentialMonitor, Extensions]
+"""What watches the looks of a run: planned sequential looks, or an extendable run's."""
+
+
+def monitor_for(job: Job, reference: Reference | None, params: HypothesisParams,
+                samples: list[Sample]) -> tuple[list[Sample], Monitor | None]:
     """The samples in look order and the monitor of their looks (None: one look at every sample)."""
-    from runner.stats.extension import Extensions
-    from runner.stats.sequential_monitor import Monitor
-
-    stats = job.cfg.stats
+    stats = job.config.stats
     kind = "stats.sequential" if stats.sequential.enabled else "stats.extensions" if stats.extensions else None
     if kind is None or not samples:
         return samples, None
@@ -30,15 +38,15 @@ def monitor_for(job: Any, reference: Any, params: Any, samples: list[Any]) -> tu
                          "every sample evaluated")
         return samples, None
     if stats.sequential.enabled:
-        return samples, Monitor(stats.sequential, len(samples), params.alpha, params.beta)
-    ordered, sizes = nested_looks(job.evaluator, samples, list(stats.extend), job.cfg.seed, job.task.name)
+        return samples, SequentialMonitor(stats.sequential, len(samples), params.alpha, params.beta)
+    ordered, sizes = nested_looks(job.evaluator, samples, list(stats.extend), job.config.seed, job.task.name)
     tolerance = job.tolerance.points if job.tolerance is not None else 0.0
     return ordered, Extensions(stats.extensions, sizes, params.alpha, stats.sequential.efficacy, tolerance,
                                params.higher_is_better)
 
 
-def nested_looks(evaluator: Any, first: list[Any], extend: list[int], seed: int,
-                 task: str) -> tuple[list[Any], list[int]]:
+def nested_looks(evaluator: Evaluator, first: list[Sample], extend: list[int], seed: int,
+                 task: str) -> tuple[list[Sample], list[int]]:
     """``first`` then, per extension, the samples the task's larger seeded draw adds; the cumulative sizes."""
     ordered, seen, sizes = list(first), {s.id for s in first}, [len(first)]
     for total in itertools.accumulate(extend, initial=len(first)):

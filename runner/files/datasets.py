@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from runner.errors import DataError
+from runner.contract.errors import DataError
 
 LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
 

@@ -6,7 +6,7 @@ import functools
 import subprocess
 from typing import Any
 
-from runner.paths import PROJECT_ROOT
+from runner.files.paths import PROJECT_ROOT
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,6 +1,6 @@
-"""``runner.dry_run=true``: what a job (or each job of a sweep) would do, without loading a model.
+"""``dry_run=true``: what a job (or each job of a sweep) would do, without loading a model.
 
-Every check that needs no model runs (the same :func:`runner.run.prepare` as a real job), the seeded
+Every check that needs no model runs (the same :func:`runner.job.prepare.prepare` as a real job), the seeded
 samples are drawn, and the line says how many samples, how many of their requests the generation
 cache already holds (matched on the model's files, quant spec, backend settings, limits and chat
 format: versions and device are known only once the model loads, so the count is what a rerun on
@@ -11,18 +11,20 @@ same model, quant, task and backend in MLflow.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from omegaconf import DictConfig
+from runner.backends.models import resolve_model_source
+from runner.cache import generations
+from runner.config.schemas import RunnerConfig
+from runner.contract.errors import UserError
+from runner.contract.requests import Request
+from runner.job.prepare import prepare
+from runner.job.state import Job
 
 log = logging.getLogger("runner")
 
 
-def dry_run(cfg: DictConfig, position: str = "") -> str:
-    from runner.run import prepare
-
-    from runner.errors import UserError
-
+def dry_run(cfg: RunnerConfig, position: str = "") -> str:
+    """The job's line: n, cached requests, estimated time; printed and returned."""
     job = prepare(cfg)
     head = f"{position}{cfg.quant.name}-{cfg.task.name} ({cfg.model.hf_id}, backend={cfg.backend.name}): "
     try:
@@ -43,20 +45,18 @@ def dry_run(cfg: DictConfig, position: str = "") -> str:
     return line
 
 
-def cached_requests(cfg: DictConfig, job: Any, requests: list[Any]) -> int | None:
+def cached_requests(cfg: RunnerConfig, job: Job, requests: list[Request]) -> int | None:
     """How many of ``requests`` the generation cache holds under a context of this job (None: cache off)."""
-    from runner.backends.models import resolve_model_source
-    from runner.cache import generations
-
     if not cfg.cache.enabled:
         return None
-    path = generations.cache_path(cfg)
+    path = generations.cache_path(cfg.cache)
     if not path.is_file():
         return 0
     source = resolve_model_source(job.model.name, job.model.hf_id, job.model.path, job.model.embedded)
     models = [generations.model_fingerprint(location, job.model.revision)  # what the backend loads, or names
               for location in (source.location, job.model.path or job.model.hf_id)]
-    wanted = generations.settings_context(cfg, job.limits, job.chat)
+    wanted = generations.settings_context(job.quant, cfg.backend, type(job.backend).answer_neutral_settings,
+                                          job.limits, job.chat)
     limits = wanted.pop("limits")
     limits.pop("guided_decoding")  # the backend decides it once loaded
     store = generations.GenerationCache(path)
@@ -76,7 +76,7 @@ def cached_requests(cfg: DictConfig, job: Any, requests: list[Any]) -> int | Non
     return best
 
 
-def estimate_seconds(cfg: DictConfig, job: Any, n: int, cached: int | None, total: int) -> str:
+def estimate_seconds(cfg: RunnerConfig, job: Job, n: int, cached: int | None, total: int) -> str:
     """Seconds per sample of earlier FINISHED runs of the same model/quant/task/backend, times the samples
     still to compute (model loading not included)."""
     if cfg.tracking.name != "mlflow":

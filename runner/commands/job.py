@@ -1,13 +1,23 @@
-"""Glue between Hydra and :func:`runner.run.run`: exit codes and error printing."""
+"""One job (alone or in a sweep) inside Hydra: :func:`runner.job.flow.run`, its exit status, its user errors
+printed without a traceback, its CI reports."""
 
 from __future__ import annotations
 
 import errno
 import sys
 
-from omegaconf import DictConfig
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
 
-from runner.errors import EXIT_ERROR, EXIT_OK, UserError
+from runner.contract.errors import EXIT_ERROR, EXIT_OK, UserError
+from runner.job.dry_run import dry_run
+from runner.job.flow import run, typed
+from runner.reports.ci import JobLabel, publish_job
+from runner.reports.config import ReportConfig
+from runner.sweep.callback import print_crash, record_failure
+from runner.sweep.gpus import spread_over_gpus
+from runner.sweep.progress import position
 
 ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EMFILE, errno.ENAMETOOLONG}
 """Failures of the host, not of the program: a full disk, a read-only or forbidden path."""
@@ -19,28 +29,20 @@ def run_job(cfg: DictConfig) -> int:
     In a multirun a failing job must not stop the sweep (Hydra's basic launcher stops at the first
     exception, joblib's cancels the rest): every error becomes status 1, is recorded as a FAILED child
     run with its message (``runner.sweep.callback.record_failure``), and the next job runs."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    from runner.run import run
-
     multirun = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
     failure: BaseException | None = None
     outcome = None
     try:
         where = ""
         if multirun:
-            from runner.sweep.gpus import spread_over_gpus
-            from runner.sweep.progress import position
-
             where = position(HydraConfig.get().job.num)
             if not cfg.dry_run:
                 print(f"{where}{cfg.quant.name}-{cfg.task.name}", flush=True)
-                spread_over_gpus(cfg, HydraConfig.get().job.num)
+                device = spread_over_gpus(OmegaConf.to_object(cfg.backend), HydraConfig.get().job.num)
+                if device is not None:
+                    cfg.backend.device = device  # written into the job's config, hence logged with the run
         if cfg.dry_run:
-            from runner.dry_run import dry_run
-
-            dry_run(cfg, where)
+            dry_run(typed(cfg), where)
             status = EXIT_OK
         else:
             outcome = run(cfg)
@@ -57,22 +59,24 @@ def run_job(cfg: DictConfig) -> int:
     except Exception as err:
         if not multirun:
             raise
-        from runner.sweep.callback import print_crash
-
         print_crash(err)
         status, failure = EXIT_ERROR, err
     if multirun:
         if failure is not None:
-            from runner.sweep.callback import record_failure
-
             record_failure(cfg, failure)
         return status  # the sweep writes the CI reports of all its jobs
     if failure is not None or not cfg.dry_run:  # a dry run that worked reports nothing
-        from runner.exports.publish import publish_job
-
-        for path in publish_job(cfg, outcome, failure):
+        for path in publish_job(job_label(cfg), outcome, failure):
             print(f"report: {path}", flush=True)
     sys.exit(status)
+
+
+def job_label(cfg: DictConfig) -> JobLabel:
+    """How the job's CI reports name it, read from the composed config (typed or not: it may be the mistake)."""
+    report = cfg.get("report") or {}
+    return JobLabel(cfg.quant.name, cfg.task.name, cfg.model.name, cfg.model.hf_id, cfg.reference.mode,
+                    cfg.stats.verdicts, cfg.stats.on_inconclusive,
+                    ReportConfig(report.get("junit"), report.get("markdown")))
 
 
 def environment_error(err: OSError) -> UserError:

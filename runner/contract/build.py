@@ -1,26 +1,23 @@
-"""Build an object from a config node's ``_target_``, accepting only this project's classes."""
+"""Build an object from a typed config's ``_target_``, accepting only this project's classes."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 
 ALLOWED_PREFIXES = ("runner.", "evaluators.")
 
 
-def build_object(node: DictConfig, **kwargs: Any) -> Any:
-    """``cls(config, **kwargs)`` where ``cls`` is ``node._target_`` and ``config`` the typed node."""
-    return target_class(node)(OmegaConf.to_object(node), **kwargs)
+def build(config: Any, where: str, **kwargs: Any) -> Any:
+    """``cls(config, **kwargs)`` where ``cls`` is the class ``config._target_`` names; ``where``: the config group."""
+    return target_class(getattr(config, "_target_", None), where)(config, **kwargs)
 
 
-def target_class(node: DictConfig) -> Any:
-    """The class ``node._target_`` names, after checking it is one of this project's."""
-    target = node.get("_target_")
-    where = f"{node._key()}._target_" if node._key() else "_target_"
+def target_class(target: str | None, where: str) -> Any:
+    """The class ``target`` names, after checking it is one of this project's (``where``: its config group)."""
+    where = f"{where}._target_" if where else "_target_"
     if not target or not target.startswith(ALLOWED_PREFIXES) or target.count(".") < 2:
         raise ConfigError("only classes of this project can be built from config", where=where, given=target,
                           allowed="runner.<module>.<Class> or evaluators.<module>.<Class>")

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from runner.errors import ConfigError
+from runner.contract.errors import ConfigError
 
 ARCHITECTURE_KEYS = ("model_type", "hidden_size", "num_hidden_layers", "vocab_size")
 

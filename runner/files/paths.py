@@ -14,7 +14,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 def check_name(value: object, where: str) -> str:
     """``value`` if it is safe as one path component (no separators, no leading dot, <= 100 chars)."""
-    from runner.errors import ConfigError
+    from runner.contract.errors import ConfigError
 
     text = str(value)
     if not NAME_PATTERN.fullmatch(text):

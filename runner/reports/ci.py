@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.errors import UserError
-from runner.exports.cases import Case, from_row
-from runner.exports.junit import write_junit
-from runner.exports.markdown import markdown, write_markdown
+from runner.contract.errors import UserError
+from runner.reports.cases import Case, from_row
+from runner.reports.config import ReportConfig
+from runner.reports.junit import write_junit
+from runner.reports.markdown import markdown, write_markdown
 from runner.stats.verdicts import WORDS, inconclusive_fails
 
 
-def job_case(cfg: Any, outcome: Any = None, error: BaseException | None = None) -> Case:
+@dataclass(frozen=True)
+class JobLabel:
+    """What names a job in its CI reports and where they go: read from its config, even when it did not start."""
+
+    quant: str
+    task: str
+    model_name: str
+    model_id: str
+    reference_mode: str
+    verdicts: str
+    on_inconclusive: str
+    report: ReportConfig
+
+
+def job_case(label: JobLabel, outcome: Any = None, error: BaseException | None = None) -> Case:
     """The job as a case: its verdict block when it finished, its error when it did not."""
-    name = f"{cfg.quant.name}-{cfg.task.name}"
+    name = f"{label.quant}-{label.task}"
     if outcome is None:
         text = error.render() if isinstance(error, UserError) else f"{type(error).__name__}: {error}"
         return Case(name, "failed", " ".join(text.split())[:300], text)
@@ -22,7 +38,7 @@ def job_case(cfg: Any, outcome: Any = None, error: BaseException | None = None) 
     report = Path(outcome.output_dir) / "report.txt"
     details = report.read_text() if report.is_file() else ""
     if decision is None:
-        return Case(name, "no verdict", f"score {outcome.score:.4f}, no verdict (reference.mode={cfg.reference.mode})",
+        return Case(name, "no verdict", f"score {outcome.score:.4f}, no verdict (reference.mode={label.reference_mode})",
                     details, outcome.score)
     message = f"{decision.verdict_line()}; {decision.test}: score {outcome.score:.4f} vs reference " \
               f"{decision.verdict.reference:.4f}"
@@ -30,15 +46,16 @@ def job_case(cfg: Any, outcome: Any = None, error: BaseException | None = None) 
         message += f"; {decision.advice.text()}"
     return Case(name, WORDS[decision.outcome], message, details, outcome.score, decision.verdict.reference,
                 decision.difference, decision.p_value, decision.n,
-                inconclusive_fails=inconclusive_fails(cfg.stats.verdicts, cfg.stats.on_inconclusive))
+                inconclusive_fails=inconclusive_fails(label.verdicts, label.on_inconclusive))
 
 
-def publish_job(cfg: Any, outcome: Any = None, error: BaseException | None = None) -> list[Path]:
-    case = job_case(cfg, outcome, error)
+def publish_job(label: JobLabel, outcome: Any = None, error: BaseException | None = None) -> list[Path]:
+    """The JUnit and markdown reports of one job (those its ``report`` settings ask for)."""
+    case = job_case(label, outcome, error)
     written = []
-    if cfg.report.junit:
-        written.append(write_junit(cfg.report.junit, [case], f"runner {cfg.model.name}"))
-    written += write_markdown(cfg.report.markdown, markdown([case], f"runner {cfg.model.hf_id}", case.verdict.upper()))
+    if label.report.junit:
+        written.append(write_junit(label.report.junit, [case], f"runner {label.model_name}"))
+    written += write_markdown(label.report.markdown, markdown([case], f"runner {label.model_id}", case.verdict.upper()))
     return written
 
 

@@ -1,0 +1,57 @@
+"""``python -m runner.extend RUN_DIR [N]``: evaluate N more samples of a finished job as its next planned look.
+
+The job must have planned its extensions at its first look (``stats.extensions=K``): only then is alpha
+left for a further look (runner/stats/extension.py). The command reruns the job with the same overrides
+and ``stats.extend`` one size longer, in ``RUN_DIR-extend<k>``; the earlier looks come back from the
+generation cache. N defaults to the first look's size: extensions sized from the observed difference
+raise the false-alarm rate a little (benchmarks/extension_simulation.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from runner.contract.errors import EXIT_ERROR, UserError
+
+
+def overrides_for(run_dir: Path, more: int | None) -> list[str]:
+    """The job's own overrides with one more extension; refuses a run that cannot be extended."""
+    from omegaconf import OmegaConf
+
+    saved, asked = run_dir / "config.yaml", run_dir / ".hydra" / "overrides.yaml"
+    if not saved.is_file() or not asked.is_file():
+        raise UserError("not a job directory", where=str(run_dir), given="no config.yaml and .hydra/overrides.yaml",
+                        fix="give the directory a job wrote its report.txt in (its outputs: line)")
+    cfg = OmegaConf.load(saved)
+    planned, done = int(cfg.stats.extensions), list(cfg.stats.extend)
+    if len(done) >= planned:
+        raise UserError("this run has no planned extension left", where=str(run_dir),
+                        given=f"stats.extensions={planned}, {len(done)} done",
+                        fix="a further look needs alpha planned for it at the first look: run the larger n as a "
+                            "new job, or plan extensions from the start with stats.extensions=3")
+    step = more if more is not None else int(cfg.task.num_samples)
+    if step < 1:
+        raise UserError("an extension adds at least one sample", where="N", given=str(step), allowed="a number >= 1")
+    keep = [o for o in OmegaConf.load(asked) if not str(o).startswith(("stats.extend=", "hydra.run.dir=", "output_dir="))]
+    extended = [*done, step]
+    target = run_dir.with_name(f"{run_dir.name.split('-extend')[0]}-extend{len(extended)}")
+    return [*keep, f"stats.extend=[{','.join(map(str, extended))}]", f"hydra.run.dir={target}"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runner.extend", description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path, help="a job's output directory (its report's outputs: line)")
+    parser.add_argument("n", type=int, nargs="?", help="samples to add (default: the first look's size)")
+    args = parser.parse_args(argv)
+    try:
+        overrides = overrides_for(args.run_dir.resolve(), args.n)
+    except UserError as err:
+        print(err.render(), file=sys.stderr)
+        return EXIT_ERROR
+    print("python -m runner " + " ".join(overrides), flush=True)
+    return subprocess.run([sys.executable, "-m", "runner", *overrides]).returncode
+

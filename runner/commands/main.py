@@ -1,0 +1,69 @@
+"""``python -m runner``: a thin Hydra shell around :func:`runner.job.flow.run`.
+
+Hydra composes the job; this module only converts the result of :func:`run` into an exit
+status, prints user errors without a traceback, and closes a sweep whose launcher raised
+(:func:`runner.sweep.callback.abort_open_sweep`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from runner.contract.errors import EXIT_ERROR, EXIT_TERMINATED, Terminated
+from runner.config.store import register_schemas
+
+
+@hydra.main(version_base="1.3", config_path="pkg://conf", config_name="config")
+def main(cfg: DictConfig) -> int:
+    from runner.commands.job import run_job
+
+    return run_job(cfg)
+
+
+def entry() -> None:
+    """Console-script entry point (``runner``)."""
+    from runner.sweep.callback import abort_open_sweep, take_exit_status
+
+    register_schemas()
+    refuse_foreign_code(sys.argv[1:])
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        main()
+    except Terminated as err:
+        abort_open_sweep(err)
+        print(f"runner: {err}; the job's MLflow run is marked KILLED and failure.json written", file=sys.stderr)
+        sys.exit(EXIT_TERMINATED)
+    except (Exception, KeyboardInterrupt) as err:
+        # A multirun whose launcher raised gets here (runner/sweep/callback.py sets HYDRA_FULL_ERROR while a
+        # sweep is open, so Hydra re-raises): close the sweep Hydra left open, and exit with a
+        # message instead of a traceback. Anything else keeps its usual report.
+        status = abort_open_sweep(err)
+        if status is None or os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise  # not a sweep's error, or the user asked for the full traceback
+        sys.exit(status or EXIT_ERROR)
+    status = take_exit_status()  # a multirun: the sweep's verdict (runner/sweep/callback.py)
+    if status:
+        sys.exit(status)
+
+
+def refuse_foreign_code(argv: list[str]) -> None:
+    """Refuse ``_target_`` or ``hydra.callbacks`` overrides naming code outside this project (exit 1)."""
+    from runner.config.guard import check_overrides
+    from runner.contract.errors import UserError
+
+    try:
+        check_overrides(argv)
+    except UserError as err:
+        print(err.render(), file=sys.stderr, flush=True)
+        sys.exit(EXIT_ERROR)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated(f"stopped by {signal.Signals(signum).name}")
+

@@ -1,0 +1,57 @@
+"""What a task asks a backend and what comes back: strings in, results out, in request order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """Complete ``prompt``. Greedy when temperature is None or 0; sampled runs need a seed."""
+
+    prompt: str
+    max_tokens: int
+    stop: tuple[str, ...] = ()
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+    # A chat as (role, content) pairs, rendered with the chat template instead of ``prompt``
+    # (tasks whose rows are conversations, e.g. json_mode_eval). None: ``prompt`` is the user turn.
+    messages: tuple[tuple[str, str], ...] | None = None
+    # JSON Schema (JSON text) the output must follow; backends with guided decoding enabled
+    # (TaskLimits.guided_decoding) constrain generation to it, others ignore it.
+    json_schema: str | None = None
+    # When the prompt exceeds max_input_len: "left" drops its first tokens (the default), "right"
+    # drops its last ones (TensorRT-LLM's truncate_prompt_tokens). ``suffix`` is appended after
+    # ``prompt`` and never cut: with "right", the end of ``prompt`` gives way before it.
+    truncation: str = "left"
+    suffix: str = ""
+
+    @property
+    def greedy(self) -> bool:
+        return not self.temperature
+
+    def sampling_key(self) -> tuple:
+        """Requests with the same key can share one batched call."""
+        return (self.max_tokens, self.stop, self.temperature, self.top_p, self.top_k, self.seed)
+
+
+@dataclass(frozen=True)
+class LoglikelihoodRequest:
+    """Log-probability of ``continuation`` given ``context``."""
+
+    context: str
+    continuation: str
+
+
+@dataclass(frozen=True)
+class LoglikelihoodResult:
+    logprob: float
+    is_greedy: bool  # every continuation token is the argmax at its position
+    num_tokens: int
+
+
+Request = Union[GenerationRequest, LoglikelihoodRequest]
+Response = Union[str, LoglikelihoodResult]

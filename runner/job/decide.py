@@ -1,0 +1,67 @@
+"""Step 6: the job's one decision against its reference (at every look of a sequential run, then at
+the end), and, when it is INCONCLUSIVE, how many more samples would decide."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.job.looks import Monitor
+from runner.job.state import Job
+from runner.references.samples import RunProvenance, pairing_problem
+from runner.references.store import Reference
+from runner.stats import advice
+from runner.stats import claims as claim_rules
+from runner.stats.decision import Decision, decide_against
+from runner.stats.extension import ExtensionResult
+from runner.stats.unpaired import HypothesisParams
+
+
+def decide(job: Job, reference: Reference | None, samples: list[Sample], scored: list[ScoredSample],
+           metrics: dict[str, float], params: HypothesisParams, monitor: Monitor | None = None) -> Decision | None:
+    """The decision of the whole run (None without a reference); a monitor's result decides a sequential run."""
+    if reference is None:
+        return None
+    decision = decision_at(job, reference, samples, scored, metrics, params)
+    if monitor is not None:
+        decision.sequential = monitor.result(decision.passed, decision.p_value)
+        decision.passed = decision.sequential.passed
+        if decision.claims is not None:
+            seq, p = decision.sequential, decision.paired
+            if isinstance(seq, ExtensionResult):
+                counts = seq.counts
+                if seq.reason == "undecided" and seq.extensions_left:
+                    job.notes.append(f"{seq.extensions_left} of {seq.planned} planned extension(s) left: "
+                                     f"python -m runner.extend {job.out_dir} [N] adds N samples (default: as many as "
+                                      "the first look) as the next look")
+            else:
+                counts = (*p.discordant, p.n) if p is not None and p.discordant is not None else None
+            assert decision.tolerance is not None
+            decision.claims = claim_rules.sequential(not seq.passed, *seq.bound(), params.higher_is_better,
+                                                     params.alpha, decision.margin, decision.tolerance.points, counts)
+    job.notes.extend(decision.notes)
+    return decision
+
+
+def decision_at(job: Job, reference: Reference, samples: list[Sample], scored: list[ScoredSample],
+                metrics: dict[str, float], params: HypothesisParams) -> Decision:
+    """The decision on ``scored`` alone (one look); the reference's per-sample scores pair where they can."""
+    ev, rows = job.evaluator, job.reference_rows
+    problem = None
+    if rows is not None:
+        problem = pairing_problem(reference.recorded or {}, rows, scored,
+                                  RunProvenance(job.config.seed, ev.source_used))
+    return decide_against(reference, scored, metrics[job.task.metric], params, job.config.stats,
+                          ev.chance_level(samples), job.task.metric, rows, problem,
+                          ev.extra_gates(metrics, reference), job.tolerance)
+
+
+def advise(job: Job, decision: Decision) -> None:
+    """How many more samples would decide; the backend is still open, so the task can say whether it has them."""
+    recorded = (job.reference.recorded or {}) if job.reference is not None else {}
+    first_look = decision.sequential.looks[0].n if isinstance(decision.sequential, ExtensionResult) else None
+    found = advice.for_decision(decision, recorded.get("num_samples") or first_look)
+    if found is not None and found.n_total is not None:
+        have = len(job.evaluator.samples(found.n_total, job.config.seed))
+        found = replace(found, available=have if have < found.n_total else None)
+    decision.advice = found

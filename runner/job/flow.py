@@ -1,0 +1,89 @@
+"""One evaluation job: ``run(cfg) -> Outcome``, the flow of the steps this package names. A plain function;
+it never reads Hydra's global state.
+
+The Hydra config is checked and converted to typed objects here, once; every step below takes those.
+The order respects the user's time: everything that can fail without the model first (:mod:`prepare`),
+then load -> reference -> samples -> answer -> decide -> record -> publish. Results are written to the
+output directory before they go to the tracker, so a tracker failure at the end loses nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from omegaconf import DictConfig, OmegaConf
+
+from runner.config.schemas import RunnerConfig
+from runner.config.validate import check_job
+from runner.files.paths import write_atomic
+from runner.job.answer import answer
+from runner.job.decide import advise, decide
+from runner.job.load import load
+from runner.job.looks import monitor_for
+from runner.job.prepare import prepare
+from runner.job.publish import publish
+from runner.job.record import record
+from runner.job.reference import find_reference
+from runner.job.samples import select_samples
+from runner.job.state import Job, Outcome
+from runner.reports.outputs import write_failure, write_samples
+from runner.reports.text import summary_line
+from runner.stats.extension import ExtensionResult
+from runner.stats.verdicts import INCONCLUSIVE, resolve_tolerance
+from runner.tracking.naming import run_identity
+from runner.tracking.provenance import flatten
+from runner.tracking.trackers import parent_run_id
+
+log = logging.getLogger("runner")
+
+
+def typed(cfg: DictConfig) -> RunnerConfig:
+    """The composed config, checked for unknown keys and ranges, as the typed objects of its schemas."""
+    check_job(cfg)
+    config = OmegaConf.to_object(cfg)
+    assert isinstance(config, RunnerConfig)
+    if config.model.path and OmegaConf.is_interpolation(cfg.model, "hf_id"):
+        log.info("model identity from the checkpoint %s: hf_id=%s (the reference key), name=%s",
+                 config.model.path, config.model.hf_id, config.model.name)
+    return config
+
+
+def run(cfg: DictConfig) -> Outcome:
+    config = typed(cfg)
+    job = prepare(config)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    write_atomic(job.out_dir / "config.yaml", OmegaConf.to_yaml(resolved), 0o644)
+    run_name, tags = run_identity(config, parent_run_id())
+    job.tracker.start(run_name, flatten(resolved), tags)
+    try:
+        outcome = evaluate(job)
+    except BaseException as err:
+        job.tracker.set_tags({"error": f"{type(err).__name__}: {err}"[:5000]})
+        write_failure(job.out_dir, err, job.tracker.run_id)
+        job.tracker.log_artifacts(job.out_dir)
+        job.tracker.end("FAILED" if not isinstance(err, KeyboardInterrupt) else "KILLED")
+        raise
+    job.tracker.end("FINISHED")
+    print(summary_line(outcome.decision, outcome.exit_status, outcome.output_dir, job.tracker.where()), flush=True)
+    return outcome
+
+
+def evaluate(job: Job) -> Outcome:
+    with job.backend:
+        loaded = load(job)
+        reference, params = find_reference(job, loaded.spec)
+        samples = select_samples(job, params, reference is not None)
+        if reference is not None and job.tolerance is None:
+            job.tolerance = resolve_tolerance(job.config.stats, job.task, reference.value)
+        samples, monitor = monitor_for(job, reference, params, samples)
+        scored, eval_time_s, cache_stats = answer(job, loaded.info, samples, monitor, reference, params)
+        metrics = job.evaluator.aggregate(scored)
+        write_samples(job.out_dir / "samples.jsonl", scored)
+        params = replace(params, num_samples=max(len(scored), 1))  # the statistics use what was evaluated
+        decision = decide(job, reference, samples[:len(scored)], scored, metrics, params, monitor)
+        if decision is not None and decision.outcome == INCONCLUSIVE and (
+                monitor is None or isinstance(decision.sequential, ExtensionResult)):
+            advise(job, decision)
+    record_path = record(job, loaded, scored, metrics) if job.mode == "record" else None
+    return publish(job, loaded, scored, metrics, params, decision, record_path, eval_time_s, cache_stats)

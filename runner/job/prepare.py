@@ -1,0 +1,82 @@
+"""Step 1, before any model loads: check the config, build the task, backend and tracker, and check what
+can fail without the model (capabilities, libraries, the tracking store, the caches, the output
+directory), so a mistake costs the user no compute."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from runner.backends.identity import check_architecture
+from runner.backends.models import resolve_model_source
+from runner.cache import generations
+from runner.config.schemas import RunnerConfig
+from runner.contract.backend import ChatFormat, TaskLimits
+from runner.contract.build import build
+from runner.contract.errors import ConfigError
+from runner.files.paths import check_name
+from runner.job.state import Job
+from runner.references import store as references
+from runner.stats.settings import validate as validate_stats
+from runner.stats.unpaired import HypothesisParams, check_params
+
+log = logging.getLogger("runner")
+REFERENCE_MODES = ("check", "record", "skip")
+REFERENCE_AGAINST = ("spec", "baseline")
+
+
+def prepare(config: RunnerConfig) -> Job:
+    """Build and check everything that needs no model."""
+    ref = config.reference
+    if ref.mode not in REFERENCE_MODES:
+        raise ConfigError("unknown reference mode", where="reference.mode", given=ref.mode,
+                          allowed=", ".join(REFERENCE_MODES))
+    if ref.against not in REFERENCE_AGAINST:
+        raise ConfigError("unknown reference target", where="reference.against", given=ref.against,
+                          allowed=", ".join(REFERENCE_AGAINST))
+    task, model, quant = config.task, config.model, config.quant
+    for where, name in (("task.name", task.name), ("model.name", model.name), ("quant.name", quant.name)):
+        check_name(name, where)
+    if model.path:
+        resolve_model_source(model.name, model.hf_id, model.path, None)  # a missing directory, before anything else
+    check_architecture(model)
+    validate_stats(config.stats)
+    check_params(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better, where="task")
+    defaults = HypothesisParams(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better)
+    limits = TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size, task.guided_decoding)
+    chat = ChatFormat(task.apply_chat_template, task.system_prompt)
+    evaluator = build(task, "task")
+    backend = build(config.backend, "backend", model=model, quant=quant, limits=limits, chat=chat)
+    if evaluator.uses_loglikelihood and not backend.capabilities.loglikelihood:
+        raise ConfigError("this backend cannot score log-likelihood requests", where=f"backend={config.backend.name}",
+                          given=f"task={task.name} with log-likelihood scoring",
+                          fix="; or ".join(f for f in (evaluator.loglikelihood_fix, backend.capabilities.loglikelihood_fix) if f))
+    backend.preflight()
+    tracker = build(config.tracking, "tracking")
+    tracker.check()
+    generations.preflight(config.cache)
+    ref_dir = Path(ref.dir) if ref.dir else references.default_reference_dir()
+    if ref.mode != "skip":
+        references.preflight(ref_dir, task.name, model.hf_id, writing=ref.mode == "record")
+    out_dir = prepare_output_dir(Path(config.output_dir))
+    job = Job(config, task, model, quant, evaluator, backend, tracker, out_dir, ref_dir, defaults, limits, chat)
+    if model.trust_remote_code:
+        note = (f"model.trust_remote_code=true: Python code shipped with the checkpoint ({model.path or model.hf_id}) "
+                "runs in this process; use it only for checkpoints you trust")
+        log.warning(note)
+        job.notes.append(note)
+    return job
+
+
+def prepare_output_dir(out_dir: Path) -> Path:
+    """The job's output directory, created and checked writable before any model loads."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".write-check"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        raise ConfigError("the output directory cannot be written", where="output_dir (hydra.run.dir)",
+                          given=f"{out_dir} ({err.strerror or err})",
+                          fix="choose a writable place with output_dir=DIR or hydra.run.dir=DIR") from None
+    return out_dir

@@ -1,0 +1,65 @@
+"""Step 8: report.txt, report.json and results.json in the output directory first, then the tracker: the
+same figures everywhere, and nothing lost when the tracker fails."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from runner.contract.errors import EXIT_OK
+from runner.contract.evaluator import ScoredSample
+from runner.files.paths import write_atomic
+from runner.job.state import Job, Loaded, Outcome
+from runner.references import samples as reference_samples
+from runner.reports.lm_eval import results_json
+from runner.reports.outputs import report_payload
+from runner.reports.text import report_text
+from runner.stats.decision import Decision
+from runner.stats.unpaired import HypothesisParams
+from runner.tracking import tables
+from runner.tracking.naming import breakdown_table, readable_tags, tracked_metrics
+
+log = logging.getLogger("runner")
+
+
+def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[str, float], params: HypothesisParams,
+            decision: Decision | None, record_path: Path | None, eval_time_s: float,
+            cache_stats: dict[str, Any] | None) -> Outcome:
+    task, score = job.task, metrics[job.task.metric]
+    text = report_text(task, job.model, loaded.spec, score, len(scored), params, decision, job.mode, job.notes)
+    write_atomic(job.out_dir / "report.txt", text + "\n", 0o644)
+    payload = report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
+                             job.notes, cache_stats, job.tracker.run_id, eval_time_s)
+    write_atomic(job.out_dir / "report.json", json.dumps(payload, indent=2, default=str) + "\n", 0o644)
+    results = results_json(task, job.model, loaded.spec, metrics, [s.score for s in scored], loaded.info, eval_time_s,
+                           payload["decision"])
+    write_atomic(job.out_dir / "results.json", json.dumps(results, indent=2, default=str) + "\n", 0o644)
+    print(text, flush=True)
+    job.tracker.log_metrics(tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))
+    job.tracker.set_tags(readable_tags(decision))
+    job.tracker.set_description(text)
+    try:
+        log_tables(job, scored, metrics)
+    except Exception as err:  # views for the UI: the results are on disk and logged below; never fail the job
+        log.warning("could not log the tables to the tracker (%s: %s)", type(err).__name__, err)
+    job.tracker.log_artifacts(job.out_dir)
+    status = decision.exit_status if decision is not None else EXIT_OK
+    return Outcome(status, score, metrics, loaded.spec, job.out_dir, decision, job.tracker.run_id, record_path, job.notes)
+
+
+def log_tables(job: Job, scored: list[ScoredSample], metrics: dict[str, float]) -> None:
+    """Per-sample results, breakdowns and the samples that moved against the reference, as tables."""
+    job.tracker.log_dataset(tables.dataset_rows(scored), f"{job.task.name}-{len(scored)}",
+                            job.evaluator.source_used or job.task.name)
+    job.tracker.log_table(tables.samples_table(scored), "samples")
+    breakdown = breakdown_table(metrics)
+    if breakdown:
+        job.tracker.log_table(breakdown, "breakdown")
+    recorded = (job.reference.recorded or {}) if job.reference is not None else {}
+    if recorded.get("samples"):
+        flipped = tables.flipped_table(reference_samples.load(job.ref_dir, recorded["samples"]), scored,
+                                       job.task.higher_is_better)
+        if flipped:
+            job.tracker.log_table(flipped, "flipped_samples")

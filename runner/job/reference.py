@@ -1,0 +1,42 @@
+"""Step 3: the reference entry of the effective spec (or of the unquantized baseline), its test
+parameters, and its per-sample scores when a paired test can use them. Statistics never read files:
+this step loads what they need."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from runner.contract.spec import AccuracySpec
+from runner.job.state import Job
+from runner.references import samples as reference_samples
+from runner.references import store as references
+from runner.references.store import Reference
+from runner.stats.unpaired import HypothesisParams
+
+log = logging.getLogger("runner")
+
+
+def find_reference(job: Job, spec: AccuracySpec) -> tuple[Reference | None, HypothesisParams]:
+    """The matched entry (None unless ``reference.mode=check``) and the parameters of its test."""
+    settings = job.config.reference
+    if job.mode == "record":
+        note = references.check_replacement(job.ref_dir, job.task.name, job.task.metric, job.model.hf_id, spec,
+                                            settings.overwrite, job.defaults.num_samples)
+        if note:
+            log.warning(note)
+            job.notes.append(note)
+    if job.mode != "check":
+        return None, job.defaults
+    key = spec
+    if settings.against == "baseline":
+        key = replace(spec, quant_algo=None, kv_cache_quant_algo=None)
+        job.notes.append(f"compared with the unquantized baseline reference [{key.describe()}]")
+    reference = references.lookup(job.ref_dir, job.task.name, job.task.metric, job.model.hf_id, key, job.defaults)
+    job.reference = reference
+    recorded = reference.recorded or {}
+    if job.config.stats.method != "unpaired" and recorded.get("samples"):
+        job.reference_rows = reference_samples.load_rows(job.ref_dir, str(recorded["samples"]),
+                                                         recorded.get("samples_sha256"))
+    log.info("reference %s = %.4f (%s, entry %d)", job.task.metric, reference.value, reference.path.name, reference.index)
+    return reference, reference.params

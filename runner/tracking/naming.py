@@ -1,0 +1,88 @@
+"""How a job appears in MLflow: its run name and tags, the backend's details as tags and metrics,
+the metrics and readable tags of its decision, and its breakdown table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner.stats.decision import Decision
+from runner.stats.unpaired import HypothesisParams
+from runner.stats.verdicts import CODES, WORDS
+from runner.tracking.provenance import project_commit
+
+
+def run_identity(cfg: Any, parent_run_id: str | None) -> tuple[str, dict[str, str]]:
+    """The MLflow run name and tags of a job; inside a sweep, the tag that nests it under the parent run."""
+    tags = {
+        "model": cfg.model.hf_id, "model_name": cfg.model.name, "task": cfg.task.name, "quant": cfg.quant.name,
+        "quant_algo": str(cfg.quant.quant_algo), "kv_cache_quant_algo": str(cfg.quant.kv_cache_quant_algo),
+        "backend": cfg.backend.name, "reference_mode": cfg.reference.mode, "runner_commit": project_commit(),
+        "trust_remote_code": str(bool(cfg.model.trust_remote_code)).lower(),
+    }
+    if parent_run_id:
+        tags["mlflow.parentRunId"] = parent_run_id
+    return f"{cfg.quant.name}-{cfg.task.name}", tags  # what differs between runs first; the model is a tag
+
+
+def backend_details_for_tracking(details: dict[str, str]) -> tuple[dict[str, str], dict[str, float]]:
+    """What the backend did to get the model ready, as searchable MLflow values.
+
+    Every detail becomes a ``backend.<name>`` tag (engine or quantized-model cache hit/miss, engine
+    path, calibration data), so the MLflow UI can filter runs by them; the timings (``*_time_s``:
+    engine build, ModelOpt calibration, cached-model load) also become metrics, so they can be
+    compared and plotted across a sweep."""
+    tags = {f"backend.{name}": str(value)[:5000] for name, value in details.items()}
+    metrics: dict[str, float] = {}
+    for name, value in details.items():
+        if name.endswith("_time_s"):
+            try:
+                metrics[name] = float(value)
+            except (TypeError, ValueError):
+                continue
+    return tags, metrics
+
+
+def verdict_word(decision: Decision | None) -> str:
+    """The verdict in lower case (``go``, ``no-go``, ``inconclusive``; ``no verdict`` without a reference)."""
+    return "no verdict" if decision is None else WORDS[decision.outcome]
+
+
+def tracked_metrics(score: float, metrics: dict[str, float], evaluated: int, eval_time_s: float,
+                    params: HypothesisParams, decision: Decision | None) -> dict[str, float]:
+    """The MLflow metrics of a job: the same figures as the report. Breakdowns (``subject/...``) go to
+    a table artifact instead (:func:`breakdown_table`), so the runs table keeps a few columns."""
+    logged = {"score": score, "num_samples": float(evaluated), "num_evaluated": float(evaluated),
+              "eval_time_s": eval_time_s, "theta": params.theta,
+              "verdict": float(CODES[verdict_word(decision)])}
+    logged |= {k.replace(",", "_"): v for k, v in metrics.items() if "/" not in k}
+    if decision is not None:
+        logged |= decision.metrics()
+        reference = decision.verdict.reference
+        logged["delta"] = decision.difference
+        if reference:
+            logged["delta_pct"] = 100.0 * decision.difference / abs(reference)
+        if decision.theta is None:
+            logged.pop("theta")
+    return logged
+
+
+def readable_tags(decision: Decision | None) -> dict[str, str]:
+    """Tags shown in MLflow's default runs columns: the verdict, and p-values rounded for people
+    (the metrics keep full precision)."""
+    tags = {"verdict": verdict_word(decision), "decided_by": decision.rule if decision else "none"}
+    if decision is not None:
+        tags["verdict_reported"] = decision.reported
+        if decision.advice is not None:
+            tags["to_decide"] = decision.advice.text()[:5000]
+        tags["p_value"] = "-" if decision.p_value is None else f"{decision.p_value:.4g}"
+        tags["delta"] = f"{decision.difference:+.4g}"
+    return tags
+
+
+def breakdown_table(metrics: dict[str, float]) -> dict[str, list[Any]] | None:
+    """``group/name`` metrics (MMLU's per-subject accuracies) as one table: group, name, value."""
+    rows = sorted(k for k in metrics if "/" in k)
+    if not rows:
+        return None
+    return {"group": [k.split("/", 1)[0] for k in rows], "name": [k.split("/", 1)[1] for k in rows],
+            "value": [metrics[k] for k in rows]}
