@@ -1,13 +1,55 @@
-"""The shape of the code: no import cycle between modules (lazy imports inside functions included),
-and the small, single-idea modules the design asks for."""
+"""The shape of the code, declared and checked: the layers (a module imports only from its own layer
+and the layers below it, lazy imports included), no import cycle, what evaluators and the statistics
+may import, imports inside functions only where a reason is given, modules small enough to read in
+one sitting, at most eight top-level modules in runner/, and docs/architecture.md naming every package.
+
+Each rule is checked by a function that takes the import graph, so the tests below can also show the
+rule failing on a graph with one forbidden import added."""
 
 from __future__ import annotations
 
 import ast
+import re
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("runner", "evaluators")
+MAX_LINES = 450
+MAX_TOP_LEVEL_MODULES = 8
+
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("contract", ("runner.contract",)),
+    ("files", ("runner.files",)),
+    ("statistics", ("runner.stats",)),
+    ("services", ("runner.backends", "runner.quant", "runner.references", "runner.cache", "runner.tracking",
+                  "runner.reports", "evaluators")),
+    ("sweep", ("runner.sweep",)),
+    ("config", ("runner.config",)),
+    ("job", ("runner.job",)),
+    ("commands", ("runner.commands", "runner")),
+]
+"""Bottom to top. ``runner`` itself holds only the shims of the documented commands (``python -m runner.plan``...)."""
+
+ONLY_FROM = {
+    "runner.contract": ("runner.contract",),
+    "runner.files": ("runner.contract", "runner.files"),
+    "runner.stats": ("runner.contract", "runner.stats"),
+    "evaluators": ("runner.contract", "runner.files", "evaluators"),
+}
+"""Packages that may import from the project only these (the statistics are pure; tasks see the contract)."""
+
+HEAVY = {
+    "torch", "transformers", "mlflow", "datasets", "modelopt", "lm_eval", "tensorrt_llm", "openai",  # slow or optional
+    "scipy", "numpy", "pandas", "matplotlib", "huggingface_hub", "tqdm", "ruamel", "yaml", "psutil", "jsonschema",
+    "httpx", "httpx2", "lmformatenforcer", "rouge_score", "math_verify",
+}
+"""Libraries a function may import where it needs them: slow to import (``--help`` stays under a second) or optional."""
+
+CHILD_PROGRAMS = {"evaluators.scoring.sandbox_child"}
+"""Programs run as their own process (the sandbox's child imports what the guarded step needs, when it needs it)."""
 
 
 def modules() -> dict[str, Path]:
@@ -43,17 +85,51 @@ def imports(path: Path, name: str, known: set[str]) -> set[str]:
     return found
 
 
-def test_no_import_cycles_lazy_imports_included():
+def graph() -> dict[str, set[str]]:
     mods = modules()
-    graph = {m: imports(p, m, set(mods)) for m, p in mods.items()}
-    index, low, stack, on, cycles, counter = {}, {}, [], set(), [], [0]
+    return {m: imports(p, m, set(mods)) for m, p in mods.items()}
+
+
+def owner(module: str, table) -> str | None:
+    """The longest prefix of ``module`` among the table's packages."""
+    best = None
+    for prefix in table:
+        if module == prefix or module.startswith(prefix + "."):
+            if best is None or len(prefix) > len(best):
+                best = prefix
+    return best
+
+
+def layer_of(module: str) -> int:
+    prefixes = {p: i for i, (_, ps) in enumerate(LAYERS) for p in ps}
+    return prefixes[owner(module, prefixes)]
+
+
+def upward_imports(g: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} ({LAYERS[layer_of(m)][0]}) imports {t} ({LAYERS[layer_of(t)][0]})"
+                  for m, targets in g.items() for t in targets if layer_of(t) > layer_of(m))
+
+
+def forbidden_imports(g: dict[str, set[str]]) -> list[str]:
+    out = []
+    for m, targets in g.items():
+        rule = owner(m, ONLY_FROM)
+        if rule is None:
+            continue
+        out += [f"{m} imports {t} (allowed: {', '.join(ONLY_FROM[rule])})" for t in targets
+                if owner(t, ONLY_FROM[rule]) is None]
+    return sorted(out)
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
 
     def visit(v):  # Tarjan's strongly connected components
         index[v] = low[v] = counter[0]
         counter[0] += 1
         stack.append(v)
         on.add(v)
-        for w in graph[v]:
+        for w in g.get(v, ()):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -68,14 +144,173 @@ def test_no_import_cycles_lazy_imports_included():
                 if w == v:
                     break
             if len(comp) > 1:
-                cycles.append(sorted(comp))
+                found.append(sorted(comp))
 
-    for m in graph:
+    for m in list(g):
         if m not in index:
             visit(m)
-    assert cycles == []
+    return found
+
+
+def lazy_imports_without_reason(path: Path) -> list[str]:
+    """Imports inside functions of anything but a heavy library, without a ``# lazy: why`` comment."""
+    text = path.read_text()
+    lines = text.splitlines()
+    out = []
+    for fn in ast.walk(ast.parse(text)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if all(n.split(".")[0] in HEAVY for n in names):
+                continue
+            if "# lazy:" in lines[node.lineno - 1] or isinstance(node, ast.ImportFrom) and node.level:
+                continue
+            out.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    return out
+
+
+# ------------------------------------------------------------------------------------------- the rules
+def test_no_layer_imports_a_higher_one_lazy_imports_included():
+    assert upward_imports(graph()) == []
+
+
+def test_statistics_contract_files_and_evaluators_import_only_what_they_may():
+    assert forbidden_imports(graph()) == []
+
+
+def test_no_import_cycles_lazy_imports_included():
+    assert cycles(graph()) == []
+
+
+def test_every_module_belongs_to_a_layer():
+    prefixes = {p for _, ps in LAYERS for p in ps}
+    assert [m for m in modules() if owner(m, prefixes) is None] == []
+
+
+def test_imports_inside_functions_are_heavy_libraries_or_say_why():
+    found = []
+    for name, path in modules().items():
+        if name not in CHILD_PROGRAMS:
+            found += lazy_imports_without_reason(path)
+    assert found == []
 
 
 def test_modules_are_small_enough_to_read_in_one_sitting():
     sizes = {m: len(p.read_text().splitlines()) for m, p in modules().items()}
-    assert max(sizes.values()) <= 560, sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
+    assert [(m, n) for m, n in sizes.items() if n > MAX_LINES] == []
+
+
+def test_runner_has_few_top_level_modules_each_a_documented_command_or_the_package():
+    top = sorted(p.stem for p in (ROOT / "runner").glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+    for stem in top:
+        if stem in ("__init__", "__main__"):
+            continue
+        text = (ROOT / "runner" / f"{stem}.py").read_text()
+        assert f"runner.commands.{stem}" in text, f"runner/{stem}.py is not a shim of runner.commands.{stem}"
+        assert len(text.splitlines()) <= 10, f"runner/{stem}.py holds more than a shim"
+
+
+# -------------------------------------------------------------------- the rules fail when broken
+def test_the_layer_rule_fails_on_an_added_upward_import():
+    g = graph()
+    g["runner.stats.verdicts"] = g["runner.stats.verdicts"] | {"runner.job.flow"}
+    g["runner.contract.requests"] = g["runner.contract.requests"] | {"runner.backends.models"}
+    assert upward_imports(g) == [
+        "runner.contract.requests (contract) imports runner.backends.models (services)",
+        "runner.stats.verdicts (statistics) imports runner.job.flow (job)",
+    ]
+
+
+def test_the_purity_rules_fail_on_an_added_import():
+    g = graph()
+    g["evaluators.tasks.mmlu"] = g["evaluators.tasks.mmlu"] | {"runner.backends.prompting"}
+    g["runner.stats.decision"] = g["runner.stats.decision"] | {"runner.files.paths"}
+    assert forbidden_imports(g) == [
+        "evaluators.tasks.mmlu imports runner.backends.prompting (allowed: runner.contract, runner.files, evaluators)",
+        "runner.stats.decision imports runner.files.paths (allowed: runner.contract, runner.stats)",
+    ]
+
+
+def test_the_cycle_rule_fails_on_an_added_cycle():
+    g = graph()
+    g["runner.job.state"] = g["runner.job.state"] | {"runner.job.flow"}
+    assert ["runner.job.flow", "runner.job.state"] in [c for c in cycles(g) if "runner.job.state" in c] or any(
+        {"runner.job.flow", "runner.job.state"} <= set(c) for c in cycles(g))
+
+
+def test_the_lazy_import_rule_fails_on_an_unexplained_one(tmp_path):
+    sneaky = ROOT / "runner" / "contract" / "_probe_lazy.py"
+    sneaky.write_text("def f():\n    from runner.contract import errors\n    import numpy\n\n"
+                      "def g():\n    from runner.contract import spec  # lazy: a reason\n")
+    try:
+        assert lazy_imports_without_reason(sneaky) == [
+            "runner/contract/_probe_lazy.py:2: from runner.contract import errors"]
+    finally:
+        sneaky.unlink()
+
+
+# ------------------------------------------------------------------------- the documented layout
+def documented_tree() -> str:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    match = re.search(r"<!-- tree -->\n```\n(.*?)```\n<!-- /tree -->", text, re.S)
+    assert match, "docs/architecture.md has no generated tree block (<!-- tree --> ... <!-- /tree -->)"
+    return match.group(1)
+
+
+def generated_tree() -> str:
+    """The packages of runner/ and evaluators/ by layer, each with its modules: what docs/architecture.md shows."""
+    mods = modules()
+    lines = []
+    for name, prefixes in reversed(LAYERS):
+        lines.append(f"{name}:")
+        for prefix in prefixes:
+            if prefix == "runner":
+                members = sorted(m.split(".")[1] for m in mods if m.count(".") == 1 and m.startswith("runner.")
+                                 and owner(m, {p for _, ps in LAYERS for p in ps}) == "runner")
+                lines.append(f"  runner/  {' '.join(members)}  (the documented commands' shims)")
+                continue
+            members = sorted(m[len(prefix) + 1:] for m in mods if m.startswith(prefix + ".")
+                             and owner(m, {p for _, ps in LAYERS for p in ps}) == prefix)
+            folders: dict[str, list[str]] = {}
+            for member in members:
+                if member.replace(".", "/") + "/__init__.py" in packages_of(prefix):
+                    folders.setdefault(member, [])
+                else:
+                    parent, _, leaf = member.rpartition(".")
+                    folders.setdefault(parent, []).append(leaf)
+            for parent in sorted(folders):
+                indent = "    " + "  " * parent.count(".") if parent else "  "
+                folder = (prefix + ("." + parent if parent else "")).replace(".", "/") + "/"
+                shown = folder if not parent else parent.rpartition(".")[2] + "/"
+                lines.append(f"{indent}{shown}  {' '.join(folders[parent])}".rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def packages_of(prefix: str) -> set[str]:
+    """The ``__init__.py`` paths below ``prefix``'s folder, relative to it."""
+    base = ROOT / prefix.replace(".", "/")
+    return {str(p.relative_to(base)) for p in base.rglob("__init__.py")}
+
+
+def test_docs_architecture_shows_the_real_tree_and_layers():
+    """Regenerate with: python tests/test_architecture.py > /tmp/tree.txt, and paste it into docs/architecture.md."""
+    assert documented_tree() == generated_tree()
+
+
+def test_tests_mirror_the_packages():
+    """tests/<package>/ for the code in runner/<package>/ (or evaluators/<package>/); helpers in tests/helpers/."""
+    packages = {p.name for base in ("runner", "evaluators") for p in (ROOT / base).iterdir()
+                if p.is_dir() and (p / "__init__.py").exists()}
+    folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and p.name not in ("__pycache__",)}
+    unknown = folders - packages - {"helpers", "data"}
+    assert unknown == set(), f"test folders without a package: {sorted(unknown)}"
+    loose = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
+    assert loose == ["test_architecture.py"], f"tests outside a package folder: {loose}"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(generated_tree())

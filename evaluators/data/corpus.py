@@ -18,6 +18,7 @@ corpus is never compared with one measured on another.
 from __future__ import annotations
 
 import hashlib
+import platform
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,8 @@ def content_hash(documents: list[Document]) -> str:
 
 def packaged_corpus() -> Corpus:
     """``pydoc_data.topics``, one document per topic in sorted topic order."""
-    import platform
 
-    from pydoc_data.topics import topics
+    from pydoc_data.topics import topics  # lazy: a 700 kB module, read only for the packaged corpus
 
     docs = [Document(f"pydoc/{name}", str(topics[name])) for name in sorted(topics)]
     sha = content_hash(docs)

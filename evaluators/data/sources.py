@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.files.datasets import load_hub, load_local
 from runner.contract.errors import ConfigError, DataError
+from runner.files.datasets import load_hub, load_local
 
 SOURCES = ("auto", "hub", "local", "packaged")
 

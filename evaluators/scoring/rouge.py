@@ -4,6 +4,7 @@ bootstrap means drawn from numpy's global generator (shared by CNN/DailyMail and
 
 from __future__ import annotations
 
+import logging
 from typing import Sequence
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")  # the `evaluate` metric's default, in its order
@@ -17,7 +18,6 @@ class RougeScorer:
     """
 
     def __init__(self, use_stemmer: bool = False) -> None:
-        import logging
 
         from rouge_score import rouge_scorer
 

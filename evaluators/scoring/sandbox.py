@@ -42,6 +42,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
+from runner.contract.errors import UserError
+
 CHILD = Path(__file__).with_name("sandbox_child.py")
 SANDBOX_UID = 65534  # "nobody": the uid a root parent drops its children to
 FILE_SIZE_LIMIT = 16 << 20  # bytes any single file may grow to, stdout and stderr included
@@ -179,7 +181,6 @@ def isolation_layers() -> tuple[str, ...]:
     for line in stdout.splitlines():
         if line.startswith("sandbox-layers:"):
             return tuple(x for x in line.split(":", 1)[1].split(",") if x)
-    from runner.contract.errors import UserError
 
     raise UserError("the execution sandbox does not start on this host", where="evaluators/scoring/sandbox.py",
                     given=f"{result.status}: {result.detail}",

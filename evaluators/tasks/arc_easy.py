@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator
-from runner.contract.requests import Request, Response
-from runner.contract.evaluator import Sample, ScoredSample
-from runner.contract.requests import LoglikelihoodRequest
-from runner.contract.task_config import DatasetConfig, TaskConfig
 from runner.contract.errors import ConfigError, DataError
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.requests import Request, Response, LoglikelihoodRequest
+from runner.contract.task_config import DatasetConfig, TaskConfig
 
 
 @dataclass

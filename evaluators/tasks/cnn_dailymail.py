@@ -31,20 +31,17 @@ upstream's number for the same per-sample scores in the same (shuffled) order. `
 from __future__ import annotations
 
 from dataclasses import dataclass
-from runner.contract.task_config import TaskConfig
-
 from typing import Any, Optional, Sequence
 
-from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
-from evaluators.deviations import limit_and_data_deviations
 from evaluators.base import Evaluator
-from runner.contract.requests import Request, Response
-from runner.contract.evaluator import Sample, ScoredSample
-from evaluators.data.shuffle import shuffled_rows
 from evaluators.data.hub import check_source, load_rows
-from evaluators.deviations import short_hash
-from runner.contract.requests import GenerationRequest
+from evaluators.data.shuffle import shuffled_rows
+from evaluators.deviations import limit_and_data_deviations, short_hash
+from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
 from runner.contract.errors import ConfigError, DataError
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.requests import Request, Response, GenerationRequest
+from runner.contract.task_config import TaskConfig
 
 TRUNCATIONS = ("article_start", "article_end")
 AGGREGATIONS = ("bootstrap", "mean")

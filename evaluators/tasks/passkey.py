@@ -38,19 +38,17 @@ end or a fraction in place of the schedule), ``num_noise``/``noise_step`` other 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from runner.contract.task_config import TaskConfig
-
 import random
 import re
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator
-from runner.contract.requests import Request, Response
-from runner.contract.evaluator import Sample, ScoredSample
 from evaluators.deviations import short_hash
-from runner.contract.requests import GenerationRequest
 from runner.contract.errors import ConfigError
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.requests import Request, Response, GenerationRequest
+from runner.contract.task_config import TaskConfig
 
 # InfiniteBench's passkey format (examples/infinitebench/construct_synthetic_dataset.py and
 # eval_utils.create_prompt in TensorRT-LLM): short protocol strings, byte for byte.

@@ -30,19 +30,17 @@ Differences from upstream, all below one token per document:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from runner.contract.task_config import TaskConfig
-
 import logging
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from evaluators.base import Evaluator
-from runner.contract.requests import Request, Response
-from runner.contract.evaluator import Sample, ScoredSample
 from evaluators.data.corpus import UPSTREAM_CORPUS, Corpus, load_corpus
-from runner.contract.requests import LoglikelihoodRequest, LoglikelihoodResult
 from runner.contract.errors import ConfigError
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.requests import Request, Response, LoglikelihoodRequest, LoglikelihoodResult
+from runner.contract.task_config import TaskConfig
 
 log = logging.getLogger("runner")
 

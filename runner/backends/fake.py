@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from runner.contract.backend import Backend, BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
-from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
-from runner.backends.prompting import cut_at_stop
 from runner.contract.errors import ConfigError
+from runner.contract.requests import cut_at_stop, GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.contract.spec import AccuracySpec
 
 

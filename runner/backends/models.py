@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.contract.errors import ModelError
+from runner.files.assets import EMBEDDED_MODELS
 from runner.files.paths import models_root
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -45,7 +46,6 @@ def resolve_model_source(name: str, hf_id: str, path: str | None, embedded: str 
     if root is not None and (root / hf_id).is_dir():
         return ModelSource(str((root / hf_id).resolve()), "local")
     if embedded:
-        from runner.files.assets import EMBEDDED_MODELS
 
         if embedded not in EMBEDDED_MODELS:
             raise ModelError(f"unknown embedded model asset for model '{name}'", where="model.embedded",

@@ -83,20 +83,6 @@ def keep_last(tokenizer: Any, ids: list[int], budget: int, added_special: bool) 
     return head + ids[len(head):][-(budget - len(head)):]
 
 
-def cut_at_stop(text: str, stops: Sequence[str]) -> str:
-    """Cut ``text`` before the first stop string.
-
-    Engines that match stop strings as token sequences can miss one tokenized differently inside
-    the output; cutting the text as well gives every backend the same result.
-    """
-    cut = len(text)
-    for stop in stops:
-        pos = text.find(stop)
-        if pos != -1:
-            cut = min(cut, pos)
-    return text[:cut]
-
-
 def encode_pair(tokenizer: Any, chat: ChatFormat, context: str, continuation: str) -> tuple[list[int], list[int]]:
     """Context and continuation tokens, split the way lm-evaluation-harness splits them: trailing
     whitespace of the context moves to the continuation, and the continuation's tokens are those of

@@ -29,8 +29,6 @@ one by that rounding only (as a run with another ``backend.batch_size`` would).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import dataclasses
 import hashlib
 import json
@@ -38,6 +36,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 

@@ -16,12 +16,22 @@ import argparse
 import importlib.util
 import os
 import platform
-import sys
 import tempfile
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
+
+from evaluators.tasks.mmlu import LETTERS, Question, build_prompt, csv_frame
+from runner.backends.trtllm import api
+from runner.backends.trtllm.api import INSTALL_HINT
+from runner.backends.trtllm.engine import TRTLLMBackendConfig, TRTLLMEngineBackend
+from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend, TRTLLMPyTorchBackendConfig
+from runner.contract.backend import TaskLimits
+from runner.contract.errors import UserError
+from runner.contract.requests import GenerationRequest
+from runner.contract.task_config import ModelConfig, QuantConfig
+from runner.files.assets import smollm2_checkpoint
 
 PASS, FAIL, SKIP = "pass", "FAIL", "skip"
 
@@ -34,7 +44,6 @@ class Check:
 
 
 def _message(err: BaseException) -> str:
-    from runner.contract.errors import UserError
 
     if isinstance(err, UserError):
         return " / ".join(line.strip() for line in err.render().splitlines() if line.strip())
@@ -66,7 +75,6 @@ def host_checks() -> tuple[list[Check], bool, Optional[str]]:
         rows.append(Check("torch / GPU", FAIL, f"no torch: {err}"))
     version: Optional[str] = None
     if importlib.util.find_spec("tensorrt_llm") is None:
-        from runner.backends.trtllm.api import INSTALL_HINT
 
         rows.append(Check("tensorrt_llm", FAIL, "no tensorrt_llm: not installed; " + INSTALL_HINT))
         return rows, gpu, None
@@ -82,7 +90,6 @@ def host_checks() -> tuple[list[Check], bool, Optional[str]]:
 
 def release_checks(version: str) -> list[Check]:
     """Names each backend imports, and what the release does with seeds and KV cache dtypes."""
-    from runner.backends.trtllm import api
 
     rows = []
     for backend, names in (("trtllm", api.ENGINE_NAMES), ("trtllm_pytorch", api.PYTORCH_NAMES)):
@@ -100,24 +107,19 @@ def release_checks(version: str) -> list[Check]:
 
 # ----------------------------------------------------------------------------- GPU checks
 def _model(path: Optional[str]) -> Any:
-    from runner.contract.task_config import ModelConfig
 
     if path:
         return ModelConfig(name="doctor", hf_id=Path(path).name, path=str(Path(path).expanduser()))
-    from runner.files.assets import smollm2_checkpoint
 
     return ModelConfig(name="doctor", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", path=str(smollm2_checkpoint()))
 
 
 def _limits() -> Any:
-    from runner.contract.backend import TaskLimits
 
     return TaskLimits(max_input_len=1024, max_output_len=2, max_batch_size=8)
 
 
 def engine_build_and_hit(model: Any) -> str:
-    from runner.backends.trtllm.engine import TRTLLMBackendConfig, TRTLLMEngineBackend
-    from runner.contract.task_config import QuantConfig
 
     seen = []
     for _ in range(2):
@@ -136,15 +138,12 @@ def engine_build_and_hit(model: Any) -> str:
 
 
 def _request(prompt: str) -> Any:
-    from runner.contract.requests import GenerationRequest
 
     return GenerationRequest(prompt=prompt, max_tokens=2)
 
 
 def pytorch_fp8_kv_and_parity(model: Any, parity: bool) -> tuple[Check, Check]:
     """The FP8 KV cache spec read back on the PyTorch backend; then MMLU prompt-token parity on that LLM."""
-    from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend, TRTLLMPyTorchBackendConfig
-    from runner.contract.task_config import QuantConfig
 
     backend = TRTLLMPyTorchBackend(TRTLLMPyTorchBackendConfig(max_num_tokens=1024), model=model,
                                    quant=QuantConfig(name="fp8_kv_only", kv_cache_quant_algo="FP8"),
@@ -170,8 +169,6 @@ PARITY_ROWS = (  # (question, A, B, C, D, answer): the formatting, not the conte
 def mmlu_parity(backend: Any) -> str:
     """Token ids of the runner's MMLU prompts against TensorRT-LLM's MMLU evaluator, on one LLM object."""
     from tensorrt_llm.evaluate.mmlu import MMLU
-
-    from evaluators.tasks.mmlu import LETTERS, Question, build_prompt, csv_frame
 
     subject = "elementary_mathematics"
     questions = [Question(subject, r[0], tuple(r[1:5]), LETTERS.index(r[5]), i) for i, r in enumerate(PARITY_ROWS)]

@@ -15,12 +15,13 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from omegaconf import OmegaConf
+
 from runner.contract.errors import EXIT_ERROR, UserError
 
 
 def overrides_for(run_dir: Path, more: int | None) -> list[str]:
     """The job's own overrides with one more extension; refuses a run that cannot be extended."""
-    from omegaconf import OmegaConf
 
     saved, asked = run_dir / "config.yaml", run_dir / ".hydra" / "overrides.yaml"
     if not saved.is_file() or not asked.is_file():

@@ -14,20 +14,21 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from runner.contract.errors import EXIT_ERROR, EXIT_TERMINATED, Terminated
+from runner.config.guard import check_overrides
 from runner.config.store import register_schemas
+from runner.contract.errors import EXIT_ERROR, EXIT_TERMINATED, Terminated, UserError
 
 
 @hydra.main(version_base="1.3", config_path="pkg://conf", config_name="config")
 def main(cfg: DictConfig) -> int:
-    from runner.commands.job import run_job
+    from runner.commands.job import run_job  # lazy: --help and config errors stay fast (no job code loaded)
 
     return run_job(cfg)
 
 
 def entry() -> None:
     """Console-script entry point (``runner``)."""
-    from runner.sweep.callback import abort_open_sweep, take_exit_status
+    from runner.sweep.callback import abort_open_sweep, take_exit_status  # lazy: --help stays fast
 
     register_schemas()
     refuse_foreign_code(sys.argv[1:])
@@ -53,9 +54,6 @@ def entry() -> None:
 
 def refuse_foreign_code(argv: list[str]) -> None:
     """Refuse ``_target_`` or ``hydra.callbacks`` overrides naming code outside this project (exit 1)."""
-    from runner.config.guard import check_overrides
-    from runner.contract.errors import UserError
-
     try:
         check_overrides(argv)
     except UserError as err:

@@ -38,8 +38,15 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from runner.contract.errors import EXIT_ERROR, EXIT_OK, ConfigError, UserError
+from runner.backends.hf.backend import HFBackend
+from runner.backends.models import resolve_model_source
+from runner.backends.trtllm.pytorch import checkpoint_spec
+from runner.cache.engines import fingerprint_digest
+from runner.commands.main import refuse_foreign_code
 from runner.config.store import register_schemas
+from runner.contract.backend import TaskLimits
+from runner.contract.errors import EXIT_ERROR, EXIT_OK, ConfigError, UserError, ModelError
+from runner.quant import modelopt as hf_quant
 
 # quant_algo -> exported with ModelOpt's unified Hugging Face format (modelopt.torch.export)
 EXPORTABLE = ("FP8", "FP8_PER_CHANNEL_PER_TOKEN", "W8A16", "W8A8_SQ_PER_CHANNEL", "W4A16_AWQ", "W4A8_AWQ", "NVFP4")
@@ -61,7 +68,6 @@ class Exported:
 # ---------------------------------------------------------------------------- checks before any work
 def check_exportable(quant: Any) -> None:
     """Refuse specs ModelOpt cannot export as a unified checkpoint, before anything is loaded."""
-    from runner.quant import modelopt as hf_quant
 
     where = f"quant={quant.name}"
     if not hf_quant.is_quantized(quant):
@@ -90,7 +96,6 @@ def check_exportable(quant: Any) -> None:
 
 def check_device(quant: Any, device_type: str) -> None:
     """NVFP4 is quantized with CUDA kernels only (see ``hf_quant.cuda_reasons``)."""
-    from runner.quant import modelopt as hf_quant
 
     reasons = hf_quant.cuda_reasons(quant)
     if reasons and device_type != "cuda":
@@ -141,11 +146,6 @@ def resolve_output_dir(cfg: Any) -> Path:
 # ---------------------------------------------------------------------------- the export
 def quantize_and_export(cfg: Any, progress: bool = True) -> Exported:
     """Quantize (or restore from the quantized-model cache) and export; see the module docstring."""
-    from runner.quant import modelopt as hf_quant
-    from runner.contract.backend import TaskLimits
-    from runner.backends.hf.backend import HFBackend
-    from runner.backends.trtllm.pytorch import checkpoint_spec
-    from runner.backends.models import resolve_model_source
 
     if cfg.backend.name != "hf":
         raise ConfigError("runner.quantize calibrates with the transformers backend", where="backend",
@@ -200,8 +200,6 @@ def quantize_and_export(cfg: Any, progress: bool = True) -> Exported:
 def _hf_config(location: str, model_cfg: Any) -> Any:
     from transformers import AutoConfig
 
-    from runner.contract.errors import ModelError
-
     try:
         return AutoConfig.from_pretrained(location, revision=model_cfg.revision, trust_remote_code=model_cfg.trust_remote_code)
     except OSError as err:
@@ -224,8 +222,6 @@ def _export(model: Any, dtype: Any, target: Path, quant: Any) -> None:
 
 
 def _manifest(quant: Any, model_cfg: Any, source: Any, info: Any, modelopt_version: str, export_s: float) -> dict[str, Any]:
-    from runner.quant import modelopt as hf_quant
-    from runner.cache.engines import fingerprint_digest
 
     calibrated = hf_quant.needs_calibration(quant)
     details = info.details
@@ -279,7 +275,6 @@ def main(cfg: DictConfig) -> None:
 
 
 def entry() -> None:
-    from runner.commands.main import refuse_foreign_code
 
     register_schemas()
     refuse_foreign_code(sys.argv[1:])

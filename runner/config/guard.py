@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
+from hydra._internal.utils import get_args_parser
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
+
 from runner.contract.errors import ConfigError
 
 CALLABLE_PREFIXES = ("runner.", "evaluators.", "hydra_plugins.", "hydra._internal.core_plugins.",
@@ -23,9 +27,6 @@ LOGGING_NODES = ("hydra.job_logging", "hydra.hydra_logging")
 def check_overrides(argv: Sequence[str]) -> None:
     """Raise :class:`ConfigError` for an override that makes Hydra build something foreign, or for
     flags Hydra would refuse with a traceback."""
-    from hydra._internal.utils import get_args_parser
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
 
     args, _ = get_args_parser().parse_known_args(list(argv))
     if args.multirun and (args.cfg or args.info or args.shell_completion):

@@ -15,6 +15,8 @@ import secrets
 
 from omegaconf import OmegaConf
 
+from runner.backends.identity import checkpoint_id, checkpoint_name
+
 UNIQUE = "runner.unique"
 PATH_PART = "runner.path_part"
 CHECKPOINT_ID = "runner.checkpoint_id"
@@ -39,7 +41,6 @@ def register_resolvers() -> None:
     if not OmegaConf.has_resolver(PATH_PART):
         OmegaConf.register_new_resolver(PATH_PART, path_part)
     if not OmegaConf.has_resolver(CHECKPOINT_ID):
-        from runner.backends.identity import checkpoint_id, checkpoint_name
 
         OmegaConf.register_new_resolver(CHECKPOINT_ID, checkpoint_id)
         OmegaConf.register_new_resolver(CHECKPOINT_NAME, checkpoint_name)

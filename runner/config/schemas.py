@@ -12,8 +12,8 @@ from typing import Any, Optional
 
 from omegaconf import MISSING
 
-from runner.reports.config import ReportConfig
 from runner.references.store import ReferenceConfig
+from runner.reports.config import ReportConfig
 from runner.stats.settings import StatsConfig
 from runner.sweep.summary import SweepConfig
 

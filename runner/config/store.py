@@ -13,10 +13,24 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from hydra.core.config_store import ConfigStore
+
+import evaluators.tasks
+from runner.backends.fake import FakeBackendConfig
+from runner.backends.hf.backend import HFBackendConfig
+from runner.backends.openai.config import OpenAIBackendConfig
+from runner.backends.trtllm.engine import TRTLLMBackendConfig
+from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
+from runner.cache.generations import CacheConfig
+from runner.config.resolvers import register_resolvers as register_path_resolvers
+from runner.config.schemas import QuantizeJobConfig, RunnerConfig
+from runner.contract.task_config import ModelConfig, QuantConfig
+from runner.sweep.gpus import register_resolvers
+from runner.tracking.trackers import MlflowTrackingConfig, NoTrackingConfig
+
 
 def task_schemas() -> dict[str, type]:
     """``schema_task_<module>`` -> the ``CONFIG`` dataclass of each module or package under evaluators/tasks."""
-    import evaluators.tasks
 
     out = {}
     for info in pkgutil.iter_modules(evaluators.tasks.__path__):
@@ -28,14 +42,6 @@ def task_schemas() -> dict[str, type]:
 
 
 def schemas() -> dict[str, type]:
-    from runner.backends.fake import FakeBackendConfig
-    from runner.backends.hf.backend import HFBackendConfig
-    from runner.backends.openai.config import OpenAIBackendConfig
-    from runner.backends.trtllm.engine import TRTLLMBackendConfig
-    from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
-    from runner.cache.generations import CacheConfig
-    from runner.contract.task_config import ModelConfig, QuantConfig
-    from runner.tracking.trackers import MlflowTrackingConfig, NoTrackingConfig
 
     return {
         "schema_model": ModelConfig,
@@ -53,11 +59,6 @@ def schemas() -> dict[str, type]:
 
 def register_schemas() -> None:
     """Store every schema in Hydra's ConfigStore (called by the entry points, never on import)."""
-    from hydra.core.config_store import ConfigStore
-
-    from runner.config.schemas import QuantizeJobConfig, RunnerConfig
-    from runner.config.resolvers import register_resolvers as register_path_resolvers
-    from runner.sweep.gpus import register_resolvers
 
     share_config_store_across_repositories()
     cs = ConfigStore.instance()
@@ -74,7 +75,6 @@ def share_config_store_across_repositories() -> None:
     a group's options (85 times for ``--help``: 1.9 s of the 2 s it took). The store is a
     singleton and hands out a deep copy of a node on every load, so the copies gain nothing: the
     singleton is kept shared instead."""
-    from hydra.core.config_store import ConfigStore
 
     if "__deepcopy__" not in vars(ConfigStore):
         ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]

@@ -9,7 +9,6 @@ rule: every sample must pass) is refused for a task whose schema says its scores
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 

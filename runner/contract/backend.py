@@ -3,8 +3,8 @@ what a task imposes on requests, what a backend reports and declares, and the :c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult

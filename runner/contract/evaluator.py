@@ -3,8 +3,8 @@ with defaults), and the records it produces."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from runner.contract.requests import Request, Response

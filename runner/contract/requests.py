@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Sequence, Union
 
 
 @dataclass(frozen=True)
@@ -55,3 +55,17 @@ class LoglikelihoodResult:
 
 Request = Union[GenerationRequest, LoglikelihoodRequest]
 Response = Union[str, LoglikelihoodResult]
+
+
+def cut_at_stop(text: str, stops: Sequence[str]) -> str:
+    """Cut ``text`` before the first stop string.
+
+    Engines that match stop strings as token sequences can miss one tokenized differently inside
+    the output; cutting the text as well gives every backend the same result.
+    """
+    cut = len(text)
+    for stop in stops:
+        pos = text.find(stop)
+        if pos != -1:
+            cut = min(cut, pos)
+    return text[:cut]

@@ -7,6 +7,8 @@ import re
 import tempfile
 from pathlib import Path
 
+from runner.contract.errors import ConfigError
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """Names that become file or directory names (task, model and quant option names)."""
@@ -14,7 +16,6 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 def check_name(value: object, where: str) -> str:
     """``value`` if it is safe as one path component (no separators, no leading dot, <= 100 chars)."""
-    from runner.contract.errors import ConfigError
 
     text = str(value)
     if not NAME_PATTERN.fullmatch(text):

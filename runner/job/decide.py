@@ -10,8 +10,7 @@ from runner.job.looks import Monitor
 from runner.job.state import Job
 from runner.references.samples import RunProvenance, pairing_problem
 from runner.references.store import Reference
-from runner.stats import advice
-from runner.stats import claims as claim_rules
+from runner.stats import advice, claims as claim_rules
 from runner.stats.decision import Decision, decide_against
 from runner.stats.extension import ExtensionResult
 from runner.stats.unpaired import HypothesisParams

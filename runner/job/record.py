@@ -8,8 +8,7 @@ from pathlib import Path
 
 from runner.contract.evaluator import ScoredSample
 from runner.job.state import Job, Loaded
-from runner.references import samples as reference_samples
-from runner.references import store as references
+from runner.references import samples as reference_samples, store as references
 from runner.tracking.provenance import project_commit
 
 

@@ -9,8 +9,7 @@ from dataclasses import replace
 
 from runner.contract.spec import AccuracySpec
 from runner.job.state import Job
-from runner.references import samples as reference_samples
-from runner.references import store as references
+from runner.references import samples as reference_samples, store as references
 from runner.references.store import Reference
 from runner.stats.unpaired import HypothesisParams
 

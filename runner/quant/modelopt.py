@@ -43,15 +43,22 @@ import contextlib
 import copy
 import io
 import logging
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from runner.quant.calibration import calib_num_samples, calibration_documents, calibration_rows, local_calibration_source
-from runner.quant.algos import AWQ_ALGOS, AWQ_MAX_CALIB_SAMPLES, needs_calibration, validate_spec as validate_trtllm_names
+from runner.cache.engines import EngineCache, engine_key, fingerprint_dir
 from runner.contract.errors import BackendUnavailable, ConfigError
+from runner.files.paths import cache_dir
+from runner.quant.algos import (
+    AWQ_ALGOS, AWQ_MAX_CALIB_SAMPLES, needs_calibration, validate_spec as validate_trtllm_names,
+)
+from runner.quant.calibration import (
+    calib_num_samples, calibration_documents, calibration_rows, local_calibration_source,
+)
 
 log = logging.getLogger("runner")
 
@@ -313,7 +320,6 @@ def run_calibration(model: Any, cfg: dict[str, Any], rows: list[list[int]] | Non
 
         def forward_loop(m: Any) -> None:
             from tqdm.auto import tqdm
-            import sys
 
             with torch.no_grad():
                 for batch in tqdm(batches, desc="calibrate", unit="batch", disable=not progress, file=sys.stderr,
@@ -419,8 +425,6 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
         model = calibrate()
         details["quant_cache"] = "off (no local model files to fingerprint)"
     else:
-        from runner.cache.engines import EngineCache, engine_key, fingerprint_dir
-        from runner.files.paths import cache_dir
 
         inputs = {
             "kind": "hf-modelopt-fake-quant", "key_format": KEY_FORMAT,

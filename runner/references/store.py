@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from runner.contract.errors import ReferenceError_
-from runner.files.paths import write_atomic
 from runner.contract.spec import SPEC_KEYS, AccuracySpec
+from runner.files.paths import write_atomic
 from runner.stats.unpaired import HypothesisParams, check_params
 
 OVERRIDE_KEYS = ("alpha", "beta", "sigma", "num_samples", "higher_is_better")

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Sequence
 from xml.etree import ElementTree as ET
 
-from runner.reports.cases import Case
 from runner.files.paths import write_atomic
+from runner.reports.cases import Case
 
 
 def junit_xml(cases: Sequence[Case], suite: str) -> str:

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from runner.reports.cases import Case, fmt
 from runner.files.paths import write_atomic
+from runner.reports.cases import Case, fmt
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from runner.stats import paired_binary as pb
 from runner.stats.unpaired import phi, z
 from runner.stats.verdicts import Claims, oriented
 
@@ -38,7 +39,6 @@ def binary(b: int, c: int, n: int, alpha: float, higher_is_better: bool, margin:
     ``regression``: what the deciding regression test said; the interval's bound on that side is its
     inversion (exact conditional for margin 0, Tango's score bound otherwise). ``z_crit``: a critical
     value other than ``z(1 - alpha)`` (a sequential look's)."""
-    from runner.stats import paired_binary as pb
 
     delta0 = -tolerance / 100.0
     if z_crit is None:  # Tango's test backed by the exact unconditional one: false passes stay <= alpha

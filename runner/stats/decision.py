@@ -24,9 +24,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Protocol, Sequence
 
 from runner.contract.errors import ConfigError
-from runner.stats import claims as claim_rules
-from runner.stats.unpaired import HypothesisParams, Verdict, decide
+from runner.stats import claims as claim_rules, paired as paired_stats
 from runner.stats.settings import margin_points
+from runner.stats.unpaired import HypothesisParams, Verdict, decide
 from runner.stats.verdicts import GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, exit_status, reported
 
 RULES = ("explicit_threshold", "exact", "paired", "unpaired")
@@ -306,7 +306,6 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
     ``rows``: the reference's per-sample scores by sample id (each with a ``score``), when the job loaded
     them; ``pairing_problem``: why they cannot be paired with ``scored`` (None: they can). The regression
     claim is tested at ``stats.margin``, the tolerance claim at ``tolerance`` (points)."""
-    from runner.stats import paired as paired_stats
 
     notes: list[str] = []
     margin = margin_points(stats, reference.value)
@@ -373,7 +372,6 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
 
 def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float) -> tuple[Any, Claims]:
     """The paired test of the regression claim, and both claims with their interval."""
-    from runner.stats import paired as paired_stats
 
     kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed)
     result = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=margin,

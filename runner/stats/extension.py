@@ -20,6 +20,7 @@ from typing import Any
 
 from runner.contract.errors import ConfigError
 from runner.stats import sequential as gs
+from runner.stats.claims import binary
 from runner.stats.sequential_monitor import Look, statistic
 from runner.stats.verdicts import oriented
 
@@ -83,7 +84,6 @@ class Extensions:
 
     def _go(self, look: Look, counts: tuple[int, int, int] | None, decision: Any) -> bool:
         if counts is not None:
-            from runner.stats.claims import binary
 
             b, c, n = counts
             return binary(b, c, n, self.alpha, self.higher_is_better, 0.0, self.tolerance, False,

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from runner.contract.errors import UserError
+from runner.stats.paired_binary import tango_p
 from runner.stats.planning import _binary_theta, _check_prob, _k
 
 
@@ -350,7 +351,6 @@ def mcnemar_exact(
     if margin:
         if gate != "regression":
             raise ValueError("a margin belongs to the regression claim (gate 'regression')")
-        from runner.stats.paired_binary import tango_p
 
         p = tango_p(b, c, len(ref_v), -margin / 100.0, "less")
     elif b + c == 0:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 
+from runner.stats.unpaired import z
+
 _ALTERNATIVES = ("greater", "less")
 
 
@@ -312,7 +314,6 @@ def go_lower(b: int, c: int, n: int, alpha: float) -> float:
     where the exact test already backs Tango's rejection the bound is Tango's own. ``go_p`` is
     checked at Tango's bound first; only when it does not reject there is it inverted by bisection (to 1e-12).
     """
-    from runner.stats.unpaired import z
 
     _check_table(b, c, n)
     if not 0.0 < alpha < 1.0:
@@ -339,7 +340,6 @@ def go_lower(b: int, c: int, n: int, alpha: float) -> float:
 
 def go_rejects(b: int, c: int, n: int, delta0: float, alpha: float) -> bool:
     """The GO test at ``delta0``: Tango's statistic beyond ``z_{1-alpha}`` and ``go_p < alpha``."""
-    from runner.stats.unpaired import z
 
     return tango_statistic(b, c, n, delta0) > z(1.0 - alpha) and go_p(b, c, n, delta0) < alpha
 
@@ -411,8 +411,6 @@ def go_regions(n: int, drop: float, alpha: float):  # noqa: ANN201 - two boolean
     the method of :func:`go_lower`: that and ``go_p < alpha``. Neither depends on the discordance.
     """
     import numpy as np
-
-    from runner.stats.unpaired import z
 
     b, c, p = go_p_table(n, -drop)
     tango = np.zeros((n + 1, n + 1), dtype=bool)

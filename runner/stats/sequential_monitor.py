@@ -22,8 +22,8 @@ The p-value uses the stage-wise ordering and the interval is the repeated confid
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from runner.stats import sequential as gs

@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hydra.errors import CompactHydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
@@ -253,7 +254,6 @@ def abort_open_sweep(err: BaseException) -> int | None:
 
 def stop_message(err: BaseException, config: DictConfig) -> str:
     """What the user reads when the multirun stopped before all its jobs returned."""
-    from hydra.errors import CompactHydraException
 
     if isinstance(err, (CompactHydraException, UserError)):  # e.g. a swept value that does not compose
         return f"error: the sweep stopped: {err}"

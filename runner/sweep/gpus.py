@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-
 from typing import Any
 
 from omegaconf import OmegaConf

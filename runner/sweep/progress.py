@@ -11,11 +11,12 @@ import os
 import time
 from typing import Any, Iterable
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
 SIZE_ENV, STARTED_ENV = "RUNNER_SWEEP_SIZE", "RUNNER_SWEEP_STARTED"
 
 
 def sweep_size(overrides: Iterable[str]) -> int | None:
-    from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))

@@ -24,11 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from omegaconf import OmegaConf
+
 from runner.contract.errors import EXIT_ERROR, EXIT_OK
-from runner.stats.decision import STATISTICAL_RULES
-from runner.stats.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, combine, exit_status, reported
-from runner.stats.multiple_testing import adjust
+from runner.contract.spec import AccuracySpec
 from runner.reports.cases import fmt
+from runner.stats.decision import STATISTICAL_RULES
+from runner.stats.multiple_testing import adjust
+from runner.stats.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, combine, exit_status, reported
 from runner.sweep.html import render as render_html
 
 COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
@@ -209,7 +212,6 @@ def judge(rows: list[dict[str, Any]], correction: str, alpha: float | None) -> N
 
 def _label_configurations(rows: list[dict[str, Any]], dirs: list[Path]) -> None:
     """A job's configuration: its overrides that differ between the jobs (what the sweep varied)."""
-    from omegaconf import OmegaConf
 
     per_job = [list(OmegaConf.load(d / ".hydra" / "overrides.yaml")) for d in dirs]
     common = set.intersection(*(set(o) for o in per_job)) if per_job else set()
@@ -237,7 +239,6 @@ def _row(job_dir: Path) -> dict[str, Any]:
 
 
 def _read_row(job_dir: Path) -> dict[str, Any]:
-    from omegaconf import OmegaConf
 
     asked = OmegaConf.load(job_dir / ".hydra" / "config.yaml")
     row: dict[str, Any] = dict.fromkeys(COLUMNS)
@@ -246,7 +247,6 @@ def _read_row(job_dir: Path) -> dict[str, Any]:
     report, failure = job_dir / "report.json", job_dir / "failure.json"
     if report.is_file():
         payload = json.loads(report.read_text())
-        from runner.contract.spec import AccuracySpec
 
         decision = payload.get("decision")
         cache = payload.get("generation_cache") or {}  # None with cache=off

@@ -6,15 +6,18 @@ mistyped server address costs seconds, not an evaluation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import logging
 import os
+import socket
 import urllib.error
 import urllib.request
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
 from runner.contract.errors import TrackingError
+from runner.files.locking import file_lock
 
 
 @dataclass
@@ -53,7 +56,6 @@ URI_SCHEMES = ("http", "https", "sqlite", "postgresql", "mysql", "mssql", "datab
 
 def process_tags() -> dict[str, str]:
     """Which process holds a run, so a later run can tell a dead job's run from a live one."""
-    import socket
 
     return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
 
@@ -68,7 +70,6 @@ def open_experiment(uri: str, name: str) -> Any:
     A fresh sqlite file is initialised under a file lock: MLflow runs its schema migration on first
     use, and two processes doing it at once can leave the store broken for good. Runs of this host
     left RUNNING by a process that no longer exists are marked KILLED here."""
-    import logging
 
     import mlflow
 
@@ -79,7 +80,6 @@ def open_experiment(uri: str, name: str) -> Any:
     if db is None:
         experiment = mlflow.set_experiment(name)
     else:
-        from runner.files.locking import file_lock
 
         with file_lock(db.parent / f".{db.name}.lock"):
             experiment = mlflow.set_experiment(name)
@@ -90,7 +90,6 @@ def open_experiment(uri: str, name: str) -> Any:
 
 def close_dead_runs(uri: str, experiment_id: str) -> list[str]:
     """Mark KILLED the RUNNING runs of this host whose process is gone (a SIGKILLed job)."""
-    import socket
 
     import psutil
     from mlflow.tracking import MlflowClient
@@ -268,8 +267,6 @@ class MlflowTracker:
         """The evaluated samples as the run's input dataset (MLflow's Datasets column and tab)."""
         import mlflow
         import pandas as pd
-
-        import warnings
 
         from mlflow.data.code_dataset_source import CodeDatasetSource
 

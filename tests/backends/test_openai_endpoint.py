@@ -2,7 +2,7 @@
 
 The server is ``transformers serve`` (transformers[serving]) on the embedded SmolLM2-135M, float32 on
 the CPU, started for this module by the backend's own managed-server code. A fault-injecting proxy
-(tests/backends/endpoint_proxy.py) sits in front of it to count requests, refuse them (503) or drop
+(tests/helpers/endpoint_proxy.py) sits in front of it to count requests, refuse them (503) or drop
 them (a server gone away). Checked here: the same predictions as ``backend=hf`` on the same questions,
 a verdict against the recorded reference, retries, a run resumed from the generation cache after the
 server went away (exactly n samples), refusals before any request, the API key kept out of every
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from runner.backends.openai.server import ManagedServer, free_port, render_command
-from tests.backends.endpoint_proxy import FaultProxy
+from tests.helpers.endpoint_proxy import FaultProxy
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.e2e

@@ -42,7 +42,7 @@ from runner.contract.errors import BackendUnavailable, ConfigError, ModelError
 from runner.contract.task_config import ModelConfig, QuantConfig
 from runner.backends.trtllm.engine import TRTLLMBackendConfig
 from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
-from tests.backends import trtllm_double
+from tests.helpers import trtllm_double
 from tests.conftest import ROOT, compose
 
 # ------------------------------------------------------------------------------ the double

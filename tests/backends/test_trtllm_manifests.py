@@ -1,7 +1,7 @@
 """The TensorRT-LLM backends against doubles generated from signature manifests of real releases.
 
 Each committed manifest (runner/backends/trtllm/manifests/) becomes a fake ``tensorrt_llm`` package
-(:mod:`tests.backends.trtllm_double`); the real ``load_api`` imports it and the backends translate
+(:mod:`tests.helpers.trtllm_double`); the real ``load_api`` imports it and the backends translate
 against it. A keyword the backends pass that a release does not have fails here.
 """
 
@@ -22,7 +22,7 @@ from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend, TRTLLMPyTorchBa
 from runner.cache.generations import CachedBackend, GenerationCache
 from runner.contract.task_config import ModelConfig, QuantConfig
 from runner.contract.errors import BackendUnavailable, ConfigError
-from tests.backends import trtllm_double
+from tests.helpers import trtllm_double
 from tests.backends.test_trtllm_backend import FakeTokenizer
 from tests.conftest import run_cli
 

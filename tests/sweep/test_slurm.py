@@ -1,5 +1,5 @@
 """The cluster path for real: sweeps through Hydra's submitit SLURM launcher on a single-node SLURM
-cluster started on this machine (tests/sweep/slurm_cluster.py), with the scripted fake backend so no
+cluster started on this machine (tests/helpers/slurm_cluster.py), with the scripted fake backend so no
 model loads. Two jobs that pass (summary, MLflow parent and children, exit 0), then a job cancelled
 with ``scancel`` while it runs (summary lists it, the other job's result kept, exit 1).
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, _hermetic
-from tests.sweep.slurm_cluster import SlurmCluster, why_not
+from tests.helpers.slurm_cluster import SlurmCluster, why_not
 from tests.sweep.test_sweep import TINY, children
 
 REASON = why_not()

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Optional
+
 from omegaconf import MISSING
+
 from runner.contract.task_config import TaskConfig
 
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.files.datasets import LOCAL_FORMATS, load_hub, load_local
+from evaluators.tasks.score.upstream import math_reference_answer
 from runner.contract.errors import ConfigError, DataError
+from runner.files.datasets import LOCAL_FORMATS, load_hub, load_local
 
 FAMILIES = ("mmlu_pro", "agieval", "math")
 MMLU_PRO_HUB = "TIGER-Lab/MMLU-Pro"
@@ -155,7 +156,6 @@ def _agieval(rows: Any, subset: str) -> list[Question]:
 
 
 def _math(rows: Any, subset: str) -> list[Question]:
-    from evaluators.tasks.score.upstream import math_reference_answer
 
     _need(rows, {"problem", "solution"}, f"MATH {subset}")
     out = []

@@ -17,12 +17,13 @@ import random
 from typing import Any, Sequence
 
 from evaluators.base import Evaluator
-from runner.contract.requests import Request, Response
-from runner.contract.evaluator import Sample, ScoredSample
 from evaluators.tasks.score import data, extract, metrics, upstream
+from evaluators.tasks.score.gate import consistency_gate
+from evaluators.tasks.score.mathgrade import math_equivalent
 from evaluators.tasks.score.variants import KINDS, Variant, non_greedy_variants, option_order_variants, prompt_variants
-from runner.contract.requests import GenerationRequest
 from runner.contract.errors import ConfigError
+from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.requests import Request, Response, GenerationRequest
 
 log = logging.getLogger("runner")
 SOURCES = ("auto", "hub", "local")
@@ -158,7 +159,6 @@ class ScoreEvaluator(Evaluator):
 
     def _correct(self, answer: Any, gold: str) -> bool:
         if self.family == "math":
-            from evaluators.tasks.score.mathgrade import math_equivalent
 
             return math_equivalent(answer, gold)
         return answer == gold
@@ -175,9 +175,7 @@ class ScoreEvaluator(Evaluator):
                                                              self.labels, self.faithful)
             records.append(record)
         compared = [r["identity" if self.kind == "option_order" else "answer"] for r in records]
-        same = None
-        if self.family == "math":
-            from evaluators.tasks.score.mathgrade import math_equivalent as same  # type: ignore[assignment]
+        same = math_equivalent if self.family == "math" else None
         agree, pairs = extract.pair_agreement(compared, same)
         accuracy = 100.0 * sum(r["correct"] for r in records) / len(records)
         meta = {k: v for k, v in sample.meta.items() if k != "variants"}
@@ -212,7 +210,6 @@ class ScoreEvaluator(Evaluator):
     # ------------------------------------------------------------------ the second gate (runner/run.py hook)
     def extra_gates(self, result: dict[str, float], reference: Any) -> list[Any]:
         """The consistency-rate gate against the same reference entry as the accuracy gate."""
-        from evaluators.tasks.score.gate import consistency_gate
 
         name = self.consistency_metric
         return [consistency_gate(name, result[name], result[f"{name}_se"], reference)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from evaluators.tasks.score.upstream import math_normalize
 from runner.contract.errors import UserError
 
 INSTALL_HINT = 'pip install "math-verify[antlr4_9_3]==0.9.0" (or `pip install -e ".[score]"`)'
@@ -35,7 +36,6 @@ def _parsed(answer: str) -> tuple[Any, ...]:
 
 @functools.lru_cache(maxsize=65536)
 def _normalized(answer: str) -> str:
-    from evaluators.tasks.score.upstream import math_normalize
 
     try:
         return math_normalize(answer).strip().lower()

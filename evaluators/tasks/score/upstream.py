@@ -7,6 +7,7 @@ byte-exact and under their own licence.
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.util
 import json
 import logging
@@ -72,7 +73,6 @@ def math_curated_answers() -> list[dict[str, str]]:
 
 def _math_function(module: str, name: str) -> Callable[..., Any]:
     score_dir()  # a clear message first when the package is missing
-    import importlib
 
     return getattr(importlib.import_module(f"lm_eval.tasks.score.math.{module}"), name)
 

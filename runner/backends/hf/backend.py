@@ -12,23 +12,22 @@ generator per request so sampled outputs do not depend on how requests were batc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import copy
 import logging
 import platform
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence, TYPE_CHECKING
 
-from runner.backends.hf import batching, guided
-from runner.backends.hf import loaded as loaded_models
-from runner.quant import modelopt as hf_quant
-from runner.contract.backend import Backend, Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
-from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
-from runner.backends.prompting import cut_at_stop, encode_request, loglikelihood_tokens
-from runner.contract.errors import ConfigError, ModelError
+from runner.backends.hf import batching, guided, loaded as loaded_models
 from runner.backends.models import load_failure, resolve_model_source
+from runner.backends.prompting import encode_request, loglikelihood_tokens
+from runner.contract.backend import Backend, Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
+from runner.contract.errors import ConfigError, ModelError
+from runner.contract.requests import cut_at_stop, GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.contract.spec import AccuracySpec
+from runner.quant import modelopt as hf_quant
 
 if TYPE_CHECKING:
     import torch
@@ -269,7 +268,6 @@ class HFBackend(Backend):
         Plain dynamic layers get a broadcast view of the prefix: they never write into their
         tensors (each forward concatenates into new ones, the only copy made), so the prefix
         cache stays intact for the group's next batch. Other layer kinds get a repeated copy."""
-        import copy
 
         from transformers import DynamicCache
         from transformers.cache_utils import DynamicLayer

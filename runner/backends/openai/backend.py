@@ -17,13 +17,17 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from runner.contract.backend import Backend, BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
-from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
+from runner.backends.models import resolve_model_source
 from runner.backends.openai import client as http
 from runner.backends.openai.config import ENDPOINTS, JSON_SCHEMA_FIELDS, PROMPT_FORMATS, TRUNCATIONS
-from runner.backends.openai.payloads import PromptSettings, chat_messages, completion_prompt, echoed_logprobs, sampling_fields
-from runner.backends.prompting import cut_at_stop, loglikelihood_tokens
+from runner.backends.openai.payloads import (
+    PromptSettings, chat_messages, completion_prompt, echoed_logprobs, sampling_fields,
+)
+from runner.backends.openai.server import ManagedServer, free_port, render_command, take_kept, keep
+from runner.backends.prompting import loglikelihood_tokens
+from runner.contract.backend import Backend, BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
 from runner.contract.errors import BackendUnavailable, ConfigError, EndpointError
+from runner.contract.requests import cut_at_stop, GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.contract.spec import AccuracySpec
 
 log = logging.getLogger("runner")
@@ -102,7 +106,6 @@ class OpenAIBackend(Backend):
                                      given="import openai failed", fix="pip install 'runner[serve]'") from None
         http.api_key(self.config.api_key_env)
         if self.config.launch.command is not None:
-            from runner.backends.openai.server import render_command
 
             render_command(self.config.launch.command, self._placeholders(port=0))
 
@@ -164,7 +167,6 @@ class OpenAIBackend(Backend):
         if server is None:
             return
         if exc and exc[0] is None and self.config.launch.reuse and server.alive():
-            from runner.backends.openai.server import keep
 
             keep(self._server_key, server)
         else:
@@ -176,7 +178,6 @@ class OpenAIBackend(Backend):
 
     def _checkpoint(self) -> str:
         """The declared weights: ``served_spec.checkpoint``, else the model's path/embedded copy/Hub id."""
-        from runner.backends.models import resolve_model_source
 
         if self.config.served_spec.checkpoint:
             return self.config.served_spec.checkpoint
@@ -190,7 +191,6 @@ class OpenAIBackend(Backend):
                 "port": port, "gpus": launch.gpus, "dtype": self.config.served_spec.dtype}
 
     def _launch(self) -> str:
-        from runner.backends.openai.server import ManagedServer, free_port, render_command, take_kept
 
         launch = self.config.launch
         values = self._placeholders(0) | {"checkpoint": self._checkpoint()}

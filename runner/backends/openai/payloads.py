@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from runner.contract.backend import ChatFormat
-from runner.contract.requests import GenerationRequest
 from runner.backends.prompting import encode_request, render_prompt
+from runner.contract.backend import ChatFormat
 from runner.contract.errors import ConfigError, EndpointError
+from runner.contract.requests import GenerationRequest
 
 
 @dataclass(frozen=True)

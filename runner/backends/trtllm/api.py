@@ -6,7 +6,7 @@ backend keeps working on TensorRT-LLM releases without the TensorRT engine backe
 branch since 2026). A missing package, a broken installation (CUDA, a dependency) and a release that
 lacks a name each become one :class:`~runner.contract.errors.BackendUnavailable` saying which. Tests replace
 ``load_api`` with a double generated from signature manifests of real releases
-(``runner/backends/trtllm/manifests/``, ``tests/backends/trtllm_double.py``).
+(``runner/backends/trtllm/manifests/``, ``tests/helpers/trtllm_double.py``).
 """
 
 from __future__ import annotations

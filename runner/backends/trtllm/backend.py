@@ -20,14 +20,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from runner.contract.backend import Backend, Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
-from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.backends.hf import guided
-from runner.backends.trtllm import extra_options
-from runner.backends.prompting import cut_at_stop, encode_request
-from runner.quant.algos import GROUPWISE_ALGOS, validate_spec
+from runner.backends.prompting import encode_request
+from runner.backends.trtllm import extra_options, api as trtllm_api
+from runner.contract.backend import Backend, Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError
+from runner.contract.requests import cut_at_stop, GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.contract.spec import AccuracySpec
+from runner.quant.algos import GROUPWISE_ALGOS, validate_spec
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +224,6 @@ class TRTLLMBackendBase(Backend):
     def preflight(self) -> None:
         """Stop before any other work (tracking, data, model) when TensorRT-LLM is missing, lacks a
         name this backend needs, or is a release that cannot do what the job asks."""
-        from runner.backends.trtllm import api as trtllm_api
 
         api = trtllm_api.load_api(self.name, engine=self.engine)
         self._check_release(api.version)
@@ -247,7 +246,6 @@ class TRTLLMBackendBase(Backend):
                              "generations are not reproducible from the seed and bypass the generation cache"}
 
     def __enter__(self) -> "TRTLLMBackendBase":
-        from runner.backends.trtllm import api as trtllm_api
 
         api = self._api
         if api is None:

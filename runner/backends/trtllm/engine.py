@@ -9,26 +9,26 @@ and the engine path are reported in ``BackendInfo.details``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 import json
 import os
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
+from runner.backends.models import resolve_model_source
 from runner.backends.trtllm.backend import (
-    TRTLLMBackendBase,
-    build_config_kwargs,
-    calib_config_kwargs,
-    quant_config_kwargs,
-    read_effective_spec,
+    TRTLLMBackendBase, build_config_kwargs, calib_config_kwargs, quant_config_kwargs, read_effective_spec,
     with_enum_algos,
 )
+from runner.cache.engines import fingerprint_digest, engine_key, EngineCache, fingerprint_dir
 from runner.contract.errors import ConfigError, DataError, ModelError
-from runner.quant.algos import WEIGHT_ALGOS, needs_calibration
-from runner.backends.models import resolve_model_source
 from runner.contract.spec import AccuracySpec
+from runner.files.assets import sha256_of
+from runner.files.locking import file_lock
+from runner.files.paths import cache_dir
+from runner.quant import modelopt as hf_quant
+from runner.quant.algos import WEIGHT_ALGOS, needs_calibration
 
 PACKAGED = "packaged"
 AUTO = "auto"  # quant.calib_dataset's default: each backend's own default set
@@ -150,7 +150,6 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
             llm = build()
             details |= {"engine_cache": "off", "build_time_s": f"{time.monotonic() - start:.1f}"}
         else:
-            from runner.cache.engines import EngineCache, engine_key, fingerprint_digest, fingerprint_dir
 
             if not Path(hf_dir).is_dir():
                 raise ModelError(
@@ -253,7 +252,6 @@ def _calib_identity(calib: Path | str) -> str:
     """The calibration set as the engine cache keys it: the Hub dataset's name, or a local set's digest."""
     if isinstance(calib, str):
         return calib
-    from runner.cache.engines import fingerprint_digest
 
     return fingerprint_digest(calib)
 
@@ -274,12 +272,6 @@ def packaged_calibration_dir(quant: Any, tokenizer_dir: str, trust_remote_code: 
     files and those settings, so its fingerprint (part of the engine key) is stable.
     """
     from transformers import AutoTokenizer
-
-    from runner.files.assets import sha256_of
-    from runner.quant import modelopt as hf_quant
-    from runner.cache.engines import engine_key
-    from runner.files.locking import file_lock
-    from runner.files.paths import cache_dir
 
     docs, description, fingerprint = hf_quant.calibration_documents(PACKAGED)
     tokenizer_files = sorted(p for p in Path(tokenizer_dir).glob("*") if p.is_file() and (

@@ -16,6 +16,9 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
 from runner.contract.errors import ConfigError
 
 WHERE = "backend.extra_llm_api_options"
@@ -36,7 +39,6 @@ def load(value: Any) -> dict[str, Any]:
     if value is None or value == "" or value == {}:
         return {}
     if isinstance(value, (str, Path)):
-        import yaml
 
         path = Path(value).expanduser()
         if not path.is_file():
@@ -48,7 +50,6 @@ def load(value: Any) -> dict[str, Any]:
             raise ConfigError("the extra LLM API options file is not valid YAML", where=WHERE,
                               given=f"{path}: {err}".splitlines()[0]) from None
     else:
-        from omegaconf import DictConfig, OmegaConf
 
         data = OmegaConf.to_container(value, resolve=True) if isinstance(value, DictConfig) else value
     if data is None:

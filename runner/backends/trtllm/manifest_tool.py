@@ -5,7 +5,7 @@ defaults) of the LLM argument classes, ``BuildConfig``, ``QuantConfig``, ``Calib
 ``KvCacheConfig``, ``SamplingParams`` and ``GuidedDecodingParams``; the ``QuantAlgo`` members; the
 names ``tensorrt_llm`` and ``tensorrt_llm.llmapi`` export; which modules exist; and the KV cache
 dtypes the PyTorch backend syncs into its quant config. The test double is generated from these
-files (``tests/backends/trtllm_double.py``), so a renamed or removed keyword upstream fails a test.
+files (``tests/helpers/trtllm_double.py``), so a renamed or removed keyword upstream fails a test.
 
     python -m runner.backends.trtllm.manifest_tool /path/to/TensorRT-LLM --commit <sha> \\
         --out runner/backends/trtllm/manifests/<release>.json

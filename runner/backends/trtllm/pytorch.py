@@ -12,16 +12,16 @@ silently different reference key. An FP8 KV cache is a runtime choice here:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from runner.backends.models import resolve_model_source
+from runner.backends.trtllm.api import pytorch_per_request_seeds, pytorch_kv_cache_dtypes
 from runner.backends.trtllm.backend import KV_DTYPE_TO_ALGO, TRTLLMBackendBase, algo_name, read_effective_spec
 from runner.contract.errors import ConfigError, ModelError
-from runner.backends.models import resolve_model_source
 from runner.contract.spec import AccuracySpec
 
 ALGO_TO_KV_DTYPE = {algo: dtype for dtype, algo in KV_DTYPE_TO_ALGO.items()}
@@ -73,13 +73,11 @@ class TRTLLMPyTorchBackend(TRTLLMBackendBase):
     kv_cache_algos = tuple(ALGO_TO_KV_DTYPE)
 
     def _per_request_seeds(self, version: str) -> bool:
-        from runner.backends.trtllm.api import pytorch_per_request_seeds
 
         return pytorch_per_request_seeds(version)
 
     def _check_release(self, version: str) -> None:
         """An NVFP4 KV cache needs a release whose PyTorch backend maps ``KvCacheConfig(dtype="nvfp4")``."""
-        from runner.backends.trtllm.api import pytorch_kv_cache_dtypes
 
         super()._check_release(version)
         kv = self.quant.kv_cache_quant_algo

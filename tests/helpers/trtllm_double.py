@@ -165,7 +165,7 @@ def write_package(manifest: dict[str, Any], target: Path) -> Path:
     (package / "__init__.py").write_text(
         "import json, pathlib, sys\n"
         f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
-        "from tests.backends import trtllm_double\n"
+        "from tests.helpers import trtllm_double\n"
         "trtllm_double.install(json.loads((pathlib.Path(__file__).parents[1] / 'manifest.json').read_text()))\n"
     )
     return target
