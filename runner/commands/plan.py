@@ -118,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     seq = p.add_argument_group("group-sequential gate (stats.sequential)")
     seq.add_argument("--sequential", type=_positive_int, metavar="K",
-                     help="plan K looks: boundaries, maximum and expected n for both designs (runner/plan_sequential.py)")
+                     help="plan K looks: boundaries, maximum and expected n for both designs (runner/stats/sequential_plan.py)")
     seq.add_argument("--spending", choices=("obf", "pocock"), default="obf", help="alpha spending (default obf)")
     seq.add_argument("--futility", choices=("obf", "pocock", "none"), default="obf", help="beta spending (default obf)")
     seq.add_argument("--binding", action="store_true", help="binding futility bounds (default non-binding)")

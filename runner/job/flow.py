@@ -54,7 +54,8 @@ def run(cfg: DictConfig) -> Outcome:
     job = prepare(config)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     write_atomic(job.out_dir / "config.yaml", OmegaConf.to_yaml(resolved), 0o644)
-    run_name, tags = run_identity(config, parent_run_id())
+    run_name, tags = run_identity(config.model, config.quant, config.task, config.backend.name, config.reference.mode,
+                                  parent_run_id())
     job.tracker.start(run_name, flatten(resolved), tags)
     try:
         outcome = evaluate(job)

@@ -12,6 +12,10 @@ import math
 import time
 from typing import Any, Sequence
 
+from runner.contract.backend import BackendInfo
+from runner.contract.spec import AccuracySpec
+from runner.contract.task_config import ModelConfig, TaskConfig
+
 
 def stderr(scores: Sequence[float]) -> float | None:
     """Standard error of the mean of per-sample scores (None below two samples)."""
@@ -22,8 +26,8 @@ def stderr(scores: Sequence[float]) -> float | None:
     return math.sqrt(sum((s - mean) ** 2 for s in scores) / (n - 1) / n)
 
 
-def results_json(task: Any, model: Any, spec: Any, metrics: dict[str, float], per_sample: Sequence[float],
-                 info: Any, eval_time_s: float, decision: dict[str, Any] | None) -> dict[str, Any]:
+def results_json(task: TaskConfig, model: ModelConfig, spec: AccuracySpec, metrics: dict[str, float],
+                 per_sample: Sequence[float], info: BackendInfo, eval_time_s: float, decision: dict[str, Any] | None) -> dict[str, Any]:
     name = task.name
     figures: dict[str, Any] = {"alias": name}
     for metric, value in metrics.items():

@@ -7,7 +7,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from runner.contract.backend import BackendInfo
 from runner.contract.spec import AccuracySpec
+from runner.contract.task_config import ModelConfig, TaskConfig
 from runner.files.paths import write_atomic
 from runner.stats.decision import Decision
 
@@ -24,8 +26,8 @@ def write_samples(path: Path, scored: list[Any]) -> None:
                                for s in scored), 0o644)
 
 
-def report_payload(task: Any, model: Any, spec: AccuracySpec, metrics: dict[str, float], evaluated: int,
-                   decision: Decision | None, info: Any, notes: list[str], cache_stats: Any, run_id: str | None,
+def report_payload(task: TaskConfig, model: ModelConfig, spec: AccuracySpec, metrics: dict[str, float], evaluated: int,
+                   decision: Decision | None, info: BackendInfo, notes: list[str], cache_stats: Any, run_id: str | None,
                    eval_time_s: float) -> dict[str, Any]:
     """report.json: the decision as written everywhere, and what was evaluated with what."""
     return {"task": task.name, "model": model.hf_id, "spec": asdict(spec), "metrics": metrics,

@@ -4,9 +4,9 @@ samples are evaluated."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from runner.contract.spec import AccuracySpec
+from runner.contract.task_config import ModelConfig, TaskConfig
 from runner.stats.decision import Decision
 from runner.stats.unpaired import HypothesisParams
 
@@ -24,7 +24,7 @@ def sample_count_notes(asked: int, planned: int, selected: int, checked: bool) -
     return notes
 
 
-def report_text(task: Any, model: Any, spec: AccuracySpec, score: float, evaluated: int,
+def report_text(task: TaskConfig, model: ModelConfig, spec: AccuracySpec, score: float, evaluated: int,
                 params: HypothesisParams, decision: Decision | None, mode: str, notes: list[str]) -> str:
     lines = [
         "=" * 72,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.contract.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
+from runner.contract.task_config import TaskConfig
 from runner.stats.unpaired import compute_theta
 
 GO, NO_GO, INCONCLUSIVE = "GO", "NO-GO", "INCONCLUSIVE"
@@ -43,7 +44,7 @@ class Tolerance:
         return f"{self.points:.4g} points ({self.source})"
 
 
-def resolve_tolerance(stats: Any, task: Any, reference: float) -> Tolerance:
+def resolve_tolerance(stats: Any, task: TaskConfig, reference: float) -> Tolerance:
     """``stats.tolerance``, else the task's ``tolerance``, else the task's designed theta.
 
     The designed theta is the minimum detectable drop of the task's registered design (its
@@ -51,7 +52,7 @@ def resolve_tolerance(stats: Any, task: Any, reference: float) -> Tolerance:
     run must not claim GO by being imprecise."""
     if stats.tolerance is not None:
         value, unit, where = float(stats.tolerance), stats.tolerance_unit, "stats.tolerance"
-    elif getattr(task, "tolerance", None) is not None:
+    elif task.tolerance is not None:
         value, unit, where = float(task.tolerance), "points", f"task {task.name}'s tolerance"
     else:
         n = task.design_num_samples or task.num_samples

@@ -71,7 +71,8 @@ def record_failure(cfg: DictConfig, err: BaseException) -> None:
     try:
         tracker = build(OmegaConf.to_object(cfg.tracking), "tracking")
         tracker.check()
-        run_name, tags = run_identity(cfg, parent_run_id())
+        run_name, tags = run_identity(cfg.model, cfg.quant, cfg.task, cfg.backend.name, cfg.reference.mode,
+                                      parent_run_id())
         tracker.start(run_name, flatten(OmegaConf.to_container(cfg, resolve=True)), tags)
         run_id = tracker.run_id
         tracker.set_tags({"error": f"{type(err).__name__}: {err}"[:5000], "verdict": "failed"})

@@ -5,23 +5,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.contract.task_config import ModelConfig, QuantConfig, TaskConfig
 from runner.stats.decision import Decision
 from runner.stats.unpaired import HypothesisParams
 from runner.stats.verdicts import CODES, WORDS
 from runner.tracking.provenance import project_commit
 
 
-def run_identity(cfg: Any, parent_run_id: str | None) -> tuple[str, dict[str, str]]:
+def run_identity(model: ModelConfig, quant: QuantConfig, task: TaskConfig, backend: str, reference_mode: str,
+                 parent_run_id: str | None) -> tuple[str, dict[str, str]]:
     """The MLflow run name and tags of a job; inside a sweep, the tag that nests it under the parent run."""
     tags = {
-        "model": cfg.model.hf_id, "model_name": cfg.model.name, "task": cfg.task.name, "quant": cfg.quant.name,
-        "quant_algo": str(cfg.quant.quant_algo), "kv_cache_quant_algo": str(cfg.quant.kv_cache_quant_algo),
-        "backend": cfg.backend.name, "reference_mode": cfg.reference.mode, "runner_commit": project_commit(),
-        "trust_remote_code": str(bool(cfg.model.trust_remote_code)).lower(),
+        "model": model.hf_id, "model_name": model.name, "task": task.name, "quant": quant.name,
+        "quant_algo": str(quant.quant_algo), "kv_cache_quant_algo": str(quant.kv_cache_quant_algo),
+        "backend": backend, "reference_mode": reference_mode, "runner_commit": project_commit(),
+        "trust_remote_code": str(bool(model.trust_remote_code)).lower(),
     }
     if parent_run_id:
         tags["mlflow.parentRunId"] = parent_run_id
-    return f"{cfg.quant.name}-{cfg.task.name}", tags  # what differs between runs first; the model is a tag
+    return f"{quant.name}-{task.name}", tags  # what differs between runs first; the model is a tag
 
 
 def backend_details_for_tracking(details: dict[str, str]) -> tuple[dict[str, str], dict[str, float]]:

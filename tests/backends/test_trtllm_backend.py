@@ -582,7 +582,7 @@ def test_the_lock_serialises_builds(fake, model_dir, monkeypatch):
 
 # ------------------------------------------------------------------------------ effective spec
 def test_effective_spec_on_a_cache_hit_comes_from_the_engine(fake, model_dir, calib_dir):
-    from runner.run import _check_effective_spec
+    from runner.job.load import check_effective_spec as _check_effective_spec
 
     quant = spec("fp8_kv", "FP8", "FP8")
     for expected in ("miss", "hit"):
@@ -650,7 +650,7 @@ def test_a_build_that_drops_the_quantization_stops_the_run(fake, model_dir, cali
 
 
 def test_pytorch_backend_reads_the_prequantized_checkpoint(fake, model_dir, tmp_path):
-    from runner.run import _check_effective_spec
+    from runner.job.load import check_effective_spec as _check_effective_spec
 
     ckpt = tmp_path / "fp8_ckpt"
     ckpt.mkdir()

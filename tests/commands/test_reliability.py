@@ -345,8 +345,10 @@ def test_trust_remote_code_is_said_in_the_report_and_tags(tmp_path):
     cfg = typed(compose([*GSM8K, *QUIET, f"output_dir={tmp_path}", "model.trust_remote_code=true"]))
     job = prepare(cfg)
     assert any("trust_remote_code=true" in n and "runs in this process" in n for n in job.notes)
-    assert run_identity(cfg, None)[1]["trust_remote_code"] == "true"
-    assert run_identity(typed(compose([*GSM8K, f"output_dir={tmp_path}"])), None)[1]["trust_remote_code"] == "false"
+    plain = typed(compose([*GSM8K, f"output_dir={tmp_path}"]))
+    for config, said in ((cfg, "true"), (plain, "false")):
+        _, tags = run_identity(config.model, config.quant, config.task, config.backend.name, "check", None)
+        assert tags["trust_remote_code"] == said
 
 
 # ------------------------------------------------------------------ references never move by accident

@@ -225,7 +225,7 @@ def test_second_run_loads_the_cache_without_calibrating(cold_cache, monkeypatch)
 
 
 def test_effective_spec_is_read_back_not_echoed(cold_cache, monkeypatch):
-    from runner.run import _check_effective_spec
+    from runner.job.load import check_effective_spec as _check_effective_spec
 
     real = hf_quant.modelopt_config
 

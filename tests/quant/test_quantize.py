@@ -125,7 +125,7 @@ def test_trtllm_pytorch_backend_loads_the_export_with_the_right_spec(export, mon
     from runner.backends.trtllm import api as trtllm_api
     from runner.contract.backend import TaskLimits
     from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend
-    from runner.run import _check_effective_spec
+    from runner.job.load import check_effective_spec as _check_effective_spec
     from runner.contract.task_config import ModelConfig, QuantConfig
     from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
     from tests.backends.test_trtllm_backend import FakeTRTLLM

@@ -207,7 +207,7 @@ class ScoreEvaluator(Evaluator):
         counts = [s.meta["num_options"] for s in samples]
         return sum(100.0 / k for k in counts if k) / len(counts) if counts else 0.0
 
-    # ------------------------------------------------------------------ the second gate (runner/run.py hook)
+    # ------------------------------------------------------------------ the second gate (Evaluator.extra_gates, called by runner/job/decide.py)
     def extra_gates(self, result: dict[str, float], reference: Any) -> list[Any]:
         """The consistency-rate gate against the same reference entry as the accuracy gate."""
 
