@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
+from evaluators.deviations import chat_deviation
+from evaluators.metrics import mean
 from runner.backends.base import LoglikelihoodRequest
 from runner.config.schemas import DatasetConfig, TaskConfig
 from runner.errors import ConfigError, DataError
@@ -42,7 +44,7 @@ class ArcEasyEvaluator(Evaluator):
             raise ConfigError("unknown ARC-Easy metric", where="task.metric", given=config.metric, allowed=", ".join(METRICS))
 
     def extra_acc_spec(self) -> str | None:
-        return ",".join(self.chat_deviation()) or None
+        return ",".join(chat_deviation(self.config)) or None
 
     def samples(self, num_samples: int, seed: int) -> list[Sample]:
         ds = self.config.dataset
@@ -72,8 +74,9 @@ class ArcEasyEvaluator(Evaluator):
                             scores[self.metric], {"options": len(labels)} | scores)
 
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
-        n = max(len(scored), 1)
-        return {m: sum(s.meta[m] for s in scored) / n for m in METRICS}
+        if not scored:
+            return {self.metric: float("nan")}
+        return {m: mean(s.meta[m] for s in scored) for m in METRICS}
 
     def chance_level(self, samples: Sequence[Sample]) -> float | None:
-        return sum(100.0 / len(s.meta["labels"]) for s in samples) / len(samples) if samples else None
+        return mean(100.0 / len(s.meta["labels"]) for s in samples) if samples else None

@@ -36,11 +36,11 @@ from runner.config.schemas import TaskConfig
 from typing import Any, Optional, Sequence
 
 from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
-from evaluators.deviations import limit_and_data_deviations
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.data.hub import check_source, load_rows
-from evaluators.deviations import short_hash
+from evaluators.deviations import chat_deviation, limit_and_data_deviations
+from evaluators.metrics import mean
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError, DataError
 
@@ -80,6 +80,7 @@ class CNNDailyMailEvaluator(Evaluator):
     """Builds CNN/DailyMail samples and scores them with ROUGE (per-sample rouge1 F x 100)."""
 
     def __init__(self, config: Any) -> None:
+        super().__init__(config)
         check_source(config.dataset)
         if config.metric not in ROUGE_TYPES:
             raise ConfigError("the task metric must be a ROUGE variant", where="task.metric", given=config.metric,
@@ -90,10 +91,6 @@ class CNNDailyMailEvaluator(Evaluator):
         if config.aggregation not in AGGREGATIONS:
             raise ConfigError("unknown ROUGE aggregation", where="task.aggregation", given=config.aggregation,
                               allowed=", ".join(AGGREGATIONS) + " (upstream: bootstrap)")
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
-        self.source_used: str | None = None
         self.seed = 0  # the run seed (upstream's random_seed), set by samples(); it seeds the bootstrap
         self._rouge: RougeScorer | None = None
 
@@ -107,10 +104,7 @@ class CNNDailyMailEvaluator(Evaluator):
         if c.aggregation != "bootstrap":
             parts.append(f"aggregation={c.aggregation}")
         parts += limit_and_data_deviations(c, UPSTREAM)
-        if c.apply_chat_template:
-            parts.append("chat_template=true")
-            if c.system_prompt:  # used only inside the chat template, as upstream
-                parts.append("system_prompt=" + short_hash(c.system_prompt))
+        parts += chat_deviation(c, key_system_prompt_without_chat=False)  # used only inside the template, as upstream
         return ",".join(parts) or None
 
     # ------------------------------------------------------------------ data
@@ -162,7 +156,7 @@ class CNNDailyMailEvaluator(Evaluator):
             return {self.metric: float("nan")}
         columns = [[float(s.meta[name]) for s in scored] for name in ROUGE_TYPES]
         if self.config.aggregation == "mean":
-            values = [sum(column) / len(column) for column in columns]
+            values = [mean(column) for column in columns]
         else:
             values = bootstrap_medians(columns, self.seed)
         return dict(zip(ROUGE_TYPES, values))

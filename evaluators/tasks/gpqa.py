@@ -62,7 +62,6 @@ import importlib.util
 import logging
 import random
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -70,6 +69,7 @@ from typing import Any, Optional, Sequence
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.deviations import generation_deviations
+from evaluators.metrics import group_means, mean, rate
 from evaluators.data.sources import check_source, resolve_source, split_loader
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError, DataError
@@ -302,17 +302,14 @@ class GPQAEvaluator(Evaluator):
     """Builds GPQA samples and scores them (per sample 100 or 0; metric = mean = accuracy %)."""
 
     def __init__(self, config: Any) -> None:
+        super().__init__(config)
         if config.extraction not in EXTRACTIONS:
             raise ConfigError("unknown answer extraction", where="task.extraction", given=config.extraction,
                               allowed=", ".join(EXTRACTIONS))
         if config.max_output_len < 1:
             raise ConfigError("max_output_len must be positive", where="task.max_output_len", given=config.max_output_len)
         check_source(config.dataset)
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
         self.template = resolve_prompt(config)
-        self.source_used: str | None = None
 
     def extra_acc_spec(self) -> str | None:
         """Settings that make this run's protocol differ from upstream's (part of the reference key)."""
@@ -325,10 +322,8 @@ class GPQAEvaluator(Evaluator):
         if c.extraction != "strict":
             parts.append(f"extraction={c.extraction}")
         # Upstream's figures were measured with the chat template on: off is the deviation here.
-        generation = [p for p in generation_deviations(c, UPSTREAM_MAX_OUTPUT, UPSTREAM_STOP) if p != "chat_template=true"]
-        if not c.apply_chat_template:
-            generation.append("chat_template=false")
-        return ",".join(parts + generation) or None
+        parts += generation_deviations(c, UPSTREAM_MAX_OUTPUT, UPSTREAM_STOP, upstream_chat=True)
+        return ",".join(parts) or None
 
     # ------------------------------------------------------------------ data
     def _alternatives(self) -> str:
@@ -382,18 +377,11 @@ class GPQAEvaluator(Evaluator):
         """``accuracy`` with the configured extraction, both extractions' accuracies, and per domain."""
         if not scored:
             return {self.metric: float("nan")}
-        n = len(scored)
-        result = {
-            self.metric: sum(s.score for s in scored) / n,
-            "exact_match_strict": 100.0 * sum(bool(s.meta["strict_match"]) for s in scored) / n,
-            "exact_match_flexible": 100.0 * sum(bool(s.meta["flexible_match"]) for s in scored) / n,
-        }
-        per_domain: dict[str, list[float]] = defaultdict(list)
-        for s in scored:
-            per_domain[s.meta["domain"]].append(s.score)
-        for domain, scores in sorted(per_domain.items()):
-            result[f"domain/{domain}"] = sum(scores) / len(scores)
-        return result
+        return {
+            self.metric: mean(s.score for s in scored),
+            "exact_match_strict": rate(s.meta["strict_match"] for s in scored),
+            "exact_match_flexible": rate(s.meta["flexible_match"] for s in scored),
+        } | group_means(scored, "domain", "domain")
 
 
 def read_csv(path: Path) -> list[dict[str, Any]]:

@@ -50,6 +50,7 @@ from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
 from evaluators.data.io import load_packaged_json
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.deviations import generation_deviations
+from evaluators.metrics import mean, rate
 from evaluators.data.sources import check_source, resolve_source, split_loader
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError, DataError
@@ -150,6 +151,7 @@ class GSM8KEvaluator(Evaluator):
     """Builds GSM8K samples and scores them (per sample 0, 50 or 100; metric = mean = accuracy %)."""
 
     def __init__(self, config: Any) -> None:
+        super().__init__(config)
         if not 0 <= config.num_fewshot <= MAX_FEWSHOT:
             raise ConfigError("unsupported number of few-shot examples", where="task.num_fewshot",
                               given=config.num_fewshot, allowed=f"0..{MAX_FEWSHOT} (upstream: {UPSTREAM_FEWSHOT})")
@@ -164,10 +166,6 @@ class GSM8KEvaluator(Evaluator):
                               where="task.fewshot_split", given="train",
                               fix="use task.fewshot_split=auto (examples from the test split), or a source with a "
                                   "train split (task.dataset.source=hub, or local with a snapshot of openai/gsm8k)")
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
-        self.source_used: str | None = None
 
     def fewshot_split(self) -> str:
         """The split examples are drawn from: ``train`` unless the source holds one split only
@@ -257,11 +255,10 @@ class GSM8KEvaluator(Evaluator):
         """``accuracy`` (mean of the per-sample scores) and its two halves, each in percent."""
         if not scored:
             return {self.metric: float("nan")}
-        n = len(scored)
         return {
-            self.metric: sum(s.score for s in scored) / n,
-            "exact_match_strict": 100.0 * sum(bool(s.meta["strict_match"]) for s in scored) / n,
-            "exact_match_flexible": 100.0 * sum(bool(s.meta["flexible_match"]) for s in scored) / n,
+            self.metric: mean(s.score for s in scored),
+            "exact_match_strict": rate(s.meta["strict_match"] for s in scored),
+            "exact_match_flexible": rate(s.meta["flexible_match"] for s in scored),
         }
 
 

@@ -59,6 +59,7 @@ from evaluators.scoring.sandbox import Program
 from evaluators.data.io import load_packaged_json
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.deviations import generation_deviations
+from evaluators.metrics import mean, rate
 from evaluators.data.sources import check_source, resolve_source, split_loader
 from runner.backends.base import GenerationRequest
 from runner.backends.prompting import cut_at_stop
@@ -173,6 +174,7 @@ class HumanEvalEvaluator(Evaluator):
     """Builds HumanEval samples, executes the completions in the sandbox and scores them."""
 
     def __init__(self, config: Any) -> None:
+        super().__init__(config)
         check_source(config.dataset)
         if config.max_output_len < 1:
             raise ConfigError("max_output_len must be positive", where="task.max_output_len", given=config.max_output_len)
@@ -187,10 +189,6 @@ class HumanEvalEvaluator(Evaluator):
         if config.metric not in ("pass_at_1", *ROUGE_TYPES):
             raise ConfigError("unknown HumanEval metric", where="task.metric", given=config.metric,
                               allowed="pass_at_1 (execution), " + ", ".join(ROUGE_TYPES) + " (TensorRT-LLM's scoring)")
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
-        self.source_used: str | None = None
         self.upstream_protocol = config.metric in ROUGE_TYPES  # TensorRT-LLM's ROUGE protocol
 
     def extra_acc_spec(self) -> str | None:
@@ -274,13 +272,12 @@ class HumanEvalEvaluator(Evaluator):
         """
         if not scored:
             return {self.metric: float("nan")}
-        n = len(scored)
-        out = {"pass_at_1": 100.0 * sum(s.meta["execution"] == "passed" for s in scored) / n}
+        out = {"pass_at_1": rate(s.meta["execution"] == "passed" for s in scored)}
         columns = [[float(s.meta[name]) for s in scored] for name in ROUGE_TYPES]
         if self.upstream_protocol:
             out |= dict(zip(ROUGE_TYPES, bootstrap_medians(columns, UPSTREAM_ROUGE_SEED)))
         else:
-            out |= {name: sum(column) / n for name, column in zip(ROUGE_TYPES, columns)}
+            out |= {name: mean(column) for name, column in zip(ROUGE_TYPES, columns)}
         statuses: dict[str, int] = {}
         for s in scored:
             key = s.meta["execution"].split(":")[0]

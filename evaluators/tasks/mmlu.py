@@ -58,7 +58,8 @@ from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
 from evaluators.data.io import load_hub, load_local, load_packaged_json
-from evaluators.deviations import short_hash
+from evaluators.deviations import chat_deviation
+from evaluators.metrics import group_means, mean
 from runner.backends.base import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.errors import ConfigError, DataError
 
@@ -129,6 +130,7 @@ class MMLUEvaluator(Evaluator):
     """Builds MMLU samples and scores them (per-sample score 100 or 0; metric = mean = accuracy %)."""
 
     def __init__(self, config: Any) -> None:
+        super().__init__(config)
         if config.scoring not in SCORINGS:
             raise ConfigError("unknown MMLU scoring mode", where="task.scoring", given=config.scoring,
                               allowed=", ".join(SCORINGS))
@@ -138,10 +140,6 @@ class MMLUEvaluator(Evaluator):
         if config.dataset.source not in SOURCES:
             raise ConfigError("unknown dataset source", where="task.dataset.source", given=config.dataset.source,
                               allowed=", ".join(SOURCES))
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
-        self.source_used: str | None = None
 
     # ------------------------------------------------------------------ protocol settings
     def _source(self) -> str:
@@ -162,10 +160,7 @@ class MMLUEvaluator(Evaluator):
             parts.append(f"max_output_len={c.max_output_len}")
         if c.max_input_len != UPSTREAM_MAX_INPUT:
             parts.append(f"max_input_len={c.max_input_len}")
-        if c.apply_chat_template:
-            parts.append("chat_template=true")
-            if c.system_prompt:
-                parts.append("system_prompt=" + short_hash(c.system_prompt))
+        parts += chat_deviation(c, key_system_prompt_without_chat=False)
         if self._source() == "packaged":
             parts.append("dataset=packaged")  # examples from the test split, row order not upstream's
         return ",".join(parts) or None
@@ -275,13 +270,7 @@ class MMLUEvaluator(Evaluator):
         """The metric (mean of per-sample scores) plus per-subject accuracies for the record."""
         if not scored:
             return {self.metric: float("nan")}
-        result = {self.metric: sum(s.score for s in scored) / len(scored)}
-        per_subject: dict[str, list[float]] = defaultdict(list)
-        for s in scored:
-            per_subject[s.meta["subject"]].append(s.score)
-        for subject, scores in sorted(per_subject.items()):
-            result[f"subject/{subject}"] = sum(scores) / len(scores)
-        return result
+        return {self.metric: mean(s.score for s in scored)} | group_means(scored, "subject", "subject")
 
 
 def _check(cond: bool, source: str, row: Any, what: str, value: Any) -> None:
