@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
+from evaluators.checks import check_choice
 from evaluators.deviations import chat_deviation
 from evaluators.metrics import mean
 from runner.backends.base import LoglikelihoodRequest
 from runner.config.schemas import DatasetConfig, TaskConfig
-from runner.errors import ConfigError, DataError
+from runner.errors import DataError
 
 
 @dataclass
@@ -40,8 +41,7 @@ class ArcEasyEvaluator(Evaluator):
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
-        if config.metric not in METRICS:
-            raise ConfigError("unknown ARC-Easy metric", where="task.metric", given=config.metric, allowed=", ".join(METRICS))
+        check_choice(config.metric, METRICS, "ARC-Easy metric", "task.metric")
 
     def extra_acc_spec(self) -> str | None:
         return ",".join(chat_deviation(self.config)) or None

@@ -37,10 +37,12 @@ from typing import Any, Optional, Sequence
 
 from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
+from evaluators.checks import check_choice
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.data.hub import check_source, load_rows
 from evaluators.deviations import chat_deviation, limit_and_data_deviations
 from evaluators.metrics import mean
+from evaluators.responses import only_text
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError, DataError
 
@@ -85,12 +87,8 @@ class CNNDailyMailEvaluator(Evaluator):
         if config.metric not in ROUGE_TYPES:
             raise ConfigError("the task metric must be a ROUGE variant", where="task.metric", given=config.metric,
                               allowed=", ".join(ROUGE_TYPES) + " (upstream: rouge1)")
-        if config.truncation not in TRUNCATIONS:
-            raise ConfigError("unknown truncation", where="task.truncation", given=config.truncation,
-                              allowed=", ".join(TRUNCATIONS))
-        if config.aggregation not in AGGREGATIONS:
-            raise ConfigError("unknown ROUGE aggregation", where="task.aggregation", given=config.aggregation,
-                              allowed=", ".join(AGGREGATIONS) + " (upstream: bootstrap)")
+        check_choice(config.truncation, TRUNCATIONS, "truncation", "task.truncation")
+        check_choice(config.aggregation, AGGREGATIONS, "ROUGE aggregation", "task.aggregation", " (upstream: bootstrap)")
         self.seed = 0  # the run seed (upstream's random_seed), set by samples(); it seeds the bootstrap
         self._rouge: RougeScorer | None = None
 
@@ -141,8 +139,7 @@ class CNNDailyMailEvaluator(Evaluator):
         return [GenerationRequest(prompt=sample.prompt, truncation="left", max_tokens=max_tokens)]
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
-        (output,) = responses
-        assert isinstance(output, str)
+        output = only_text(responses)
         if self._rouge is None:
             self._rouge = RougeScorer(self.config.use_stemmer)
         rouge = self._rouge(output, sample.target)

@@ -67,9 +67,13 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
+from evaluators.checks import check_choice
+from evaluators.data.packaged import read_packaged
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.deviations import generation_deviations
-from evaluators.metrics import group_means, mean, rate
+from evaluators.metrics import group_means, mean
+from evaluators.responses import only_text
+from evaluators.scoring.filters import apply_filters, filter_rates
 from evaluators.data.sources import check_source, resolve_source, split_loader
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError, DataError
@@ -278,9 +282,7 @@ def read_task_file(path: Path) -> str:
 def resolve_prompt(config: Any) -> PromptTemplate:
     """The template a run uses: TensorRT-LLM's (``trtllm``; ``auto`` when found) or the runner's own."""
     source = config.prompt_source
-    if source not in PROMPT_SOURCES:
-        raise ConfigError("unknown prompt source", where="task.prompt_source", given=source,
-                          allowed=", ".join(PROMPT_SOURCES))
+    check_choice(source, PROMPT_SOURCES, "prompt source", "task.prompt_source")
     if source == "runner":
         return PromptTemplate(RUNNER_TEMPLATE, "runner", "runner")
     path = task_file_at(config.trtllm_task_file) if config.trtllm_task_file else installed_task_file()
@@ -303,9 +305,7 @@ class GPQAEvaluator(Evaluator):
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
-        if config.extraction not in EXTRACTIONS:
-            raise ConfigError("unknown answer extraction", where="task.extraction", given=config.extraction,
-                              allowed=", ".join(EXTRACTIONS))
+        check_choice(config.extraction, EXTRACTIONS, "answer extraction", "task.extraction")
         if config.max_output_len < 1:
             raise ConfigError("max_output_len must be positive", where="task.max_output_len", given=config.max_output_len)
         check_source(config.dataset)
@@ -335,9 +335,9 @@ class GPQAEvaluator(Evaluator):
         source = resolve_source(ds)
         self.source_used = source
         if source == "packaged":
-            from runner.assets import GPQA_DIAMOND, asset_path
+            from runner.assets import GPQA_DIAMOND
 
-            return parse_rows(read_csv(asset_path(GPQA_DIAMOND.name)), f"{GPQA_DIAMOND.requirement}:{GPQA_DIAMOND.member}")
+            return parse_rows(*read_packaged(GPQA_DIAMOND, read_csv))
         if source == "local" and ds.local_path:
             path = Path(ds.local_path).expanduser()
             # The Hub repository (and a snapshot of it) keeps each subset as <config>.csv.
@@ -365,23 +365,16 @@ class GPQAEvaluator(Evaluator):
         return [GenerationRequest(prompt=sample.prompt, max_tokens=self.config.max_output_len, stop=tuple(self.config.stop))]
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
-        (output,) = responses
-        assert isinstance(output, str)
-        strict, flexible = extract_strict(output), extract_flexible(output)
-        chosen = strict if self.config.extraction == "strict" else flexible
-        meta = dict(sample.meta) | {"strict": strict, "flexible": flexible,
-                                    "strict_match": strict == sample.target, "flexible_match": flexible == sample.target}
-        return ScoredSample(sample.id, sample.prompt, output, sample.target, 100.0 if chosen == sample.target else 0.0, meta)
+        output = only_text(responses)
+        found = apply_filters(output, extract_strict, extract_flexible, lambda letter: letter == sample.target)
+        value = 100.0 if found[f"{self.config.extraction}_match"] else 0.0  # strict or flexible, validated
+        return ScoredSample(sample.id, sample.prompt, output, sample.target, value, dict(sample.meta) | found)
 
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
         """``accuracy`` with the configured extraction, both extractions' accuracies, and per domain."""
         if not scored:
             return {self.metric: float("nan")}
-        return {
-            self.metric: mean(s.score for s in scored),
-            "exact_match_strict": rate(s.meta["strict_match"] for s in scored),
-            "exact_match_flexible": rate(s.meta["flexible_match"] for s in scored),
-        } | group_means(scored, "domain", "domain")
+        return {self.metric: mean(s.score for s in scored)} | filter_rates(scored) | group_means(scored, "domain", "domain")
 
 
 def read_csv(path: Path) -> list[dict[str, Any]]:

@@ -54,12 +54,15 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
+from evaluators.checks import check_choice
 from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
 from evaluators.scoring.sandbox import Program
 from evaluators.data.io import load_packaged_json
+from evaluators.data.packaged import read_packaged
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.deviations import generation_deviations
 from evaluators.metrics import mean, rate
+from evaluators.responses import only_text
 from evaluators.data.sources import check_source, resolve_source, split_loader
 from runner.backends.base import GenerationRequest
 from runner.backends.prompting import cut_at_stop
@@ -183,9 +186,7 @@ class HumanEvalEvaluator(Evaluator):
             if value < low:
                 raise ConfigError("sandbox limit out of range", where=f"task.sandbox.{key}", given=value,
                                   allowed=f">= {low}")
-        if config.extraction not in EXTRACTIONS:
-            raise ConfigError("unknown HumanEval code extraction", where="task.extraction", given=config.extraction,
-                              allowed=", ".join(EXTRACTIONS))
+        check_choice(config.extraction, EXTRACTIONS, "HumanEval code extraction", "task.extraction")
         if config.metric not in ("pass_at_1", *ROUGE_TYPES):
             raise ConfigError("unknown HumanEval metric", where="task.metric", given=config.metric,
                               allowed="pass_at_1 (execution), " + ", ".join(ROUGE_TYPES) + " (TensorRT-LLM's scoring)")
@@ -208,9 +209,9 @@ class HumanEvalEvaluator(Evaluator):
         source = resolve_source(ds)
         self.source_used = source
         if source == "packaged":
-            from runner.assets import HUMANEVAL, asset_path
+            from runner.assets import HUMANEVAL
 
-            return parse_rows(load_packaged_json(asset_path(HUMANEVAL.name)), f"{HUMANEVAL.requirement}:{HUMANEVAL.member}")
+            return parse_rows(*read_packaged(HUMANEVAL, load_packaged_json))
         where, load = split_loader(ds, source, self._alternatives())
         return parse_rows(load(ds.split), f"{where} [{ds.split}]")
 
@@ -236,11 +237,7 @@ class HumanEvalEvaluator(Evaluator):
         """Execute every completion (``task.sandbox.workers`` at a time), then score each sample."""
         from evaluators.scoring import sandbox
 
-        outputs = []
-        for resp in responses:
-            (output,) = resp
-            assert isinstance(output, str)
-            outputs.append(output)
+        outputs = [only_text(resp) for resp in responses]
         if self.config.extraction == "completion":
             completions = [cut_at_stop(o, self.config.stop) for o in outputs]
             prompts = [s.prompt for s in samples]

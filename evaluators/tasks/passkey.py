@@ -48,6 +48,7 @@ from typing import Any, Optional, Sequence
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
 from evaluators.deviations import chat_deviation
 from evaluators.metrics import mean
+from evaluators.responses import only_text
 from runner.backends.base import GenerationRequest
 from runner.errors import ConfigError
 
@@ -211,8 +212,7 @@ class PasskeyEvaluator(Evaluator):
         return [GenerationRequest(prompt=sample.prompt, max_tokens=self.config.max_output_len)]
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
-        (output,) = responses
-        assert isinstance(output, str)
+        output = only_text(responses)
         found = first_number(output)
         correct = found == sample.target
         # The prompt is long and regenerated from the seed: keep only its end in the per-sample record.

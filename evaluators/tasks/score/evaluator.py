@@ -17,6 +17,7 @@ import random
 from typing import Any, Sequence
 
 from evaluators.base import Evaluator, Request, Response, Sample, ScoredSample
+from evaluators.checks import check_choice
 from evaluators.deviations import chat_deviation
 from evaluators.metrics import mean, rate
 from evaluators.tasks.score import data, extract, metrics, upstream
@@ -36,17 +37,13 @@ class ScoreEvaluator(Evaluator):
     def __init__(self, config: Any) -> None:
         super().__init__(config)
         family, kind = config.family, config.robustness
-        if family not in data.FAMILIES:
-            raise ConfigError("unknown SCORE family", where="task.family", given=family, allowed=", ".join(data.FAMILIES))
-        if kind not in KINDS:
-            raise ConfigError("unknown SCORE robustness kind", where="task.robustness", given=kind, allowed=", ".join(KINDS))
+        check_choice(family, data.FAMILIES, "SCORE family", "task.family")
+        check_choice(kind, KINDS, "SCORE robustness kind", "task.robustness")
         if kind == "option_order" and family == "math":
             raise ConfigError("option-order robustness needs multiple-choice questions; MATH has none",
                               where="task.family", given=family, allowed="mmlu_pro, agieval",
                               fix="use task=score_prompt or task=score_non_greedy for MATH")
-        if config.dataset.source not in SOURCES:
-            raise ConfigError("unknown dataset source", where="task.dataset.source", given=config.dataset.source,
-                              allowed=", ".join(SOURCES))
+        check_choice(config.dataset.source, SOURCES, "dataset source", "task.dataset.source")
         allowed = data.default_subsets(family)
         subsets = tuple(config.subsets) if config.subsets else allowed
         if family == "mmlu_pro" and config.subsets:
