@@ -1,5 +1,5 @@
-"""What tasks share beyond the contract: rows from a task's dataset config, seeded subsets, and the
-reference-key parts of the chat settings. Every task subclasses :class:`Evaluator` from here."""
+"""What tasks share beyond the contract: rows from a task's dataset config and seeded subsets. Every task
+subclasses :class:`Evaluator` from here."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import random
 from typing import Any
 
 from evaluators.data.sources import check_source, resolve_source, split_loader
-from evaluators.deviations import short_hash
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Evaluator as Contract
 
@@ -34,10 +33,3 @@ class Evaluator(Contract):
         if num_samples >= count:
             return list(range(count))
         return sorted(random.Random(f"{salt}:{seed}").sample(range(count), num_samples))
-
-    def chat_deviation(self) -> list[str]:
-        """Reference-key parts for the chat settings (a chat template, a system prompt) where upstream uses none."""
-        parts = ["chat_template=true"] if self.config.apply_chat_template else []
-        if self.config.system_prompt:
-            parts.append("system_prompt=" + short_hash(self.config.system_prompt))
-        return parts

@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator
-from runner.contract.errors import ConfigError, DataError
+from evaluators.checks import check_choice
+from evaluators.deviations import chat_deviation
+from evaluators.metrics import mean
+from runner.contract.errors import DataError
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.requests import Request, Response, LoglikelihoodRequest
 from runner.contract.task_config import DatasetConfig, TaskConfig
@@ -39,11 +42,10 @@ class ArcEasyEvaluator(Evaluator):
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
-        if config.metric not in METRICS:
-            raise ConfigError("unknown ARC-Easy metric", where="task.metric", given=config.metric, allowed=", ".join(METRICS))
+        check_choice(config.metric, METRICS, "ARC-Easy metric", "task.metric")
 
     def extra_acc_spec(self) -> str | None:
-        return ",".join(self.chat_deviation()) or None
+        return ",".join(chat_deviation(self.config)) or None
 
     def samples(self, num_samples: int, seed: int) -> list[Sample]:
         ds = self.config.dataset
@@ -73,8 +75,9 @@ class ArcEasyEvaluator(Evaluator):
                             scores[self.metric], {"options": len(labels)} | scores)
 
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
-        n = max(len(scored), 1)
-        return {m: sum(s.meta[m] for s in scored) / n for m in METRICS}
+        if not scored:
+            return {self.metric: float("nan")}
+        return {m: mean(s.meta[m] for s in scored) for m in METRICS}
 
     def chance_level(self, samples: Sequence[Sample]) -> float | None:
-        return sum(100.0 / len(s.meta["labels"]) for s in samples) / len(samples) if samples else None
+        return mean(100.0 / len(s.meta["labels"]) for s in samples) if samples else None

@@ -34,9 +34,12 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator
+from evaluators.checks import check_choice
 from evaluators.data.hub import check_source, load_rows
 from evaluators.data.shuffle import shuffled_rows
-from evaluators.deviations import limit_and_data_deviations, short_hash
+from evaluators.deviations import chat_deviation, limit_and_data_deviations
+from evaluators.metrics import mean
+from evaluators.responses import only_text
 from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
 from runner.contract.errors import ConfigError, DataError
 from runner.contract.evaluator import Sample, ScoredSample
@@ -79,20 +82,13 @@ class CNNDailyMailEvaluator(Evaluator):
     """Builds CNN/DailyMail samples and scores them with ROUGE (per-sample rouge1 F x 100)."""
 
     def __init__(self, config: Any) -> None:
+        super().__init__(config)
         check_source(config.dataset)
         if config.metric not in ROUGE_TYPES:
             raise ConfigError("the task metric must be a ROUGE variant", where="task.metric", given=config.metric,
                               allowed=", ".join(ROUGE_TYPES) + " (upstream: rouge1)")
-        if config.truncation not in TRUNCATIONS:
-            raise ConfigError("unknown truncation", where="task.truncation", given=config.truncation,
-                              allowed=", ".join(TRUNCATIONS))
-        if config.aggregation not in AGGREGATIONS:
-            raise ConfigError("unknown ROUGE aggregation", where="task.aggregation", given=config.aggregation,
-                              allowed=", ".join(AGGREGATIONS) + " (upstream: bootstrap)")
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
-        self.source_used: str | None = None
+        check_choice(config.truncation, TRUNCATIONS, "truncation", "task.truncation")
+        check_choice(config.aggregation, AGGREGATIONS, "ROUGE aggregation", "task.aggregation", " (upstream: bootstrap)")
         self.seed = 0  # the run seed (upstream's random_seed), set by samples(); it seeds the bootstrap
         self._rouge: RougeScorer | None = None
 
@@ -106,10 +102,7 @@ class CNNDailyMailEvaluator(Evaluator):
         if c.aggregation != "bootstrap":
             parts.append(f"aggregation={c.aggregation}")
         parts += limit_and_data_deviations(c, UPSTREAM)
-        if c.apply_chat_template:
-            parts.append("chat_template=true")
-            if c.system_prompt:  # used only inside the chat template, as upstream
-                parts.append("system_prompt=" + short_hash(c.system_prompt))
+        parts += chat_deviation(c, key_system_prompt_without_chat=False)  # used only inside the template, as upstream
         return ",".join(parts) or None
 
     # ------------------------------------------------------------------ data
@@ -146,8 +139,7 @@ class CNNDailyMailEvaluator(Evaluator):
         return [GenerationRequest(prompt=sample.prompt, truncation="left", max_tokens=max_tokens)]
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
-        (output,) = responses
-        assert isinstance(output, str)
+        output = only_text(responses)
         if self._rouge is None:
             self._rouge = RougeScorer(self.config.use_stemmer)
         rouge = self._rouge(output, sample.target)
@@ -161,7 +153,7 @@ class CNNDailyMailEvaluator(Evaluator):
             return {self.metric: float("nan")}
         columns = [[float(s.meta[name]) for s in scored] for name in ROUGE_TYPES]
         if self.config.aggregation == "mean":
-            values = [sum(column) / len(column) for column in columns]
+            values = [mean(column) for column in columns]
         else:
             values = bootstrap_medians(columns, self.seed)
         return dict(zip(ROUGE_TYPES, values))

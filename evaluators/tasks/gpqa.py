@@ -60,7 +60,6 @@ import importlib.util
 import logging
 import random
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -68,14 +67,19 @@ from typing import Any, Optional, Sequence
 import yaml
 
 from evaluators.base import Evaluator
+from evaluators.checks import check_choice
+from evaluators.data.packaged import read_packaged
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.data.sources import check_source, resolve_source, split_loader
 from evaluators.deviations import generation_deviations
+from evaluators.metrics import group_means, mean
+from evaluators.responses import only_text
+from evaluators.scoring.filters import apply_filters, filter_rates
 from runner.contract.errors import ConfigError, DataError
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.requests import Request, Response, GenerationRequest
 from runner.contract.task_config import TaskConfig
-from runner.files.assets import GPQA_DIAMOND, asset_path
+from runner.files.assets import GPQA_DIAMOND
 
 log = logging.getLogger("runner")
 
@@ -280,9 +284,7 @@ def read_task_file(path: Path) -> str:
 def resolve_prompt(config: Any) -> PromptTemplate:
     """The template a run uses: TensorRT-LLM's (``trtllm``; ``auto`` when found) or the runner's own."""
     source = config.prompt_source
-    if source not in PROMPT_SOURCES:
-        raise ConfigError("unknown prompt source", where="task.prompt_source", given=source,
-                          allowed=", ".join(PROMPT_SOURCES))
+    check_choice(source, PROMPT_SOURCES, "prompt source", "task.prompt_source")
     if source == "runner":
         return PromptTemplate(RUNNER_TEMPLATE, "runner", "runner")
     path = task_file_at(config.trtllm_task_file) if config.trtllm_task_file else installed_task_file()
@@ -304,17 +306,12 @@ class GPQAEvaluator(Evaluator):
     """Builds GPQA samples and scores them (per sample 100 or 0; metric = mean = accuracy %)."""
 
     def __init__(self, config: Any) -> None:
-        if config.extraction not in EXTRACTIONS:
-            raise ConfigError("unknown answer extraction", where="task.extraction", given=config.extraction,
-                              allowed=", ".join(EXTRACTIONS))
+        super().__init__(config)
+        check_choice(config.extraction, EXTRACTIONS, "answer extraction", "task.extraction")
         if config.max_output_len < 1:
             raise ConfigError("max_output_len must be positive", where="task.max_output_len", given=config.max_output_len)
         check_source(config.dataset)
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
         self.template = resolve_prompt(config)
-        self.source_used: str | None = None
 
     def extra_acc_spec(self) -> str | None:
         """Settings that make this run's protocol differ from upstream's (part of the reference key)."""
@@ -327,10 +324,8 @@ class GPQAEvaluator(Evaluator):
         if c.extraction != "strict":
             parts.append(f"extraction={c.extraction}")
         # Upstream's figures were measured with the chat template on: off is the deviation here.
-        generation = [p for p in generation_deviations(c, UPSTREAM_MAX_OUTPUT, UPSTREAM_STOP) if p != "chat_template=true"]
-        if not c.apply_chat_template:
-            generation.append("chat_template=false")
-        return ",".join(parts + generation) or None
+        parts += generation_deviations(c, UPSTREAM_MAX_OUTPUT, UPSTREAM_STOP, upstream_chat=True)
+        return ",".join(parts) or None
 
     # ------------------------------------------------------------------ data
     def _alternatives(self) -> str:
@@ -343,7 +338,7 @@ class GPQAEvaluator(Evaluator):
         self.source_used = source
         if source == "packaged":
 
-            return parse_rows(read_csv(asset_path(GPQA_DIAMOND.name)), f"{GPQA_DIAMOND.requirement}:{GPQA_DIAMOND.member}")
+            return parse_rows(*read_packaged(GPQA_DIAMOND, read_csv))
         if source == "local" and ds.local_path:
             path = Path(ds.local_path).expanduser()
             # The Hub repository (and a snapshot of it) keeps each subset as <config>.csv.
@@ -371,30 +366,16 @@ class GPQAEvaluator(Evaluator):
         return [GenerationRequest(prompt=sample.prompt, max_tokens=self.config.max_output_len, stop=tuple(self.config.stop))]
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
-        (output,) = responses
-        assert isinstance(output, str)
-        strict, flexible = extract_strict(output), extract_flexible(output)
-        chosen = strict if self.config.extraction == "strict" else flexible
-        meta = dict(sample.meta) | {"strict": strict, "flexible": flexible,
-                                    "strict_match": strict == sample.target, "flexible_match": flexible == sample.target}
-        return ScoredSample(sample.id, sample.prompt, output, sample.target, 100.0 if chosen == sample.target else 0.0, meta)
+        output = only_text(responses)
+        found = apply_filters(output, extract_strict, extract_flexible, lambda letter: letter == sample.target)
+        value = 100.0 if found[f"{self.config.extraction}_match"] else 0.0  # strict or flexible, validated
+        return ScoredSample(sample.id, sample.prompt, output, sample.target, value, dict(sample.meta) | found)
 
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
         """``accuracy`` with the configured extraction, both extractions' accuracies, and per domain."""
         if not scored:
             return {self.metric: float("nan")}
-        n = len(scored)
-        result = {
-            self.metric: sum(s.score for s in scored) / n,
-            "exact_match_strict": 100.0 * sum(bool(s.meta["strict_match"]) for s in scored) / n,
-            "exact_match_flexible": 100.0 * sum(bool(s.meta["flexible_match"]) for s in scored) / n,
-        }
-        per_domain: dict[str, list[float]] = defaultdict(list)
-        for s in scored:
-            per_domain[s.meta["domain"]].append(s.score)
-        for domain, scores in sorted(per_domain.items()):
-            result[f"domain/{domain}"] = sum(scores) / len(scores)
-        return result
+        return {self.metric: mean(s.score for s in scored)} | filter_rates(scored) | group_means(scored, "domain", "domain")
 
 
 def read_csv(path: Path) -> list[dict[str, Any]]:

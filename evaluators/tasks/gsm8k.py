@@ -45,14 +45,19 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator
+from evaluators.checks import check_choice
+from evaluators.data.packaged import read_packaged
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.data.sources import check_source, resolve_source, split_loader
 from evaluators.deviations import generation_deviations
+from evaluators.metrics import mean
+from evaluators.responses import only_text
+from evaluators.scoring.filters import apply_filters, filter_rates
 from runner.contract.errors import ConfigError, DataError
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.requests import Request, Response, GenerationRequest
 from runner.contract.task_config import TaskConfig
-from runner.files.assets import GSM8K_TEST, asset_path
+from runner.files.assets import GSM8K_TEST
 from runner.files.datasets import load_packaged_json
 
 UPSTREAM_FEWSHOT = 5
@@ -151,24 +156,19 @@ class GSM8KEvaluator(Evaluator):
     """Builds GSM8K samples and scores them (per sample 0, 50 or 100; metric = mean = accuracy %)."""
 
     def __init__(self, config: Any) -> None:
+        super().__init__(config)
         if not 0 <= config.num_fewshot <= MAX_FEWSHOT:
             raise ConfigError("unsupported number of few-shot examples", where="task.num_fewshot",
                               given=config.num_fewshot, allowed=f"0..{MAX_FEWSHOT} (upstream: {UPSTREAM_FEWSHOT})")
         if config.max_output_len < 1:
             raise ConfigError("max_output_len must be positive", where="task.max_output_len", given=config.max_output_len)
-        if config.fewshot_split not in FEWSHOT_SPLITS:
-            raise ConfigError("unknown few-shot split", where="task.fewshot_split", given=config.fewshot_split,
-                              allowed=", ".join(FEWSHOT_SPLITS) + " (upstream: train)")
+        check_choice(config.fewshot_split, FEWSHOT_SPLITS, "few-shot split", "task.fewshot_split", " (upstream: train)")
         check_source(config.dataset)
         if resolve_source(config.dataset) == "packaged" and config.fewshot_split == "train":
             raise ConfigError("the packaged GSM8K copy has no train split to draw examples from",
                               where="task.fewshot_split", given="train",
                               fix="use task.fewshot_split=auto (examples from the test split), or a source with a "
                                   "train split (task.dataset.source=hub, or local with a snapshot of openai/gsm8k)")
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
-        self.source_used: str | None = None
 
     def fewshot_split(self) -> str:
         """The split examples are drawn from: ``train`` unless the source holds one split only
@@ -206,7 +206,7 @@ class GSM8KEvaluator(Evaluator):
         fewshot_split = self.fewshot_split()
         if source == "packaged":
 
-            test = parse_rows(load_packaged_json(asset_path(GSM8K_TEST.name)), f"{GSM8K_TEST.requirement}:{GSM8K_TEST.member}")
+            test = parse_rows(*read_packaged(GSM8K_TEST, load_packaged_json))
             return test, test
         where, load = split_loader(ds, source, self._alternatives())
         test = parse_rows(load(ds.split), f"{where} [{ds.split}]")
@@ -245,24 +245,16 @@ class GSM8KEvaluator(Evaluator):
         return [GenerationRequest(prompt=sample.prompt, max_tokens=self.config.max_output_len, stop=tuple(self.config.stop))]
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
-        (output,) = responses
-        assert isinstance(output, str)
-        strict, flexible = extract_strict(output), extract_flexible(output)
-        strict_ok, flexible_ok = normalize(strict) == sample.target, normalize(flexible) == sample.target
-        meta = dict(sample.meta) | {"strict": strict, "flexible": flexible,
-                                    "strict_match": strict_ok, "flexible_match": flexible_ok}
-        return ScoredSample(sample.id, sample.prompt, output, sample.target, 50.0 * strict_ok + 50.0 * flexible_ok, meta)
+        output = only_text(responses)
+        found = apply_filters(output, extract_strict, extract_flexible, lambda answer: normalize(answer) == sample.target)
+        value = 50.0 * found["strict_match"] + 50.0 * found["flexible_match"]
+        return ScoredSample(sample.id, sample.prompt, output, sample.target, value, dict(sample.meta) | found)
 
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
         """``accuracy`` (mean of the per-sample scores) and its two halves, each in percent."""
         if not scored:
             return {self.metric: float("nan")}
-        n = len(scored)
-        return {
-            self.metric: sum(s.score for s in scored) / n,
-            "exact_match_strict": 100.0 * sum(bool(s.meta["strict_match"]) for s in scored) / n,
-            "exact_match_flexible": 100.0 * sum(bool(s.meta["flexible_match"]) for s in scored) / n,
-        }
+        return {self.metric: mean(s.score for s in scored)} | filter_rates(scored)
 
 
 def parse_rows(ds: Any, source: str) -> list[Problem]:

@@ -52,17 +52,21 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator
+from evaluators.checks import check_choice
+from evaluators.data.packaged import read_packaged
 from evaluators.data.shuffle import shuffled_rows
 from evaluators.data.sources import check_source, resolve_source, split_loader
 from evaluators.deviations import generation_deviations
+from evaluators.metrics import mean, rate
+from evaluators.responses import only_text
 from evaluators.scoring import sandbox
 from evaluators.scoring.rouge import ROUGE_TYPES, RougeScorer, bootstrap_medians
 from evaluators.scoring.sandbox import Program
 from runner.contract.errors import ConfigError, DataError
 from runner.contract.evaluator import Sample, ScoredSample
-from runner.contract.requests import cut_at_stop, Request, Response, GenerationRequest
+from runner.contract.requests import Request, Response, GenerationRequest, cut_at_stop
 from runner.contract.task_config import TaskConfig
-from runner.files.assets import HUMANEVAL, asset_path
+from runner.files.assets import HUMANEVAL
 from runner.files.datasets import load_packaged_json
 
 log = logging.getLogger("runner")
@@ -174,6 +178,7 @@ class HumanEvalEvaluator(Evaluator):
     """Builds HumanEval samples, executes the completions in the sandbox and scores them."""
 
     def __init__(self, config: Any) -> None:
+        super().__init__(config)
         check_source(config.dataset)
         if config.max_output_len < 1:
             raise ConfigError("max_output_len must be positive", where="task.max_output_len", given=config.max_output_len)
@@ -182,16 +187,10 @@ class HumanEvalEvaluator(Evaluator):
             if value < low:
                 raise ConfigError("sandbox limit out of range", where=f"task.sandbox.{key}", given=value,
                                   allowed=f">= {low}")
-        if config.extraction not in EXTRACTIONS:
-            raise ConfigError("unknown HumanEval code extraction", where="task.extraction", given=config.extraction,
-                              allowed=", ".join(EXTRACTIONS))
+        check_choice(config.extraction, EXTRACTIONS, "HumanEval code extraction", "task.extraction")
         if config.metric not in ("pass_at_1", *ROUGE_TYPES):
             raise ConfigError("unknown HumanEval metric", where="task.metric", given=config.metric,
                               allowed="pass_at_1 (execution), " + ", ".join(ROUGE_TYPES) + " (TensorRT-LLM's scoring)")
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
-        self.source_used: str | None = None
         self.upstream_protocol = config.metric in ROUGE_TYPES  # TensorRT-LLM's ROUGE protocol
 
     def extra_acc_spec(self) -> str | None:
@@ -212,7 +211,7 @@ class HumanEvalEvaluator(Evaluator):
         self.source_used = source
         if source == "packaged":
 
-            return parse_rows(load_packaged_json(asset_path(HUMANEVAL.name)), f"{HUMANEVAL.requirement}:{HUMANEVAL.member}")
+            return parse_rows(*read_packaged(HUMANEVAL, load_packaged_json))
         where, load = split_loader(ds, source, self._alternatives())
         return parse_rows(load(ds.split), f"{where} [{ds.split}]")
 
@@ -237,11 +236,7 @@ class HumanEvalEvaluator(Evaluator):
     def score_batch(self, samples: Sequence[Sample], responses: Sequence[Sequence[Response]]) -> list[ScoredSample]:
         """Execute every completion (``task.sandbox.workers`` at a time), then score each sample."""
 
-        outputs = []
-        for resp in responses:
-            (output,) = resp
-            assert isinstance(output, str)
-            outputs.append(output)
+        outputs = [only_text(resp) for resp in responses]
         if self.config.extraction == "completion":
             completions = [cut_at_stop(o, self.config.stop) for o in outputs]
             prompts = [s.prompt for s in samples]
@@ -273,13 +268,12 @@ class HumanEvalEvaluator(Evaluator):
         """
         if not scored:
             return {self.metric: float("nan")}
-        n = len(scored)
-        out = {"pass_at_1": 100.0 * sum(s.meta["execution"] == "passed" for s in scored) / n}
+        out = {"pass_at_1": rate(s.meta["execution"] == "passed" for s in scored)}
         columns = [[float(s.meta[name]) for s in scored] for name in ROUGE_TYPES]
         if self.upstream_protocol:
             out |= dict(zip(ROUGE_TYPES, bootstrap_medians(columns, UPSTREAM_ROUGE_SEED)))
         else:
-            out |= {name: sum(column) / n for name, column in zip(ROUGE_TYPES, columns)}
+            out |= {name: mean(column) for name, column in zip(ROUGE_TYPES, columns)}
         statuses: dict[str, int] = {}
         for s in scored:
             key = s.meta["execution"].split(":")[0]

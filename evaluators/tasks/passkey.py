@@ -44,7 +44,9 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from evaluators.base import Evaluator
-from evaluators.deviations import short_hash
+from evaluators.deviations import chat_deviation
+from evaluators.metrics import mean
+from evaluators.responses import only_text
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.requests import Request, Response, GenerationRequest
@@ -137,6 +139,7 @@ class PasskeyEvaluator(Evaluator):
     """Generates upstream's passkey rows from the seed and scores exact retrieval (0 or 100 per sample)."""
 
     def __init__(self, config: Any) -> None:
+        super().__init__(config, source_used="generated")
         try:
             self.depth = parse_depth(str(config.depth))
         except ValueError:
@@ -158,10 +161,6 @@ class PasskeyEvaluator(Evaluator):
         if self.noise_step < 1:
             raise ConfigError("noise_step out of range", where="task.noise_step", given=config.noise_step,
                               allowed="1 or more lines, or null for the level's")
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
-        self.source_used = "generated"
 
     @property
     def num_rows(self) -> int:
@@ -184,10 +183,7 @@ class PasskeyEvaluator(Evaluator):
             parts.append(f"depth={c.depth}")
         if c.max_output_len != UPSTREAM_MAX_OUTPUT:
             parts.append(f"max_output_len={c.max_output_len}")
-        if c.apply_chat_template:
-            parts.append("chat_template=true")
-        if c.system_prompt:
-            parts.append("system_prompt=" + short_hash(c.system_prompt))
+        parts += chat_deviation(c)
         return ",".join(parts) or None
 
     def samples(self, num_samples: int, seed: int) -> list[Sample]:
@@ -216,8 +212,7 @@ class PasskeyEvaluator(Evaluator):
         return [GenerationRequest(prompt=sample.prompt, max_tokens=self.config.max_output_len)]
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
-        (output,) = responses
-        assert isinstance(output, str)
+        output = only_text(responses)
         found = first_number(output)
         correct = found == sample.target
         # The prompt is long and regenerated from the seed: keep only its end in the per-sample record.
@@ -227,4 +222,4 @@ class PasskeyEvaluator(Evaluator):
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
         if not scored:
             return {self.metric: float("nan")}
-        return {self.metric: sum(s.score for s in scored) / len(scored)}
+        return {self.metric: mean(s.score for s in scored)}

@@ -37,6 +37,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from evaluators.base import Evaluator
 from evaluators.data.corpus import UPSTREAM_CORPUS, Corpus, load_corpus
+from evaluators.metrics import mean
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.requests import Request, Response, LoglikelihoodRequest, LoglikelihoodResult
@@ -99,6 +100,7 @@ class PerplexityEvaluator(Evaluator):
                          "which this backend does not return; there is no generate-only form of this task")
 
     def __init__(self, config: Any) -> None:
+        super().__init__(config)
         if config.higher_is_better:
             raise ConfigError("perplexity is a lower-is-better metric", where="task.higher_is_better",
                               given=config.higher_is_better, allowed="false")
@@ -113,10 +115,6 @@ class PerplexityEvaluator(Evaluator):
                               where="task.apply_chat_template / task.system_prompt",
                               given=f"{config.apply_chat_template} / {config.system_prompt!r}",
                               allowed="false / null")
-        self.config = config
-        self.metric = config.metric
-        self.higher_is_better = False
-        self.source_used: str | None = None
         self._corpus: Corpus | None = None
         self._count: TokenCounter | None = None
 
@@ -189,7 +187,7 @@ class PerplexityEvaluator(Evaluator):
         tokens = sum(s.meta["tokens_scored"] for s in scored)
         nll = sum(s.meta["nll_sum"] for s in scored)
         return {
-            self.metric: sum(s.score for s in scored) / len(scored),
+            self.metric: mean(s.score for s in scored),
             "perplexity_token_weighted": math.exp(nll / tokens),
             "nll_per_token": nll / tokens,
             "tokens_scored": float(tokens),

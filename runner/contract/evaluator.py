@@ -47,10 +47,13 @@ class Evaluator(ABC):
     source_used: str | None = None
     """Where the rows came from (hub, local, packaged), recorded as provenance and checked before pairing."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, source_used: str | None = None) -> None:
+        """Every task calls this first; ``source_used``: where the rows come from when known up front
+        (``generated``), else set when the rows are loaded."""
         self.config = config
         self.metric: str = config.metric
         self.higher_is_better: bool = config.higher_is_better
+        self.source_used = source_used
 
     @abstractmethod
     def samples(self, num_samples: int, seed: int) -> list[Sample]: ...

@@ -3,6 +3,7 @@ gate, and equality with lm-evaluation-harness's own SCORE functions on the proje
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 
@@ -131,6 +132,13 @@ def test_agieval_position_e_only_in_fixed_mode(caplog):
     assert fixed.extra_acc_spec() == "faithful=false"
     assert evaluator("agieval", "prompt", subsets=["sat_math"], max_output_len=8).extra_acc_spec() == \
         "max_output_len=8,subsets=sat_math"
+
+
+def test_a_system_prompt_enters_the_key_when_the_chat_template_carries_it():
+    brief = "system_prompt=" + hashlib.sha256(b"Be brief.").hexdigest()[:8]
+    assert evaluator("math", "prompt", system_prompt="Be brief.").extra_acc_spec() == brief
+    assert evaluator("math", "prompt", system_prompt="Be brief.", apply_chat_template=False).extra_acc_spec() == \
+        "chat_template=false"  # without the template the backends never send it
 
 
 def test_agieval_rows_prepared_as_upstream():

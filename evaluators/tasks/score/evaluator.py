@@ -17,6 +17,9 @@ import random
 from typing import Any, Sequence
 
 from evaluators.base import Evaluator
+from evaluators.checks import check_choice
+from evaluators.deviations import chat_deviation
+from evaluators.metrics import mean, rate
 from evaluators.tasks.score import data, extract, metrics, upstream
 from evaluators.tasks.score.gate import consistency_gate
 from evaluators.tasks.score.mathgrade import math_equivalent
@@ -35,18 +38,15 @@ QUIRKS = ("option-identity mapping", "AGIEval position E", "duplicate option-ord
 
 class ScoreEvaluator(Evaluator):
     def __init__(self, config: Any) -> None:
+        super().__init__(config)
         family, kind = config.family, config.robustness
-        if family not in data.FAMILIES:
-            raise ConfigError("unknown SCORE family", where="task.family", given=family, allowed=", ".join(data.FAMILIES))
-        if kind not in KINDS:
-            raise ConfigError("unknown SCORE robustness kind", where="task.robustness", given=kind, allowed=", ".join(KINDS))
+        check_choice(family, data.FAMILIES, "SCORE family", "task.family")
+        check_choice(kind, KINDS, "SCORE robustness kind", "task.robustness")
         if kind == "option_order" and family == "math":
             raise ConfigError("option-order robustness needs multiple-choice questions; MATH has none",
                               where="task.family", given=family, allowed="mmlu_pro, agieval",
                               fix="use task=score_prompt or task=score_non_greedy for MATH")
-        if config.dataset.source not in SOURCES:
-            raise ConfigError("unknown dataset source", where="task.dataset.source", given=config.dataset.source,
-                              allowed=", ".join(SOURCES))
+        check_choice(config.dataset.source, SOURCES, "dataset source", "task.dataset.source")
         allowed = data.default_subsets(family)
         subsets = tuple(config.subsets) if config.subsets else allowed
         if family == "mmlu_pro" and config.subsets:
@@ -59,13 +59,9 @@ class ScoreEvaluator(Evaluator):
             raise ConfigError("non-greedy robustness samples: it needs seeds and a positive temperature",
                               where="task.seeds / task.temperature", given=f"{list(config.seeds)} / {config.temperature}",
                               fix=f"upstream: task.seeds={list(UPSTREAM_SEEDS)} task.temperature={UPSTREAM_TEMPERATURE}")
-        self.config = config
         self.family, self.kind, self.faithful = family, kind, bool(config.faithful)
         self.subsets = subsets
-        self.metric = config.metric
-        self.higher_is_better = config.higher_is_better
         self.consistency_metric = metrics.consistency_metric(kind)
-        self.source_used: str | None = None
         self._templates: dict[str, Any] | None = None
         if not self.faithful and self._quirks_fixed():
             log.warning("task.faithful=false: DEVIATION from upstream SCORE (fixes: %s); numbers are not "
@@ -90,8 +86,7 @@ class ScoreEvaluator(Evaluator):
         parts = []
         if not self.faithful and self._quirks_fixed():
             parts.append("faithful=false")
-        if not c.apply_chat_template:
-            parts.append("chat_template=false")
+        parts += chat_deviation(c, upstream_chat=True, key_system_prompt_without_chat=False)
         if c.max_output_len != UPSTREAM_MAX_OUTPUT:
             parts.append(f"max_output_len={c.max_output_len}")
         if self.subsets != data.default_subsets(self.family):
@@ -177,7 +172,7 @@ class ScoreEvaluator(Evaluator):
         compared = [r["identity" if self.kind == "option_order" else "answer"] for r in records]
         same = math_equivalent if self.family == "math" else None
         agree, pairs = extract.pair_agreement(compared, same)
-        accuracy = 100.0 * sum(r["correct"] for r in records) / len(records)
+        accuracy = rate(r["correct"] for r in records)
         meta = {k: v for k, v in sample.meta.items() if k != "variants"}
         meta |= {"agree": agree, "pairs": pairs, "variants": records}
         prediction = json.dumps([r["answer"] for r in records])
@@ -194,7 +189,7 @@ class ScoreEvaluator(Evaluator):
         cr = metrics.bootstrap_ratio([s.meta["agree"] for s in scored], [s.meta["pairs"] for s in scored],
                                      c.bootstrap_samples, c.bootstrap_seed, c.ci_level)
         name = self.consistency_metric
-        out = {self.metric: sum(s.score for s in scored) / len(scored)}
+        out = {self.metric: mean(s.score for s in scored)}
         out |= per_variant | metrics.summarize(per_variant)
         out |= {name: cr.value, f"{name}_se": cr.se, f"{name}_ci_low": cr.low, f"{name}_ci_high": cr.high,
                 "num_questions": float(len(scored)),
@@ -205,7 +200,7 @@ class ScoreEvaluator(Evaluator):
         """A guessing model's accuracy on these questions: the mean of 100 / options (MMLU-Pro has up to 10,
         AGIEval 4 or 5 by subset), 0 for free-form MATH answers."""
         counts = [s.meta["num_options"] for s in samples]
-        return sum(100.0 / k for k in counts if k) / len(counts) if counts else 0.0
+        return mean(100.0 / k if k else 0.0 for k in counts) if counts else 0.0
 
     # ------------------------------------------------------------------ the second gate (Evaluator.extra_gates, called by runner/job/decide.py)
     def extra_gates(self, result: dict[str, float], reference: Any) -> list[Any]:
