@@ -28,12 +28,10 @@ REFERENCE_AGAINST = ("spec", "baseline")
 def prepare(config: RunnerConfig) -> Job:
     """Build and check everything that needs no model."""
     ref = config.reference
-    if ref.mode not in REFERENCE_MODES:
-        raise ConfigError("unknown reference mode", where="reference.mode", given=ref.mode,
-                          allowed=", ".join(REFERENCE_MODES))
-    if ref.against not in REFERENCE_AGAINST:
-        raise ConfigError("unknown reference target", where="reference.against", given=ref.against,
-                          allowed=", ".join(REFERENCE_AGAINST))
+    for what, key, value, allowed in (("mode", "reference.mode", ref.mode, REFERENCE_MODES),
+                                      ("target", "reference.against", ref.against, REFERENCE_AGAINST)):
+        if value not in allowed:
+            raise ConfigError(f"unknown reference {what}", where=key, given=value, allowed=", ".join(allowed))
     task, model, quant = config.task, config.model, config.quant
     for where, name in (("task.name", task.name), ("model.name", model.name), ("quant.name", quant.name)):
         check_name(name, where)
