@@ -8,7 +8,7 @@ registers them all.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from omegaconf import MISSING
 
@@ -35,14 +35,3 @@ class RunnerConfig:
     report: ReportConfig = field(default_factory=ReportConfig)
     dry_run: bool = False  # list what would run (n, cached requests, estimated time) without loading a model
     output_dir: str = MISSING
-
-
-@dataclass
-class QuantizeJobConfig:
-    """``python -m runner.quantize``: ModelOpt quantization of the model, exported as a checkpoint."""
-
-    model: Any = MISSING
-    quant: Any = MISSING
-    backend: Any = MISSING  # backend=hf: the device and dtype that calibration runs in
-    output_dir: Optional[str] = None  # None: quantized/<model.name>-<quant.name> under the working directory
-    overwrite: bool = False  # replace an existing export in output_dir

@@ -23,8 +23,9 @@ from runner.backends.trtllm.engine import TRTLLMBackendConfig
 from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig
 from runner.cache.generations import CacheConfig
 from runner.config.resolvers import register_resolvers as register_path_resolvers
-from runner.config.schemas import QuantizeJobConfig, RunnerConfig
+from runner.config.schemas import RunnerConfig
 from runner.contract.task_config import ModelConfig, QuantConfig
+from runner.quant.export import QuantizeJobConfig
 from runner.sweep.gpus import register_resolvers
 from runner.tracking.trackers import MlflowTrackingConfig, NoTrackingConfig
 

