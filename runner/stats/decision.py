@@ -69,7 +69,7 @@ class Decision:
     rule: str  # explicit_threshold | exact | paired | unpaired
     passed: bool  # no regression shown by the accuracy rule (the NO-GO claim did not hold)
     verdict: Verdict  # the unpaired TensorRT-LLM test, always computed and shown
-    paired: Any = None  # runner.stats.paired.PairedResult when a paired test decided
+    paired: Any = None  # runner.stats.paired_result.PairedResult when a paired test decided
     gates: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     sequential: Any = None  # runner.stats.sequential_monitor.SequentialResult when the gate looked sequentially
@@ -336,7 +336,7 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
     """Apply the precedence of the module docstring; ``params.num_samples`` is the number evaluated.
 
     The regression claim is tested at ``stats.margin``, the tolerance claim at ``tolerance`` (points)."""
-    from runner.stats import paired as paired_stats
+    from runner.stats import pairing, scale
     from runner.references import samples as reference_samples
 
     notes: list[str] = []
@@ -357,7 +357,7 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
     if stats.method != "unpaired" and recorded.get("samples"):
         rows = reference_samples.load_rows(ref_dir, str(recorded["samples"]), recorded.get("samples_sha256"))
     if rows and not all(r.score in (0.0, 100.0) for r in rows.values()):
-        sigma = paired_stats.estimate_sigma(r.score for r in rows.values())
+        sigma = scale.estimate_sigma(r.score for r in rows.values())
         notes.append(f"sigma {sigma:.3f} estimated from the reference's {len(rows)} per-sample scores "
                      f"(configured {params.sigma:g})")
         params = replace(params, sigma=sigma)
@@ -375,7 +375,7 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
             notes.append(f"unpaired test: {problem}")
         else:
             new_scores = {s.sample_id: s.score for s in scored}
-            pairs = paired_stats.pair_scores({k: r.score for k, r in rows.items()}, new_scores)
+            pairs = pairing.pair_scores({k: r.score for k, r in rows.items()}, new_scores)
             complete = pairs.n_matched == len(new_scores)
             if complete or stats.method == "paired":
                 result, claims = _paired(pairs, params, stats, margin, tolerance.points)
@@ -398,7 +398,7 @@ def decide_against(reference: Any, ref_dir: Path, scored: Sequence[Any], score: 
         # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
         # reference at or past chance is then worth a warning
         theta = decision.theta if decision.theta is not None else 0.0
-        warning = paired_stats.near_chance_warning(reference.value, theta, chance_level, params.higher_is_better)
+        warning = scale.near_chance_warning(reference.value, theta, chance_level, params.higher_is_better)
         if warning:
             notes.append(warning)
     return decision
