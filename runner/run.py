@@ -327,7 +327,7 @@ def _decision(job: Job, reference: Any, samples: list[Any], scored: list[Any], m
 def record(job: Job, loaded: Loaded, scored: list[Any], metrics: dict[str, float]) -> Path:
     """Write the score as the reference of the effective spec, with its per-sample scores and provenance."""
     from runner.references import samples as reference_samples
-    from runner.references import store as references
+    from runner.references import recording as references
 
     task, info, score = job.task, loaded.info, metrics[job.task.metric]
     samples_file, samples_sha = reference_samples.store(

@@ -11,7 +11,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from runner.errors import ConfigError, ReferenceError_
-from runner.references.store import Reference, default_reference_dir, list_specs, lookup, metric_key, record
+from runner.references.recording import record
+from runner.references.store import Reference, default_reference_dir, list_specs, lookup, metric_key
 from runner.spec import AccuracySpec
 from runner.stats.unpaired import HypothesisParams
 
