@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from runner.backends.base import (
-    Backend,
     BackendInfo,
     Capabilities,
     ChatFormat,
@@ -31,6 +30,7 @@ from runner.backends.base import (
     LoglikelihoodResult,
     TaskLimits,
 )
+from runner.backends.configured import ConfiguredBackend
 from runner.backends.prompting import cut_at_stop
 from runner.errors import ConfigError
 from runner.spec import AccuracySpec
@@ -48,15 +48,12 @@ class FakeBackendConfig:
     delay_s: float = 0.0  # seconds entering the backend takes, as a model load would (answers unchanged)
 
 
-class FakeBackend(Backend):
+class FakeBackend(ConfiguredBackend):
     name = "fake"
 
     def __init__(self, config: Any, model: Any, quant: Any, limits: TaskLimits,
                  chat: ChatFormat = ChatFormat(), progress: bool = True) -> None:
-        self.config = config
-        self.model_config = model
-        self.quant = quant
-        self.limits = limits
+        super().__init__(config, model, quant, limits, chat, progress)
         self.capabilities = Capabilities(loglikelihood=config.loglikelihood, token_counter=True, per_request_seeds=True)
         self.texts: dict[str, str] = {}
         self.logprobs: dict[tuple[str, str], float] = {}
