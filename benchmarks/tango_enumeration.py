@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runner.stats.paired_binary import false_pass_rate, go_regions  # noqa: E402
+from runner.stats.paired_binary_enumeration import false_pass_rate, go_regions  # noqa: E402
 
 
 def main() -> None:

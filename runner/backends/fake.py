@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from runner.contract.backend import Backend, BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
+from runner.backends.configured import ConfiguredBackend
+from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
 from runner.contract.errors import ConfigError
-from runner.contract.requests import cut_at_stop, GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
 
 
@@ -38,15 +39,12 @@ class FakeBackendConfig:
     delay_s: float = 0.0  # seconds entering the backend takes, as a model load would (answers unchanged)
 
 
-class FakeBackend(Backend):
+class FakeBackend(ConfiguredBackend):
     name = "fake"
 
     def __init__(self, config: Any, model: Any, quant: Any, limits: TaskLimits,
                  chat: ChatFormat = ChatFormat(), progress: bool = True) -> None:
-        self.config = config
-        self.model_config = model
-        self.quant = quant
-        self.limits = limits
+        super().__init__(config, model, quant, limits, chat, progress)
         self.capabilities = Capabilities(loglikelihood=config.loglikelihood, token_counter=True, per_request_seeds=True)
         self.texts: dict[str, str] = {}
         self.logprobs: dict[tuple[str, str], float] = {}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from runner.contract.evaluator import ScoredSample
 from runner.job.state import Job, Loaded
-from runner.references import samples as reference_samples, store as references
+from runner.references import recording, samples as reference_samples
 from runner.tracking.provenance import project_commit
 
 
@@ -16,7 +16,7 @@ def record(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[s
     task, info, score = job.task, loaded.info, metrics[job.task.metric]
     samples_file, samples_sha = reference_samples.store(
         job.ref_dir, task.name, ((s.sample_id, s.score, s.prompt) for s in scored))
-    path = references.record(
+    path = recording.record(
         job.ref_dir, task.name, task.metric, job.model.hf_id, loaded.spec, score,
         provenance={
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),

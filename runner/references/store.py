@@ -1,4 +1,4 @@
-"""Reference scores in TensorRT-LLM's YAML schema: looking them up and recording them.
+"""Reference scores in TensorRT-LLM's YAML schema: reading and looking them up.
 
 ``references/<task>.yaml`` maps a Hugging Face model id to a list of entries. Each entry names
 the accuracy spec it was measured under (absent keys take their defaults: ``dtype: auto``,
@@ -7,13 +7,12 @@ everything else ``None``), the metric value, and optionally per-entry overrides 
 ``reference_note``). Lookup uses TensorRT-LLM's rule: the FIRST entry whose value for every
 spec key equals the query wins, so files from that repository drop in unchanged.
 
-When the runner records a reference it adds one key upstream never reads, ``recorded:``
-(provenance), which keeps the file loadable by TensorRT-LLM's harness.
+When the runner records a reference (:mod:`runner.references.recording`) it adds one key upstream
+never reads, ``recorded:`` (provenance), which keeps the file loadable by TensorRT-LLM's harness.
 """
 
 from __future__ import annotations
 
-import io
 import math
 import os
 from collections.abc import Mapping
@@ -23,14 +22,12 @@ from typing import Any, Optional
 
 from runner.contract.errors import ReferenceError_
 from runner.contract.spec import SPEC_KEYS, AccuracySpec
-from runner.files.paths import write_atomic
 from runner.stats.unpaired import HypothesisParams, check_params
 
 OVERRIDE_KEYS = ("alpha", "beta", "sigma", "num_samples", "higher_is_better")
 """Entry keys that replace the task's statistical defaults for that entry only."""
 PROVENANCE_KEY = "recorded"
 """The one key the runner adds to an entry; lookup never reads it."""
-VALUE_DECIMALS = 4
 
 
 @dataclass
@@ -285,185 +282,3 @@ def _build(
         index=index,
         recorded=dict(entry["recorded"]) if isinstance(entry.get("recorded"), Mapping) else None,
     )
-
-
-def _plain(obj: Any) -> Any:
-    """Provenance as YAML-safe plain data (paths and unknown objects become strings)."""
-    if obj is None or type(obj) in (bool, int, str):
-        return obj
-    if isinstance(obj, bool):
-        return bool(obj)
-    if isinstance(obj, int):
-        return int(obj)
-    if isinstance(obj, float):
-        obj = float(obj)
-        return obj if math.isfinite(obj) else str(obj)
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    return str(obj)
-
-
-def _last_slot(node: Any) -> tuple[Any, Any] | None:
-    """Where ruamel keeps the comment lines that follow ``node``: its deepest last block item.
-
-    Full-line comments after a block (say, one introducing the next model) are stored on the
-    end-of-line comment of its last scalar. Appending after that scalar would strand them in
-    the middle, so :func:`record` moves them to the new last item.
-    """
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
-    slot = None
-    while isinstance(node, (CommentedMap, CommentedSeq)) and len(node) and not node.fa.flow_style():
-        key = next(reversed(node)) if isinstance(node, CommentedMap) else len(node) - 1
-        slot = (node, key)
-        node = node[key]
-    return slot
-
-
-def _comment_pos(container: Any) -> int:
-    from ruamel.yaml.comments import CommentedMap
-
-    return 2 if isinstance(container, CommentedMap) else 0
-
-
-def _take_trailing(node: Any) -> str:
-    """Detach and return the comment lines following ``node`` (its end-of-line comment stays)."""
-    slot = _last_slot(node)
-    if slot is None:
-        return ""
-    container, key = slot
-    pos = _comment_pos(container)
-    tokens = container.ca.items.get(key)
-    token = tokens[pos] if tokens else None
-    if token is None or "\n" not in token.value:
-        return ""
-    cut = token.value.index("\n") + 1
-    head, tail = token.value[:cut], token.value[cut:]
-    if not tail:
-        return ""
-    if head.strip():
-        token.value = head
-    else:
-        tokens[pos] = None
-    return tail
-
-
-def _put_trailing(node: Any, tail: str) -> None:
-    """Attach comment lines taken by :func:`_take_trailing` after the new last item of ``node``."""
-    from ruamel.yaml.error import CommentMark
-    from ruamel.yaml.tokens import CommentToken
-
-    slot = _last_slot(node) if tail else None
-    if slot is None:
-        return
-    container, key = slot
-    pos = _comment_pos(container)
-    tokens = container.ca.items.setdefault(key, [None, None, None, None])
-    if tokens[pos] is None:
-        tokens[pos] = CommentToken("\n" + tail, CommentMark(0), None)
-    else:
-        value = tokens[pos].value
-        tokens[pos].value = (value if value.endswith("\n") else value + "\n") + tail
-
-
-def _commented(obj: Any) -> Any:
-    """Plain data as ruamel round-trip containers (so comments can be attached to them)."""
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
-    if isinstance(obj, dict):
-        out = CommentedMap()
-        for k, v in obj.items():
-            out[k] = _commented(v)
-        return out
-    if isinstance(obj, list):
-        return CommentedSeq(_commented(v) for v in obj)
-    return obj
-
-
-def record(
-    ref_dir: str | os.PathLike[str],
-    task: str,
-    metric: str,
-    model: str,
-    spec: AccuracySpec,
-    value: float,
-    provenance: dict[str, Any],
-    extra: dict[str, Any] | None = None,
-) -> Path:
-    """Write ``value`` as the reference of ``(model, spec)``; returns the file written.
-
-    An entry matching the spec exactly is updated in place (its metric value and its
-    ``recorded`` provenance); otherwise a new entry is appended holding only the non-default
-    spec keys, the value, ``extra`` and the provenance. ``extra`` sets further entry keys (for
-    example ``num_samples`` when the reference was measured on a non-default subset, or
-    ``reference_note``), replacing existing ones. Comments, key order and untouched entries
-    survive the round trip.
-    """
-    from ruamel.yaml import YAML
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
-    key = metric_key(metric)
-    extra = dict(extra or {})
-    clash = sorted(set(extra) & (set(SPEC_KEYS) | {key, PROVENANCE_KEY}))
-    if clash:
-        raise ValueError(f"record(extra=...) may not set {clash}: they are written from the other arguments")
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"cannot record a non-finite reference value: {value!r}")
-
-    path = reference_path(ref_dir, task)
-    yaml = YAML()  # round-trip: keeps comments, order and quoting
-    yaml.preserve_quotes = True
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.width = 4096
-    if path.is_file():
-        text = path.read_text(encoding="utf-8")
-        data = yaml.load(text)
-        if data is None:  # comments only: they stay the file's header
-            data = CommentedMap()
-            header = [line[1:].strip() for line in text.splitlines() if line.startswith("#")]
-            if header:
-                data.yaml_set_start_comment("\n".join(header))
-        if not isinstance(data, CommentedMap):
-            raise ReferenceError_("the reference file must map model ids to lists of entries", where=str(path))
-    else:
-        data = CommentedMap()
-        data.yaml_set_start_comment(
-            f"{task} references in TensorRT-LLM's accuracy-suite schema.\n"
-            "Entries with a `recorded:` key were written by `python -m runner ... reference.mode=record`."
-        )
-
-    entries = data.get(model)
-    if entries is None:
-        tail = _take_trailing(data)
-        entries = CommentedSeq()
-        data[model] = entries
-        grown = data
-    else:
-        _entries(data, model, path)  # shape check with a readable error
-        grown = None
-
-    query = spec.as_query()
-    target = next((e for e in entries if _matches(e, query)), None)
-    if grown is None:
-        grown = entries if target is None else target
-        tail = _take_trailing(grown)
-    if target is None:
-        target = CommentedMap()
-        for k in SPEC_KEYS:
-            if query[k] != AccuracySpec.default_for(k):
-                target[k] = query[k]
-        entries.append(target)
-    target[key] = round(number, VALUE_DECIMALS)
-    for k, v in extra.items():
-        target[k] = _commented(_plain(v))
-    target[PROVENANCE_KEY] = _commented(_plain(provenance))
-    _put_trailing(grown, tail)
-
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    text = io.StringIO()
-    yaml.dump(data, text)
-    write_atomic(path, text.getvalue(), mode)  # an interrupted run never leaves half a file
-    return path

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Protocol, Sequence
 
 from runner.contract.errors import ConfigError
-from runner.stats import claims as claim_rules, paired as paired_stats
+from runner.stats import claims as claim_rules, paired as paired_stats, pairing, scale
 from runner.stats.settings import margin_points
 from runner.stats.unpaired import HypothesisParams, Verdict, decide
 from runner.stats.verdicts import GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, exit_status, reported
@@ -60,7 +60,7 @@ class Decision:
     rule: str  # explicit_threshold | exact | paired | unpaired
     passed: bool  # no regression shown by the accuracy rule (the NO-GO claim did not hold)
     verdict: Verdict  # the unpaired TensorRT-LLM test, always computed and shown
-    paired: Any = None  # runner.stats.paired.PairedResult when a paired test decided
+    paired: Any = None  # runner.stats.paired_result.PairedResult when a paired test decided
     gates: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     sequential: Any = None  # runner.stats.sequential_monitor.SequentialResult when the gate looked sequentially
@@ -323,7 +323,7 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
     if stats.method == "unpaired":
         rows = None
     if rows and not all(r.score in (0.0, 100.0) for r in rows.values()):
-        sigma = paired_stats.estimate_sigma(r.score for r in rows.values())
+        sigma = scale.estimate_sigma(r.score for r in rows.values())
         notes.append(f"sigma {sigma:.3f} estimated from the reference's {len(rows)} per-sample scores "
                      f"(configured {params.sigma:g})")
         params = replace(params, sigma=sigma)
@@ -341,7 +341,7 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
             notes.append(f"unpaired test: {problem}")
         else:
             new_scores = {s.sample_id: s.score for s in scored}
-            pairs = paired_stats.pair_scores({k: r.score for k, r in rows.items()}, new_scores)
+            pairs = pairing.pair_scores({k: r.score for k, r in rows.items()}, new_scores)
             complete = pairs.n_matched == len(new_scores)
             if complete or stats.method == "paired":
                 result, claims = _paired(pairs, params, stats, margin, tolerance.points)
@@ -364,7 +364,7 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
         # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
         # reference at or past chance is then worth a warning
         theta = decision.theta if decision.theta is not None else 0.0
-        warning = paired_stats.near_chance_warning(reference.value, theta, chance_level, params.higher_is_better)
+        warning = scale.near_chance_warning(reference.value, theta, chance_level, params.higher_is_better)
         if warning:
             notes.append(warning)
     return decision

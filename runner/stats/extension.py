@@ -21,7 +21,7 @@ from typing import Any
 from runner.contract.errors import ConfigError
 from runner.stats import sequential as gs
 from runner.stats.claims import binary
-from runner.stats.sequential_monitor import Look, statistic
+from runner.stats.sequential_monitor import Look, statistic, tested_looks
 from runner.stats.verdicts import oriented
 
 REASONS = ("regression", "go", "undecided")
@@ -56,7 +56,7 @@ class Extensions:
         p = decision.paired
         self.counts.append((*p.discordant, p.n) if p is not None and p.discordant is not None else None)
         self.looks.append(look)
-        if look.z is not None and self._tested()[-1] is look:
+        if look.z is not None and tested_looks(self.looks)[-1] is look:
             look.efficacy = self._bound()
             if look.z >= look.efficacy:
                 self.stopped = "regression"
@@ -64,20 +64,12 @@ class Extensions:
                 self.stopped = "go"
         return look
 
-    def _tested(self) -> list[Look]:
-        out, prev = [], 0.0
-        for lk in self.looks:
-            if lk.z is not None and lk.info > prev:
-                out.append(lk)
-                prev = lk.info
-        return out
-
     def _spent(self, look: Look) -> float:
         k = next(i for i, lk in enumerate(self.looks, 1) if lk is look)
         return gs.spend(self.spending, k / (self.planned + 1), self.alpha)
 
     def _bound(self) -> float:
-        tested = self._tested()
+        tested = tested_looks(self.looks)
         top = tested[-1].info
         return efficacy_bounds(tuple(round(lk.info / top, 12) for lk in tested),
                                tuple(self._spent(lk) for lk in tested))[-1]
@@ -94,7 +86,7 @@ class Extensions:
 
     def result(self, fixed_passed: bool, fixed_p: float | None) -> "ExtensionResult":
         """The verdict of the looks so far (``fixed_*``: the fixed rule's, when no look carried information)."""
-        tested = self._tested()
+        tested = tested_looks(self.looks)
         if not tested:
             return ExtensionResult(self.kind or "unpaired", list(self.looks), self.planned, None, None,
                                    "undecided" if fixed_passed else "regression", fixed_p, None, None)

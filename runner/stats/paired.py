@@ -29,268 +29,20 @@ A paired theta assumes the runs keep disagreeing on a fraction ``d`` of the samp
 ``theta`` points changes at least ``theta`` percent of the answers, so ``theta <= 100 d`` must
 hold for the figure to mean anything (:func:`paired_feasible`).
 
-numpy and scipy are imported inside the functions that need them, so importing this module
-(and ``python -m runner.plan --help``) stays fast.
+The runs' scores are matched by :mod:`runner.stats.pairing`; the outcome and its printed form are
+:class:`runner.stats.paired_result.PairedResult`. numpy and scipy are imported inside the functions
+that need them, so importing this module (and ``python -m runner.plan --help``) stays fast.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from runner.contract.errors import UserError
 from runner.stats.paired_binary import tango_p
-from runner.stats.planning import _binary_theta, _check_prob, _k
-
-
-
-class PairingError(UserError, ValueError):
-    """The two runs cannot be paired (no common sample id, a non-numeric score)."""
-
-
-# --------------------------------------------------------------------------- pairing
-
-
-@dataclass(frozen=True)
-class PairedScores:
-    """Scores of the samples both runs answered, matched by sample id (sorted by id)."""
-
-    ids: tuple[str, ...]
-    reference: tuple[float, ...]
-    new: tuple[float, ...]
-    reference_only: tuple[str, ...]  # ids only the reference run has
-    new_only: tuple[str, ...]  # ids only the new run has
-
-    @property
-    def n_matched(self) -> int:
-        return len(self.ids)
-
-    def summary(self) -> str:
-        total_ref = self.n_matched + len(self.reference_only)
-        return (
-            f"{self.n_matched} of {total_ref} reference sample ids matched "
-            f"({len(self.reference_only)} only in the reference, {len(self.new_only)} only in the new run)"
-        )
-
-
-def _score(value: object, run: str, sample_id: str) -> float:
-    try:
-        out = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        out = math.nan
-    if not math.isfinite(out):
-        raise PairingError(
-            "a per-sample score is not a finite number",
-            where=f"{run} run, sample '{sample_id}'",
-            given=repr(value),
-            allowed="a finite number on the metric's scale",
-        )
-    return out
-
-
-def pair_scores(reference: Mapping[str, float], new: Mapping[str, float]) -> PairedScores:
-    """Match the two runs' per-sample scores by sample id.
-
-    Raises :class:`PairingError` (a :class:`UserError` and a :class:`ValueError`) when no id
-    is common to both runs, or when a matched score is not a finite number.
-    """
-    common = sorted(set(reference) & set(new))
-    if not common:
-        raise PairingError(
-            "the reference run and the new run have no sample id in common",
-            given=f"{len(reference)} reference ids (e.g. {_examples(reference)}), "
-            f"{len(new)} new ids (e.g. {_examples(new)})",
-            fix="compare runs made on the same task, subset and seed, so that sample ids match",
-        )
-    ref_scores = tuple(_score(reference[i], "reference", i) for i in common)
-    new_scores = tuple(_score(new[i], "new", i) for i in common)
-    common_set = set(common)
-    return PairedScores(
-        ids=tuple(common),
-        reference=ref_scores,
-        new=new_scores,
-        reference_only=tuple(sorted(i for i in reference if i not in common_set)),
-        new_only=tuple(sorted(i for i in new if i not in common_set)),
-    )
-
-
-def _examples(ids: Iterable[str], k: int = 3) -> str:
-    first = sorted(ids)[:k]
-    return ", ".join(repr(i) for i in first) if first else "none"
-
-
-def min_discordant_to_reject(alpha: float) -> int:
-    """Fewest discordant samples with which the exact test can flag a regression at all.
-
-    With ``m`` discordant samples the smallest p-value is ``0.5^m`` (all of them lost), so
-    ``0.5^m < alpha`` is needed: 5 for alpha 0.05.
-    """
-    _check_prob("alpha", alpha)
-    m = 0
-    while 0.5**m >= alpha:
-        m += 1
-    return m
-
-
-def estimate_sigma(scores: Iterable[float]) -> float:
-    """Sample standard deviation (``ddof=1``) of per-sample scores: ``sigma`` for a non-Bernoulli metric.
-
-    Step 1 of adding a task upstream: estimate sigma on the full dataset, then plan n with it.
-    """
-    import numpy as np
-
-    arr = np.asarray([float(s) for s in scores], dtype=float)
-    if arr.size < 2:
-        raise ValueError(f"estimating sigma needs at least 2 scores, got {arr.size}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("estimating sigma needs finite scores; got NaN or infinity")
-    return float(np.std(arr, ddof=1))
-
-
-def near_chance_warning(reference: float, theta: float, chance: float, higher_is_better: bool = True) -> str | None:
-    """A warning when a regression of ``theta`` would land at or past chance level.
-
-    ``chance`` is the score of a model that guesses (25 for 4-choice MMLU) or the metric's floor
-    (its ceiling for a lower-is-better metric). If ``reference - theta <= chance`` (mirrored when
-    lower is better), a model that regressed by theta could not be told apart from one that
-    guesses, so passing the test says little. Returns ``None`` when there is room.
-    """
-    for name, value in (("reference", reference), ("theta", theta), ("chance", chance)):
-        if not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if theta < 0:
-        raise ValueError(f"theta must be >= 0, got {theta!r}")
-    if higher_is_better:
-        room = reference - chance
-        near = reference - theta <= chance
-        side, beyond = "above", "below"
-    else:
-        room = chance - reference
-        near = reference + theta >= chance
-        side, beyond = "below", "above"
-    if not near:
-        return None
-    if room <= 0:
-        return (
-            f"warning: the reference {reference:g} is not {side} chance level ({chance:g}); "
-            "this task cannot show whether the model regressed. Use a task the model does better than chance."
-        )
-    return (
-        f"warning: the reference {reference:g} is only {room:.2f} points {side} chance level ({chance:g}), "
-        f"which is not more than theta ({theta:.2f}): a model that regressed by theta would score at or "
-        f"{beyond} chance, and the test cannot tell it from one that guesses. Evaluate more samples "
-        "(a smaller theta) or use a task the model does clearly better than chance on."
-    )
-
-
-# --------------------------------------------------------------------------- tests
-
-
-@dataclass(frozen=True)
-class PairedResult:
-    """The outcome of a paired test, in metric units (0-100 scale).
-
-    ``p_value`` belongs to the gate's null hypothesis (``gate``: regression, H0 drop <= tolerance;
-    noninferiority, H0 drop >= tolerance); the gate's H0 is rejected when ``p < alpha``."""
-
-    method: str
-    n: int
-    mean_diff: float  # new - reference, metric units, whatever the direction
-    p_value: float
-    passed: bool
-    alpha: float
-    beta: float
-    higher_is_better: bool
-    theta_paired: float  # inf when the data cannot support any detection (see render)
-    reference_mean: float
-    new_mean: float
-    discordant: tuple[int, int] | None = None  # (b, c) for binary scores
-    discordance_rate: float | None = None  # (b + c) / n for binary scores
-    sd_diff: float | None = None  # standard deviation of the differences, continuous scores
-    ci: tuple[float, float] | None = None  # two-sided (1 - 2 alpha) interval for new - reference
-    ci_method: str = ""
-    tolerance: float = 0.0
-    gate: str = "regression"
-
-    def to_dict(self) -> dict[str, object]:
-        """Flat, JSON-friendly form (``theta_paired`` is ``None`` when it is undefined)."""
-        return {
-            "method": self.method,
-            "n": self.n,
-            "mean_diff": self.mean_diff,
-            "p_value": self.p_value,
-            "passed": self.passed,
-            "alpha": self.alpha,
-            "beta": self.beta,
-            "higher_is_better": self.higher_is_better,
-            "theta_paired": self.theta_paired if math.isfinite(self.theta_paired) else None,
-            "reference_mean": self.reference_mean,
-            "new_mean": self.new_mean,
-            "discordant_b": self.discordant[0] if self.discordant else None,
-            "discordant_c": self.discordant[1] if self.discordant else None,
-            "discordance_rate": self.discordance_rate,
-            "sd_diff": self.sd_diff,
-            "ci_low": self.ci[0] if self.ci else None,
-            "ci_high": self.ci[1] if self.ci else None,
-            "ci_method": self.ci_method,
-            "tolerance": self.tolerance,
-            "gate": self.gate,
-        }
-
-    def render(self) -> str:
-        """A short block to print next to the unpaired report."""
-        direction = "higher is better" if self.higher_is_better else "lower is better"
-        rule = "-" * 64
-        lines = [
-            rule,
-            f"Paired test: {self.method} ({direction}), same samples in both runs",
-            rule,
-            f"  paired n     {self.n:10d}   samples scored by both runs",
-            f"  reference    {self.reference_mean:10.3f}   mean on those samples",
-            f"  new          {self.new_mean:10.3f}",
-            f"  difference   {self.mean_diff:+10.3f}   new - reference",
-        ]
-        if self.ci is not None:
-            lines.append(f"  {1 - 2 * self.alpha:.0%} CI       [{self.ci[0]:+.3f}, {self.ci[1]:+.3f}]   {self.ci_method}")
-        if self.discordant is not None:
-            b, c = self.discordant
-            lines.append(
-                f"  discordant   {f'b={b} c={c}':>10}   reference right & new wrong (b), the reverse (c); "
-                f"{self.discordance_rate:.1%} of samples"
-            )
-        if self.sd_diff is not None:
-            lines.append(f"  sd(diff)     {self.sd_diff:10.3f}   standard deviation of the per-sample differences")
-        if math.isfinite(self.theta_paired):
-            lines.append(
-                f"  theta        {self.theta_paired:10.3f}   smallest regression caught with probability "
-                f"{1 - self.beta:.0%} by this paired test"
-            )
-        else:
-            lines.append(
-                f"  theta        {'undefined':>10}   fewer than {min_discordant_to_reject(self.alpha)} "
-                "disagreements: the exact test cannot flag any regression"
-            )
-        lines.append(f"  p-value      {self.p_value:10.4f}   {_p_meaning(self.gate, self.tolerance)}")
-        lines.append(rule)
-        if self.passed:
-            lines.append("paired test: no regression shown - " + (
-                "the disagreements are within what chance explains." if self.gate == "regression"
-                else f"the data show the drop is smaller than the tolerance (p < {self.alpha:g})."))
-        else:
-            lines.append("paired test: regression shown - " + (
-                f"on the same samples, the new run loses more than chance explains (p < {self.alpha:g})."
-                if self.gate == "regression" else
-                f"the data do not show the drop is smaller than the tolerance (p >= {self.alpha:g})."))
-        lines.append(rule)
-        return "\n".join(lines)
-
-
-def _p_meaning(gate: str, tolerance: float) -> str:
-    if gate == "regression":
-        return ("chance of a result this bad if nothing regressed" if not tolerance
-                else f"chance of a result this bad if the drop were at most {tolerance:g}")
-    return f"chance of a result this good if the drop were {tolerance:g} or more"
+from runner.stats.paired_result import PairedResult, min_discordant_to_reject
+from runner.stats.pairing import PairedScores, is_binary
+from runner.stats.planning import _binary_theta, _k
 
 
 def _upper_tail_half(b, m):  # noqa: ANN001, ANN202 - scalars or numpy arrays
@@ -367,23 +119,16 @@ def mcnemar_exact(
     to_points = 100.0 / unit
     ref_mean = sum(ref_v) / n * to_points
     new_mean = sum(new_v) / n * to_points
-    rejected = p < alpha
-    return PairedResult(
+    return PairedResult.gated(
+        p, alpha, beta, higher_is_better, gate, margin,
         method=f"Tango score test (margin {margin:g})" if margin else "McNemar exact",
         n=n,
         mean_diff=new_mean - ref_mean,
-        p_value=p,
-        passed=not rejected if gate == "regression" else rejected,
-        alpha=float(alpha),
-        beta=float(beta),
-        higher_is_better=bool(higher_is_better),
         theta_paired=theta,
         reference_mean=ref_mean,
         new_mean=new_mean,
         discordant=(b, c),
         discordance_rate=rate,
-        tolerance=float(margin),
-        gate=gate,
     )
 
 
@@ -484,24 +229,17 @@ def paired_continuous(
             hi_o = float(-np.partition(-high, k)[k])
         ci = (lo_o, hi_o) if sign > 0 else (-hi_o, -lo_o)
         ci_method = "bootstrap basic (inverts the shift p-value)"
-    rejected = p < alpha
-    return PairedResult(
+    return PairedResult.gated(
+        p, alpha, beta, higher_is_better, gate, tolerance,
         method=name,
         n=n,
         mean_diff=mean_d,
-        p_value=p,
-        passed=not rejected if regression else rejected,
-        alpha=float(alpha),
-        beta=float(beta),
-        higher_is_better=bool(higher_is_better),
         theta_paired=k * sd / math.sqrt(n),
         reference_mean=float(r.mean()),
         new_mean=float(w.mean()),
         sd_diff=sd,
         ci=ci,
         ci_method=ci_method,
-        tolerance=float(tolerance),
-        gate=gate,
     )
 
 
@@ -520,12 +258,6 @@ def bootstrap_means(values, n_boot: int, seed: int):  # noqa: ANN001, ANN201 - n
         out[done:done + rows] = values[rng.integers(0, n, size=(rows, n))].mean(axis=1)
         done += rows
     return out
-
-
-def is_binary(pairs: PairedScores) -> bool:
-    """Whether every matched score is 0/1 or every one is 0/100."""
-    values = set(pairs.reference) | set(pairs.new)
-    return values <= {0.0, 1.0} or values <= {0.0, 100.0}
 
 
 def paired_test(

@@ -59,6 +59,16 @@ class Look:
                 "estimate": self.estimate, "se": self.se}
 
 
+def tested_looks(looks: list[Look]) -> list[Look]:
+    """The looks that test something: a statistic and more information than every earlier look."""
+    out, prev = [], 0.0
+    for lk in looks:
+        if lk.z is not None and lk.info > prev:
+            out.append(lk)
+            prev = lk.info
+    return out
+
+
 def statistic(decision: Any, n_k: int, n_max: int) -> tuple[str, Look]:
     """``Z_k`` and its information from the job's decision on the first ``n_k`` samples."""
     v = decision.verdict
@@ -131,7 +141,7 @@ class Monitor:
         self.kind = self.kind or kind
         self.looks.append(look)
         final = n_k == self.n_max
-        tested = self._tested()
+        tested = tested_looks(self.looks)
         if look.z is not None and tested[-1] is look:
             look.efficacy, look.futility = self._bounds(final)
         elif final and look.z is not None and tested:
@@ -144,17 +154,9 @@ class Monitor:
             self.stopped = "pass"
         return look
 
-    def _tested(self) -> list[Look]:
-        out, prev = [], 0.0
-        for lk in self.looks:
-            if lk.z is not None and lk.info > prev:
-                out.append(lk)
-                prev = lk.info
-        return out
-
     def _bounds(self, final: bool) -> tuple[float, float]:
         info_all, spent_all = self._fractions()
-        idx = [i for i, lk in enumerate(self.looks) if any(lk is t for t in self._tested())]
+        idx = [i for i, lk in enumerate(self.looks) if any(lk is t for t in tested_looks(self.looks))]
         info = [info_all[i] for i in idx]
         spent = [spent_all[i] for i in idx]
         if final:
@@ -185,7 +187,7 @@ class Monitor:
         paths that reached look ``j``, what is left of alpha: ``alpha - spend(t_j)``. Non-binding, this is
         ``P(some earlier bound crossed or Z_j >= c) = alpha``."""
         info_all, spent_all = self._fractions()
-        tested = self._tested()
+        tested = tested_looks(self.looks)
         idx = [i for i, lk in enumerate(self.looks) if any(lk is t for t in tested)]
         info = [info_all[i] for i in idx]
         cfg = self.config
@@ -206,7 +208,7 @@ class Monitor:
         only test. Otherwise the design decides: the stopping look's bound, its stage-wise p-value and its
         repeated interval, which agree with each other and with the label."""
         last = self.looks[-1]
-        tested = self._tested()
+        tested = tested_looks(self.looks)
         if last.z is None or not tested:
             p, rci = fixed_p, None
             passed = fixed_passed

@@ -9,7 +9,7 @@ Model: ``n`` questions, binary per-sample correctness (0/100).
 * **paired**: the reference run is Bernoulli(``p_ref``) per question. A question the reference
   got right is lost with probability ``b / p_ref`` and one it got wrong is won with probability
   ``c / (1 - p_ref)``, where ``b`` and ``c`` are the expected discordant fractions of the
-  regression model (:data:`runner.stats.paired.REGRESSION_MODELS`; ``d = 1 - agreement``,
+  regression model (:data:`runner.stats.planning.REGRESSION_MODELS`; ``d = 1 - agreement``,
   ``delta = true_drop / 100``): ``added`` (default), ``b = d/2 + delta`` and ``c = d/2``, the
   healthy disagreements plus the regression's flips; ``split``, ``b = (d + delta)/2`` and
   ``c = (d - delta)/2``. The new accuracy is ``p_ref - delta`` in expectation either way. The

@@ -169,9 +169,9 @@ def test_chat_template_and_system_prompt_wrap_the_prompt():
 @pytest.mark.parametrize("native_bf16", [True, False])
 def test_auto_dtype_is_one_reference_key_on_every_cpu(native_bf16, monkeypatch):
     """The checkpoint is bfloat16: a CPU without bf16 arithmetic computes in float32, and the spec still says auto."""
-    import runner.backends.hf.backend as hf_module
+    import runner.backends.hf.devices as hf_devices
 
-    monkeypatch.setattr(hf_module, "cpu_has_native_bf16", lambda: native_bf16)
+    monkeypatch.setattr(hf_devices, "cpu_has_native_bf16", lambda: native_bf16)
     with backend(dtype="auto") as be:
         info = be.info()
     assert info.spec.dtype == "auto"

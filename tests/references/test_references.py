@@ -11,8 +11,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from runner.contract.errors import ConfigError, ReferenceError_
-from runner.references.store import Reference, default_reference_dir, list_specs, lookup, metric_key, record
 from runner.contract.spec import AccuracySpec
+from runner.references.recording import record
+from runner.references.store import Reference, default_reference_dir, list_specs, lookup, metric_key
 from runner.stats.unpaired import HypothesisParams
 
 MMLU_DEFAULTS = HypothesisParams(alpha=0.05, beta=0.2, sigma=50.0, num_samples=4096)

@@ -12,18 +12,11 @@ import math
 import pytest
 
 from runner.contract.errors import UserError
-from runner.stats.paired import (
-    PairedResult,
-    PairingError,
-    estimate_sigma,
-    mcnemar_exact,
-    min_discordant_to_reject,
-    near_chance_warning,
-    pair_scores,
-    paired_continuous,
-    paired_test,
-)
+from runner.stats.paired import mcnemar_exact, paired_continuous, paired_test
+from runner.stats.paired_result import PairedResult, min_discordant_to_reject
+from runner.stats.pairing import PairingError, pair_scores
 from runner.stats.planning import paired_feasible, paired_min_samples, paired_theta
+from runner.stats.scale import estimate_sigma, near_chance_warning
 
 Z_005 = -1.6448536
 Z_020 = -0.8416212

@@ -12,7 +12,6 @@ generator per request so sampled outputs do not depend on how requests were batc
 
 from __future__ import annotations
 
-import copy
 import logging
 import platform
 import sys
@@ -20,12 +19,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, TYPE_CHECKING
 
-from runner.backends.hf import batching, guided, loaded as loaded_models
+from runner.backends.configured import ConfiguredBackend
+from runner.backends.hf import batching, devices, forward, guided, sampling, loaded as loaded_models
 from runner.backends.models import load_failure, resolve_model_source
 from runner.backends.prompting import encode_request, loglikelihood_tokens
-from runner.contract.backend import Backend, Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
+from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
-from runner.contract.requests import cut_at_stop, GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
 from runner.quant import modelopt as hf_quant
 
@@ -58,17 +58,7 @@ class HFBackendConfig:
     reuse_loaded_model: bool = True
 
 
-def cpu_has_native_bf16() -> bool:
-    """True when the CPU computes bfloat16 natively (AMX or AVX512-BF16): then bf16 is 3-4x faster."""
-    try:
-        with open("/proc/cpuinfo") as handle:
-            flags = handle.read()
-    except OSError:
-        return platform.machine() == "arm64"
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-class HFBackend(Backend):
+class HFBackend(ConfiguredBackend):
     """transformers causal LM. Construct cheaply; load on ``__enter__``."""
 
     name = "hf"
@@ -93,15 +83,9 @@ class HFBackend(Backend):
         if hf_quant.is_quantized(quant):
             hf_quant.validate_spec(quant)  # simulated with ModelOpt on entry (runner/quant/modelopt.py)
         guided.validate(limits.guided_decoding, "hf", guided.HF_LIBRARIES)
-        self.config = config
-        self.model_config = model
-        self.quant = quant
-        self.limits = limits
-        self.chat = chat
-        self.progress = progress
+        super().__init__(config, model, quant, limits, chat, progress)
         self._model: Any = None
         self._tokenizer: Any = None
-        self._info: BackendInfo | None = None
         self._guided = guided.NONE
         self._held: loaded_models.LoadedModel | None = None
         self._load_key = ""
@@ -145,7 +129,7 @@ class HFBackend(Backend):
         quant_algo, kv_algo, versions, details = held.quant_algo, held.kv_cache_quant_algo, held.versions, held.details
         self._model, self._tokenizer, self._device = model, tokenizer, device
         self._guided = guided.resolve_hf(self.limits.guided_decoding)
-        dtype_name = self._spec_dtype(dtype, native)
+        dtype_name = devices.spec_dtype(self.config.dtype, dtype, native)
         self._info = BackendInfo(
             name=self.name,
             spec=AccuracySpec(dtype=dtype_name, quant_algo=quant_algo, kv_cache_quant_algo=kv_algo),
@@ -170,7 +154,7 @@ class HFBackend(Backend):
             tokenizer = AutoTokenizer.from_pretrained(source.location, **kwargs)
             native = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None) or torch.float32
             native = getattr(torch, native) if isinstance(native, str) else native
-            dtype = self._resolve_dtype(torch, native, device)
+            dtype = devices.resolve_dtype(torch, self.config.dtype, native, device)
             model = AutoModelForCausalLM.from_pretrained(
                 source.location, dtype=dtype, attn_implementation=self.config.attn_implementation, **kwargs)
         except (ModelError, MemoryError, KeyboardInterrupt):
@@ -204,11 +188,6 @@ class HFBackend(Backend):
         self._model = None
         self._tokenizer = None
 
-    def info(self) -> BackendInfo:
-        if self._info is None:
-            raise RuntimeError("info() is available once the backend has been entered")
-        return self._info
-
     @property
     def loaded(self) -> tuple[Any, Any]:
         """The loaded (for a quantized spec: quantized) model and its tokenizer; ``runner.quantize`` exports them."""
@@ -217,32 +196,7 @@ class HFBackend(Backend):
         return self._model, self._tokenizer
 
     def _resolve_device(self, torch: Any) -> "torch.device":
-        wanted = self.config.device
-        if wanted == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        if wanted.startswith("cuda") and not torch.cuda.is_available():
-            raise ConfigError("CUDA was asked for but no GPU is visible", where="backend.device",
-                              given=wanted, fix="use backend.device=cpu (or auto)")
-        return torch.device(wanted)
-
-    def _spec_dtype(self, dtype: Any, native: Any) -> str:
-        """The dtype as a reference key: ``auto`` unless the user chose a dtype other than the checkpoint's.
-
-        ``backend.dtype=auto`` is one protocol on every host: the checkpoint's precision, widened to
-        float32 on a CPU without bfloat16 arithmetic (an exact upcast of the weights, chosen for speed).
-        Keying that host-dependent choice would make the shipped references, recorded on a
-        bfloat16-capable CPU, unreachable on any other; the dtype actually computed in is reported
-        as ``torch_dtype`` and keys the generation cache."""
-        if self.config.dtype == "auto" or dtype == native:
-            return "auto"
-        return str(dtype).removeprefix("torch.")
-
-    def _resolve_dtype(self, torch: Any, native: Any, device: Any) -> Any:
-        if self.config.dtype != "auto":
-            return getattr(torch, self.config.dtype)
-        if device.type == "cuda" or native == torch.float32:
-            return native
-        return torch.bfloat16 if cpu_has_native_bf16() else torch.float32
+        return devices.resolve_device(torch, self.config.device)
 
     # ------------------------------------------------------------------ the shared forward pass
     def _plan(self, rows: list[list[int]], indices: list[int], keep: Sequence[int]) -> list[batching.Group]:
@@ -254,70 +208,12 @@ class HFBackend(Backend):
 
     def _run_prefix(self, tokens: list[int]) -> Any:
         """The KV cache of ``tokens`` (one row), shared by every batch of its group."""
-        import torch
-        from transformers import DynamicCache
-
-        cache = DynamicCache(config=self._model.config)
-        head = torch.tensor([tokens], device=self._device)
-        self._model(input_ids=head, cache=cache, use_cache=True, logits_to_keep=1)
-        return cache
-
-    def _batch_cache(self, prefix_cache: Any, rows: int) -> Any:
-        """A cache for ``rows`` rows starting from the shared prefix.
-
-        Plain dynamic layers get a broadcast view of the prefix: they never write into their
-        tensors (each forward concatenates into new ones, the only copy made), so the prefix
-        cache stays intact for the group's next batch. Other layer kinds get a repeated copy."""
-
-        from transformers import DynamicCache
-        from transformers.cache_utils import DynamicLayer
-
-        if all(type(layer) is DynamicLayer for layer in prefix_cache.layers):
-            cache = DynamicCache(config=self._model.config)
-            for mine, shared in zip(cache.layers, prefix_cache.layers):
-                mine.lazy_initialization(shared.keys, shared.values)
-                mine.keys = shared.keys.expand(rows, -1, -1, -1)
-                mine.values = shared.values.expand(rows, -1, -1, -1)
-            return cache
-        cache = copy.deepcopy(prefix_cache)
-        cache.batch_repeat_interleave(rows)
-        return cache
+        return forward.run_prefix(self._model, self._device, tokens)
 
     def _prefill(self, rows: list[list[int]], keep: int, prefix: int = 0,
                  prefix_cache: Any = None) -> tuple[Any, Any, Any, Any]:
-        """Run ``rows`` (a batch) and return logits of the last ``keep`` positions per row.
-
-        Rows are left-padded. With ``prefix``, their first ``prefix`` tokens (identical in every
-        row) are already in ``prefix_cache`` and only the rest is run. Returns
-        (logits[B, keep, V], cache, attention_mask[B, T], next_position[B]).
-        """
-        import torch
-        from transformers import DynamicCache
-
-        device = self._device
-        tails = [r[prefix:] for r in rows]
-        width = max(len(t) for t in tails)
-        pad = self._tokenizer.pad_token_id
-        ids = torch.full((len(rows), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(rows), prefix + width), dtype=torch.long)
-        mask[:, :prefix] = 1
-        positions = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, tail in enumerate(tails):
-            n = len(tail)
-            ids[i, width - n:] = torch.tensor(tail)
-            mask[i, prefix + width - n:] = 1
-            positions[i, width - n:] = torch.arange(prefix, prefix + n)
-        ids, mask, positions = ids.to(device), mask.to(device), positions.to(device)
-        if prefix:
-            cache = self._batch_cache(prefix_cache, len(rows))
-        else:
-            cache = DynamicCache(config=self._model.config)
-        # without padding the mask is all ones: leaving it out lets attention take its causal fast path
-        padded = any(len(t) < width for t in tails)
-        out = self._model(input_ids=ids, attention_mask=mask if padded or prefix else None, position_ids=positions,
-                          cache=cache, use_cache=True, logits_to_keep=keep)
-        next_position = positions[:, -1] + 1
-        return out.logits, cache, mask, next_position
+        """(logits of the last ``keep`` positions, cache, attention mask, next position) of a batch."""
+        return forward.prefill(self._model, self._device, self._tokenizer.pad_token_id, rows, keep, prefix, prefix_cache)
 
     def _progress(self, total: int, desc: str) -> Any:
         from tqdm.auto import tqdm
@@ -397,7 +293,7 @@ class HFBackend(Backend):
         import torch
 
         tokenizer = self._tokenizer
-        eos = set(_as_list(tokenizer.eos_token_id)) | set(_as_list(getattr(self._model.generation_config, "eos_token_id", None)))
+        eos = set(sampling.as_list(tokenizer.eos_token_id)) | set(sampling.as_list(getattr(self._model.generation_config, "eos_token_id", None)))
         max_new = min(params.max_tokens, self.limits.max_output_len)
         generators = None
         if not params.greedy:
@@ -410,7 +306,7 @@ class HFBackend(Backend):
             step_logits = logits[:, -1, :]
             if enforcers is not None:
                 step_logits = guided.mask_logits(step_logits, enforcers, produced, done)
-            nxt = self._pick(step_logits, params, generators)
+            nxt = sampling.pick(step_logits, params, generators)
             for i, token in enumerate(nxt.tolist()):
                 if done[i]:
                     continue
@@ -418,7 +314,7 @@ class HFBackend(Backend):
                     done[i] = True
                     continue
                 produced[i].append(token)
-                if params.stop and _hits_stop(tokenizer.decode(produced[i][-16:]), params.stop):
+                if params.stop and sampling.hits_stop(tokenizer.decode(produced[i][-16:]), params.stop):
                     done[i] = True
             if all(done) or step == max_new - 1:
                 break
@@ -436,32 +332,3 @@ class HFBackend(Backend):
         if self._constraints is None:
             self._constraints = guided.JsonConstraints(self._tokenizer, eos, vocab_size)
         return [self._constraints.enforcer(r.json_schema) if r.json_schema else None for r in reqs]
-
-    @staticmethod
-    def _pick(logits: Any, params: GenerationRequest, generators: list[Any] | None) -> Any:
-        import torch
-
-        if generators is None:
-            return logits.argmax(-1)
-        scores = logits.float() / float(params.temperature)
-        if params.top_k:
-            kth = torch.topk(scores, min(params.top_k, scores.shape[-1]), dim=-1).values[:, -1:]
-            scores = scores.masked_fill(scores < kth, float("-inf"))
-        probs = torch.softmax(scores, dim=-1)
-        if params.top_p is not None and params.top_p < 1.0:
-            sorted_probs, sorted_idx = probs.sort(dim=-1, descending=True)
-            drop = sorted_probs.cumsum(-1) - sorted_probs > params.top_p
-            sorted_probs = sorted_probs.masked_fill(drop, 0.0)
-            probs = torch.zeros_like(probs).scatter(-1, sorted_idx, sorted_probs)
-        picks = [torch.multinomial(probs[i], 1, generator=g) for i, g in enumerate(generators)]
-        return torch.cat(picks)
-
-
-def _as_list(value: Any) -> list[int]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-def _hits_stop(text: str, stops: tuple[str, ...]) -> bool:
-    return any(s in text for s in stops)

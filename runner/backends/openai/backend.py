@@ -17,17 +17,18 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from runner.backends.configured import ConfiguredBackend
 from runner.backends.models import resolve_model_source
 from runner.backends.openai import client as http
 from runner.backends.openai.config import ENDPOINTS, JSON_SCHEMA_FIELDS, PROMPT_FORMATS, TRUNCATIONS
 from runner.backends.openai.payloads import (
     PromptSettings, chat_messages, completion_prompt, echoed_logprobs, sampling_fields,
 )
-from runner.backends.openai.server import ManagedServer, free_port, render_command, take_kept, keep
+from runner.backends.openai.server import render_command, keep, ManagedServer, free_port, take_kept
 from runner.backends.prompting import loglikelihood_tokens
-from runner.contract.backend import Backend, BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
+from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
 from runner.contract.errors import BackendUnavailable, ConfigError, EndpointError
-from runner.contract.requests import cut_at_stop, GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
 
 log = logging.getLogger("runner")
@@ -36,7 +37,7 @@ LOGLIKELIHOOD_FIX = ("a server that returns prompt log-probabilities (vLLM) with
                      "backend.prompt_format=token_ids and backend.endpoint=completions")
 
 
-class OpenAIBackend(Backend):
+class OpenAIBackend(ConfiguredBackend):
     """A client of one served model. Construct cheaply; start/probe the server on ``__enter__``."""
 
     name = "openai"
@@ -79,8 +80,7 @@ class OpenAIBackend(Backend):
         if limits.guided_decoding not in GUIDED_MODES:
             raise ConfigError("guided decoding on an endpoint is the server's own", where="task.guided_decoding",
                               given=limits.guided_decoding, allowed=", ".join(GUIDED_MODES))
-        self.config, self.model_config, self.quant = config, model, quant
-        self.limits, self.chat, self.progress = limits, chat, progress
+        super().__init__(config, model, quant, limits, chat, progress)
         self.capabilities = Capabilities(
             loglikelihood=config.prompt_logprobs and config.prompt_format == "token_ids" and config.endpoint == "completions",
             token_counter=True, per_request_seeds=config.per_request_seeds, loglikelihood_fix=LOGLIKELIHOOD_FIX)
@@ -89,7 +89,6 @@ class OpenAIBackend(Backend):
         self._server: Any = None
         self._client: Any = None
         self._tokenizer: Any = None
-        self._info: BackendInfo | None = None
         self._base_url = config.base_url or ""
         self._checked_logprobs = False
         self._served = ""
@@ -171,10 +170,6 @@ class OpenAIBackend(Backend):
             keep(self._server_key, server)
         else:
             server.stop()
-
-    def info(self) -> BackendInfo:
-        assert self._info is not None, "info() before __enter__"
-        return self._info
 
     def _checkpoint(self) -> str:
         """The declared weights: ``served_spec.checkpoint``, else the model's path/embedded copy/Hub id."""

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import logging
 import platform
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from runner.backends.configured import ConfiguredBackend
 from runner.backends.hf import guided
 from runner.backends.prompting import encode_request
 from runner.backends.trtllm import extra_options, api as trtllm_api
-from runner.contract.backend import Backend, Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
+from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError
-from runner.contract.requests import cut_at_stop, GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
+from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
 from runner.quant.algos import GROUPWISE_ALGOS, validate_spec
 
@@ -38,6 +39,21 @@ LOGLIKELIHOOD_REFUSAL = dict(
     where="task.scoring", given="loglikelihood", allowed="task.scoring=generate on TensorRT-LLM backends",
     fix="use task.scoring=generate (TensorRT-LLM's own MMLU protocol), or backend=hf for log-likelihood scoring",
 )
+
+
+@dataclass
+class TRTLLMCommonConfig:
+    """The settings both TensorRT-LLM backends read (:class:`TRTLLMBackendBase`); each backend's config
+    extends it and names its own ``_target_``."""
+
+    _target_: str = ""
+    name: str = ""
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    max_num_tokens: int = 8192  # tokens per engine step; at least task.max_input_len
+    free_gpu_memory_fraction: float = 0.9  # share of free GPU memory given to the KV cache
+    enable_block_reuse: bool = True  # reuse KV blocks of shared prompt prefixes (same tokens; logits
+    # agree within numerical noise, not bit for bit, as batching and kernels differ from a fresh prefill)
 
 
 # ---------------------------------------------------------------------------- spec -> QuantConfig
@@ -171,7 +187,7 @@ def read_effective_spec(args: Any, engine_config: Optional[dict] = None,
 
 
 # ---------------------------------------------------------------------------- the shared lifecycle
-class TRTLLMBackendBase(Backend):
+class TRTLLMBackendBase(ConfiguredBackend):
     """Validation, prompts, generation and info shared by ``trtllm`` and ``trtllm_pytorch``.
 
     Subclasses implement ``_load(api) -> (llm, tokenizer_path, model_path, details, spec)``.
@@ -208,16 +224,10 @@ class TRTLLMBackendBase(Backend):
         self._validate(config, quant, limits)
         self.guided_backend = guided.resolve_trtllm(limits.guided_decoding, self.name)
         self.extra_options = extra_options.load(config.extra_llm_api_options)
-        self.config = config
-        self.model_config = model
-        self.quant = quant
-        self.limits = limits
-        self.chat = chat
-        self.progress = progress
+        super().__init__(config, model, quant, limits, chat, progress)
         self._llm: Any = None
         self._api: Any = None
         self._tokenizer: Any = None
-        self._info: BackendInfo | None = None
         self._warned_seeds = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -277,11 +287,6 @@ class TRTLLMBackendBase(Backend):
             self._llm.shutdown()
         self._llm = None
         self._tokenizer = None
-
-    def info(self) -> BackendInfo:
-        if self._info is None:
-            raise RuntimeError("info() is available once the backend has been entered")
-        return self._info
 
     def _validate(self, config: Any, quant: Any, limits: TaskLimits) -> None:
         """Backend-specific checks of the constructor (no heavy imports, no file access)."""

@@ -18,8 +18,8 @@ from typing import Any, Optional
 
 from runner.backends.models import resolve_model_source
 from runner.backends.trtllm.backend import (
-    TRTLLMBackendBase, build_config_kwargs, calib_config_kwargs, quant_config_kwargs, read_effective_spec,
-    with_enum_algos,
+    TRTLLMBackendBase, TRTLLMCommonConfig, build_config_kwargs, calib_config_kwargs, quant_config_kwargs,
+    read_effective_spec, with_enum_algos,
 )
 from runner.cache.engines import fingerprint_digest, engine_key, EngineCache, fingerprint_dir
 from runner.contract.errors import ConfigError, DataError, ModelError
@@ -46,17 +46,11 @@ NOT_BUILDABLE_ALGOS = frozenset({"W4A16_GPTQ", "W8A16_GPTQ", "W4A8_QSERVE_PER_GR
 
 
 @dataclass
-class TRTLLMBackendConfig:
+class TRTLLMBackendConfig(TRTLLMCommonConfig):
     """TensorRT-LLM, TensorRT engine backend: builds (and caches) one engine per model x spec x limits."""
 
     _target_: str = "runner.backends.trtllm.engine.TRTLLMEngineBackend"
     name: str = "trtllm"
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    max_num_tokens: int = 8192  # tokens per engine step; at least task.max_input_len
-    free_gpu_memory_fraction: float = 0.9  # share of free GPU memory given to the KV cache
-    enable_block_reuse: bool = True  # reuse KV blocks of shared prompt prefixes (same tokens; logits
-    # agree within numerical noise, not bit for bit, as batching and kernels differ from a fresh prefill)
     engine_cache: bool = True  # keep built engines under <cache>/engines/<key>/
     engine_dir: Optional[str] = None  # an engine built elsewhere: loaded as is, its spec read from its config.json
     # LLM arguments passed through, as trtllm-eval --extra_llm_api_options: a YAML path or a mapping

@@ -20,7 +20,9 @@ from typing import Any, Optional
 
 from runner.backends.models import resolve_model_source
 from runner.backends.trtllm.api import pytorch_per_request_seeds, pytorch_kv_cache_dtypes
-from runner.backends.trtllm.backend import KV_DTYPE_TO_ALGO, TRTLLMBackendBase, algo_name, read_effective_spec
+from runner.backends.trtllm.backend import (
+    KV_DTYPE_TO_ALGO, TRTLLMBackendBase, TRTLLMCommonConfig, algo_name, read_effective_spec,
+)
 from runner.contract.errors import ConfigError, ModelError
 from runner.contract.spec import AccuracySpec
 
@@ -28,16 +30,11 @@ ALGO_TO_KV_DTYPE = {algo: dtype for dtype, algo in KV_DTYPE_TO_ALGO.items()}
 
 
 @dataclass
-class TRTLLMPyTorchBackendConfig:
+class TRTLLMPyTorchBackendConfig(TRTLLMCommonConfig):
     """TensorRT-LLM, PyTorch backend: runs the checkpoint as is (pre-quantized for quantized specs)."""
 
     _target_: str = "runner.backends.trtllm.pytorch.TRTLLMPyTorchBackend"
     name: str = "trtllm_pytorch"
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    max_num_tokens: int = 8192
-    free_gpu_memory_fraction: float = 0.9
-    enable_block_reuse: bool = True
     checkpoint: Optional[str] = None  # pre-quantized (ModelOpt) checkpoint directory; None: the model's path
     # LLM arguments passed through, as trtllm-eval --extra_llm_api_options: a YAML path or a mapping
     extra_llm_api_options: Optional[Any] = None
