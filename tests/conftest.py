@@ -21,6 +21,29 @@ ROOT = Path(__file__).resolve().parent.parent
 SESSION_GENERATION_CACHE = Path(tempfile.mkdtemp(prefix="runner-test-generations-")) / "generations.sqlite"
 
 
+# The files that take longest (measured in CI), longest first. With ``--dist loadfile`` a file runs on
+# one worker and the workers take files in collection order, so the long ones go first and the many
+# short ones fill in behind them (pyproject.toml turns off xdist's own reordering by test count, which
+# put these few-test files last). Matched by file name, wherever the file sits under tests/.
+SLOWEST_FILES = ("test_openai_endpoint.py", "test_hf_quant.py", "test_reliability.py", "test_e2e.py",
+                 "test_hf_batching.py", "test_gsm8k.py", "test_sweep.py", "test_quantize.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Long files first: the slowest ones by name, then the other files with end-to-end tests, then the
+    rest; tests keep their order within a file (the sort is stable and per file)."""
+    def weight(item) -> tuple[int, int]:
+        name = item.path.name
+        if name in SLOWEST_FILES:
+            return (0, SLOWEST_FILES.index(name))
+        return (1, 0) if e2e_files.get(item.path, False) else (2, 0)
+
+    e2e_files: dict[Path, bool] = {}
+    for item in items:
+        e2e_files[item.path] = e2e_files.get(item.path, False) or item.get_closest_marker("e2e") is not None
+    items.sort(key=weight)
+
+
 def _hermetic(args: list[str]) -> list[str]:
     """Add the session's generation-cache path unless the test chose one.
 
@@ -94,3 +117,24 @@ def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeo
     full_env = dict(os.environ) | {"PYTHONPATH": str(ROOT)} | (env or {})
     return subprocess.run([sys.executable, "-m", "runner", *_hermetic(list(args))], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def run_in_process(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """``python -m runner ARGS`` in this process: the job composed with Hydra's compose API and run by the
+    command line's own glue (:func:`runner.commands.job.run_job`: exit status, messages printed without a
+    traceback, CI reports). For tests about a job's results and messages, not about the process (its
+    signals, Hydra's own logging, a fresh interpreter): no new interpreter, and a model loaded by an
+    earlier in-process job is reused. Returns a CompletedProcess like :func:`run_cli`."""
+    import contextlib
+    import io
+
+    from runner.commands.job import run_job
+
+    cfg = compose(list(args))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = run_job(cfg)
+        except SystemExit as stop:
+            code = stop.code
+    return subprocess.CompletedProcess(list(args), code or 0, out.getvalue(), err.getvalue())

@@ -88,9 +88,11 @@ def test_batched_prefix_shared_answers_equal_plain_forwards(mmlu_prompts):
         assert all(g.prefix > 0 for g in groups)
         for q, prompt in enumerate(mmlu_prompts):
             ids = be._tokenizer(prompt, return_tensors="pt")
-            with torch.inference_mode():
-                last = torch.log_softmax(be._model(**ids).logits[0, -1].float(), -1)
-                greedy = be._model.generate(**ids, max_new_tokens=2, do_sample=False)
+            with torch.inference_mode():  # one plain greedy generate; its first step is the plain forward's logits
+                plain = be._model.generate(**ids, max_new_tokens=2, do_sample=False, output_logits=True,
+                                           return_dict_in_generate=True)
+                last = torch.log_softmax(plain.logits[0][0].float(), -1)
+                greedy = plain.sequences
             expected = [last[be._tokenizer(c, add_special_tokens=False)["input_ids"][0]].item() for c in letters]
             got = [r.logprob for r in results[4 * q:4 * q + 4]]
             assert got == pytest.approx(expected, abs=1e-4)

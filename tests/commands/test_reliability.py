@@ -35,14 +35,15 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen:
 
 # ------------------------------------------------------------------ 1. a fresh sqlite store, used at once
 OPEN_AND_LOG = """
-import sys, time
+import os, sys, time
 from types import SimpleNamespace
 from runner.tracking.trackers import MlflowTracker
-start_at = float(sys.argv[2])
+go = sys.argv[2]
 tracker = MlflowTracker(SimpleNamespace(tracking_uri=sys.argv[1], experiment="concurrent", connect_timeout_s=5))
 tracker.check()
 import mlflow  # imported before the barrier, so the processes reach the store together
-while time.time() < start_at:
+print("ready", flush=True)
+while not os.path.exists(go):  # the barrier: the test creates this file once all four are ready
     time.sleep(0.005)
 tracker.start(f"job-{sys.argv[3]}", {"k": sys.argv[3]}, {})
 tracker.log_metrics({"x": 1.0})
@@ -54,11 +55,16 @@ def test_a_fresh_sqlite_store_survives_four_jobs_starting_at_once(tmp_path):
     for trial in range(3):
         uri = f"sqlite:///{tmp_path / f'trial{trial}' / 'mlflow.db'}"
         (tmp_path / f"trial{trial}").mkdir()
-        start_at = time.time() + 8.0  # every process has imported mlflow by then
-        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AND_LOG, uri, str(start_at), str(i)], cwd=ROOT,
+        go = tmp_path / f"trial{trial}" / "go"
+        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AND_LOG, uri, str(go), str(i)], cwd=ROOT,
                                   env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                  for i in range(4)]
-        outputs = [p.communicate(timeout=180)[0] for p in procs]
+        # release the four together once every one has imported mlflow (instead of a fixed delay)
+        try:
+            early = [_wait_for(p, "ready", timeout=180) for p in procs]
+        finally:
+            go.touch()  # also when one failed: the others must not wait forever
+        outputs = [e + p.communicate(timeout=180)[0] for e, p in zip(early, procs)]
         assert [p.returncode for p in procs] == [0, 0, 0, 0], "\n".join(outputs)
         import mlflow
 

@@ -1,8 +1,8 @@
 """Quantized specs on backend=hf (ModelOpt fake quantization), on the real embedded model.
 
 Calibration is tiny (4 sequences of 64 tokens) so each quantization takes seconds; AWQ takes
-longer (its search re-quantizes every weight for 11 candidates per calibration batch), so its
-4 sequences go in one batch. Every test that quantizes starts from an empty quantized-model cache
+longer (its search runs every layer again for 11 candidate scales on the calibration tokens), so it
+gets 2 sequences of 64 tokens, in one batch. Every test that quantizes starts from an empty quantized-model cache
 (RUNNER_CACHE_DIR in tmp_path; the embedded model and data are linked in, not fetched again).
 """
 
@@ -60,8 +60,8 @@ def spec(name: str, **overrides) -> QuantConfig:
 
     quant = OmegaConf.to_object(compose([f"quant={name}", "output_dir=/tmp/x"]).quant)
     quant.calib_num_samples, quant.calib_max_seq_length = 4, 64
-    if quant.quant_algo in algos.AWQ_ALGOS:
-        quant.calib_batch_size = 4
+    if quant.quant_algo in algos.AWQ_ALGOS:  # each of its 11 candidates runs the layer on every token
+        quant.calib_num_samples = quant.calib_batch_size = 2
     for key, value in overrides.items():
         setattr(quant, key, value)
     return quant
@@ -193,7 +193,8 @@ def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, cold_cache, bas
     assert details["quant_layers"] == f"{algo}: 210"  # 30 layers x 7 projections; lm_head stays unquantized
     assert details["quant_kv_layers"] == ("30/30" if kv else "0/30")
     if hf_quant.needs_calibration(be.quant):
-        assert details["quant_calibration_rows"] == "4 rows, 256 tokens"
+        expected = "2 rows, 128 tokens" if algo in algos.AWQ_ALGOS else "4 rows, 256 tokens"
+        assert details["quant_calibration_rows"] == expected
     diffs = [abs(a - b) for a, b in zip(got, baseline)]
     assert max(diffs) > 1e-3  # quantization changes the numbers
     if name in CLOSE_SPECS:
