@@ -26,16 +26,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hydra import compose, initialize_config_module
-from hydra.errors import HydraException
 
-import conf
-from runner.config.store import register_schemas
-from runner.contract.build import build
 from runner.contract.errors import EXIT_ERROR, UserError, ConfigError
 from runner.contract.spec import AccuracySpec
-from runner.job.flow import typed
-from runner.references.store import default_reference_dir, lookup
 from runner.stats import sequential_plan as plan_sequential
 from runner.stats.planning import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
 from runner.stats.unpaired import check_params, compute_threshold, min_samples_for_theta, plan_rows, HypothesisParams
@@ -250,12 +243,15 @@ def _savings(args: argparse.Namespace) -> int:
 
 def available_tasks() -> list[str]:
     """Task config names shipped in conf/task."""
+    import conf  # lazy: --help stays cheap
 
     return sorted(p.stem for p in (Path(conf.__file__).parent / "task").glob("*.yaml"))
 
 
 def _task_defaults(task: str) -> tuple[str, HypothesisParams]:
     """The task's metric and test parameters, read from the composed Hydra config."""
+    from hydra import compose, initialize_config_module  # lazy: --help stays cheap
+    from runner.config.store import register_schemas  # lazy: --help stays cheap
 
     register_schemas()
     with initialize_config_module(config_module="conf", version_base="1.3"):
@@ -269,6 +265,12 @@ def _job(overrides: list[str]) -> tuple[str, str, str, HypothesisParams, Accurac
     """What ``python -m runner OVERRIDES`` would be judged with, before any model loads: the task,
     model id, metric, test parameters, the requested spec with the task's reference-key parts
     (``extra_acc_spec``) and the references directory."""
+    from hydra import compose, initialize_config_module  # lazy: --help stays cheap
+    from hydra.errors import HydraException  # lazy: --help stays cheap
+    from runner.config.store import register_schemas  # lazy: --help stays cheap
+    from runner.contract.build import build  # lazy: --help stays cheap
+    from runner.job.flow import typed  # lazy: --help stays cheap
+    from runner.references.store import default_reference_dir  # lazy: --help stays cheap
 
     register_schemas()
     try:
@@ -290,6 +292,7 @@ def _job(overrides: list[str]) -> tuple[str, str, str, HypothesisParams, Accurac
 
 
 def _applied(args: argparse.Namespace) -> int:
+    from runner.references.store import default_reference_dir, lookup  # lazy: --help stays cheap
 
     if args.overrides:
         args.task, args.model, metric, defaults, spec, ref_dir = _job(args.overrides)

@@ -8,7 +8,7 @@ import json
 
 import mlflow
 
-from runner.report import breakdown_table
+from runner.tracking.naming import breakdown_table
 from tests.conftest import ROOT, run_cli
 
 GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",

@@ -202,7 +202,7 @@ class TRTLLMBackendBase(ConfiguredBackend):
     def gpu_needs(cls, config: Any) -> GpuNeeds:
         """Every visible GPU, narrowed to tensor x pipeline parallel GPUs a job in a one-job-per-GPU sweep."""
         return GpuNeeds(device_key=False,
-                        per_job=int(config.get("tensor_parallel_size", 1)) * int(config.get("pipeline_parallel_size", 1)))
+                        per_job=config.tensor_parallel_size * config.pipeline_parallel_size)
 
     def __init__(self, config: Any, model: Any, quant: Any, limits: TaskLimits,
                  chat: ChatFormat = ChatFormat(), progress: bool = True) -> None:
