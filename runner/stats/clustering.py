@@ -120,6 +120,19 @@ def design_effect(values: Sequence[float], labels: Sequence[Hashable], key: str)
     return DesignEffect(key, n, c, est, max(1.0, est))
 
 
+def check_design_effect(deff: float) -> float:
+    """A planned design effect: a finite number >= 1 (1: independent samples)."""
+    if isinstance(deff, bool) or not isinstance(deff, (int, float)) or not math.isfinite(deff) or deff < 1:
+        raise ValueError(f"a design effect is a finite number >= 1 (1: independent samples), got {deff!r}")
+    return float(deff)
+
+
+def effective_sigma(sigma: float, deff: float) -> float:
+    """``sigma sqrt(deff)``: the per-sample spread that gives independent-sample formulas a clustered variance
+    (theta and the threshold grow by ``sqrt(deff)``, the samples needed for a theta by ``deff``)."""
+    return sigma * math.sqrt(check_design_effect(deff)) if deff != 1 else sigma
+
+
 def labels_of(scored: Sequence[Any], key: str) -> dict[str, str]:
     """Each scored sample's cluster by sample id: the value of ``meta[key]``.
 
