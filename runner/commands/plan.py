@@ -133,7 +133,7 @@ def _table(args: argparse.Namespace) -> int:
     deff = args.design_effect
     sigma = effective_sigma(vals["sigma"], deff)
     rows = plan_rows(sigma, vals["alpha"], vals["beta"], vals["num_samples_total"])
-    out: dict[str, object] = {"rows": [vars(r) for r in rows], "design_effect": deff}
+    out: dict[str, object] = {"rows": [vars(r) for r in rows]} | _deff_key(deff)
     if args.target_theta is not None:
         out["target_theta"] = args.target_theta
         out["min_num_samples"] = min_samples_for_theta(args.target_theta, sigma, vals["alpha"], vals["beta"])
@@ -208,6 +208,11 @@ def _infeasible_note(target: float, agreement: float, alpha: float, beta: float,
     )
 
 
+def _deff_key(deff: float) -> dict[str, float]:
+    """The JSON key of a design effect, only when one is planned (the independent output stays as it was)."""
+    return {} if deff == 1 else {"design_effect": deff}
+
+
 def _deff_text(deff: float) -> str:
     return "" if deff == 1 else (f"; design effect {deff:g}: sigma x sqrt({deff:g}) = x{math.sqrt(deff):.4f}, "
                                  f"samples needed x{deff:g} (clustered questions)")
@@ -237,9 +242,8 @@ def _savings(args: argparse.Namespace) -> int:
         "beta": beta,
         "unpaired_num_samples": unpaired_n,
         "regression_model": args.regression_model,
-        "design_effect": deff,
         "paired": paired_rows,
-    }
+    } | _deff_key(deff)
     if args.json:
         print(json.dumps(out))
         return 0
@@ -355,8 +359,7 @@ def _print_applied(args: argparse.Namespace, ref: Any, metric: str, spec: Accura
         "higher_is_better": p.higher_is_better,
         "explicit_threshold": explicit,
         "metric": metric,
-        "design_effect": args.design_effect,
-    }
+    } | _deff_key(args.design_effect)
     min_n = None
     if args.target_theta is not None:
         min_n = min_samples_for_theta(args.target_theta, p.sigma, p.alpha, p.beta)
