@@ -9,6 +9,7 @@ Inspect AI's C/(C-1) factor), ``V_iid = s^2 / n``, ``deff = V_cl / V_iid`` floor
 
 from __future__ import annotations
 
+import json
 import math
 from types import SimpleNamespace
 
@@ -224,3 +225,18 @@ def test_planned_design_effect_scales_n_and_theta():
         1.8 * min_samples_for_theta(3.0, 50.0, 0.05, 0.2), rel=1e-3)
     assert paired_theta(4096, 0.95, 0.05, 0.2, design_effect=2.0) == paired_theta(2048, 0.95, 0.05, 0.2)
     assert paired_min_samples(3.0, 0.95, 0.05, 0.2, design_effect=2.0) == 2 * paired_min_samples(3.0, 0.95, 0.05, 0.2)
+
+
+def test_plan_command_takes_a_design_effect(capsys):
+    from runner.commands.plan import main
+
+    assert main(["--sigma", "50", "--num-samples-total", "4096", "--target-theta", "3", "--design-effect", "1.8",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    k = Z05 + 0.8416212335729143
+    assert out["design_effect"] == 1.8
+    assert out["rows"][-1]["theta"] == pytest.approx(k * math.sqrt(2 * 2500 * 1.8 / 4096), rel=1e-9)
+    # smallest n with k sqrt(2 * 2500 * 1.8 / n) <= 3
+    assert out["min_num_samples"] == math.ceil(2 * 2500 * 1.8 * k ** 2 / 9)
+    with pytest.raises(SystemExit):
+        main(["--design-effect", "0.5"])
