@@ -15,7 +15,7 @@ two-sided at ``1 - 2 alpha`` (90% at alpha 0.05), each checked against the true 
   ``100 flip (1 - 2 mu)``. Tango's score interval (the independent paired interval) against the
   clustered Wald interval (:func:`runner.stats.paired_clustered.clustered_paired`).
 
-A benchmark, not a test: it asserts nothing. About 80 s on a 2-core host at the defaults (4,000 replicates per ICC):
+A benchmark, not a test: it asserts nothing. About 95 s on the shared 2-core host at the defaults (3,000 replicates per ICC; 126 s at 4,000):
 
     python benchmarks/cluster_coverage.py
     python benchmarks/cluster_coverage.py --reps 500 --icc 0 0.1 --json out.json
@@ -89,7 +89,7 @@ def main() -> int:
     p.add_argument("--mu", type=float, default=0.6, help="mean chance of a right answer")
     p.add_argument("--flip", type=float, default=0.1, help="paired: mean chance the new run flips an answer")
     p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--reps", type=int, default=4000)
+    p.add_argument("--reps", type=int, default=3000)
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--json", type=Path)
     args = p.parse_args()
