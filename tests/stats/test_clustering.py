@@ -173,11 +173,12 @@ def test_clustered_paired_t_by_hand(tmp_path):
 
 
 def test_clustered_wald_for_binary_scores_by_hand(tmp_path):
-    ref, new, clusters, ids = data(n=240, size=8, seed=5)
+    ref, new, clusters, ids = data(n=240, size=8, seed=9)
     d = run(tmp_path, new, clusters, ref)
     diff = np.array([new[i] - ref[i] for i in ids])
     v_cl, v_iid = by_hand(diff, [clusters[i] for i in ids])
     se = math.sqrt(max(v_cl, v_iid))
+    assert v_cl > 1.5 * v_iid
     assert d.paired.method == "clustered Wald (Obuchowski)" and d.paired.discordant is not None
     assert d.p_value == pytest.approx(sps.norm.cdf(diff.mean() / se), rel=1e-9)
     assert d.ci == pytest.approx((diff.mean() - Z05 * se, diff.mean() + Z05 * se), rel=1e-9)
