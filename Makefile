@@ -32,6 +32,10 @@ demo: assets
 	else exit $$status; fi
 	@echo "open it in MLflow: $(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db, then http://127.0.0.1:5000 (experiment 'runner', parent run 'embedded_gate')"
 
+# A release verdict in one command: w8a16 on the embedded model's release policy (conf/gate/embedded_release.yaml).
+demo-release: assets
+	$(BIN)/python -m runner experiment=embedded_release
+
 # One worker per core; a test file stays on one worker (its module fixtures, e.g. a server, start once).
 test: assets
 	$(BIN)/python -m pytest -q -n auto --dist loadfile
