@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Optional
+from typing import Any
 
 from runner.contract.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION
 from runner.reports.cases import Case, fmt
@@ -47,7 +47,7 @@ def judge_releases(policy: Any, rows: list[dict[str, Any]], mode: str, on_inconc
     """The releases of the sweep's ``rows`` (read before the sweep's own correction pops their tests)."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        groups.setdefault(_release_label(row.get("configuration")), []).append(row)
+        groups.setdefault(_release_label(row), []).append(row)
     results = []
     for label, mine in groups.items():
         evidence = [_evidence(row, policy) for row in mine]
@@ -66,9 +66,13 @@ def judge_releases(policy: Any, rows: list[dict[str, Any]], mode: str, on_inconc
     return results
 
 
-def _release_label(configuration: Optional[str]) -> str:
-    """The configuration of a row without the task's overrides: what one release is."""
-    return " ".join(o for o in (configuration or "").split() if not o.lstrip("+~").startswith("task"))
+def _release_label(row: dict[str, Any]) -> str:
+    """The configuration of a row without the task's overrides: what one release is. (A sweep whose jobs share
+    every override labels each configuration with its job's name: one release then.)"""
+    configuration = row.get("configuration")
+    if not configuration or configuration == row["job"]:
+        return ""
+    return " ".join(o for o in configuration.split() if not o.lstrip("+~").startswith("task"))
 
 
 def _evidence(row: dict[str, Any], policy: Any) -> TaskEvidence:
