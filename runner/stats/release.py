@@ -153,7 +153,8 @@ def _release(tasks: list[TaskVerdict], k: int, correction: str) -> Release:
                           if no_go[0].p_adjusted is not None and correction == "holm" else ""))
     supporting_no_go = [t for t in supporting if t.verdict == "no-go"]
     if len(supporting_no_go) > k:
-        return blocked(supporting_no_go, NO_GO, f"{len(supporting_no_go)} supporting tasks are NO-GO "
+        count = len(supporting_no_go)
+        return blocked(supporting_no_go, NO_GO, f"{count} supporting task{'s are' if count > 1 else ' is'} NO-GO "
                        f"({names(supporting_no_go)}), more than the {k} the policy allows")
     unknown = [t for t in supporting if t.verdict == "failed"]
     undecided = [t for t in critical if t.verdict != "go"]

@@ -36,7 +36,7 @@ def test_a_supporting_no_go_blocks_the_release_and_the_reports_say_which_task(tm
     assert summary.exit_status == 3  # ...but the release decides: the supporting NO-GO (K = 0) blocks it
     text = summary.render()
     assert "release rel verdict: NO-GO -> exit 3" in text
-    assert "reason: 1 supporting tasks are NO-GO (perplexity), more than the 0 the policy allows" in text
+    assert "reason: 1 supporting task is NO-GO (perplexity), more than the 0 the policy allows" in text
     assert "the release verdict below decides the exit status" in text
     saved = json.loads((tmp_path / "summary.json").read_text())["release"][0]
     assert (saved["verdict"], saved["exit_status"]) == ("NO-GO", 3)
