@@ -38,6 +38,7 @@ def test_a_supporting_no_go_blocks_the_release_and_the_reports_say_which_task(tm
     assert "release rel verdict: NO-GO -> exit 3" in text
     assert "reason: 1 supporting task is NO-GO (perplexity), more than the 0 the policy allows" in text
     assert "the release verdict below decides the exit status" in text
+    assert "<b>release rel</b>" in (tmp_path / "summary.html").read_text()
     saved = json.loads((tmp_path / "summary.json").read_text())["release"][0]
     assert (saved["verdict"], saved["exit_status"]) == ("NO-GO", 3)
     assert [(t["name"], t["tier"], t["verdict"], t["blocking"]) for t in saved["tasks"]] == [
