@@ -243,4 +243,4 @@ def test_oracle_two_lm_eval_cli_runs_pair_and_flip_as_recounted(tmp_path, capsys
     # drop below 5 points
     assert (report["verdict"] == "NO-GO") == (mcnemar_p(len(worse), len(better)) < 0.05)
     assert report["verdict"] != "GO" and code == report["exit_status"]
-    assert f"paired:      20 samples; dropped 0 only in A, 0 only in B" in out
+    assert "paired:      20 samples; dropped 0 only in A, 0 only in B" in out
