@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: demo test docs assets install bench clean-outputs gpu-check
+.PHONY: demo demo-release test docs assets install bench clean-outputs gpu-check
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ demo: assets
 	elif [ $$status -eq 0 ] || [ $$status -eq 4 ]; then echo "demo: GO or INCONCLUSIVE (exit $$status), but w4a16 was expected to be NO-GO"; exit 1; \
 	else exit $$status; fi
 	@echo "open it in MLflow: $(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db, then http://127.0.0.1:5000 (experiment 'runner', parent run 'embedded_gate')"
+
+# A release verdict in one command: w8a16 on the embedded model's release policy (conf/gate/embedded_release.yaml).
+demo-release: assets
+	$(BIN)/python -m runner experiment=embedded_release
 
 # One worker per core; a test file stays on one worker (its module fixtures, e.g. a server, start once).
 test: assets

@@ -121,6 +121,7 @@ _LABEL_TEXT = re.compile(r"[ \t]*[^\s]")
 @dataclass
 class GPQATaskConfig(TaskConfig):
     chance_level: Optional[float] = 25.0  # four options
+    cluster_key: Optional[str] = "domain"  # the high-level domain (Physics, Chemistry, Biology): clustered errors
     apply_chat_template: bool = True  # upstream's published GPQA figures were measured with it on
     extraction: str = "strict"  # strict (first "Answer: X", upstream's) | flexible (last statement, else last letter)
     stop: list[str] = field(default_factory=lambda: ["</s>"])  # upstream's task file: until ["</s>"]

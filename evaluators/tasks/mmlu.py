@@ -80,6 +80,7 @@ HEADER = "The following are multiple choice questions (with answers) about {}.\n
 @dataclass
 class MMLUTaskConfig(TaskConfig):
     chance_level: Optional[float] = 25.0  # four options
+    cluster_key: Optional[str] = "subject"  # questions of a subject are clustered (stats.cluster)
     scoring: str = "generate"  # generate (upstream's: the stripped output starts with the gold letter) | loglikelihood
     num_fewshot: int = 5
 

@@ -13,6 +13,9 @@ Two questions, answered without loading a model:
   to the unpaired one, and with ``--target-theta`` the paired n next to the unpaired n.
 * ``--savings``: samples needed for a target theta (default 3 points), unpaired versus paired at
   agreement 0.90, 0.95 and 0.98 (or ``--agreement A``).
+* ``--design-effect D`` (any mode but ``--sequential``): clustered questions (a task's ``cluster_key``,
+  ``stats.cluster=auto``): sigma becomes ``sigma sqrt(D)``, so theta and the threshold offset grow by
+  ``sqrt(D)`` and the samples needed by ``D``; the paired theta is that of ``n / D`` samples.
 
 Imports stay light (Hydra only in the second mode) so ``--help`` answers at once.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +34,7 @@ from typing import Any
 from runner.contract.errors import EXIT_ERROR, UserError, ConfigError
 from runner.contract.spec import AccuracySpec
 from runner.stats import sequential_plan as plan_sequential
+from runner.stats.clustering import effective_sigma
 from runner.stats.planning import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
 from runner.stats.unpaired import check_params, compute_threshold, min_samples_for_theta, plan_rows, HypothesisParams
 
@@ -57,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m runner.plan --sigma 50 --num-samples-total 14042 --target-theta 3\n"
             "  python -m runner.plan --num-samples-total 4096 --design paired --agreement 0.95 --target-theta 3\n"
             "  python -m runner.plan --savings\n"
+            "  python -m runner.plan --sigma 50 --num-samples-total 4096 --target-theta 3 --design-effect 1.8\n"
             "  python -m runner.plan task=mmlu model=llama31_8b quant=fp8_kv\n"
             "  python -m runner.plan --task mmlu --model meta-llama/Llama-3.1-8B-Instruct --quant-algo FP8\n"
             "exit status: 0 ok, 1 no matching reference, 2 bad command line"
@@ -95,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
         help="samples needed for --target-theta (default 3): unpaired vs paired at agreement "
         + ", ".join(f"{a:.2f}" for a in PLANNING_AGREEMENTS),
     )
+    p.add_argument("--design-effect", type=float, default=1.0, metavar="D",
+                   help="clustered questions: variance of the mean D times the independent one (a report's design "
+                   "effect); sigma becomes sigma sqrt(D), samples needed grow by D (default 1: independent)")
     task = p.add_argument_group("applied test for a task, model and spec")
     task.add_argument("--task", help="a task config name under conf/task (e.g. mmlu)")
     task.add_argument("--model", help="Hugging Face model id, the reference key")
@@ -121,11 +130,13 @@ def _parser() -> argparse.ArgumentParser:
 def _table(args: argparse.Namespace) -> int:
     vals = {k: (getattr(args, k) if getattr(args, k) is not None else d) for k, d in TABLE_DEFAULTS.items()}
     check_params(vals["alpha"], vals["beta"], vals["sigma"], vals["num_samples_total"], where="command line")
-    rows = plan_rows(vals["sigma"], vals["alpha"], vals["beta"], vals["num_samples_total"])
-    out: dict[str, object] = {"rows": [vars(r) for r in rows]}
+    deff = args.design_effect
+    sigma = effective_sigma(vals["sigma"], deff)
+    rows = plan_rows(sigma, vals["alpha"], vals["beta"], vals["num_samples_total"])
+    out: dict[str, object] = {"rows": [vars(r) for r in rows]} | _deff_key(deff)
     if args.target_theta is not None:
         out["target_theta"] = args.target_theta
-        out["min_num_samples"] = min_samples_for_theta(args.target_theta, vals["sigma"], vals["alpha"], vals["beta"])
+        out["min_num_samples"] = min_samples_for_theta(args.target_theta, sigma, vals["alpha"], vals["beta"])
     paired = args.design == "paired"
     agreement = args.agreement
     model = args.regression_model
@@ -134,16 +145,17 @@ def _table(args: argparse.Namespace) -> int:
         out["agreement"] = agreement
         out["regression_model"] = model
         for row in out["rows"]:  # type: ignore[union-attr]
-            row["paired_theta"] = paired_theta(row["num_samples"], agreement, vals["alpha"], vals["beta"], model=model)
+            row["paired_theta"] = paired_theta(row["num_samples"], agreement, vals["alpha"], vals["beta"], model=model,
+                                               design_effect=deff)
             row["paired_feasible"] = paired_feasible(row["paired_theta"], agreement, model)
         if args.target_theta is not None:
             out["paired_min_num_samples"] = paired_min_samples(args.target_theta, agreement, vals["alpha"], vals["beta"],
-                                                               model=model)
+                                                               model=model, design_effect=deff)
             out["paired_target_feasible"] = paired_feasible(args.target_theta, agreement, model)
     if args.json:
         print(json.dumps(out))
         return 0
-    print(f"sigma={vals['sigma']:g} alpha={vals['alpha']:g} beta={vals['beta']:g} (higher is better)")
+    print(f"sigma={vals['sigma']:g} alpha={vals['alpha']:g} beta={vals['beta']:g} (higher is better)" + _deff_text(deff))
     if paired:
         print(f"paired: McNemar's exact test on the same samples of a 0/100 metric, agreement {agreement:g}; "
               + _MODEL_TEXT[model])
@@ -196,6 +208,16 @@ def _infeasible_note(target: float, agreement: float, alpha: float, beta: float,
     )
 
 
+def _deff_key(deff: float) -> dict[str, float]:
+    """The JSON key of a design effect, only when one is planned (the independent output stays as it was)."""
+    return {} if deff == 1 else {"design_effect": deff}
+
+
+def _deff_text(deff: float) -> str:
+    return "" if deff == 1 else (f"; design effect {deff:g}: sigma x sqrt({deff:g}) = x{math.sqrt(deff):.4f}, "
+                                 f"samples needed x{deff:g} (clustered questions)")
+
+
 def _savings(args: argparse.Namespace) -> int:
     """Samples needed for a target theta: unpaired versus paired at several agreement rates."""
     sigma, alpha, beta = (
@@ -204,11 +226,12 @@ def _savings(args: argparse.Namespace) -> int:
     check_params(alpha, beta, sigma, 1, where="command line")
     target = args.target_theta if args.target_theta is not None else 3.0
     agreements = (args.agreement,) if args.agreement is not None else PLANNING_AGREEMENTS
-    unpaired_n = min_samples_for_theta(target, sigma, alpha, beta)
+    deff = args.design_effect
+    unpaired_n = min_samples_for_theta(target, effective_sigma(sigma, deff), alpha, beta)
     paired_rows = []
     for a in agreements:
         feasible = paired_feasible(target, a, args.regression_model)
-        n = paired_min_samples(target, a, alpha, beta, model=args.regression_model) if feasible else None
+        n = paired_min_samples(target, a, alpha, beta, model=args.regression_model, design_effect=deff) if feasible else None
         paired_rows.append(
             {"agreement": a, "num_samples": n, "feasible": feasible, "ratio": unpaired_n / n if n else None}
         )
@@ -220,11 +243,11 @@ def _savings(args: argparse.Namespace) -> int:
         "unpaired_num_samples": unpaired_n,
         "regression_model": args.regression_model,
         "paired": paired_rows,
-    }
+    } | _deff_key(deff)
     if args.json:
         print(json.dumps(out))
         return 0
-    print(f"samples needed to catch a {target:g}-point drop (alpha {alpha:g}, beta {beta:g})")
+    print(f"samples needed to catch a {target:g}-point drop (alpha {alpha:g}, beta {beta:g})" + _deff_text(deff))
     print(f"{'design':<9} {'agreement':>9} {'num_samples':>11} {'vs unpaired':>12}")
     print(f"{'unpaired':<9} {'-':>9} {unpaired_n:>11d} {'1x':>12}")
     for row in paired_rows:
@@ -320,6 +343,9 @@ def _applied(args: argparse.Namespace) -> int:
 
 def _print_applied(args: argparse.Namespace, ref: Any, metric: str, spec: AccuracySpec) -> int:
     p = ref.params
+    if args.design_effect != 1:
+        p = HypothesisParams(p.alpha, p.beta, effective_sigma(p.sigma, args.design_effect), p.num_samples,
+                             p.higher_is_better)
     explicit = ref.threshold is not None
     threshold = ref.threshold if explicit else compute_threshold(ref.value, p.num_samples, p.sigma, p.alpha, p.higher_is_better)
     out = {
@@ -333,7 +359,7 @@ def _print_applied(args: argparse.Namespace, ref: Any, metric: str, spec: Accura
         "higher_is_better": p.higher_is_better,
         "explicit_threshold": explicit,
         "metric": metric,
-    }
+    } | _deff_key(args.design_effect)
     min_n = None
     if args.target_theta is not None:
         min_n = min_samples_for_theta(args.target_theta, p.sigma, p.alpha, p.beta)
@@ -353,7 +379,8 @@ def _print_applied(args: argparse.Namespace, ref: Any, metric: str, spec: Accura
     print(f"num_samples  {p.num_samples}")
     print(f"alpha        {p.alpha:g}")
     print(f"beta         {p.beta:g}")
-    print(f"sigma        {p.sigma:g}")
+    print(f"sigma        {p.sigma:g}" + ("" if args.design_effect == 1 else
+                                          f"   (sigma x sqrt(design effect {args.design_effect:g}))"))
     print(f"theta        {p.theta:.3f}   (smallest drop detected with probability {1 - p.beta:.0%})")
     print(f"threshold    {threshold:.3f}   ({how})")
     if min_n is not None:
@@ -384,6 +411,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         given = [f"--{k.replace('_', '-')}" for k in TABLE_DEFAULTS if getattr(args, k) is not None]
         if given:
             parser.error(f"{', '.join(given)} only apply to the table; with --task the values come from the config")
+    if not (math.isfinite(args.design_effect) and args.design_effect >= 1):
+        parser.error(f"--design-effect must be a number >= 1 (1: independent samples), got {args.design_effect:g}")
+    if args.sequential is not None and args.design_effect != 1:
+        parser.error("--design-effect does not apply to --sequential plans")
     if args.target_theta is not None and not args.target_theta > 0:
         parser.error("--target-theta must be > 0")
     if args.task is not None and (args.design is not None or args.agreement is not None or args.savings):

@@ -8,13 +8,14 @@ registers them all.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from omegaconf import MISSING
 
 from runner.references.store import ReferenceConfig
 from runner.reports.config import ReportConfig
 from runner.stats.settings import StatsConfig
+from runner.sweep.policy import GateConfig
 from runner.sweep.summary import SweepConfig
 
 
@@ -33,5 +34,6 @@ class RunnerConfig:
     cache: Any = MISSING
     sweep: SweepConfig = field(default_factory=SweepConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    gate: Optional[GateConfig] = None  # a release policy (conf/gate/); None: no release verdict, jobs as configured
     dry_run: bool = False  # list what would run (n, cached requests, estimated time) without loading a model
     output_dir: str = MISSING

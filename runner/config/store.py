@@ -27,6 +27,7 @@ from runner.config.schemas import RunnerConfig
 from runner.contract.task_config import ModelConfig, QuantConfig
 from runner.quant.export import QuantizeJobConfig
 from runner.sweep.gpus import register_resolvers
+from runner.sweep.policy import GateConfig
 from runner.tracking.trackers import MlflowTrackingConfig, NoTrackingConfig
 
 
@@ -55,6 +56,7 @@ def schemas() -> dict[str, type]:
         "schema_tracking_mlflow": MlflowTrackingConfig,
         "schema_tracking_none": NoTrackingConfig,
         "schema_cache": CacheConfig,
+        "schema_gate": GateConfig,
     } | task_schemas()
 
 

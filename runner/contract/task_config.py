@@ -84,4 +84,7 @@ class TaskConfig:
     system_prompt: Optional[str] = None
     # score of a guessing model, or the metric's floor (warns when the reference is near it); every task declares it
     chance_level: Optional[float] = MISSING
+    # the field of each sample's meta that names its cluster (questions sharing a subject, a domain or a source
+    # question are not independent): with stats.cluster=auto the tests use cluster-robust errors; null: none
+    cluster_key: Optional[str] = None
     dataset: DatasetConfig = field(default_factory=DatasetConfig)

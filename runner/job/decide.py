@@ -52,7 +52,7 @@ def decision_at(job: Job, reference: Reference, samples: list[Sample], scored: l
                                   RunProvenance(job.config.seed, ev.source_used))
     return decide_against(reference, scored, metrics[job.task.metric], params, job.config.stats,
                           ev.chance_level(samples), job.task.metric, rows, problem,
-                          ev.extra_gates(metrics, reference), job.tolerance)
+                          ev.extra_gates(metrics, reference), job.tolerance, cluster_key=job.task.cluster_key)
 
 
 def advise(job: Job, decision: Decision) -> None:

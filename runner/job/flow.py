@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from omegaconf import DictConfig, OmegaConf
 
+from runner.config.gate import apply_policy
 from runner.config.schemas import RunnerConfig
 from runner.config.validate import check_job
 from runner.files.paths import write_atomic
@@ -39,7 +40,9 @@ log = logging.getLogger("runner")
 
 
 def typed(cfg: DictConfig) -> RunnerConfig:
-    """The composed config, checked for unknown keys and ranges, as the typed objects of its schemas."""
+    """The composed config, checked for unknown keys and ranges, as the typed objects of its schemas; a release
+    policy's entry for the task (``gate=...``) is written into it first, so it is logged with the job."""
+    apply_policy(cfg)
     check_job(cfg)
     config = OmegaConf.to_object(cfg)
     assert isinstance(config, RunnerConfig)

@@ -21,11 +21,21 @@ class Case:
     n: Optional[int] = None
     time_s: Optional[float] = None
     inconclusive_fails: bool = True  # INCONCLUSIVE is a failed test unless stats.verdicts/on_inconclusive map it to a pass
+    tier: Optional[str] = None  # a release's task: critical | supporting | advisory (runner/sweep/release.py)
+    blocking: Optional[bool] = None  # a release's task: whether it blocks the release (None: a job, judged alone)
 
     @property
     def failing(self) -> bool:
-        """A failed test case: NO-GO, or INCONCLUSIVE when it is not mapped to a pass."""
+        """A failed test case: NO-GO, or INCONCLUSIVE when it is not mapped to a pass; a release's task
+        only when it blocks the release (an advisory NO-GO is reported, not failed)."""
+        if self.blocking is not None:
+            return self.blocking and not self.errored
         return self.verdict == "no-go" or (self.verdict == "inconclusive" and self.inconclusive_fails)
+
+    @property
+    def errored(self) -> bool:
+        """An errored test case: the job failed or never finished (a release's task: only when it blocks)."""
+        return self.verdict in ("failed", "incomplete") and self.blocking is not False
 
     @property
     def mark(self) -> str:

@@ -9,8 +9,8 @@ from typing import Any
 from runner.contract.errors import UserError
 from runner.reports.cases import Case, from_row
 from runner.reports.config import ReportConfig
-from runner.reports.junit import write_junit
-from runner.reports.markdown import markdown, write_markdown
+from runner.reports.junit import write_junit, write_junit_suites
+from runner.reports.markdown import markdown, release_markdown, write_markdown
 from runner.stats.verdicts import WORDS, inconclusive_fails
 
 
@@ -60,10 +60,24 @@ def publish_job(label: JobLabel, outcome: Any = None, error: BaseException | Non
 
 
 def publish_sweep(config: Any, summary: Any) -> list[Path]:
+    """The sweep's JUnit and markdown reports: one case per job, or under a release policy (``gate=...``)
+    one testsuite per release with one case per task (``summary.release_suites``)."""
+    if summary.releases:
+        return publish_releases(config, summary)
     fails = inconclusive_fails(summary.mode, summary.on_inconclusive)
     cases = [from_row(r, fails) for r in summary.rows]
     written = []
     if config.report.junit:
         written.append(write_junit(config.report.junit, cases, f"sweep {summary.sweep_dir.name}"))
     written += write_markdown(config.report.markdown, markdown(cases, f"runner sweep {summary.sweep_dir}", summary.verdict))
+    return written
+
+
+def publish_releases(config: Any, summary: Any) -> list[Path]:
+    """A release policy's reports: each release a testsuite (its tasks, tier and verdict) and a markdown table."""
+    suites = summary.release_suites()  # [(title, verdict, reason, cases)]
+    written = []
+    if config.report.junit:
+        written.append(write_junit_suites(config.report.junit, [(title, cases) for title, _, _, cases in suites]))
+    written += write_markdown(config.report.markdown, "\n".join(release_markdown(*suite) for suite in suites))
     return written

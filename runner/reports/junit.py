@@ -14,28 +14,54 @@ from runner.reports.cases import Case
 
 
 def junit_xml(cases: Sequence[Case], suite: str) -> str:
-    failures = sum(c.failing for c in cases)
-    errors = sum(c.verdict in ("failed", "incomplete") for c in cases)
-    skipped = sum(c.verdict == "no verdict" for c in cases)
-    total_time = sum(c.time_s or 0.0 for c in cases)
-    root = ET.Element("testsuites", name="runner", tests=str(len(cases)), failures=str(failures), errors=str(errors))
-    node = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)), failures=str(failures),
-                         errors=str(errors), skipped=str(skipped), time=f"{total_time:.2f}")
-    for case in cases:
-        test = ET.SubElement(node, "testcase", classname=suite, name=case.name, time=f"{case.time_s or 0.0:.2f}")
-        if case.failing:
-            ET.SubElement(test, "failure", message=case.message, type=case.verdict).text = case.details
-        elif case.verdict in ("failed", "incomplete"):
-            ET.SubElement(test, "error", message=case.message, type=case.verdict).text = case.details
-        elif case.verdict == "no verdict":
-            ET.SubElement(test, "skipped", message=case.message)
-        if case.details and case.verdict in ("go", "inconclusive") and not case.failing:
-            ET.SubElement(test, "system-out").text = case.details
+    return junit_suites([(suite, cases)])
+
+
+def junit_suites(suites: Sequence[tuple[str, Sequence[Case]]]) -> str:
+    """One ``testsuite`` per (name, cases): a sweep's jobs, or each release of a sweep under a release policy
+    (its tasks, with their tier as a property)."""
+    counts = {"tests": 0, "failures": 0, "errors": 0}
+    root = ET.Element("testsuites", name="runner")
+    for suite, cases in suites:
+        failures = sum(c.failing for c in cases)
+        errors = sum(c.errored for c in cases)
+        skipped = sum(c.verdict == "no verdict" and c.blocking is None for c in cases)
+        total_time = sum(c.time_s or 0.0 for c in cases)
+        node = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)), failures=str(failures),
+                             errors=str(errors), skipped=str(skipped), time=f"{total_time:.2f}")
+        for key, value in (("tests", len(cases)), ("failures", failures), ("errors", errors)):
+            counts[key] += value
+        for case in cases:
+            _testcase(node, suite, case)
+    for key, value in counts.items():
+        root.set(key, str(value))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
+def _testcase(node: ET.Element, suite: str, case: Case) -> None:
+    test = ET.SubElement(node, "testcase", classname=suite, name=case.name, time=f"{case.time_s or 0.0:.2f}")
+    if case.tier is not None:
+        properties = ET.SubElement(test, "properties")
+        ET.SubElement(properties, "property", name="tier", value=case.tier)
+        ET.SubElement(properties, "property", name="verdict", value=case.verdict)
+    if case.failing:
+        ET.SubElement(test, "failure", message=case.message, type=case.verdict).text = case.details
+    elif case.errored:
+        ET.SubElement(test, "error", message=case.message, type=case.verdict).text = case.details
+    elif case.verdict == "no verdict" and case.blocking is None:
+        ET.SubElement(test, "skipped", message=case.message)
+    elif case.blocking is False:  # a release's task that does not block it: passed, with what it showed
+        ET.SubElement(test, "system-out").text = f"{case.message}\n{case.details}".strip()
+    if case.details and case.verdict in ("go", "inconclusive") and not case.failing and case.blocking is None:
+        ET.SubElement(test, "system-out").text = case.details
+
+
 def write_junit(path: str | Path, cases: Sequence[Case], suite: str) -> Path:
+    return write_junit_suites(path, [(suite, cases)])
+
+
+def write_junit_suites(path: str | Path, suites: Sequence[tuple[str, Sequence[Case]]]) -> Path:
     target = Path(path).expanduser()
-    write_atomic(target, junit_xml(cases, suite), 0o644)
+    write_atomic(target, junit_suites(suites), 0o644)
     return target

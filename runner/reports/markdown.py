@@ -27,6 +27,16 @@ def markdown(cases: Sequence[Case], title: str, verdict: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def release_markdown(title: str, verdict: str, reason: str, cases: Sequence[Case]) -> str:
+    """A release's verdict, its reason and its tasks by tier (runner/sweep/release.py)."""
+    lines = [f"### {title}: {verdict}", "", reason, "", "| task | tier | verdict | blocks the release | details |",
+             "|---|---|---|---|---|"]
+    for c in cases:
+        lines.append(f"| {c.name} | {c.tier} | {c.mark} {c.verdict} | {'yes' if c.failing or c.errored else 'no'}"
+                     f" | {c.message.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
+
+
 def write_markdown(path: str | Path | None, text: str) -> list[Path]:
     """Write ``text`` to ``path`` (when given) and append it to the CI job summary (when there is one)."""
     written = []

@@ -9,6 +9,10 @@ samples reach that claim with probability ``1 - gamma`` (0.8) if the observed dr
 Against a fixed reference of ``n_ref`` samples (the unpaired test) the standard error
 ``sigma sqrt(1/N + 1/n_ref)`` never falls below ``sigma / sqrt(n_ref)``: when the gap needs less,
 no number of new samples decides and the reference must be recorded again with more.
+
+With clustered samples (``stats.cluster``) the spread is the independent one times ``sqrt(deff)``, so
+the samples needed are multiplied by the design effect: the unpaired sigma already carries it
+(:mod:`runner.stats.clustered_rules`), a paired test's result carries its own.
 """
 
 from __future__ import annotations
@@ -118,9 +122,10 @@ def for_decision(decision: Decision, n_ref: int | None) -> Advice | None:
     drop = -decision.difference if params.higher_is_better else decision.difference
     common = dict(drop=drop, margin=decision.margin, tolerance=decision.tolerance.points, alpha=params.alpha)
     p = decision.paired
+    inflate = math.sqrt(p.design_effect.applied) if p is not None and p.design_effect is not None else 1.0
     if p is not None and p.discordant is not None:
         spread, share = binary_spread(p.discordant[0], p.discordant[1], p.n)
-        return more_samples(spread=spread, n=p.n, discordance=share, **common)
+        return more_samples(spread=spread * inflate, n=p.n, discordance=share, **common)
     if p is not None:
-        return more_samples(spread=p.sd_diff or 0.0, n=p.n, **common)
+        return more_samples(spread=(p.sd_diff or 0.0) * inflate, n=p.n, **common)
     return more_samples(spread=params.sigma, n=params.num_samples, n_ref=n_ref or params.num_samples, **common)

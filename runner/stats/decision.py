@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Protocol, Sequence
 
 from runner.contract.errors import ConfigError
-from runner.stats import claims as claim_rules, paired as paired_stats, pairing, scale
+from runner.stats import claims as claim_rules, clustered_rules, clustering, paired as paired_stats, pairing, scale
 from runner.stats.settings import margin_points
 from runner.stats.unpaired import HypothesisParams, Verdict, decide
 from runner.stats.verdicts import GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, exit_status, reported
@@ -71,6 +71,10 @@ class Decision:
     mode: str = "three_way"
     on_inconclusive: str = "inconclusive"
     advice: Any = None  # runner.stats.advice.Advice when INCONCLUSIVE
+    # the clusters of the samples the deciding test used (runner.stats.clustering.DesignEffect); None: stats.cluster
+    # is off or the task declares no cluster key
+    clustering: Any = None
+    cluster_mode: str = "off"  # stats.cluster
 
     @property
     def all_passed(self) -> bool:
@@ -208,7 +212,8 @@ class Decision:
             "advice": self.advice.to_dict() if self.advice is not None else None,
             "tests": self.tests(),
             "sequential": self.sequential.to_dict() if self.sequential is not None else None,
-        }
+            "stats_cluster": self.cluster_mode,
+        } | (self.clustering.to_dict() if self.clustering is not None else dict.fromkeys(_CLUSTER_KEYS))
 
     def metrics(self) -> dict[str, float]:
         """MLflow metrics: the same figures as the report (undefined ones are left out)."""
@@ -223,6 +228,8 @@ class Decision:
             out |= {"more_samples": float(self.advice.n_more), "samples_to_decide": float(self.advice.n_total)}
             if self.advice.discordant is not None:
                 out["discordant_to_decide"] = float(self.advice.discordant)
+        if self.clustering is not None:
+            out |= {"clusters": float(self.clustering.clusters), "design_effect": self.clustering.applied}
         for key in ("theta", "p_value", "ci_low", "ci_high"):
             out[{"ci_low": "diff_ci_low", "ci_high": "diff_ci_high"}.get(key, key)] = d[key]
         if self.paired is not None:
@@ -281,12 +288,15 @@ class Decision:
                          f"{1 - 2 * self.alpha:.0%} CI [{ci[0]:+.3f}, {ci[1]:+.3f}] ({self.ci_method})")
         else:
             lines.append(f"difference:  {self.difference:+.3f} (new - reference); no interval ({self._no_interval})")
+        if self.clustering is not None:
+            lines.append(f"clusters:    {self.clustering.describe()}")
         lines.append(f"verdict:     {self.verdict_line()}")
         if self.advice is not None:
             lines.append(f"to decide:   {self.advice.text()}")
         parts.append("\n".join(lines))
         return "\n".join(parts)
 
+_CLUSTER_KEYS = ("cluster_key", "clusters", "clustered_n", "design_effect", "design_effect_estimated")
 
 
 def _deterministic_rule(reference: Any, params: HypothesisParams) -> str | None:
@@ -300,16 +310,19 @@ def _deterministic_rule(reference: Any, params: HypothesisParams) -> str | None:
 def decide_against(reference: Any, scored: Sequence[Any], score: float, params: HypothesisParams,
                    stats: Any, chance_level: float | None, metric: str, rows: Mapping[str, Any] | None = None,
                    pairing_problem: str | None = None, gates: Sequence[Any] = (),
-                   tolerance: Tolerance | None = None) -> Decision:
+                   tolerance: Tolerance | None = None, cluster_key: str | None = None) -> Decision:
     """Apply the precedence of the module docstring; ``params.num_samples`` is the number evaluated.
 
     ``rows``: the reference's per-sample scores by sample id (each with a ``score``), when the job loaded
     them; ``pairing_problem``: why they cannot be paired with ``scored`` (None: they can). The regression
-    claim is tested at ``stats.margin``, the tolerance claim at ``tolerance`` (points)."""
+    claim is tested at ``stats.margin``, the tolerance claim at ``tolerance`` (points). ``cluster_key``: the
+    task's (a field of each sample's meta); with ``stats.cluster=auto`` the statistical rules use
+    cluster-robust standard errors (:mod:`runner.stats.clustering`)."""
 
     notes: list[str] = []
     margin = margin_points(stats, reference.value)
-    common = dict(margin=margin, gate=stats.gate, mode=stats.verdicts, on_inconclusive=stats.on_inconclusive)
+    common = dict(margin=margin, gate=stats.gate, mode=stats.verdicts, on_inconclusive=stats.on_inconclusive,
+                  cluster_mode=stats.cluster)
     rule = _deterministic_rule(reference, params)
     if rule is not None:
         if margin or stats.tolerance is not None:
@@ -327,6 +340,11 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
         notes.append(f"sigma {sigma:.3f} estimated from the reference's {len(rows)} per-sample scores "
                      f"(configured {params.sigma:g})")
         params = replace(params, sigma=sigma)
+    key = cluster_key if stats.cluster == "auto" else None
+    labels = clustering.labels_of(scored, key) if key else None
+    unpaired_deff = None
+    if labels is not None:
+        params, unpaired_deff = clustered_rules.unpaired_params(scored, labels, key, params, stats, notes)
     verdict = decide(score, reference.value, params, None, metric=metric, tolerance=margin)
 
     result = claims = None
@@ -344,7 +362,8 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
             pairs = pairing.pair_scores({k: r.score for k, r in rows.items()}, new_scores)
             complete = pairs.n_matched == len(new_scores)
             if complete or stats.method == "paired":
-                result, claims = _paired(pairs, params, stats, margin, tolerance.points)
+                clusters = None if labels is None else (key, [labels[i] for i in pairs.ids])
+                result, claims = _paired(pairs, params, stats, margin, tolerance.points, clusters, notes)
                 if not complete:
                     notes.append(f"paired test on the {pairs.n_matched} of {len(new_scores)} samples the reference also scored")
             else:
@@ -356,10 +375,13 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
                           fix="record the reference again with reference.mode=record, or use stats.method=auto|unpaired")
     if claims is None:
         claims = claim_rules.unpaired(verdict, margin, tolerance.points)
+        if unpaired_deff is not None and unpaired_deff.applied != 1.0:
+            claims = replace(claims, method="Wald, sigma x sqrt(design effect) (inverts the z-test both ways)")
 
     decision = Decision("paired" if result is not None else "unpaired",
                         result.passed if result is not None else verdict.passed, verdict, result, list(gates), notes,
-                        claims=claims, tolerance=tolerance, **common)
+                        claims=claims, tolerance=tolerance, **common,
+                        clustering=(result.design_effect if result is not None else unpaired_deff))
     if chance_level is not None:
         # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
         # reference at or past chance is then worth a warning
@@ -370,9 +392,18 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
     return decision
 
 
-def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float) -> tuple[Any, Claims]:
-    """The paired test of the regression claim, and both claims with their interval."""
+def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float,
+            clusters: tuple[str, list[str]] | None, notes: list[str]) -> tuple[Any, Claims]:
+    """The paired test of the regression claim, and both claims with their interval; ``clusters``: the cluster
+    key and each pair's cluster, when the job clusters (a clustered test of the mean difference decides then,
+    unless every cluster holds one sample or the differences do not vary)."""
 
+    if clusters is not None:
+        deff, found = clustered_rules.paired(pairs, params, stats, margin, tolerance, *clusters, notes)
+        if found is not None:
+            return found
+        result, claims = _paired(pairs, params, stats, margin, tolerance, None, notes)
+        return replace(result, design_effect=deff), claims
     kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed)
     result = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=margin,
                                       gate="regression", **kw)
@@ -383,3 +414,4 @@ def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tol
     within = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=tolerance,
                                       gate="noninferiority", **kw)
     return result, claim_rules.continuous(result, within)
+

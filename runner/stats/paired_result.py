@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from runner.stats.planning import _check_prob
 
@@ -47,6 +48,7 @@ class PairedResult:
     ci_method: str = ""
     tolerance: float = 0.0
     gate: str = "regression"
+    design_effect: Any = None  # runner.stats.clustering.DesignEffect when a clustered test decided
 
     @classmethod
     def gated(cls, p_value: float, alpha: float, beta: float, higher_is_better: bool, gate: str, tolerance: float,
@@ -81,6 +83,8 @@ class PairedResult:
             "ci_method": self.ci_method,
             "tolerance": self.tolerance,
             "gate": self.gate,
+            "clusters": self.design_effect.clusters if self.design_effect is not None else None,
+            "design_effect": self.design_effect.applied if self.design_effect is not None else None,
         }
 
     def render(self) -> str:
@@ -104,6 +108,9 @@ class PairedResult:
                 f"  discordant   {f'b={b} c={c}':>10}   reference right & new wrong (b), the reverse (c); "
                 f"{self.discordance_rate:.1%} of samples"
             )
+        if self.design_effect is not None:
+            lines.append(f"  clusters     {self.design_effect.clusters:10d}   by {self.design_effect.key}; design effect "
+                         f"{self.design_effect.applied:.3f} (cluster-robust standard error)")
         if self.sd_diff is not None:
             lines.append(f"  sd(diff)     {self.sd_diff:10.3f}   standard deviation of the per-sample differences")
         if math.isfinite(self.theta_paired):

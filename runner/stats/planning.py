@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from runner.stats.clustering import check_design_effect
 from runner.stats.unpaired import z
 
 PLANNING_AGREEMENTS = (0.90, 0.95, 0.98)
@@ -72,28 +73,35 @@ def _binary_theta(n: int, discordance: float, alpha: float, beta: float, continu
 
 
 def paired_theta(n: int, agreement: float, alpha: float, beta: float, *, continuity: bool = True,
-                 model: str = "added") -> float:
+                 model: str = "added", design_effect: float = 1.0) -> float:
     """Smallest drop (0-100 points) McNemar's test catches with probability ``1 - beta``.
 
     ``split`` model: ``100 (k sqrt((1 - agreement) / n) + 1 / n)`` with ``k = |z(alpha)| + |z(beta)|``.
     ``added`` model (default, see :data:`REGRESSION_MODELS`): the ``t`` solving Connor's (1987)
     sample-size equation ``sqrt(n) t = |z(alpha)| sqrt(psi) + |z(beta)| sqrt(psi - t^2)`` with the
     discordance ``psi = 1 - agreement + t``, plus the same ``1 / n`` continuity term (left out with
-    ``continuity=False``). Inf when no drop can be shown at this ``n``.
+    ``continuity=False``). Inf when no drop can be shown at this ``n``. A ``design_effect`` (clustered
+    samples) takes the theta of ``n / design_effect`` independent samples.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a whole number >= 1, got {n!r}")
-    return _binary_theta(n, _check_agreement(agreement), alpha, beta, continuity, model)
+    deff = check_design_effect(design_effect)
+    return _binary_theta(n / deff if deff != 1 else n, _check_agreement(agreement), alpha, beta, continuity, model)
 
 
 def paired_min_samples(
     target_theta: float, agreement: float, alpha: float, beta: float, *, continuity: bool = True,
-    model: str = "added",
+    model: str = "added", design_effect: float = 1.0,
 ) -> int:
     """Smallest ``n`` whose :func:`paired_theta` is at most ``target_theta`` (0-100 points).
 
-    The paired counterpart of :func:`runner.stats.unpaired.min_samples_for_theta`.
+    The paired counterpart of :func:`runner.stats.unpaired.min_samples_for_theta`. With a
+    ``design_effect`` (clustered samples) it is ``ceil(design_effect * n)`` of the independent ``n``.
     """
+    deff = check_design_effect(design_effect)
+    if deff != 1:
+        return math.ceil(deff * paired_min_samples(target_theta, agreement, alpha, beta, continuity=continuity,
+                                                   model=model))
     d = _check_agreement(agreement)
     _check_model(model)
     k = _k(alpha, beta)

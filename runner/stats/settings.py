@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from runner.contract.errors import ConfigError
+from runner.stats.clustering import CLUSTER_MODES
 from runner.stats.sequential import SequentialConfig, validate as validate_sequential
 from runner.stats.unpaired import GATES
 from runner.stats.verdicts import validate as validate_verdicts
@@ -39,6 +40,9 @@ class StatsConfig:
     # alpha up to spend(k / (extensions + 1)) of stats.sequential.efficacy
     extensions: int = 0
     extend: list[int] = field(default_factory=list)  # samples added by each extension so far (runner.extend)
+    # clustered standard errors: auto (the task's cluster_key, when it declares one: MMLU subjects, GPQA domains)
+    # | off (every sample independent). It changes the figures, so it is recorded (MLflow params, report.json).
+    cluster: str = "auto"
 
 
 def validate(stats: Any) -> None:
@@ -54,6 +58,10 @@ def validate(stats: Any) -> None:
     if stats.margin_unit not in MARGIN_UNITS:
         raise ConfigError("unknown margin unit", where="stats.margin_unit", given=stats.margin_unit,
                           allowed=", ".join(MARGIN_UNITS))
+    if stats.cluster not in CLUSTER_MODES:
+        raise ConfigError("unknown clustering mode", where="stats.cluster", given=repr(stats.cluster),
+                          allowed=", ".join(CLUSTER_MODES),
+                          fix="auto: cluster-robust errors by the task's cluster_key; off: samples independent")
     validate_sequential(stats.sequential)
     validate_verdicts(stats)
     validate_extensions(stats)

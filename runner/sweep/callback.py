@@ -41,6 +41,7 @@ from runner.reports.ci import publish_sweep
 from runner.reports.outputs import write_failure
 from runner.stats.multiple_testing import validate
 from runner.sweep import summary as sweep_summary
+from runner.sweep.policy import check_policy
 from runner.sweep.progress import announce
 from runner.tracking.naming import run_identity
 from runner.tracking.provenance import flatten, project_commit
@@ -126,6 +127,8 @@ class SweepCallback(Callback):
 
         self.started = datetime.now()
         validate(config.sweep.correction, config.sweep.alpha)
+        if config.get("gate") is not None:
+            check_policy(config.gate)  # a bad release policy stops the sweep before any job runs
         if config.tracking.name != "mlflow":
             return
         tracker = build(OmegaConf.to_object(config.tracking), "tracking")
@@ -175,7 +178,8 @@ class SweepCallback(Callback):
             summary = sweep_summary.build(Path(str(config.hydra.sweep.dir)), config.sweep.correction,
                                           config.sweep.alpha, self.client, self.parent_id,
                                           stopped=None if stopped_by is None else describe_stop(stopped_by),
-                                          mode=config.stats.verdicts, on_inconclusive=config.stats.on_inconclusive)
+                                          mode=config.stats.verdicts, on_inconclusive=config.stats.on_inconclusive,
+                                          policy=config.get("gate"))
             print(summary.render(), flush=True)
             exit_status = summary.exit_status
 

@@ -45,6 +45,8 @@ def render(summary: Any, full_table: str, plot: Path | None) -> str:
     if plot is not None and plot.is_file():
         image = f"<img alt='score and threshold per configuration' src='data:image/png;base64,{base64.b64encode(plot.read_bytes()).decode()}'>"
     stopped = f"<p class='err'><b>Sweep stopped early</b>: {html.escape(summary.stopped)}</p>" if summary.stopped else ""
+    stopped += "".join(f"<p><b>{html.escape(r.title)}</b> {_pill(r.release.verdict.lower())} "
+                       f"{html.escape(r.release.reason)}</p>" for r in summary.releases)  # gate=...: the release verdicts
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>sweep: {html.escape(verdict)}</title>"
         f"<style>{STYLE}</style></head><body><h1>Sweep summary</h1>"

@@ -32,6 +32,7 @@ from runner.reports.cases import fmt
 from runner.stats.decision import STATISTICAL_RULES
 from runner.stats.multiple_testing import adjust
 from runner.stats.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, combine, exit_status, reported
+from runner.sweep import release
 from runner.sweep.html import render as render_html
 
 COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
@@ -60,6 +61,7 @@ class Summary:
     stopped: str | None = None  # what ended the multirun before all its jobs returned (a killed worker)
     mode: str = "three_way"  # stats.verdicts of the sweep
     on_inconclusive: str = "inconclusive"
+    releases: list[release.ReleaseResult] = field(default_factory=list)  # under a release policy (gate=...)
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -88,7 +90,10 @@ class Summary:
     @property
     def exit_status(self) -> int:
         """1 when a job failed or the sweep stopped early, else the verdict's status as a job's
-        (0 GO, 3 NO-GO, 4 INCONCLUSIVE unless ``stats.verdicts``/``stats.on_inconclusive`` map it)."""
+        (0 GO, 3 NO-GO, 4 INCONCLUSIVE unless ``stats.verdicts``/``stats.on_inconclusive`` map it).
+        Under a release policy: the release's (runner/sweep/release.py)."""
+        if self.releases:
+            return release.release_exit(self.releases)
         if self.verdict == "FAILED":
             return EXIT_ERROR
         if self.verdict == "NO VERDICT":
@@ -128,10 +133,13 @@ class Summary:
             lines.append(f"sweep stopped early: {_clip(self.stopped, 200)}")
         lines.append(f"sweep verdict: {reported(self.verdict, self.mode) if self.verdict in VERDICTS else self.verdict}"
                      f" ({self.correction} correction {self.alpha_text}; {len(self.flagged)} NO-GO, "
-                     f"{len(self.undecided)} INCONCLUSIVE, {len(self.failed)} failed) -> exit {self.exit_status}")
+                     f"{len(self.undecided)} INCONCLUSIVE, {len(self.failed)} failed)"
+                     + (" -> the release verdict below decides the exit status" if self.releases
+                        else f" -> exit {self.exit_status}"))
         advice = [r for r in self.undecided if r.get("advice")]
         for r in advice:
             lines.append(f"  {r['job']}: {r['advice']}")
+        lines += release.render(self.releases, self.mode)
         if self.files:
             lines.append("summary: " + ", ".join(str(p) for p in self.files.values()))
         lines.append("=" * 100)
@@ -155,6 +163,13 @@ class Summary:
         word = WORDS.get(self.verdict, self.verdict.lower())
         client.set_tag(parent_id, "verdict", word)  # the children's column shows the parent's too
         client.log_metric(parent_id, "verdict", float(CODES.get(word, CODES["failed"])))
+        if self.releases:
+            release.log_to(self.releases, client, parent_id)
+
+    def release_suites(self) -> list[tuple[str, str, str, list[Any]]]:
+        """Each release as (title, verdict, reason, one case per task) for the CI reports."""
+        return [(r.title, r.release.verdict, r.release.reason, release.cases(r, self.mode, self.on_inconclusive))
+                for r in self.releases]
 
 
 def _clip(text: str, width: int) -> str:
@@ -164,17 +179,21 @@ def _clip(text: str, width: int) -> str:
 
 
 def build(sweep_dir: Path, correction: str, alpha: float | None, client: Any = None, parent_id: str | None = None,
-          stopped: str | None = None, mode: str = "three_way", on_inconclusive: str = "inconclusive") -> Summary:
+          stopped: str | None = None, mode: str = "three_way", on_inconclusive: str = "inconclusive",
+          policy: Any = None) -> Summary:
     """Collect the jobs' rows, correct their tests for multiplicity, and write summary.{csv,html,json,png}
     in ``sweep_dir``. ``alpha``: None tests each at its task's alpha; a number replaces them all.
-    ``stopped``: why the multirun ended before all its jobs returned; the sweep then fails."""
+    ``stopped``: why the multirun ended before all its jobs returned; the sweep then fails.
+    ``policy``: a release policy (``gate``): the release verdicts, from the jobs' own tests."""
     dirs = sorted(_job_dirs(sweep_dir), key=_job_order)
     rows = [_row(d) for d in dirs]
     _label_configurations(rows, dirs)
     if client is not None and parent_id:
         rows += _orphans(client, parent_id, dict(zip(dirs, rows)))
+    releases = release.judge_releases(policy, rows, mode, on_inconclusive, stopped) if policy is not None else []
     judge(rows, correction, alpha)
-    summary = Summary(rows, correction, alpha, sweep_dir, stopped=stopped, mode=mode, on_inconclusive=on_inconclusive)
+    summary = Summary(rows, correction, alpha, sweep_dir, stopped=stopped, mode=mode, on_inconclusive=on_inconclusive,
+                      releases=releases)
     summary.files = write(summary)
     return summary
 
@@ -317,6 +336,7 @@ def write(summary: Summary) -> dict[str, Path]:
     files["json"].write_text(json.dumps({"verdict": summary.verdict, "exit_status": summary.exit_status,
                                          "correction": summary.correction, "alpha": summary.alpha,
                                          "stopped": summary.stopped, "generation_cache": summary.cache,
+                                         "release": [release.to_dict(r) for r in summary.releases] or None,
                                          "rows": summary.rows}, indent=2, default=str) + "\n")
     return files
 

@@ -21,6 +21,9 @@ from runner.contract.task_config import TaskConfig
 class ScoreTaskConfig(TaskConfig):
     """SCORE robustness (evaluators/tasks/score/): one sample per question, one request per variant."""
     chance_level: Optional[float] = None  # by the questions' option counts (ScoreEvaluator.chance_level)
+    # the source question behind the variants; one sample already holds all of a question's variants (its score is
+    # their mean), so each cluster is one sample and the design effect is 1: the clustering is built in
+    cluster_key: Optional[str] = "question"
 
     family: str = "mmlu_pro"  # mmlu_pro | agieval | math
     robustness: str = MISSING  # prompt | option_order | non_greedy

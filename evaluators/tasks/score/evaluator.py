@@ -126,7 +126,7 @@ class ScoreEvaluator(Evaluator):
         for q in questions:
             vs = self.variants(q)
             out.append(Sample(id=q.id, prompt=vs[0].prompt, target=q.answer, meta={
-                "group": q.group, "question_id": q.question_id, "answer_index": q.answer_index,
+                "group": q.group, "question": q.id, "question_id": q.question_id, "answer_index": q.answer_index,
                 "num_options": len(q.options),
                 "variants": [{"key": v.key, "prompt": v.prompt, "gold": v.gold, "options_format": v.options_format,
                               "forced": v.forced, "seed": v.seed} for v in vs],

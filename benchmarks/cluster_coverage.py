@@ -1,0 +1,118 @@
+"""Coverage of the runner's intervals on clustered questions: independent versus cluster-robust errors.
+
+Synthetic 0/100 scores with a known intra-cluster correlation (ICC): ``C`` clusters (subjects) of ``m``
+questions; a cluster's chance of a right answer is drawn from a Beta distribution with mean ``mu`` and
+ICC ``rho`` (beta-binomial clusters: ``a = mu (1 - rho) / rho``, ``b = (1 - mu) (1 - rho) / rho``), so
+the design effect of a run's mean is about ``1 + (m - 1) rho``. Two intervals the runner prints, both
+two-sided at ``1 - 2 alpha`` (90% at alpha 0.05), each checked against the true difference:
+
+* **unpaired** (TensorRT-LLM's test): a reference run and a new run of the same model on independent
+  draws of questions (true difference 0); ``diff +- z(1 - alpha) sqrt(2 sigma^2 / n)`` with sigma 50,
+  against the same with ``sigma sqrt(deff)``, deff estimated on the new run's scores
+  (:func:`runner.stats.clustering.design_effect`, floored at 1).
+* **paired 0/100**: both runs answer the same questions; the new run flips an answer with a chance
+  drawn per cluster (mean ``flip``, the same ICC), so the true difference is
+  ``100 flip (1 - 2 mu)``. Tango's score interval (the independent paired interval) against the
+  clustered Wald interval (:func:`runner.stats.paired_clustered.clustered_paired`).
+
+A benchmark, not a test: it asserts nothing. About 95 s on the shared 2-core host at the defaults (3,000 replicates per ICC; 126 s at 4,000):
+
+    python benchmarks/cluster_coverage.py
+    python benchmarks/cluster_coverage.py --reps 500 --icc 0 0.1 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from runner.stats.clustering import design_effect  # noqa: E402
+from runner.stats.paired_binary import tango_bounds  # noqa: E402
+from runner.stats.paired_clustered import clustered_paired  # noqa: E402
+from runner.stats.unpaired import z  # noqa: E402
+
+
+def cluster_rates(rng: np.random.Generator, mean: float, icc: float, clusters: int) -> np.ndarray:
+    """Each cluster's chance of a success: Beta with this mean and ICC (the mean itself when the ICC is 0)."""
+    if icc == 0:
+        return np.full(clusters, mean)
+    a, b = mean * (1 - icc) / icc, (1 - mean) * (1 - icc) / icc
+    return rng.beta(a, b, clusters)
+
+
+def one_setting(rng: np.random.Generator, icc: float, clusters: int, size: int, mu: float, flip: float,
+                alpha: float, reps: int) -> dict[str, float]:
+    """Coverage of the four intervals over ``reps`` replicates at one ICC."""
+    n = clusters * size
+    labels = np.repeat(np.arange(clusters), size).tolist()
+    q = z(1 - alpha)
+    hits = {"unpaired_iid": 0, "unpaired_clustered": 0, "paired_iid": 0, "paired_clustered": 0}
+    deffs = []
+    truth_paired = 100.0 * flip * (1 - 2 * mu)
+    for _ in range(reps):
+        ref = np.where(rng.random(n) < np.repeat(cluster_rates(rng, mu, icc, clusters), size), 100.0, 0.0)
+        new = np.where(rng.random(n) < np.repeat(cluster_rates(rng, mu, icc, clusters), size), 100.0, 0.0)
+        diff = new.mean() - ref.mean()
+        deff = design_effect(new.tolist(), labels, "cluster").applied
+        deffs.append(deff)
+        half = q * math.sqrt(2 * 50.0 ** 2 / n)
+        hits["unpaired_iid"] += abs(diff) <= half
+        hits["unpaired_clustered"] += abs(diff) <= half * math.sqrt(deff)
+        flips = rng.random(n) < np.repeat(cluster_rates(rng, flip, icc, clusters), size)
+        paired_new = np.where(flips, 100.0 - ref, ref)
+        b = int(np.sum((ref == 100) & (paired_new == 0)))
+        c = int(np.sum((ref == 0) & (paired_new == 100)))
+        low, high = tango_bounds(b, c, n, q)
+        hits["paired_iid"] += 100 * low <= truth_paired <= 100 * high
+        result = clustered_paired(ref.tolist(), paired_new.tolist(), labels, "cluster", alpha, 0.2, binary=True)
+        hits["paired_clustered"] += result.ci[0] <= truth_paired <= result.ci[1]
+    out = {k: v / reps for k, v in hits.items()}
+    out |= {"icc": icc, "mean_design_effect": float(np.mean(deffs)), "expected_design_effect": 1 + (size - 1) * icc}
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--icc", type=float, nargs="+", default=[0.0, 0.02, 0.05, 0.1, 0.2])
+    p.add_argument("--clusters", type=int, default=57, help="clusters per run (MMLU's 57 subjects)")
+    p.add_argument("--size", type=int, default=20, help="questions per cluster")
+    p.add_argument("--mu", type=float, default=0.6, help="mean chance of a right answer")
+    p.add_argument("--flip", type=float, default=0.1, help="paired: mean chance the new run flips an answer")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--reps", type=int, default=3000)
+    p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--json", type=Path)
+    args = p.parse_args()
+    rng = np.random.default_rng(args.seed)
+    started = time.monotonic()
+    rows = [one_setting(rng, icc, args.clusters, args.size, args.mu, args.flip, args.alpha, args.reps)
+            for icc in args.icc]
+    wall = time.monotonic() - started
+    mc = 1.96 * math.sqrt(0.9 * 0.1 / args.reps)
+    print(f"coverage of the two-sided {1 - 2 * args.alpha:.0%} intervals: {args.clusters} clusters x {args.size} "
+          f"questions, mu {args.mu:g}, flip {args.flip:g}, {args.reps} replicates (+-{mc:.3f} at 95%), seed {args.seed}")
+    print(f"{'ICC':>5} {'deff':>6} {'(1+(m-1)ICC)':>12} {'unpaired iid':>13} {'clustered':>10} {'paired iid':>11} "
+          f"{'clustered':>10}")
+    for r in rows:
+        print(f"{r['icc']:>5.2f} {r['mean_design_effect']:>6.2f} {r['expected_design_effect']:>12.2f} "
+              f"{r['unpaired_iid']:>13.3f} {r['unpaired_clustered']:>10.3f} {r['paired_iid']:>11.3f} "
+              f"{r['paired_clustered']:>10.3f}")
+    print(f"{wall:.1f} s wall")
+    if args.json:
+        args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows,
+                                         "wall_s": wall}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,94 @@
+"""Paired tests on clustered samples: one test of the mean difference with a cluster-robust standard error.
+
+When questions come in clusters (MMLU subjects, GPQA domains) the per-sample differences
+``d_i = new_i - ref_i`` of a cluster are correlated, and the paired tests of :mod:`runner.stats.paired`
+understate the error of their mean. Both kinds of score are then tested on the mean difference with
+``se = sqrt(max(V_cl, V_iid))`` (:mod:`runner.stats.clustering`: CR1 sandwich variance, floored at
+the independent one):
+
+* **continuous scores**: a clustered paired t-test, ``T = (sign * mean + tolerance) / se`` against
+  Student's t with ``C - 1`` degrees of freedom (the usual reference distribution for a CR1 mean,
+  conservative with few clusters);
+* **0/100 scores**: there is no exact clustered McNemar test, so the clustered Wald test of
+  Obuchowski (1998, Statistics in Medicine 17:1495) is used: the same ``T`` against the standard
+  normal, as its chi-square(1) statistic. Its variance is the CR1 sandwich of the cluster totals of
+  ``d_i``, so it is Durkalski et al.'s (2003) clustered McNemar statistic centred at the estimate
+  instead of at the null (which makes a margin and a tolerance, and an interval that inverts the
+  test, one formula). With one sample per cluster the job keeps McNemar's exact and Tango's tests.
+
+Both tests' interval is ``mean +- q se`` with the same quantile ``q``, so its bad-side bound crosses
+``-tolerance`` exactly when the regression test rejects and its good side exactly when the
+non-inferiority test does (docs/statistics.md, "Intervals that agree with the verdict").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+
+from runner.stats.clustering import design_effect
+from runner.stats.paired_result import PairedResult
+from runner.stats.planning import _k
+from runner.stats.unpaired import phi, z
+
+
+def _quantile_and_cdf(df: int | None, alpha: float, stat: float, regression: bool) -> tuple[float, float]:
+    """The ``1 - alpha`` quantile and the gate's one-sided p-value, Student's t with ``df`` or normal (None)."""
+    if df is None:
+        return z(1 - alpha), (phi(stat) if regression else phi(-stat))
+    from scipy import stats
+
+    p = stats.t.cdf(stat, df) if regression else stats.t.sf(stat, df)
+    return float(stats.t.ppf(1 - alpha, df)), float(p)
+
+
+def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequence[Hashable], key: str,
+                     alpha: float, beta: float, higher_is_better: bool = True, *, binary: bool,
+                     tolerance: float = 0.0, gate: str = "regression") -> PairedResult:
+    """One-sided test of the paired mean difference with a cluster-robust standard error.
+
+    ``ref``, ``new``: per-sample scores in the same order as ``labels`` (their clusters); ``binary``:
+    0/100 (or 0/1) scores, tested with the clustered Wald test (normal), else the clustered t-test
+    (``C - 1`` degrees of freedom). Differences and means are on the metric's scale (0/1 scores are
+    read as fractions and reported on the 0-100 scale, as McNemar's test does). Regression gate, H0:
+    ``sign * mean + tolerance >= 0``, rejected when ``p < alpha``; non-inferiority gate: the reverse.
+    ``theta_paired = (|z(alpha)| + |z(beta)|) se``."""
+    k = _k(alpha, beta)
+    r = [float(v) for v in ref]
+    w = [float(v) for v in new]
+    if len(r) != len(w) or len(r) != len(labels):
+        raise ValueError(f"paired scores and clusters need equal lengths, got {len(r)}, {len(w)} and {len(labels)}")
+    unit = 100.0 if binary and set(r) | set(w) <= {0.0, 1.0} else 1.0
+    diff = [unit * (b - a) for a, b in zip(r, w)]
+    n = len(diff)
+    deff = design_effect(diff, labels, key)
+    if deff.clusters < 2:
+        raise ValueError("a clustered paired test needs at least 2 clusters")
+    mean_d = math.fsum(diff) / n
+    sd = math.sqrt(math.fsum((d - mean_d) ** 2 for d in diff) / (n - 1))
+    se = sd / math.sqrt(n) * math.sqrt(deff.applied)
+    sign = 1.0 if higher_is_better else -1.0
+    shifted = sign * mean_d + tolerance
+    regression = gate == "regression"
+    df = None if binary else deff.clusters - 1
+    if se == 0.0:
+        q = _quantile_and_cdf(df, alpha, 0.0, regression)[0]
+        p = (0.0 if shifted < 0 else 1.0) if regression else (0.0 if shifted > 0 else 1.0)
+    else:
+        q, p = _quantile_and_cdf(df, alpha, shifted / se, regression)
+    half = q * se
+    fields: dict[str, object] = {}
+    if binary:
+        good = 100.0 if higher_is_better else 0.0
+        b = sum(1 for a, x in zip(r, w) if unit * a == good and unit * x != good)
+        c = sum(1 for a, x in zip(r, w) if unit * a != good and unit * x == good)
+        fields = dict(discordant=(b, c), discordance_rate=(b + c) / n)
+        method, ci_method = "clustered Wald (Obuchowski)", "clustered Wald, CR1"
+    else:
+        method, ci_method = "clustered paired t", f"clustered paired t, CR1, {df} df"
+    return PairedResult.gated(
+        p, alpha, beta, higher_is_better, gate, tolerance,
+        method=method, n=n, mean_diff=mean_d, theta_paired=k * se,
+        reference_mean=unit * math.fsum(r) / n, new_mean=unit * math.fsum(w) / n,
+        sd_diff=sd, ci=(mean_d - half, mean_d + half), ci_method=ci_method,
+        design_effect=deff, **fields)

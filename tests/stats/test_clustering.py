@@ -1,0 +1,243 @@
+"""Clustered standard errors: the CR1 variance by hand, the reduction to today's figures with one sample
+per cluster (and with stats.cluster=off), the clustered unpaired, paired t and paired 0/100 tests, the
+advice and the planned design effect.
+
+Expected figures come from the formulas written out here with numpy and scipy, never from the code
+under test: ``V_cl = C/(C-1) sum_c (sum_{i in c} (x_i - xbar))^2 / n^2`` (Miller 2024 appendix A with
+Inspect AI's C/(C-1) factor), ``V_iid = s^2 / n``, ``deff = V_cl / V_iid`` floored at 1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from runner.contract.errors import ConfigError
+from runner.contract.evaluator import ScoredSample
+from runner.contract.spec import AccuracySpec
+from runner.references import samples as reference_samples
+from runner.references.samples import RunProvenance, pairing_problem
+from runner.references.store import Reference
+from runner.stats import advice
+from runner.stats.clustering import clustered_variance_of_mean, design_effect, iid_variance_of_mean
+from runner.stats.decision import decide_against
+from runner.stats.planning import paired_min_samples, paired_theta
+from runner.stats.settings import StatsConfig, validate
+from runner.stats.unpaired import HypothesisParams, min_samples_for_theta
+from runner.stats.verdicts import Tolerance
+
+Z05 = 1.6448536269514722
+TOL = Tolerance(3.0, "test")
+RUN = RunProvenance(seed=0, dataset_source="packaged")
+
+
+def by_hand(x, labels) -> tuple[float, float]:
+    """(V_cl with C/(C-1), V_iid) written out with numpy, as Inspect AI's stderr(cluster=...) squares."""
+    x = np.asarray(x, dtype=float)
+    labels = np.asarray(labels)
+    mean, n = x.mean(), x.size
+    groups = np.unique(labels)
+    total = sum(np.outer(x[labels == g] - mean, x[labels == g] - mean).sum() for g in groups)
+    c = groups.size
+    return total * c / (c - 1) / n ** 2, x.var(ddof=1) / n
+
+
+def test_cr1_variance_by_hand():
+    # mean 0.5; cluster sums of deviations a: 0, b: +1, c: -1 -> sum S^2 = 2; C = 3: V = 3/2 * 2 / 36 = 1/12
+    x, g = [1, 0, 1, 1, 0, 0], ["a", "a", "b", "b", "c", "c"]
+    assert clustered_variance_of_mean(x, g) == pytest.approx(1 / 12, rel=1e-15)
+    assert iid_variance_of_mean(x) == pytest.approx(6 * 0.25 / 5 / 6, rel=1e-15)  # s^2 = 0.3, / n
+    d = design_effect(x, g, "k")
+    assert d.estimated == pytest.approx((1 / 12) / 0.05) and d.applied == d.estimated and d.clusters == 3
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=300) + np.repeat(rng.normal(size=30), 10)
+    g = np.repeat(np.arange(30), 10).tolist()
+    v_cl, v_iid = by_hand(x, g)
+    assert clustered_variance_of_mean(x.tolist(), g) == pytest.approx(v_cl, rel=1e-12)
+    assert design_effect(x.tolist(), g, "k").estimated == pytest.approx(v_cl / v_iid, rel=1e-12)
+
+
+def test_one_sample_per_cluster_is_the_iid_variance():
+    x = np.random.default_rng(0).normal(size=50).tolist()
+    assert clustered_variance_of_mean(x, list(range(50))) == pytest.approx(np.var(x, ddof=1) / 50, rel=1e-12)
+    d = design_effect(x, list(range(50)), "k")
+    assert d.trivial and d.applied == 1.0 and d.estimated == 1.0
+
+
+def test_negative_correlation_is_floored_at_one():
+    x = [100.0, 0.0] * 10  # every cluster sums to its mean: V_cl = 0
+    d = design_effect(x, [i // 2 for i in range(20)], "k")
+    assert d.estimated == pytest.approx(0.0, abs=1e-15) and d.applied == 1.0
+
+
+# ------------------------------------------------------------------ the decision
+
+
+def st(**kw) -> SimpleNamespace:
+    return SimpleNamespace(**(vars(StatsConfig()) | kw))
+
+
+def run(tmp_path, new: dict[str, float], clusters: dict[str, str], ref: dict[str, float] | None = None,
+        value: float | None = None, key: str | None = "subject", params=None, **stats_kw):
+    recorded = None
+    if ref is not None:
+        rel, sha = reference_samples.store(tmp_path, "mmlu", ((k, v, f"prompt {k}") for k, v in ref.items()))
+        recorded = {"samples": rel, "samples_sha256": sha, "seed": 0, "dataset_source": "packaged"}
+    params = params or HypothesisParams(0.05, 0.2, 50.0, len(new))
+    value = value if value is not None else float(np.mean(list((ref or new).values())))
+    reference = Reference("mmlu", "m", AccuracySpec(), value, params, None, None, tmp_path / "mmlu.yaml", 0, recorded)
+    scored = [ScoredSample(k, f"prompt {k}", "", "", v, {"subject": clusters[k]}) for k, v in new.items()]
+    s = st(**stats_kw)
+    rows = problem = None
+    if recorded is not None and s.method != "unpaired":
+        rows = reference_samples.load_rows(tmp_path, rel, sha)
+        problem = pairing_problem(recorded, rows, scored, RUN)
+    return decide_against(reference, scored, float(np.mean(list(new.values()))), params, s, None, "accuracy", rows,
+                          problem, (), TOL, cluster_key=key)
+
+
+def figures(d) -> dict:
+    """Every figure of a decision but the cluster descriptors."""
+    out = {k: v for k, v in d.to_dict().items()
+           if k not in ("stats_cluster", "cluster_key", "clusters", "clustered_n", "design_effect",
+                        "design_effect_estimated")}
+    if d.paired is not None:
+        out["paired"] = {k: v for k, v in d.paired.to_dict().items() if k not in ("clusters", "design_effect")}
+    return out
+
+
+def data(n=120, size=6, seed=1, continuous=False):
+    rng = np.random.default_rng(seed)
+    ids = [f"s/{i:04d}" for i in range(n)]
+    level = np.repeat(rng.uniform(0.2, 0.9, n // size), size)
+    if continuous:
+        ref = rng.normal(50 + 30 * level, 5)
+        new = ref - 1.0 + rng.normal(0, 3, n) + np.repeat(rng.normal(0, 3, n // size), size)
+    else:
+        ref = np.where(rng.random(n) < level, 100.0, 0.0)
+        flip = rng.random(n) < np.repeat(rng.uniform(0, 0.3, n // size), size)
+        new = np.where(flip, 100.0 - ref, ref)
+    clusters = {i: f"c{j // size}" for j, i in enumerate(ids)}
+    return dict(zip(ids, ref.tolist())), dict(zip(ids, new.tolist())), clusters, ids
+
+
+@pytest.mark.parametrize("kind", ["unpaired", "binary", "continuous"])
+def test_singletons_and_off_give_todays_figures_exactly(tmp_path, kind):
+    ref, new, clusters, ids = data(continuous=kind == "continuous")
+    rows = None if kind == "unpaired" else ref
+    base = run(tmp_path, new, clusters, rows, key=None)
+    alone = run(tmp_path, new, {i: i for i in ids}, rows)
+    off = run(tmp_path, new, clusters, rows, cluster="off")
+    assert base.rule == ("unpaired" if kind == "unpaired" else "paired")
+    assert figures(alone) == figures(base) and figures(off) == figures(base)
+    assert alone.clustering.trivial and alone.clustering.applied == 1.0 and off.clustering is None
+    assert off.to_dict()["stats_cluster"] == "off" and alone.to_dict()["design_effect"] == 1.0
+
+
+def test_unpaired_sigma_is_inflated_by_the_design_effect(tmp_path):
+    _, new, clusters, ids = data()
+    d = run(tmp_path, new, clusters, value=55.0)
+    v_cl, v_iid = by_hand([new[i] for i in ids], [clusters[i] for i in ids])
+    deff = max(1.0, v_cl / v_iid)
+    assert deff > 1.2
+    scale = math.sqrt(2 * 50.0 ** 2 * deff / len(ids))
+    diff = float(np.mean(list(new.values()))) - 55.0
+    assert d.rule == "unpaired" and d.clustering.applied == pytest.approx(deff, rel=1e-12)
+    assert d.verdict.threshold == pytest.approx(55.0 - Z05 * scale, rel=1e-12)
+    assert d.p_value == pytest.approx(sps.norm.cdf(diff / scale), rel=1e-10)
+    assert d.ci == pytest.approx((diff - Z05 * scale, diff + Z05 * scale), rel=1e-10)
+    assert d.theta == pytest.approx((Z05 + 0.8416212335729143) * scale, rel=1e-9)
+    m, text = d.metrics(), d.render()
+    assert m["design_effect"] == pytest.approx(deff) and m["clusters"] == 20.0
+    assert "20 clusters by subject" in text and f"design effect {deff:.3f}" in text
+
+
+def test_clustered_paired_t_by_hand(tmp_path):
+    ref, new, clusters, ids = data(continuous=True)
+    d = run(tmp_path, new, clusters, ref)
+    diff = np.array([new[i] - ref[i] for i in ids])
+    v_cl, v_iid = by_hand(diff, [clusters[i] for i in ids])
+    se, df = math.sqrt(max(v_cl, v_iid)), 19
+    assert v_cl > v_iid and d.paired.method == "clustered paired t"
+    assert d.p_value == pytest.approx(sps.t.cdf(diff.mean() / se, df), rel=1e-9)
+    half = sps.t.ppf(0.95, df) * se
+    assert d.ci == pytest.approx((diff.mean() - half, diff.mean() + half), rel=1e-9)
+    assert d.p_within == pytest.approx(sps.t.sf((diff.mean() + 3.0) / se, df), rel=1e-9)
+    # the interval inverts both claims
+    assert d.claims.regression == (d.ci[1] < 0) and d.claims.within == (d.ci[0] > -3.0)
+
+
+def test_clustered_wald_for_binary_scores_by_hand(tmp_path):
+    ref, new, clusters, ids = data(n=240, size=8, seed=9)
+    d = run(tmp_path, new, clusters, ref)
+    diff = np.array([new[i] - ref[i] for i in ids])
+    v_cl, v_iid = by_hand(diff, [clusters[i] for i in ids])
+    se = math.sqrt(max(v_cl, v_iid))
+    assert v_cl > 1.5 * v_iid
+    assert d.paired.method == "clustered Wald (Obuchowski)" and d.paired.discordant is not None
+    assert d.p_value == pytest.approx(sps.norm.cdf(diff.mean() / se), rel=1e-9)
+    assert d.ci == pytest.approx((diff.mean() - Z05 * se, diff.mean() + Z05 * se), rel=1e-9)
+    assert d.p_within == pytest.approx(sps.norm.sf((diff.mean() + 3.0) / se), rel=1e-9)
+    assert d.claims.regression == (d.ci[1] < 0) and d.claims.within == (d.ci[0] > -3.0)
+    assert d.paired.design_effect.applied == pytest.approx(max(1.0, v_cl / v_iid))
+    assert "design effect" in d.paired.render()
+
+
+def test_binary_without_disagreement_keeps_the_exact_tests(tmp_path):
+    ref, _, clusters, _ = data()
+    d = run(tmp_path, ref, clusters, ref)
+    assert d.paired.method == "McNemar exact" and d.p_value == 1.0
+    assert any("do not vary" in n for n in d.notes)
+
+
+def test_paired_advice_is_multiplied_by_the_design_effect(tmp_path):
+    rng = np.random.default_rng(2)
+    diffs = np.repeat(rng.normal(0, 6, 10), 6) + rng.normal(0, 6, 60) - 1.0
+    ids = [f"s/{i:03d}" for i in range(60)]
+    ref = dict(zip(ids, (50 + rng.normal(0, 5, 60)).tolist()))
+    new = {k: ref[k] + float(x) for k, x in zip(ids, diffs)}
+    clusters = {k: f"c{j // 6}" for j, k in enumerate(ids)}
+    d = run(tmp_path, new, clusters, ref)
+    assert d.outcome == "INCONCLUSIVE"
+    diff = np.array([new[i] - ref[i] for i in ids])
+    v_cl, v_iid = by_hand(diff, [clusters[i] for i in ids])
+    deff, sd, drop = max(1.0, v_cl / v_iid), diff.std(ddof=1), -diff.mean()
+    k = sps.norm.ppf(0.95) + sps.norm.ppf(0.8)
+    gaps = [g for g in (drop - 0.0, 3.0 - drop) if g > 0]
+    need = min((k * sd / g) ** 2 for g in gaps)
+    assert deff > 3 and advice.for_decision(d, None).n_total == max(61, math.ceil(deff * need))
+
+
+def test_missing_cluster_and_bad_setting_are_config_errors(tmp_path):
+    _, new, clusters, _ = data()
+    with pytest.raises(ConfigError, match="cluster key"):
+        run(tmp_path, new, clusters, key="domain")
+    with pytest.raises(ConfigError, match="stats.cluster"):
+        validate(st(cluster="on"))
+
+
+def test_planned_design_effect_scales_n_and_theta():
+    assert min_samples_for_theta(3.0, 50 * math.sqrt(1.8), 0.05, 0.2) == pytest.approx(
+        1.8 * min_samples_for_theta(3.0, 50.0, 0.05, 0.2), rel=1e-3)
+    assert paired_theta(4096, 0.95, 0.05, 0.2, design_effect=2.0) == paired_theta(2048, 0.95, 0.05, 0.2)
+    assert paired_min_samples(3.0, 0.95, 0.05, 0.2, design_effect=2.0) == 2 * paired_min_samples(3.0, 0.95, 0.05, 0.2)
+
+
+def test_plan_command_takes_a_design_effect(capsys):
+    from runner.commands.plan import main
+
+    assert main(["--sigma", "50", "--num-samples-total", "4096", "--target-theta", "3", "--design-effect", "1.8",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    k = Z05 + 0.8416212335729143
+    assert out["design_effect"] == 1.8
+    assert out["rows"][-1]["theta"] == pytest.approx(k * math.sqrt(2 * 2500 * 1.8 / 4096), rel=1e-9)
+    # smallest n with k sqrt(2 * 2500 * 1.8 / n) <= 3
+    assert out["min_num_samples"] == math.ceil(2 * 2500 * 1.8 * k ** 2 / 9)
+    with pytest.raises(SystemExit):
+        main(["--design-effect", "0.5"])
