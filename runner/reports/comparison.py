@@ -1,0 +1,188 @@
+"""Two runs' per-sample scores, paired and decided: B (the candidate) against A (the reference).
+
+Pairing follows the references' rules (:func:`runner.references.samples.pairing_problem`): the same sample ids,
+the same seed and dataset source where both runs say, and every common sample asked with the same prompt; two
+lm-eval files must also agree on each common document's hash and target hash. When they do not pair, the
+comparison stops with the reason, or, when the user allows it, falls back to TensorRT-LLM's unpaired test with a
+note. The decision is the job's own (:func:`runner.stats.decision.decide_against`) on the paired samples only, so a
+run with a few extra samples is still compared pair for pair; the samples only one run has are counted as dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.contract.errors import UserError
+from runner.references.samples import RunProvenance, SampleRow, pairing_problem, prompt_hash
+from runner.reports.runs import RunSample, RunSamples
+from runner.stats import advice, scale
+from runner.stats.decision import Decision, decide_against
+from runner.stats.settings import StatsConfig, validate
+from runner.stats.unpaired import HypothesisParams
+from runner.stats.verdicts import INCONCLUSIVE, Tolerance
+
+BERNOULLI_SIGMA = 50.0  # the largest spread of a 0/100 score, when the runs show none
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Run A as the reference :func:`decide_against` reads: its mean, no registered threshold."""
+
+    value: float
+    path: str
+    index: int = 0
+    threshold: float | None = None
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """A candidate sample as :func:`pairing_problem` reads it: its id and its prompt."""
+
+    sample_id: str
+    prompt: str
+    score: float
+
+
+@dataclass
+class Comparison:
+    """What was compared, how it paired, what moved, and the decision."""
+
+    a: RunSamples
+    b: RunSamples
+    common: list[str]
+    a_only: list[str]
+    b_only: list[str]
+    problem: str | None  # why the runs do not pair (None: they do)
+    decision: Decision
+    higher_is_better: bool
+    worse: list[str] = field(default_factory=list)  # ids where B is worse than A (A right, B wrong for 0/100)
+    better: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def paired(self) -> bool:
+        return self.problem is None
+
+    @property
+    def n(self) -> int:
+        return self.decision.n
+
+
+def provenance_problem(a: RunSamples, b: RunSamples, common: list[str]) -> str | None:
+    """Why A's and B's common samples are not the same questions (None: they are)."""
+    if any(a.samples[i].prompt is None for i in common) or any(b.samples[i].prompt is None for i in common):
+        return "a run keeps no prompts for its samples, so they cannot be checked to be the same questions"
+    recorded = {"seed": a.seed if b.seed is not None else None, "dataset_source": a.dataset_source}
+    rows = {i: SampleRow(s.score, prompt_hash(s.prompt) if s.prompt is not None else None) for i, s in a.samples.items()}
+    asked = [_Asked(i, s.prompt, s.score) for i, s in b.samples.items() if s.prompt is not None]
+    found = pairing_problem(recorded, rows, asked, RunProvenance(b.seed or 0, b.dataset_source))
+    if found is not None:
+        return found.replace("this run", "B").replace("the reference", "A").replace("reference's", "A's")
+    for what in ("doc_hash", "target_hash"):
+        differ = [i for i in common if _differs(getattr(a.samples[i], what), getattr(b.samples[i], what))]
+        if differ:
+            return (f"{len(differ)} of the {len(common)} common samples have another {what} in B than in A "
+                    f"(first: doc_id {differ[0]})")
+    return None
+
+
+def _differs(x: str | None, y: str | None) -> bool:
+    return x is not None and y is not None and x != y
+
+
+def stats_config(alpha: float, margin: float, margin_unit: str, tolerance: float | None, tolerance_unit: str,
+                 paired_test: str, gate: str, on_inconclusive: str) -> StatsConfig:
+    """The job's ``stats`` settings from the command's options, checked as a job checks them."""
+    stats = StatsConfig(paired_test=paired_test, margin=margin, margin_unit=margin_unit, tolerance=tolerance,
+                        tolerance_unit=tolerance_unit, gate=gate, on_inconclusive=on_inconclusive)
+    validate(stats)
+    if not 0.0 < alpha < 0.5:
+        raise UserError("alpha is out of range", where="--alpha", given=repr(alpha), allowed="0 < alpha < 0.5")
+    return stats
+
+
+def tolerance_for(stats: StatsConfig, a: RunSamples, reference: float) -> Tolerance:
+    """``--tolerance``, else the tolerance A's own job decided with; a GO claim needs one."""
+    if stats.tolerance is not None:
+        if stats.tolerance_unit == "percent":
+            return Tolerance(abs(reference) * stats.tolerance / 100.0,
+                             f"--tolerance {stats.tolerance:g}% of A's {reference:g}")
+        return Tolerance(float(stats.tolerance), "--tolerance")
+    if a.tolerance is not None:
+        return Tolerance(float(a.tolerance), f"the tolerance of A's job ({a.where}/report.json)")
+    raise UserError("a GO verdict needs the drop you tolerate", where="--tolerance", given="none (and A's report "
+                    "names none)", allowed="a drop > 0 in the metric's points (percent points for 0/1 accuracy), "
+                    "or a percent of A's score with --tolerance-unit percent",
+                    fix="pass e.g. --tolerance 2: B is GO when its drop against A is shown to be below 2 points")
+
+
+def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta: float,
+            higher_is_better: bool | None, allow_unpaired: bool) -> Comparison:
+    """Pair B with A and decide; a :class:`UserError` when they cannot be compared as asked."""
+    hib = _direction(a, b, higher_is_better)
+    common = sorted(set(a.samples) & set(b.samples))
+    a_only = sorted(set(a.samples) - set(b.samples))
+    b_only = sorted(set(b.samples) - set(a.samples))
+    notes = list(dict.fromkeys(a.notes + b.notes))
+    if a.metric != b.metric:
+        notes.append(f"A's metric is {a.metric} and B's is {b.metric}: check that they measure the same thing")
+    problem = provenance_problem(a, b, common) if common else "A and B have no sample id in common"
+    if problem is not None and not allow_unpaired:
+        raise UserError("A and B cannot be paired", where=f"A: {a.describe()}; B: {b.describe()}", given=problem,
+                        allowed="runs of the same task on the same samples, each asked with the same prompt",
+                        fix="compare runs made with the same task, subset, seed and prompt settings; or pass "
+                            "--unpaired for TensorRT-LLM's unpaired test of the two means (far less power)")
+    ref_samples = [a.samples[i] for i in common] if problem is None else list(a.samples.values())
+    new_samples = [b.samples[i] for i in common] if problem is None else list(b.samples.values())
+    reference = Reference(_mean(ref_samples), a.where)
+    tolerance = tolerance_for(stats, a, reference.value)
+    params = HypothesisParams(alpha, beta, _sigma(ref_samples + new_samples), len(new_samples), hib)
+    rows = {s.sample_id: SampleRow(s.score, None) for s in ref_samples}
+    scored = [_Asked(s.sample_id, s.prompt or "", s.score) for s in new_samples]
+    decision = decide_against(reference, scored, _mean(new_samples), params, stats, None, a.metric, rows,
+                              problem, tolerance=tolerance)
+    if decision.outcome == INCONCLUSIVE:
+        decision.advice = advice.for_decision(decision, len(ref_samples))
+    notes += decision.notes
+    if problem is not None:
+        notes.append(f"unpaired comparison of all {len(ref_samples)} samples of A and {len(new_samples)} of B, as "
+                     "--unpaired asked")
+    worse, better = flips(a, b, common, hib) if problem is None else ([], [])
+    return Comparison(a, b, common, a_only, b_only, problem, decision, hib, worse, better, notes)
+
+
+def _direction(a: RunSamples, b: RunSamples, asked: bool | None) -> bool:
+    if asked is not None:
+        return asked
+    said = {r.higher_is_better for r in (a, b) if r.higher_is_better is not None}
+    if len(said) > 1:
+        raise UserError("A and B disagree on the metric's direction", where="config.yaml of each run",
+                        given=f"A: higher_is_better={a.higher_is_better}, B: {b.higher_is_better}",
+                        fix="pass --higher-is-better or --lower-is-better")
+    return said.pop() if said else True
+
+
+def _mean(samples: list[RunSample]) -> float:
+    return sum(s.score for s in samples) / len(samples)
+
+
+def _sigma(samples: list[RunSample]) -> float:
+    """The per-sample spread the unpaired test shown beside the paired one uses (never 0: that is the exact rule)."""
+    spread = scale.estimate_sigma(s.score for s in samples) if len(samples) >= 2 else 0.0
+    return spread if spread > 0 else BERNOULLI_SIGMA
+
+
+def flips(a: RunSamples, b: RunSamples, common: list[str], higher_is_better: bool) -> tuple[list[str], list[str]]:
+    """Common samples where B scores worse than A, and better (for 0/100 scores: A right and B wrong, the reverse)."""
+    sign = 1.0 if higher_is_better else -1.0
+    moved = [(i, sign * (b.samples[i].score - a.samples[i].score)) for i in common]
+    return [i for i, d in moved if d < 0], [i for i, d in moved if d > 0]
+
+
+def summary(result: Comparison) -> dict[str, Any]:
+    """The pairing figures of report.json (the decision is written beside them)."""
+    return {"paired": result.paired, "pairing_problem": result.problem, "n_common": len(result.common),
+            "n_decided": result.n, "only_in_a": len(result.a_only), "only_in_b": len(result.b_only),
+            "dropped": {"only_in_a": result.a_only, "only_in_b": result.b_only},
+            "flipped": {"worse": result.worse, "better": result.better}}
