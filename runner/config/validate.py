@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from runner.contract.errors import ConfigError
 
-POSITIVE = ("task.num_samples", "task.max_input_len", "task.max_output_len", "task.max_batch_size",
+POSITIVE = ("task.num_samples", "task.default_num_samples", "task.max_input_len", "task.max_output_len", "task.max_batch_size",
             "cache.chunk_size", "quant.group_size", "quant.calib_num_samples", "quant.calib_batch_size",
             "quant.calib_max_seq_length", "backend.max_batch_size", "backend.max_num_tokens",
             "backend.tensor_parallel_size", "backend.pipeline_parallel_size")

@@ -52,9 +52,16 @@ def typed(cfg: DictConfig) -> RunnerConfig:
     return config
 
 
+def asked_num_samples(cfg: DictConfig, config: RunnerConfig) -> int | None:
+    """The n the run was asked for (the command line, an experiment or a gate policy set ``task.num_samples``);
+    None when it is still the schema's interpolation of the task's default, so the reference's n applies."""
+    return None if OmegaConf.is_interpolation(cfg.task, "num_samples") else config.task.num_samples
+
+
 def run(cfg: DictConfig) -> Outcome:
     config = typed(cfg)
     job = prepare(config)
+    job.asked_num_samples = asked_num_samples(cfg, config)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     write_atomic(job.out_dir / "config.yaml", OmegaConf.to_yaml(resolved), 0o644)
     run_name, tags = run_identity(config.model, config.quant, config.task, config.backend.name, config.reference.mode,
