@@ -30,7 +30,7 @@ demo: assets
 	if [ $$status -eq 3 ]; then echo "demo: NO-GO, the gate caught the w4a16 perplexity regression (exit 3), as it should"; \
 	elif [ $$status -eq 0 ] || [ $$status -eq 4 ]; then echo "demo: GO or INCONCLUSIVE (exit $$status), but w4a16 was expected to be NO-GO"; exit 1; \
 	else exit $$status; fi
-	@echo "open it in MLflow: $(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db, then http://127.0.0.1:5000 (experiment 'runner', parent run 'embedded_gate')"
+	@echo "open it in MLflow: $(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db, then the runs table address printed above (http://127.0.0.1:5000/#/experiments/<id>/runs; parent run 'embedded_gate')"
 
 # A release verdict in one command: w8a16 on the embedded model's release policy (conf/gate/embedded_release.yaml).
 demo-release: assets
