@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.installed-docs
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
@@ -45,8 +46,12 @@ gpu-check: $(STAMP)
 	$(BIN)/python -m runner.doctor
 
 # The manual: mkdocs-material, --strict so a broken link fails the build.
-docs: $(STAMP)
+# The docs extra is installed once (a stamp, as for install), again only when the pins change.
+$(DOCS_STAMP): $(STAMP) pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[docs]"
+	touch $@
+
+docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict -q -d site
 
 bench: assets

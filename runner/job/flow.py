@@ -24,7 +24,7 @@ from runner.job.load import load
 from runner.job.looks import monitor_for
 from runner.job.prepare import prepare
 from runner.job.publish import publish
-from runner.job.record import record
+from runner.job.record import record, warn_at_chance
 from runner.job.reference import find_reference
 from runner.job.samples import select_samples
 from runner.job.state import Job, Outcome
@@ -96,5 +96,7 @@ def evaluate(job: Job) -> Outcome:
         if decision is not None and decision.outcome == INCONCLUSIVE and (
                 monitor is None or isinstance(decision.sequential, ExtensionResult)):
             advise(job, decision)
+    if job.mode == "record":
+        warn_at_chance(job, samples[:len(scored)], metrics)
     record_path = record(job, loaded, scored, metrics) if job.mode == "record" else None
     return publish(job, loaded, scored, metrics, params, decision, record_path, eval_time_s, cache_stats)
