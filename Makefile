@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.installed-docs
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
@@ -30,7 +31,7 @@ demo: assets
 	if [ $$status -eq 3 ]; then echo "demo: NO-GO, the gate caught the w4a16 perplexity regression (exit 3), as it should"; \
 	elif [ $$status -eq 0 ] || [ $$status -eq 4 ]; then echo "demo: GO or INCONCLUSIVE (exit $$status), but w4a16 was expected to be NO-GO"; exit 1; \
 	else exit $$status; fi
-	@echo "open it in MLflow: $(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db, then http://127.0.0.1:5000 (experiment 'runner', parent run 'embedded_gate')"
+	@echo "open it in MLflow: $(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db, then the runs table address printed above (http://127.0.0.1:5000/#/experiments/<id>/runs; parent run 'embedded_gate')"
 
 # A release verdict in one command: w8a16 on the embedded model's release policy (conf/gate/embedded_release.yaml).
 demo-release: assets
@@ -45,8 +46,12 @@ gpu-check: $(STAMP)
 	$(BIN)/python -m runner.doctor
 
 # The manual: mkdocs-material, --strict so a broken link fails the build.
-docs: $(STAMP)
+# The docs extra is installed once (a stamp, as for install), again only when the pins change.
+$(DOCS_STAMP): $(STAMP) pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[docs]"
+	touch $@
+
+docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict -q -d site
 
 bench: assets

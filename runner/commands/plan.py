@@ -271,56 +271,14 @@ def available_tasks() -> list[str]:
     return sorted(p.stem for p in (Path(conf.__file__).parent / "task").glob("*.yaml"))
 
 
-def _task_defaults(task: str) -> tuple[str, HypothesisParams]:
-    """The task's metric and test parameters, read from the composed Hydra config."""
-    from hydra import compose, initialize_config_module  # lazy: --help stays cheap
-    from runner.config.store import register_schemas  # lazy: --help stays cheap
-
-    register_schemas()
-    with initialize_config_module(config_module="conf", version_base="1.3"):
-        cfg = compose("config", overrides=[f"task={task}"])
-    t = cfg.task
-    check_params(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better, where=f"conf/task/{task}.yaml")
-    return str(t.metric), HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
-
-
-def _job(overrides: list[str]) -> tuple[str, str, str, HypothesisParams, AccuracySpec, Path]:
-    """What ``python -m runner OVERRIDES`` would be judged with, before any model loads: the task,
-    model id, metric, test parameters, the requested spec with the task's reference-key parts
-    (``extra_acc_spec``) and the references directory."""
-    from hydra import compose, initialize_config_module  # lazy: --help stays cheap
-    from hydra.errors import HydraException  # lazy: --help stays cheap
-    from runner.config.store import register_schemas  # lazy: --help stays cheap
-    from runner.contract.build import build  # lazy: --help stays cheap
-    from runner.job.flow import typed  # lazy: --help stays cheap
-    from runner.references.store import default_reference_dir  # lazy: --help stays cheap
-
-    register_schemas()
-    try:
-        with initialize_config_module(config_module="conf", version_base="1.3"):
-            cfg = compose("config", overrides=[*overrides, "output_dir=."])
-    except HydraException as err:
-        raise ConfigError("these overrides do not compose", where="the command line", given=" ".join(overrides),
-                          fix=" ".join(str(err).split())[:400]) from None
-    config = typed(cfg)
-    t = config.task
-    check_params(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better, where="task")
-    evaluator = build(t, "task")
-    # the dtype is known once a model loads: "auto" matches entries of any dtype, as upstream's lookup does
-    spec = AccuracySpec(dtype="auto", quant_algo=config.quant.quant_algo,
-                        kv_cache_quant_algo=config.quant.kv_cache_quant_algo, extra_acc_spec=evaluator.extra_acc_spec())
-    ref_dir = Path(config.reference.dir) if config.reference.dir else default_reference_dir()
-    return (str(t.name), config.model.hf_id, str(t.metric),
-            HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better), spec, ref_dir)
-
-
 def _applied(args: argparse.Namespace) -> int:
+    from runner.commands.plan_job import planned_job, task_defaults  # lazy: --help stays cheap
     from runner.references.store import default_reference_dir, lookup  # lazy: --help stays cheap
 
     if args.overrides:
-        args.task, args.model, metric, defaults, spec, ref_dir = _job(args.overrides)
-        ref = lookup(ref_dir, args.task, metric, args.model, spec, defaults)
-        return _print_applied(args, ref, metric, spec)
+        job = planned_job(args.overrides)
+        args.task, args.model = job.task, job.model
+        return _print_applied(args, job.reference, job.metric, job.spec, job.dataset)
     tasks = available_tasks()
     if args.task not in tasks:
         print(
@@ -328,7 +286,7 @@ def _applied(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    metric, defaults = _task_defaults(args.task)
+    metric, defaults = task_defaults(args.task)
     spec = AccuracySpec(
         dtype=args.dtype,
         quant_algo=args.quant_algo,
@@ -341,7 +299,7 @@ def _applied(args: argparse.Namespace) -> int:
     return _print_applied(args, ref, metric, spec)
 
 
-def _print_applied(args: argparse.Namespace, ref: Any, metric: str, spec: AccuracySpec) -> int:
+def _print_applied(args: argparse.Namespace, ref: Any, metric: str, spec: AccuracySpec, dataset: str | None = None) -> int:
     p = ref.params
     if args.design_effect != 1:
         p = HypothesisParams(p.alpha, p.beta, effective_sigma(p.sigma, args.design_effect), p.num_samples,
@@ -373,6 +331,8 @@ def _print_applied(args: argparse.Namespace, ref: Any, metric: str, spec: Accura
     print(f"task         {args.task} ({metric}, {direction})")
     print(f"model        {args.model}")
     print(f"spec         {spec.describe()}")
+    if dataset:
+        print(f"dataset      {dataset}")
     print(f"reference    {ref.value:.3f}   ({ref.path}, entry {ref.index})")
     if ref.note:
         print(f"note         {ref.note}")

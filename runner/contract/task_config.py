@@ -8,6 +8,9 @@ from typing import Any, Optional
 
 from omegaconf import MISSING
 
+NUM_SAMPLES_UNSET = "${.default_num_samples}"
+"""``task.num_samples`` as composed when nobody set it: a run can tell an n it was asked for from the default."""
+
 
 @dataclass
 class ModelConfig:
@@ -71,7 +74,11 @@ class TaskConfig:
     alpha: float = 0.05
     beta: float = 0.2
     sigma: float = 50.0
-    num_samples: int = MISSING
+    # how many samples a task evaluates when neither the run nor its reference entry says otherwise
+    default_num_samples: int = MISSING
+    # the run's n: left at this interpolation, the run inherits the reference entry's num_samples (else the default);
+    # set (task.num_samples=64, or by an experiment), it is honoured even when the reference was recorded with more
+    num_samples: int = NUM_SAMPLES_UNSET
     # the registered design's n (upstream's NUM_SAMPLES): its theta is the default tolerance of GO; null: num_samples
     design_num_samples: Optional[int] = None
     tolerance: Optional[float] = None  # points: a drop GO tolerates for this task; null: the designed theta

@@ -24,7 +24,7 @@ from runner.job.load import load
 from runner.job.looks import monitor_for
 from runner.job.prepare import prepare
 from runner.job.publish import publish
-from runner.job.record import record
+from runner.job.record import record, warn_at_chance
 from runner.job.reference import find_reference
 from runner.job.samples import select_samples
 from runner.job.state import Job, Outcome
@@ -52,9 +52,16 @@ def typed(cfg: DictConfig) -> RunnerConfig:
     return config
 
 
+def asked_num_samples(cfg: DictConfig, config: RunnerConfig) -> int | None:
+    """The n the run was asked for (the command line, an experiment or a gate policy set ``task.num_samples``);
+    None when it is still the schema's interpolation of the task's default, so the reference's n applies."""
+    return None if OmegaConf.is_interpolation(cfg.task, "num_samples") else config.task.num_samples
+
+
 def run(cfg: DictConfig) -> Outcome:
     config = typed(cfg)
     job = prepare(config)
+    job.asked_num_samples = asked_num_samples(cfg, config)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     write_atomic(job.out_dir / "config.yaml", OmegaConf.to_yaml(resolved), 0o644)
     run_name, tags = run_identity(config.model, config.quant, config.task, config.backend.name, config.reference.mode,
@@ -89,5 +96,7 @@ def evaluate(job: Job) -> Outcome:
         if decision is not None and decision.outcome == INCONCLUSIVE and (
                 monitor is None or isinstance(decision.sequential, ExtensionResult)):
             advise(job, decision)
+    if job.mode == "record":
+        warn_at_chance(job, samples[:len(scored)], metrics)
     record_path = record(job, loaded, scored, metrics) if job.mode == "record" else None
     return publish(job, loaded, scored, metrics, params, decision, record_path, eval_time_s, cache_stats)

@@ -1,13 +1,16 @@
 """Step 4: the task's seeded subset, and a note before any request is sent when its size differs from
-what was asked."""
+what was asked. An n the user set is honoured against a reference recorded with more: with the reference's
+per-sample scores the run draws a seeded subset of the reference's own samples, so the paired test pairs on
+every one of them."""
 
 from __future__ import annotations
 
 import logging
+import random
 
 from runner.contract.evaluator import Sample
 from runner.job.state import Job
-from runner.reports.text import sample_count_notes
+from runner.reports.text import asked_n_note, sample_count_notes
 from runner.stats.unpaired import HypothesisParams
 
 log = logging.getLogger("runner")
@@ -16,9 +19,36 @@ log = logging.getLogger("runner")
 def select_samples(job: Job, params: HypothesisParams, checked: bool) -> list[Sample]:
     if job.backend.capabilities.token_counter:
         job.evaluator.use_token_counter(job.backend.count_tokens)  # length filters in the model's tokens
-    samples = job.evaluator.samples(params.num_samples, job.config.seed)
-    for note in sample_count_notes(job.task.num_samples, params.num_samples, len(samples), checked):
+    seed, reference_n = job.config.seed, job.reference_num_samples
+    pool = reference_pool(job, reference_n) if reference_n is not None and params.num_samples < reference_n else None
+    if pool is not None:
+        samples = seeded_subset(pool, params.num_samples, seed)
+    else:
+        samples = job.evaluator.samples(params.num_samples, seed)
+    notes = sample_count_notes(job.task.default_num_samples, job.asked_num_samples is None, params.num_samples,
+                               len(samples), checked)
+    if reference_n is not None:
+        notes.insert(0, asked_n_note(params, reference_n, None if pool is None else len(pool)))
+    for note in notes:
         log.warning(note)
         job.notes.append(note)
-    log.info("evaluating %d %s samples (seed %d)", len(samples), job.task.name, job.config.seed)
+    log.info("evaluating %d %s samples (seed %d)", len(samples), job.task.name, seed)
     return samples
+
+
+def reference_pool(job: Job, reference_n: int) -> list[Sample] | None:
+    """The samples the reference was recorded on (the task's seeded subset at the reference's n, those with a
+    per-sample score), or None when they cannot be paired: no per-sample scores, or another seed."""
+    rows, recorded = job.reference_rows, (job.reference.recorded or {}) if job.reference is not None else {}
+    if not rows or (recorded.get("seed") is not None and int(recorded["seed"]) != job.config.seed):
+        return None
+    pool = [s for s in job.evaluator.samples(reference_n, job.config.seed) if s.id in rows]
+    return pool or None
+
+
+def seeded_subset(pool: list[Sample], n: int, seed: int) -> list[Sample]:
+    """``n`` of ``pool``, drawn with ``seed`` and kept in the pool's order (all of it when it has no more)."""
+    if n >= len(pool):
+        return list(pool)
+    keep = sorted(random.Random(f"reference-subset:{seed}").sample(range(len(pool)), n))
+    return [pool[i] for i in keep]

@@ -54,6 +54,8 @@ class Job:
     reference: Reference | None = None  # the matched reference entry, once looked up
     reference_rows: dict[str, SampleRow] | None = None  # its per-sample scores, when a paired test can use them
     tolerance: Tolerance | None = None  # the GO claim's, once the reference is known
+    asked_num_samples: int | None = None  # task.num_samples when the run set it; None: it inherits the reference's n
+    reference_num_samples: int | None = None  # the reference entry's n when it differs from the n asked for
 
     @property
     def mode(self) -> str:

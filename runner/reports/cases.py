@@ -23,6 +23,7 @@ class Case:
     inconclusive_fails: bool = True  # INCONCLUSIVE is a failed test unless stats.verdicts/on_inconclusive map it to a pass
     tier: Optional[str] = None  # a release's task: critical | supporting | advisory (runner/sweep/release.py)
     blocking: Optional[bool] = None  # a release's task: whether it blocks the release (None: a job, judged alone)
+    classname: Optional[str] = None  # JUnit's classname, stable across runs (model/quant); None: the suite's name
 
     @property
     def failing(self) -> bool:
@@ -42,21 +43,35 @@ class Case:
         return MARKS.get(self.verdict, "")
 
 
-def from_row(row: dict[str, Any], inconclusive_fails: bool = True) -> Case:
-    """A sweep summary row (runner/sweep/summary.py) as a case; its sweep verdict is what counts."""
+def from_row(row: dict[str, Any], inconclusive_fails: bool = True, details: str = "", time_s: float | None = None,
+             model_name: str | None = None) -> Case:
+    """A sweep summary row (runner/sweep/summary.py) as a case; its sweep verdict is what counts. The case is
+    named ``task`` in class ``model/quant`` (stable across sweeps, so a CI system keeps each one's history) and
+    carries the job's verdict block (``details``) and evaluation time."""
     verdict = row.get("sweep_verdict") or row.get("verdict") or "incomplete"
     if row.get("error"):
         message = " ".join(str(row["error"]).split())[:300]
     elif row.get("test"):
         message = f"{row['test']}: score {fmt(row.get('score'))} vs reference {fmt(row.get('reference'))}, " \
-                  f"p {fmt(row.get('p_value'), 4)} (adjusted {fmt(row.get('p_adjusted'), 4)})"
+                  f"p {fmt_p(row.get('p_value'))} (adjusted {fmt_p(row.get('p_adjusted'))})"
     else:
         message = verdict
     if row.get("advice"):
         message += f"; {row['advice']}"
-    return Case(str(row.get("job")), verdict, message, str(row.get("error") or ""), row.get("score"),
-                row.get("reference"), row.get("difference"), row.get("p_value"), row.get("n"),
-                inconclusive_fails=inconclusive_fails)
+    name, classname = str(row.get("job")), None
+    if row.get("task") and row.get("quant"):
+        name, classname = str(row["task"]), f"{model_name or row.get('model')}/{row['quant']}"
+    error = str(row.get("error") or "")
+    return Case(name, verdict, message, "\n\n".join(p for p in (details, error) if p), row.get("score"),
+                row.get("reference"), row.get("difference"), row.get("p_value"), row.get("n"), time_s,
+                inconclusive_fails=inconclusive_fails, classname=classname)
+
+
+def fmt_p(value: Any) -> str:
+    """A p-value: four decimals, or scientific notation below 0.001 (1.2e-22 is not 0.0000)."""
+    if value is None or value != value:
+        return "-"
+    return f"{value:.1e}" if 0 < value < 1e-3 else f"{value:.4f}"
 
 
 def fmt(value: Any, digits: int = 2, sign: bool = False) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from omegaconf import OmegaConf
 
 from runner.contract.errors import UserError
 from runner.reports.cases import Case, from_row
@@ -30,23 +33,43 @@ class JobLabel:
 
 def job_case(label: JobLabel, outcome: Any = None, error: BaseException | None = None) -> Case:
     """The job as a case: its verdict block when it finished, its error when it did not."""
-    name = f"{label.quant}-{label.task}"
+    name, classname = label.task, f"{label.model_name}/{label.quant}"
     if outcome is None:
         text = error.render() if isinstance(error, UserError) else f"{type(error).__name__}: {error}"
-        return Case(name, "failed", " ".join(text.split())[:300], text)
+        return Case(name, "failed", " ".join(text.split())[:300], text, classname=classname)
     decision = outcome.decision
-    report = Path(outcome.output_dir) / "report.txt"
-    details = report.read_text() if report.is_file() else ""
+    details, time_s = job_files(Path(outcome.output_dir))
     if decision is None:
         return Case(name, "no verdict", f"score {outcome.score:.4f}, no verdict (reference.mode={label.reference_mode})",
-                    details, outcome.score)
+                    details, outcome.score, time_s=time_s, classname=classname)
     message = f"{decision.verdict_line()}; {decision.test}: score {outcome.score:.4f} vs reference " \
               f"{decision.verdict.reference:.4f}"
     if decision.advice is not None:
         message += f"; {decision.advice.text()}"
     return Case(name, WORDS[decision.outcome], message, details, outcome.score, decision.verdict.reference,
-                decision.difference, decision.p_value, decision.n,
-                inconclusive_fails=inconclusive_fails(label.verdicts, label.on_inconclusive))
+                decision.difference, decision.p_value, decision.n, time_s,
+                inconclusive_fails=inconclusive_fails(label.verdicts, label.on_inconclusive), classname=classname)
+
+
+def job_files(job_dir: Path) -> tuple[str, float | None]:
+    """A job's verdict block (report.txt) and the seconds it spent answering and scoring (report.json); what
+    a job that never finished did not write is empty."""
+    report, payload = job_dir / "report.txt", job_dir / "report.json"
+    details = report.read_text(encoding="utf-8") if report.is_file() else ""
+    try:
+        time_s = json.loads(payload.read_text(encoding="utf-8")).get("eval_time_s") if payload.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        time_s = None
+    return details, time_s if isinstance(time_s, (int, float)) else None
+
+
+def sweep_case(sweep_dir: Path, row: dict[str, Any], fails: bool) -> Case:
+    """A sweep's job as a case, with the verdict block, time and model name its directory holds."""
+    job_dir = sweep_dir / str(row.get("job"))
+    details, time_s = job_files(job_dir)
+    config = job_dir / ".hydra" / "config.yaml"
+    model_name = OmegaConf.select(OmegaConf.load(config), "model.name", default=None) if config.is_file() else None
+    return from_row(row, fails, details, time_s, model_name)
 
 
 def publish_job(label: JobLabel, outcome: Any = None, error: BaseException | None = None) -> list[Path]:
@@ -65,12 +88,18 @@ def publish_sweep(config: Any, summary: Any) -> list[Path]:
     if summary.releases:
         return publish_releases(config, summary)
     fails = inconclusive_fails(summary.mode, summary.on_inconclusive)
-    cases = [from_row(r, fails) for r in summary.rows]
+    cases = [sweep_case(summary.sweep_dir, r, fails) for r in summary.rows]
     written = []
-    if config.report.junit:
-        written.append(write_junit(config.report.junit, cases, f"sweep {summary.sweep_dir.name}"))
+    if config.report.junit:  # one suite per sweep, named after it (not its timestamped directory)
+        written.append(write_junit(config.report.junit, cases, sweep_suite_name(config)))
     written += write_markdown(config.report.markdown, markdown(cases, f"runner sweep {summary.sweep_dir}", summary.verdict))
     return written
+
+
+def sweep_suite_name(config: Any) -> str:
+    """The sweep's JUnit suite: its ``sweep.name`` (the MLflow parent run's), never its timestamped directory."""
+    name = getattr(getattr(config, "sweep", None), "name", None)
+    return f"runner sweep {name}" if name else "runner sweep"
 
 
 def publish_releases(config: Any, summary: Any) -> list[Path]:

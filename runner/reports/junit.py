@@ -40,7 +40,8 @@ def junit_suites(suites: Sequence[tuple[str, Sequence[Case]]]) -> str:
 
 
 def _testcase(node: ET.Element, suite: str, case: Case) -> None:
-    test = ET.SubElement(node, "testcase", classname=suite, name=case.name, time=f"{case.time_s or 0.0:.2f}")
+    test = ET.SubElement(node, "testcase", classname=case.classname or suite, name=case.name,
+                         time=f"{case.time_s or 0.0:.2f}")
     if case.tier is not None:
         properties = ET.SubElement(test, "properties")
         ET.SubElement(properties, "property", name="tier", value=case.tier)

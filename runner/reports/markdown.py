@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import html
 import os
 from pathlib import Path
 from typing import Sequence
 
 from runner.files.paths import write_atomic
-from runner.reports.cases import Case, fmt
+from runner.reports.cases import Case, fmt, fmt_p
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
@@ -17,14 +18,18 @@ def markdown(cases: Sequence[Case], title: str, verdict: str) -> str:
     lines = [f"### {title}: {verdict}", "",
              "| job | verdict | score | reference | delta | p-value | n |", "|---|---|---:|---:|---:|---:|---:|"]
     for c in cases:
-        lines.append(f"| {c.name} | {c.mark} {c.verdict} | {fmt(c.score)} | {fmt(c.reference)} | {fmt(c.difference, sign=True)}"
-                     f" | {fmt(c.p_value, 4)} | {c.n if c.n is not None else '-'} |")
-    for c in cases:
+        lines.append(f"| {_label(c).replace('|', '/')} | {c.mark} {c.verdict} | {fmt(c.score)} | {fmt(c.reference)} | "
+                     f"{fmt(c.difference, sign=True)} | {fmt_p(c.p_value)} | {c.n if c.n is not None else '-'} |")
+    for c in cases:  # each verdict block folded under its one-line message
         if c.details:
             body = c.details.replace("```", "'''")
-            lines += ["", f"<details><summary>{c.mark} {c.name}: {c.message}</summary>", "", "```", body, "```",
-                      "", "</details>"]
+            summary = f"{c.mark} {html.escape(_label(c))}: {html.escape(c.message)}"
+            lines += ["", f"<details><summary>{summary}</summary>", "", "```", body, "```", "", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+def _label(case: Case) -> str:
+    return f"{case.classname}/{case.name}" if case.classname else case.name
 
 
 def release_markdown(title: str, verdict: str, reason: str, cases: Sequence[Case]) -> str:

@@ -11,17 +11,30 @@ from runner.stats.decision import Decision
 from runner.stats.unpaired import HypothesisParams
 
 
-def sample_count_notes(asked: int, planned: int, selected: int, checked: bool) -> list[str]:
-    """Say, before anything is evaluated, when the number of samples differs from what the user asked."""
+def sample_count_notes(default: int, inherited: bool, planned: int, selected: int, checked: bool) -> list[str]:
+    """Say, before anything is evaluated, when the number of samples differs from what the task or the user asked."""
     notes = []
-    if checked and planned != asked:
-        notes.append(f"the reference entry fixes num_samples={planned} (task.num_samples={asked} not used); "
-                     "use reference.mode=skip to evaluate another n")
+    if checked and inherited and planned != default:
+        notes.append(f"the reference entry fixes num_samples={planned} (the task's default {default} is not used); "
+                     "set task.num_samples=N to evaluate another n")
     if selected != planned:
         why = ("the task draws the same number from every stratum (subject), rounding up" if selected > planned
                else "the dataset has fewer samples")
         notes.append(f"{selected} samples are evaluated, not {planned}: {why}; the statistics use n={selected}")
     return notes
+
+
+def asked_n_note(params: HypothesisParams, reference_n: int, paired_pool: int | None) -> str:
+    """What an n the user set means against a reference recorded with another n: a seeded subset of the
+    reference's own samples (``paired_pool`` of them, paired), or an unpaired test at the n evaluated."""
+    n = params.num_samples
+    if paired_pool is not None:
+        return (f"task.num_samples={n}: the reference was recorded with num_samples={reference_n}; this run evaluates "
+                f"a seeded subset of {min(n, paired_pool)} of its {paired_pool} samples and pairs on them")
+    at_ref = HypothesisParams(params.alpha, params.beta, params.sigma, reference_n, params.higher_is_better)
+    return (f"task.num_samples={n}: the reference was recorded with num_samples={reference_n}; the unpaired test "
+            f"uses the n evaluated, which detects drops of theta={params.theta:.2f} points "
+            f"(theta={at_ref.theta:.2f} at n={reference_n})")
 
 
 def report_text(task: TaskConfig, model: ModelConfig, spec: AccuracySpec, score: float, evaluated: int,

@@ -45,7 +45,8 @@ from runner.sweep.policy import check_policy
 from runner.sweep.progress import announce
 from runner.tracking.naming import run_identity
 from runner.tracking.provenance import flatten, project_commit
-from runner.tracking.trackers import PARENT_ENV, open_experiment, parent_run_id, process_tags
+from runner.tracking.trackers import (PARENT_ENV, open_experiment, parent_run_id, process_tags, runs_table_url,
+                                      ui_address)
 
 log = logging.getLogger("runner")
 FULL_ERROR_ENV = "HYDRA_FULL_ERROR"
@@ -187,8 +188,10 @@ class SweepCallback(Callback):
                 print(f"report: {path}", flush=True)
             if self.client is not None:
                 summary.log_to(self.client, self.parent_id)
+                experiment = self.client.get_run(self.parent_id).info.experiment_id
                 print(f"tracking: MLflow parent run {self.parent_id} in {self.client.tracking_uri} "
-                      f"(experiment '{config.tracking.experiment}')", flush=True)
+                      f"(experiment '{config.tracking.experiment}'); the runs table: "
+                      f"{runs_table_url(ui_address(self.client.tracking_uri), experiment)}", flush=True)
             if stopped_by is None:
                 status = "FINISHED"
         except Exception as err:

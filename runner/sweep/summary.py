@@ -28,12 +28,13 @@ from omegaconf import OmegaConf
 
 from runner.contract.errors import EXIT_ERROR, EXIT_OK
 from runner.contract.spec import AccuracySpec
-from runner.reports.cases import fmt
+from runner.reports.cases import fmt, fmt_p
 from runner.stats.decision import STATISTICAL_RULES
 from runner.stats.multiple_testing import adjust
 from runner.stats.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, combine, exit_status, reported
 from runner.sweep import release
 from runner.sweep.html import render as render_html
+from runner.tracking.naming import run_name
 
 COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
            "ci_low", "ci_high", "threshold", "theta", "test", "alpha", "p_value", "verdict", "p_adjusted", "sweep_verdict", "advice",
@@ -160,16 +161,37 @@ class Summary:
         for key, value in counts.items():
             client.log_metric(parent_id, key, float(value))
         client.set_tag(parent_id, "sweep.verdict", self.verdict)
+        client.set_tag(parent_id, "sweep.regressed", ", ".join(_names(self.flagged))[:5000] or "none")
+        client.set_tag(parent_id, "mlflow.note.content", self.note()[:50000])  # the run page's description
         word = WORDS.get(self.verdict, self.verdict.lower())
         client.set_tag(parent_id, "verdict", word)  # the children's column shows the parent's too
         client.log_metric(parent_id, "verdict", float(CODES.get(word, CODES["failed"])))
         if self.releases:
             release.log_to(self.releases, client, parent_id)
 
+    def note(self) -> str:
+        """The parent run's description in MLflow: the verdict, the children that regressed and the table."""
+        lines = [f"**Sweep verdict: {self.verdict}** ({len(self.rows)} jobs in `{self.sweep_dir}`, {self.correction} "
+                 f"correction {self.alpha_text})", ""]
+        for title, rows in (("Regressed (NO-GO)", self.flagged), ("Inconclusive", self.undecided),
+                            ("Failed", self.failed)):
+            if rows:
+                lines += [f"{title}: " + ", ".join(f"`{name}`" for name in _names(rows)), ""]
+        lines += ["| run | score | reference | delta | p | p adjusted | verdict -> sweep |", "|---|---:|---:|---:|---:|---:|---|"]
+        lines += [f"| {name} | {fmt(r['score'])} | {fmt(r['reference'])} | {fmt(r['difference'], sign=True)} | "
+                  f"{fmt_p(r['p_value'])} | {fmt_p(r['p_adjusted'])} | {r['verdict']} -> {r['sweep_verdict']} |"
+                  for name, r in zip(_names(self.rows), self.rows)]
+        return "\n".join(lines)
+
     def release_suites(self) -> list[tuple[str, str, str, list[Any]]]:
         """Each release as (title, verdict, reason, one case per task) for the CI reports."""
         return [(r.title, r.release.verdict, r.release.reason, release.cases(r, self.mode, self.on_inconclusive))
                 for r in self.releases]
+
+
+def _names(rows: list[dict[str, Any]]) -> list[str]:
+    """The children's MLflow run names (``model/quant-task``), the job directory where a row has none."""
+    return [str(r.get("run_name") or r["job"]) for r in rows]
 
 
 def _clip(text: str, width: int) -> str:
@@ -261,7 +283,9 @@ def _read_row(job_dir: Path) -> dict[str, Any]:
 
     asked = OmegaConf.load(job_dir / ".hydra" / "config.yaml")
     row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    model_name = OmegaConf.select(asked, "model.name", default=None) or asked.model.hf_id
     row |= {"job": job_dir.name, "model": asked.model.hf_id, "quant": asked.quant.name, "task": asked.task.name,
+            "run_name": run_name(model_name, asked.quant.name, asked.task.name),
             "metric": asked.task.metric, "spec": f"quant_algo={asked.quant.quant_algo}", "error": ""}
     report, failure = job_dir / "report.json", job_dir / "failure.json"
     if report.is_file():
@@ -313,7 +337,8 @@ def _orphans(client: Any, parent_id: str, by_dir: dict[Path, dict[str, Any]]) ->
             continue
         tags = run.data.tags
         out.append(dict.fromkeys(COLUMNS) | {
-            "job": run.info.run_name, "model": tags.get("model"), "quant": tags.get("quant"), "task": tags.get("task"),
+            "job": run.info.run_name, "run_name": run.info.run_name, "model": tags.get("model"), "quant": tags.get("quant"),
+            "task": tags.get("task"),
             "verdict": "incomplete", "error": f"MLflow status {run.info.status}; no output in the sweep directory",
             "mlflow_run_id": run.info.run_id})
     return out

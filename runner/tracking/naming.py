@@ -23,7 +23,12 @@ def run_identity(model: ModelConfig, quant: QuantConfig, task: TaskConfig, backe
     }
     if parent_run_id:
         tags["mlflow.parentRunId"] = parent_run_id
-    return f"{quant.name}-{task.name}", tags  # what differs between runs first; the model is a tag
+    return run_name(model.name, quant.name, task.name), tags
+
+
+def run_name(model: str, quant: str, task: str) -> str:
+    """``model/quant-task`` (e.g. ``smollm2_135m/w4a16-mmlu``): two models' runs of one task never look alike."""
+    return f"{model}/{quant}-{task}"
 
 
 def backend_details_for_tracking(details: dict[str, str]) -> tuple[dict[str, str], dict[str, float]]:

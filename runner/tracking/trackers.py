@@ -88,6 +88,17 @@ def open_experiment(uri: str, name: str) -> Any:
     return experiment
 
 
+def runs_table_url(ui: str, experiment_id: str | None) -> str:
+    """The page of the MLflow UI at ``ui`` that lists an experiment's runs as a table (MLflow 3 opens its
+    home page, and an experiment on its overview tab, otherwise)."""
+    return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/runs"
+
+
+def ui_address(uri: str) -> str:
+    """Where the MLflow UI of ``uri`` answers: the server itself, or ``mlflow ui``'s default for a local store."""
+    return uri if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
+
+
 def close_dead_runs(uri: str, experiment_id: str) -> list[str]:
     """Mark KILLED the RUNNING runs of this host whose process is gone (a SIGKILLed job)."""
 
@@ -293,4 +304,5 @@ class MlflowTracker:
         if self.uri.startswith(("http://", "https://")):
             return f"MLflow run {self.run_id}: {self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
         return (f"MLflow run {self.run_id} in {self.uri} (experiment '{self.config.experiment}'); "
-                f"browse with: mlflow ui --backend-store-uri {self.uri}")
+                f"browse with: mlflow ui --backend-store-uri {self.uri}, then the runs table at "
+                f"{runs_table_url(ui_address(self.uri), self.experiment_id)}")

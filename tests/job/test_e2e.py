@@ -65,7 +65,7 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     client = MlflowClient(tracking_uri=mlflow_server)
     mlrun = client.get_run(checked.run_id)
     assert mlrun.info.status == "FINISHED"
-    assert mlrun.info.run_name == "none-mmlu"
+    assert mlrun.info.run_name == "smollm2_135m/none-mmlu"
     metrics = mlrun.data.metrics
     assert "theta" not in metrics  # identical answers: the deciding (paired) theta is undefined, so none is logged
     for key in ("score", "accuracy", "reference", "threshold", "num_samples", "passed", "room",

@@ -39,9 +39,13 @@ def test_a_job_writes_results_json_junit_and_the_step_summary(tmp_path):
 
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = suite.findall("testcase")
-    assert suite.get("tests") == "1" and len(cases) == 1 and cases[0].get("name") == "none-gsm8k"
+    assert suite.get("tests") == "1" and len(cases) == 1
+    assert (cases[0].get("classname"), cases[0].get("name")) == ("smollm2_135m/none", "gsm8k")  # no timestamp in it
     assert cases[0].find("skipped") is not None  # no verdict asked: neither a pass nor a failure
-    assert "| none-gsm8k |" in step.read_text() and step.read_text() == (tmp_path / "summary.md").read_text() + "\n"
+    report = json.loads(next(tmp_path.glob("outputs/*/*/report.json")).read_text())
+    assert float(cases[0].get("time")) == round(report["eval_time_s"], 2)  # the job's own time, not 0.00
+    assert "| smollm2_135m/none/gsm8k |" in step.read_text()
+    assert step.read_text() == (tmp_path / "summary.md").read_text() + "\n"
 
 
 def test_a_failed_job_is_an_errored_test_case(tmp_path):
@@ -66,10 +70,13 @@ def test_a_sweep_is_one_test_case_per_job_with_its_sweep_verdict(tmp_path, monke
 
     suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
-    by_name = {c.get("name").split("-")[0]: c for c in suite.findall("testcase")}
-    assert by_name["0"].find("failure") is None and by_name["0"].find("error") is None
-    assert by_name["1"].find("failure").get("message").startswith("unpaired")
-    assert "model path does not exist" in by_name["2"].find("error").get("message")
+    assert suite.get("name") == "runner sweep" and tmp_path.name not in suite.get("name")
+    by_name = {c.get("classname"): c for c in suite.findall("testcase")}
+    assert sorted(by_name) == ["org/m/fp8", "org/m/int8", "org/m/none"]  # model/quant: stable from sweep to sweep
+    assert {c.get("name") for c in suite.findall("testcase")} == {"mmlu"}
+    assert by_name["org/m/none"].find("failure") is None and by_name["org/m/none"].find("error") is None
+    assert by_name["org/m/fp8"].find("failure").get("message").startswith("unpaired")
+    assert "model path does not exist" in by_name["org/m/int8"].find("error").get("message")
     text = step.read_text()
     assert "### runner sweep" in text and "❌ no-go" in text and "💥 failed" in text
 

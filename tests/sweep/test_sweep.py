@@ -121,6 +121,11 @@ def test_summary_applies_the_correction_and_sets_the_exit_status(tmp_path):
     assert client.metrics["cache_hit_rate"] == pytest.approx(80 / 192)
     assert (client.metrics["cache_hits"], client.metrics["cache_requests"]) == (80, 192)
     assert client.tags["sweep.verdict"] == "NO-GO" and "summary.csv" in client.artifacts
+    # the parent names the children that regressed by their run names (model/quant-task) and holds the table
+    assert client.tags["sweep.regressed"] == "org/m/fp8-mmlu, org/m/w4a16-mmlu"
+    note = client.tags["mlflow.note.content"]
+    assert note.startswith("**Sweep verdict: NO-GO**") and "Regressed (NO-GO): `org/m/" in note
+    assert note.count("\n| org/m/") == len(none.rows) and "| run | score | reference |" in note
 
 
 def test_summary_lists_failures_and_a_failure_fails_the_sweep(tmp_path):

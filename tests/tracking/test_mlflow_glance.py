@@ -28,7 +28,7 @@ def test_a_checked_run_reads_at_a_glance(tmp_path):
     client = mlflow.MlflowClient(tracking_uri=uri)
     runs = client.search_runs([client.get_experiment_by_name("runner").experiment_id], order_by=["attributes.start_time"])
     run = runs[-1]
-    assert run.info.run_name == "none-gsm8k"
+    assert run.info.run_name == "smollm2_135m/none-gsm8k"
     tags, metrics = run.data.tags, run.data.metrics
     assert tags["model"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and tags["backend"] == "fake"
     assert tags["verdict"] == "inconclusive" and metrics["verdict"] == 2.0 and metrics["inconclusive"] == 1.0

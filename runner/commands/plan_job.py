@@ -1,0 +1,86 @@
+"""What ``python -m runner.plan OVERRIDES`` plans with: the task's test parameters and the reference entry a run
+of those overrides would be judged against, found before any model loads.
+
+A task that reads its rows from a packaged copy by default (MMLU, GPQA offline) keys its references with
+``dataset=packaged``; upstream's entries are keyed on the benchmark's own dataset. The planner asks about the
+benchmark's own dataset first unless the overrides name a source, so ``task=mmlu model=llama31_8b quant=fp8``
+finds upstream's entry, and falls back to the packaged copy's key (the embedded model's entries).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from runner.contract.errors import ConfigError, ReferenceError_
+from runner.contract.spec import AccuracySpec
+from runner.references.store import Reference
+from runner.stats.unpaired import HypothesisParams, check_params
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    task: str
+    model: str
+    metric: str
+    reference: Reference
+    spec: AccuracySpec
+    dataset: str  # which dataset source the matched entry is keyed on, in words
+
+
+def task_defaults(task: str) -> tuple[str, HypothesisParams]:
+    """The task's metric and test parameters, read from the composed Hydra config."""
+    from hydra import compose, initialize_config_module  # lazy: --help stays cheap
+    from runner.config.store import register_schemas  # lazy: --help stays cheap
+
+    register_schemas()
+    with initialize_config_module(config_module="conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"task={task}"])
+    t = cfg.task
+    check_params(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better, where=f"conf/task/{task}.yaml")
+    return str(t.metric), HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
+
+
+def planned_job(overrides: list[str]) -> PlannedJob:
+    """The entry ``python -m runner OVERRIDES`` would be judged against, with the task's parameters and the
+    entry's overrides; the requested spec carries the task's reference-key parts (``extra_acc_spec``)."""
+    from hydra import compose, initialize_config_module  # lazy: --help stays cheap
+    from hydra.errors import HydraException  # lazy: --help stays cheap
+    from runner.config.store import register_schemas  # lazy: --help stays cheap
+    from runner.contract.build import build  # lazy: --help stays cheap
+    from runner.job.flow import asked_num_samples, typed  # lazy: --help stays cheap
+    from runner.references.store import default_reference_dir, lookup  # lazy: --help stays cheap
+
+    register_schemas()
+    try:
+        with initialize_config_module(config_module="conf", version_base="1.3"):
+            cfg = compose("config", overrides=[*overrides, "output_dir=."])
+    except HydraException as err:
+        raise ConfigError("these overrides do not compose", where="the command line", given=" ".join(overrides),
+                          fix=" ".join(str(err).split())[:400]) from None
+    config = typed(cfg)
+    t = config.task
+    check_params(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better, where="task")
+    defaults = HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
+    ref_dir = Path(config.reference.dir) if config.reference.dir else default_reference_dir()
+    tries = [(t, f"task.dataset.source={t.dataset.source}")]
+    if t.dataset.source == "auto" and not t.dataset.local_path and t.dataset.hub_id:
+        own = replace(t, dataset=replace(t.dataset, source="hub"))
+        tries = [(own, f"the benchmark's own ({t.dataset.hub_id}; task.dataset.source=packaged plans the packaged "
+                       "copy's entry)"), (t, "the packaged copy (no entry is keyed on the benchmark's own dataset)")]
+    first: ReferenceError_ | None = None
+    for task, dataset in tries:
+        # the dtype is known once a model loads: "auto" matches entries of any dtype, as upstream's lookup does
+        spec = AccuracySpec(dtype="auto", quant_algo=config.quant.quant_algo,
+                            kv_cache_quant_algo=config.quant.kv_cache_quant_algo,
+                            extra_acc_spec=build(task, "task").extra_acc_spec())
+        try:
+            found = lookup(ref_dir, t.name, t.metric, config.model.hf_id, spec, defaults)
+        except ReferenceError_ as err:
+            first = first or err
+            continue
+        if asked_num_samples(cfg, config) is not None:  # an n the run sets wins over the entry's, as in a run
+            found = replace(found, params=replace(found.params, num_samples=t.num_samples))
+        return PlannedJob(t.name, config.model.hf_id, t.metric, found, spec, dataset)
+    assert first is not None
+    raise first

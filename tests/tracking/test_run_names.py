@@ -1,0 +1,23 @@
+"""How a person finds a job in MLflow (issue 31): run names carry the model, and the address printed at the
+end of a job or sweep opens the experiment's runs table, not MLflow 3's home or overview page."""
+
+from __future__ import annotations
+
+from tests.conftest import compose
+
+from runner.job.flow import typed
+from runner.tracking.naming import run_identity, run_name
+from runner.tracking.trackers import runs_table_url, ui_address
+
+
+def test_two_models_runs_of_one_task_have_different_names():
+    assert run_name("smollm2_135m", "w4a16", "mmlu") == "smollm2_135m/w4a16-mmlu"
+    config = typed(compose(["model=llama31_8b", "quant=fp8", "output_dir=."]))
+    name, tags = run_identity(config.model, config.quant, config.task, "hf", "check", None)
+    assert name == "llama31_8b/fp8-mmlu" and tags["model"] == "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def test_the_printed_address_is_the_experiments_runs_table():
+    assert runs_table_url("http://127.0.0.1:5000/", "7") == "http://127.0.0.1:5000/#/experiments/7/runs"
+    assert ui_address("sqlite:///mlflow.db") == "http://127.0.0.1:5000"  # `mlflow ui`'s default address
+    assert ui_address("https://mlflow.example.org") == "https://mlflow.example.org"
