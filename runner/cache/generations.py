@@ -44,6 +44,7 @@ from runner.cache.engines import fingerprint_digest
 from runner.contract.backend import BackendInfo, ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
 from runner.contract.requests import LoglikelihoodResult, response_problem
+from runner.contract.secrets import redact_tree
 from runner.files.paths import cache_dir
 
 log = logging.getLogger("runner")
@@ -311,7 +312,7 @@ def settings_context(quant: Any, backend: Any, neutral: Sequence[str], limits: T
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict):
             node.pop(last, None)
-    return {"quant": dataclasses.asdict(quant), "backend": settings,
+    return {"quant": dataclasses.asdict(quant), "backend": redact_tree(settings),  # the key holds no URL secret
             "limits": dataclasses.asdict(limits), "chat": dataclasses.asdict(chat)}
 
 

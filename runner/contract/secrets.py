@@ -39,6 +39,8 @@ def redact_url(url: str) -> str:
         if any(SECRET_PARAM.search(k) for k, _ in pairs):
             query = urlencode([(k, REDACTED if SECRET_PARAM.search(k) else v) for k, v in pairs], quote_via=quote,
                               safe="/:")
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url  # nothing hidden: the URL exactly as given (urlunsplit would normalise sqlite:////abs)
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
@@ -58,3 +60,20 @@ def looks_like_key(value: str) -> bool:
     has_lower, has_upper, has_digit = (any(c.islower() for c in text), any(c.isupper() for c in text),
                                        any(c.isdigit() for c in text))
     return len(text) >= 32 and has_lower and has_upper and has_digit
+
+
+URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every URL in it redacted (a command line, a YAML file, an error message)."""
+    return URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
+
+
+def redact_tree(value: object) -> object:
+    """A plain config tree (dicts, lists, scalars) with every URL-looking string redacted."""
+    if isinstance(value, dict):
+        return {k: redact_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_tree(v) for v in value]
+    return redact_text(value) if isinstance(value, str) and "://" in value else value

@@ -37,6 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from runner.contract.build import build
 from runner.contract.errors import EXIT_ERROR, UserError
+from runner.contract.secrets import redact_text, redact_tree, redact_url
 from runner.reports.ci import publish_sweep
 from runner.reports.outputs import write_failure
 from runner.stats.multiple_testing import validate
@@ -138,9 +139,9 @@ class SweepCallback(Callback):
         experiment = open_experiment(tracker.uri, config.tracking.experiment)
         self.client = MlflowClient(tracking_uri=tracker.uri)
         name = config.sweep.name or f"sweep-{self.started:%Y-%m-%d-%H%M%S}"
-        overrides = " ".join(config.hydra.overrides.task)
+        overrides = redact_text(" ".join(config.hydra.overrides.task))  # no URL secrets in MLflow
         swept = config.hydra.sweeper.get("params")
-        params = OmegaConf.to_container(swept, resolve=True) if swept else {}
+        params = redact_tree(OmegaConf.to_container(swept, resolve=True)) if swept else {}
         tags = {"sweep": "parent", "sweep.dir": str(config.hydra.sweep.dir),
                 "sweep.overrides": overrides[:5000] or "(none)",
                 "sweep.launcher": str(config.hydra.launcher.get("_target_", "")).rpartition(".")[2],
@@ -187,7 +188,7 @@ class SweepCallback(Callback):
                 print(f"report: {path}", flush=True)
             if self.client is not None:
                 summary.log_to(self.client, self.parent_id)
-                print(f"tracking: MLflow parent run {self.parent_id} in {self.client.tracking_uri} "
+                print(f"tracking: MLflow parent run {self.parent_id} in {redact_url(self.client.tracking_uri)} "
                       f"(experiment '{config.tracking.experiment}')", flush=True)
             if stopped_by is None:
                 status = "FINISHED"
