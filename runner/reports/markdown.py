@@ -1,9 +1,17 @@
 """A markdown summary of jobs, for people: a pull request comment or GitHub's job summary
-(appended to ``$GITHUB_STEP_SUMMARY`` when that variable names a file: it only locates it)."""
+(appended to ``$GITHUB_STEP_SUMMARY`` when that variable names a file: it only locates it).
+
+Every string a user or a model wrote (job names built from model ids, error messages quoting a
+dataset path or a server's answer) is escaped before it lands here: GitHub renders HTML inside
+markdown, so ``<img onerror=...>`` in an ``hf_id`` would otherwise become markup in the step summary.
+Table cells also lose their ``|`` and line breaks; details go in a fence longer than any backtick run
+they hold."""
 
 from __future__ import annotations
 
+import html
 import os
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -13,27 +21,39 @@ from runner.reports.cases import Case, fmt
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 
+def text(value: object) -> str:
+    """``value`` as inert markdown text on one line: HTML escaped, table pipes and backticks neutralised."""
+    one_line = " ".join(str(value).split())
+    return html.escape(one_line).replace("|", "&#124;").replace("`", "&#96;")
+
+
+def fenced(body: str) -> list[str]:
+    """``body`` in a code fence no backtick run inside it can close."""
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, body, fence]
+
+
 def markdown(cases: Sequence[Case], title: str, verdict: str) -> str:
-    lines = [f"### {title}: {verdict}", "",
+    lines = [f"### {text(title)}: {text(verdict)}", "",
              "| job | verdict | score | reference | delta | p-value | n |", "|---|---|---:|---:|---:|---:|---:|"]
     for c in cases:
-        lines.append(f"| {c.name} | {c.mark} {c.verdict} | {fmt(c.score)} | {fmt(c.reference)} | {fmt(c.difference, sign=True)}"
+        lines.append(f"| {text(c.name)} | {c.mark} {text(c.verdict)} | {fmt(c.score)} | {fmt(c.reference)} | {fmt(c.difference, sign=True)}"
                      f" | {fmt(c.p_value, 4)} | {c.n if c.n is not None else '-'} |")
     for c in cases:
         if c.details:
-            body = c.details.replace("```", "'''")
-            lines += ["", f"<details><summary>{c.mark} {c.name}: {c.message}</summary>", "", "```", body, "```",
-                      "", "</details>"]
+            lines += ["", f"<details><summary>{c.mark} {text(c.name)}: {text(c.message)}</summary>", "",
+                      *fenced(c.details), "", "</details>"]
     return "\n".join(lines) + "\n"
 
 
 def release_markdown(title: str, verdict: str, reason: str, cases: Sequence[Case]) -> str:
     """A release's verdict, its reason and its tasks by tier (runner/sweep/release.py)."""
-    lines = [f"### {title}: {verdict}", "", reason, "", "| task | tier | verdict | blocks the release | details |",
+    lines = [f"### {text(title)}: {text(verdict)}", "", text(reason), "", "| task | tier | verdict | blocks the release | details |",
              "|---|---|---|---|---|"]
     for c in cases:
-        lines.append(f"| {c.name} | {c.tier} | {c.mark} {c.verdict} | {'yes' if c.failing or c.errored else 'no'}"
-                     f" | {c.message.replace('|', '/')} |")
+        lines.append(f"| {text(c.name)} | {text(c.tier)} | {c.mark} {text(c.verdict)} | "
+                     f"{'yes' if c.failing or c.errored else 'no'} | {text(c.message)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -39,6 +39,7 @@ from runner.contract.build import build
 from runner.contract.errors import EXIT_ERROR, UserError
 from runner.contract.secrets import redact_text, redact_tree, redact_url
 from runner.reports.ci import publish_sweep
+from runner.reports.markdown import fenced, text
 from runner.reports.outputs import write_failure
 from runner.stats.multiple_testing import validate
 from runner.sweep import summary as sweep_summary
@@ -146,8 +147,8 @@ class SweepCallback(Callback):
                 "sweep.overrides": overrides[:5000] or "(none)",
                 "sweep.launcher": str(config.hydra.launcher.get("_target_", "")).rpartition(".")[2],
                 "sweep.correction": config.sweep.correction, "sweep.alpha": str(config.sweep.alpha),
-                "mlflow.note.content": f"Sweep `python -m runner -m {overrides}`"
-                + (f" with sweeper params {params}" if params else "")}
+                "mlflow.note.content": "\n".join(["Sweep:", *fenced(f"python -m runner -m {overrides}")]
+                                                  + ([f"with sweeper params {text(params)}"] if params else []))}
 
         tags["runner_commit"] = project_commit()
         tags |= process_tags()

@@ -65,3 +65,18 @@ def test_hydras_saved_files_are_rewritten_redacted(tmp_path):
 ])
 def test_a_key_is_told_from_a_variable_name(value, key):
     assert looks_like_key(value) is key
+
+
+@pytest.mark.parametrize(("hf_id", "ok"), [
+    ("HuggingFaceTB/SmolLM2-135M-Instruct", True), ("gpt2", True), ("org/unregistered", True),
+    ("<img src=x onerror=alert(1)>", False), ("org/../etc", False), ("a/b/c", False), ("org/na me", False),
+])
+def test_hf_id_is_held_to_a_hub_ids_shape(hf_id, ok):
+    from runner.contract.errors import ConfigError
+    from runner.files.paths import check_hub_id
+
+    if ok:
+        assert check_hub_id(hf_id, "model.hf_id") == hf_id
+    else:
+        with pytest.raises(ConfigError, match="Hugging Face repo id"):
+            check_hub_id(hf_id, "model.hf_id")
