@@ -42,8 +42,9 @@ from typing import Any, Optional
 
 from runner.cache.engines import fingerprint_digest
 from runner.contract.backend import BackendInfo, ChatFormat, TaskLimits
-from runner.contract.errors import ConfigError
-from runner.contract.requests import LoglikelihoodResult
+from runner.contract.errors import ConfigError, ModelError
+from runner.contract.requests import LoglikelihoodResult, response_problem
+from runner.contract.secrets import redact_tree
 from runner.files.paths import cache_dir
 
 log = logging.getLogger("runner")
@@ -146,6 +147,11 @@ class GenerationCache:
             found.update(self._db.execute(f"SELECT key, response FROM responses WHERE key IN ({marks})", part))
         return found
 
+    def drop(self, keys: Sequence[str]) -> None:
+        """Delete rows that failed the answer check on read (they are computed again)."""
+        with self._db:
+            self._db.executemany("DELETE FROM responses WHERE key = ?", [(k,) for k in keys])
+
     def put_many(self, rows: Sequence[tuple[str, str, str, str]]) -> None:
         """Insert ``(key, context, kind, response)`` rows in one transaction (durable once it returns)."""
         now = time.time()
@@ -178,8 +184,8 @@ class BoundCache:
         """Responses for ``requests`` in order: cached ones read back, the rest computed ``chunk_size``
         at a time and stored as each chunk returns (a kill loses one chunk at most)."""
         keys = [self.key(r) for r in requests]
-        stored = self.store.get_many(sorted(set(keys)))
-        out: list[Any] = [decode_response(stored[k]) if k in stored else None for k in keys]
+        stored = self._read_valid(requests, keys)
+        out: list[Any] = [stored[k] if k in stored else None for k in keys]
         missing: dict[str, list[int]] = {}
         for i, k in enumerate(keys):
             if k not in stored:
@@ -190,6 +196,7 @@ class BoundCache:
         for start in range(0, len(todo), chunk_size):
             chunk = todo[start:start + chunk_size]
             answers = compute([requests[missing[k][0]] for k in chunk])
+            _check_computed([requests[missing[k][0]] for k in chunk], answers)
             rows = []
             for k, answer in zip(chunk, answers):
                 for i in missing[k]:
@@ -197,6 +204,42 @@ class BoundCache:
                 rows.append((k, self.context_id, type(requests[missing[k][0]]).__name__, encode_response(answer)))
             self.store.put_many(rows)
         return out
+
+    def _read_valid(self, requests: Sequence[Any], keys: list[str]) -> dict[str, Any]:
+        """The stored answers that decode and pass the answer check; the others are deleted (and so
+        computed again), each said once in the log."""
+        raw = self.store.get_many(sorted(set(keys)))
+        found, bad = {}, {}
+        for request, k in zip(requests, keys):
+            if k not in raw or k in found or k in bad:
+                continue
+            try:
+                value = decode_response(raw[k])
+                problem = response_problem(request, value)
+            except (ValueError, TypeError, KeyError) as err:
+                problem = f"an unreadable row ({type(err).__name__}: {err})"[:200]
+            if problem is None:
+                found[k] = value
+            else:
+                bad[k] = problem
+        if bad:
+            log.warning("generation cache: %d stored answer(s) fail the answer check and are computed again (%s)",
+                        len(bad), next(iter(bad.values())))
+            self.store.drop(sorted(bad))
+        return found
+
+
+def _check_computed(requests: Sequence[Any], answers: Sequence[Any]) -> None:
+    """Every computed answer passes the answer check before anything stores or scores it."""
+    if len(answers) != len(requests):
+        raise ModelError("the backend answered a different number of requests than it was sent (nothing was cached)",
+                         where="backend", given=f"{len(answers)} answers for {len(requests)} requests",
+                         fix="report this backend's bug; rerun once fixed")
+    for request, answer in zip(requests, answers):
+        problem = response_problem(request, answer)
+        if problem is not None:
+            raise ModelError("the backend returned an answer that cannot be used (nothing of this chunk was cached)",
+                             where="backend", given=problem, fix="check the backend or its server; rerun once fixed")
 
 
 class CachedBackend:
@@ -222,7 +265,9 @@ class CachedBackend:
         for i, answer in zip(greedy, self.cache.resolve([requests[i] for i in greedy], self.backend.generate,
                                                         self.chunk_size) if greedy else []):
             out[i] = answer
-        for i, answer in zip(sampled, self.backend.generate([requests[i] for i in sampled])):
+        fresh = self.backend.generate([requests[i] for i in sampled])
+        _check_computed([requests[i] for i in sampled], fresh)
+        for i, answer in zip(sampled, fresh):
             out[i] = answer
         self.cache.uncached += len(sampled)
         return out
@@ -267,7 +312,7 @@ def settings_context(quant: Any, backend: Any, neutral: Sequence[str], limits: T
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict):
             node.pop(last, None)
-    return {"quant": dataclasses.asdict(quant), "backend": settings,
+    return {"quant": dataclasses.asdict(quant), "backend": redact_tree(settings),  # the key holds no URL secret
             "limits": dataclasses.asdict(limits), "chat": dataclasses.asdict(chat)}
 
 

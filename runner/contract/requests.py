@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence, Union
 
@@ -55,6 +56,23 @@ class LoglikelihoodResult:
 
 Request = Union[GenerationRequest, LoglikelihoodRequest]
 Response = Union[str, LoglikelihoodResult]
+
+
+def response_problem(request: Request, response: object) -> str | None:
+    """What is wrong with ``response`` as the answer to ``request`` (None: nothing): the one check every
+    backend's answer passes before it is scored or cached, and every cached row when it is read back."""
+    if isinstance(request, GenerationRequest):
+        return None if isinstance(response, str) else f"a {type(response).__name__} where a generated text belongs"
+    if not isinstance(response, LoglikelihoodResult):
+        return f"a {type(response).__name__} where a log-likelihood result belongs"
+    value = response.logprob
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value > 0:
+        return f"log-probability {value!r} (a log-probability is a finite number <= 0)"
+    if not isinstance(response.is_greedy, bool):
+        return f"is_greedy {response.is_greedy!r} (a boolean)"
+    if isinstance(response.num_tokens, bool) or not isinstance(response.num_tokens, int) or response.num_tokens < 0:
+        return f"num_tokens {response.num_tokens!r} (a count of tokens)"
+    return None
 
 
 def cut_at_stop(text: str, stops: Sequence[str]) -> str:

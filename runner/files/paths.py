@@ -26,6 +26,22 @@ def check_name(value: object, where: str) -> str:
     return text
 
 
+HUB_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
+
+
+def check_hub_id(value: object, where: str) -> str:
+    """``value`` if it is shaped like a Hugging Face repo id (``org/name`` or ``name``): it keys references,
+    names MLflow runs and reaches reports, so it is held to that shape like ``model.name``."""
+    text = str(value)
+    if not HUB_ID_PATTERN.fullmatch(text) or ".." in text or "--" in text:
+        raise ConfigError("this must be a Hugging Face repo id", where=where,
+                          given=text[:120] + ("..." if len(text) > 120 else ""),
+                          allowed="ORG/NAME or NAME: letters, digits, '.', '_', '-' (no '..' or '--'), "
+                                  "each part starting with a letter or digit, at most 96 characters",
+                          fix=f"set {where} to the model's Hub id (a local copy goes in model.path)")
+    return text
+
+
 def cache_dir() -> Path:
     """Root of downloaded assets and converted checkpoints: $RUNNER_CACHE_DIR or ~/.cache/runner."""
     env = os.environ.get("RUNNER_CACHE_DIR")

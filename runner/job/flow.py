@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from runner.config.gate import apply_policy
 from runner.config.schemas import RunnerConfig
 from runner.config.validate import check_job
+from runner.contract.secrets import redact_text, redact_tree
 from runner.files.paths import write_atomic
 from runner.job.answer import answer
 from runner.job.decide import advise, decide
@@ -62,8 +64,9 @@ def run(cfg: DictConfig) -> Outcome:
     config = typed(cfg)
     job = prepare(config)
     job.asked_num_samples = asked_num_samples(cfg, config)
-    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved = redact_tree(OmegaConf.to_container(cfg, resolve=True))  # URL secrets stay out of files and MLflow
     write_atomic(job.out_dir / "config.yaml", OmegaConf.to_yaml(resolved), 0o644)
+    redact_hydra_files(job.out_dir)
     run_name, tags = run_identity(config.model, config.quant, config.task, config.backend.name, config.reference.mode,
                                   parent_run_id())
     job.tracker.start(run_name, flatten(resolved), tags)
@@ -78,6 +81,15 @@ def run(cfg: DictConfig) -> Outcome:
     job.tracker.end("FINISHED")
     print(summary_line(outcome.decision, outcome.exit_status, outcome.output_dir, job.tracker.where()), flush=True)
     return outcome
+
+
+def redact_hydra_files(out_dir: Path) -> None:
+    """Hydra saved the composed config and the overrides (``.hydra/``) before the job ran: rewrite them
+    with URL credentials and secret query parameters redacted (:mod:`runner.contract.secrets`)."""
+    for path in sorted((out_dir / ".hydra").glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        if redact_text(text) != text:
+            write_atomic(path, redact_text(text), 0o644)
 
 
 def evaluate(job: Job) -> Outcome:

@@ -14,7 +14,7 @@ from runner.config.schemas import RunnerConfig
 from runner.contract.backend import ChatFormat, TaskLimits
 from runner.contract.build import build
 from runner.contract.errors import ConfigError
-from runner.files.paths import check_name
+from runner.files.paths import check_hub_id, check_name
 from runner.job.state import Job
 from runner.references import store as references
 from runner.stats.settings import validate as validate_stats
@@ -37,6 +37,8 @@ def prepare(config: RunnerConfig) -> Job:
         check_name(name, where)
     if model.path:
         resolve_model_source(model.name, model.hf_id, model.path, None)  # a missing directory, before anything else
+    elif model.hf_id is not None:  # with a path, the id is read from the checkpoint (and escaped where shown)
+        check_hub_id(model.hf_id, "model.hf_id")
     check_architecture(model)
     validate_stats(config.stats)
     check_params(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better, where="task")

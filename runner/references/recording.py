@@ -7,6 +7,7 @@ TensorRT-LLM-compatible document (the lookup rules live in :mod:`runner.referenc
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import os
@@ -16,7 +17,8 @@ from typing import Any
 
 from runner.contract.errors import ReferenceError_
 from runner.contract.spec import SPEC_KEYS, AccuracySpec
-from runner.files.paths import write_atomic
+from runner.files.locking import file_lock
+from runner.files.paths import cache_dir, write_atomic
 from runner.references.store import PROVENANCE_KEY, _entries, _matches, metric_key, reference_path
 from runner.references.yaml_comments import put_trailing, take_trailing
 
@@ -76,8 +78,6 @@ def record(
     ``reference_note``), replacing existing ones. Comments, key order and untouched entries
     survive the round trip.
     """
-    from ruamel.yaml import YAML
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
     key = metric_key(metric)
     extra = dict(extra or {})
@@ -89,6 +89,25 @@ def record(
         raise ValueError(f"cannot record a non-finite reference value: {value!r}")
 
     path = reference_path(ref_dir, task)
+    # two jobs recording into one directory would each read the file, add their entry and write it back,
+    # the second write dropping the first's entry: the read-modify-write holds the file's lock
+    with file_lock(record_lock(path)):
+        return _record_locked(path, task, key, model, spec, number, provenance, extra)
+
+
+def record_lock(path: Path) -> Path:
+    """The lock file of one reference file: in the runner's cache directory (keyed by the file's resolved
+    path), so a hand-edited references directory gets no stray files."""
+    name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    return cache_dir() / "locks" / f"reference-{name}.lock"
+
+
+def _record_locked(path: Path, task: str, key: str, model: str, spec: AccuracySpec, number: float,
+                   provenance: dict[str, Any], extra: dict[str, Any]) -> Path:
+    """:func:`record`'s read-modify-write of ``path``, under its lock."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
     yaml = YAML()  # round-trip: keeps comments, order and quoting
     yaml.preserve_quotes = True
     yaml.indent(mapping=2, sequence=4, offset=2)

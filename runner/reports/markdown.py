@@ -1,10 +1,17 @@
 """A markdown summary of jobs, for people: a pull request comment or GitHub's job summary
-(appended to ``$GITHUB_STEP_SUMMARY`` when that variable names a file: it only locates it)."""
+(appended to ``$GITHUB_STEP_SUMMARY`` when that variable names a file: it only locates it).
+
+Every string a user or a model wrote (job names built from model ids, error messages quoting a
+dataset path or a server's answer) is escaped before it lands here: GitHub renders HTML inside
+markdown, so ``<img onerror=...>`` in an ``hf_id`` would otherwise become markup in the step summary.
+Table cells also lose their ``|`` and line breaks; details go in a fence longer than any backtick run
+they hold."""
 
 from __future__ import annotations
 
 import html
 import os
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -14,17 +21,29 @@ from runner.reports.cases import Case, fmt, fmt_p
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 
+def text(value: object) -> str:
+    """``value`` as inert markdown text on one line: HTML escaped, table pipes and backticks neutralised."""
+    one_line = " ".join(str(value).split())
+    return html.escape(one_line).replace("|", "&#124;").replace("`", "&#96;")
+
+
+def fenced(body: str) -> list[str]:
+    """``body`` in a code fence no backtick run inside it can close."""
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, body, fence]
+
+
 def markdown(cases: Sequence[Case], title: str, verdict: str) -> str:
-    lines = [f"### {title}: {verdict}", "",
+    lines = [f"### {text(title)}: {text(verdict)}", "",
              "| job | verdict | score | reference | delta | p-value | n |", "|---|---|---:|---:|---:|---:|---:|"]
     for c in cases:
-        lines.append(f"| {_label(c).replace('|', '/')} | {c.mark} {c.verdict} | {fmt(c.score)} | {fmt(c.reference)} | "
+        lines.append(f"| {text(_label(c))} | {c.mark} {text(c.verdict)} | {fmt(c.score)} | {fmt(c.reference)} | "
                      f"{fmt(c.difference, sign=True)} | {fmt_p(c.p_value)} | {c.n if c.n is not None else '-'} |")
     for c in cases:  # each verdict block folded under its one-line message
         if c.details:
-            body = c.details.replace("```", "'''")
-            summary = f"{c.mark} {html.escape(_label(c))}: {html.escape(c.message)}"
-            lines += ["", f"<details><summary>{summary}</summary>", "", "```", body, "```", "", "</details>"]
+            lines += ["", f"<details><summary>{c.mark} {text(_label(c))}: {text(c.message)}</summary>", "",
+                      *fenced(c.details), "", "</details>"]
     return "\n".join(lines) + "\n"
 
 
@@ -34,11 +53,11 @@ def _label(case: Case) -> str:
 
 def release_markdown(title: str, verdict: str, reason: str, cases: Sequence[Case]) -> str:
     """A release's verdict, its reason and its tasks by tier (runner/sweep/release.py)."""
-    lines = [f"### {title}: {verdict}", "", reason, "", "| task | tier | verdict | blocks the release | details |",
+    lines = [f"### {text(title)}: {text(verdict)}", "", text(reason), "", "| task | tier | verdict | blocks the release | details |",
              "|---|---|---|---|---|"]
     for c in cases:
-        lines.append(f"| {c.name} | {c.tier} | {c.mark} {c.verdict} | {'yes' if c.failing or c.errored else 'no'}"
-                     f" | {c.message.replace('|', '/')} |")
+        lines.append(f"| {text(c.name)} | {text(c.tier)} | {c.mark} {text(c.verdict)} | "
+                     f"{'yes' if c.failing or c.errored else 'no'} | {text(c.message)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -37,7 +37,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from runner.contract.build import build
 from runner.contract.errors import EXIT_ERROR, UserError
+from runner.contract.secrets import redact_text, redact_tree, redact_url
 from runner.reports.ci import publish_sweep
+from runner.reports.markdown import fenced, text
 from runner.reports.outputs import write_failure
 from runner.stats.multiple_testing import validate
 from runner.sweep import summary as sweep_summary
@@ -139,15 +141,15 @@ class SweepCallback(Callback):
         experiment = open_experiment(tracker.uri, config.tracking.experiment)
         self.client = MlflowClient(tracking_uri=tracker.uri)
         name = config.sweep.name or f"sweep-{self.started:%Y-%m-%d-%H%M%S}"
-        overrides = " ".join(config.hydra.overrides.task)
+        overrides = redact_text(" ".join(config.hydra.overrides.task))  # no URL secrets in MLflow
         swept = config.hydra.sweeper.get("params")
-        params = OmegaConf.to_container(swept, resolve=True) if swept else {}
+        params = redact_tree(OmegaConf.to_container(swept, resolve=True)) if swept else {}
         tags = {"sweep": "parent", "sweep.dir": str(config.hydra.sweep.dir),
                 "sweep.overrides": overrides[:5000] or "(none)",
                 "sweep.launcher": str(config.hydra.launcher.get("_target_", "")).rpartition(".")[2],
                 "sweep.correction": config.sweep.correction, "sweep.alpha": str(config.sweep.alpha),
-                "mlflow.note.content": f"Sweep `python -m runner -m {overrides}`"
-                + (f" with sweeper params {params}" if params else "")}
+                "mlflow.note.content": "\n".join(["Sweep:", *fenced(f"python -m runner -m {overrides}")]
+                                                  + ([f"with sweeper params {text(params)}"] if params else []))}
 
         tags["runner_commit"] = project_commit()
         tags |= process_tags()
@@ -189,9 +191,10 @@ class SweepCallback(Callback):
             if self.client is not None:
                 summary.log_to(self.client, self.parent_id)
                 experiment = self.client.get_run(self.parent_id).info.experiment_id
-                print(f"tracking: MLflow parent run {self.parent_id} in {self.client.tracking_uri} "
+                tracking_uri = redact_url(self.client.tracking_uri)
+                print(f"tracking: MLflow parent run {self.parent_id} in {tracking_uri} "
                       f"(experiment '{config.tracking.experiment}'); the runs table: "
-                      f"{runs_table_url(ui_address(self.client.tracking_uri), experiment)}", flush=True)
+                      f"{runs_table_url(ui_address(tracking_uri), experiment)}", flush=True)
             if stopped_by is None:
                 status = "FINISHED"
         except Exception as err:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional, Protocol
 
 from runner.contract.errors import TrackingError
+from runner.contract.secrets import redact_text, redact_url
 from runner.files.locking import file_lock
 
 
@@ -218,25 +219,25 @@ class MlflowTracker:
             except (urllib.error.URLError, OSError, ValueError) as err:
                 raise TrackingError(
                     "the MLflow tracking server cannot be reached; nothing was evaluated",
-                    where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=f"{self.uri} ({err})",
+                    where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=redact_text(f"{self.uri} ({err})"),
                     fix="start the server (mlflow server --host 127.0.0.1 --port 5000), fix the address, "
                     "or run with tracking=none",
                 ) from None
         elif (db := sqlite_path(self.uri)) is not None:
             if db.is_dir() or not db.name:
                 raise TrackingError("the MLflow sqlite store must be a file, and this is a directory",
-                                    where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=self.uri,
+                                    where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=redact_url(self.uri),
                                     fix=f"name a file, e.g. sqlite:///{db / 'mlflow.db'}, or run with tracking=none")
             if not db.parent.is_dir() or not os.access(db.parent, os.W_OK) or (db.exists() and not os.access(db, os.W_OK)):
                 raise TrackingError("the MLflow sqlite store's directory is missing or not writable",
-                                    where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=self.uri,
+                                    where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=redact_url(self.uri),
                                     fix="point it at a writable directory, or run with tracking=none")
         else:
             scheme = self.uri.partition(":")[0].split("+")[0].lower() if "://" in self.uri else ""
             if scheme not in URI_SCHEMES:
                 raise TrackingError(
                     "this MLflow tracking URI is not one the runner can log to",
-                    where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=self.uri,
+                    where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=redact_url(self.uri),
                     allowed="http(s)://host:port (an MLflow server), sqlite:///path/to/mlflow.db, "
                     "or a database URI (postgresql://, mysql://, mssql://), databricks",
                     fix="use sqlite:///<dir>/mlflow.db for a local store (MLflow's file store ./mlruns is "
@@ -301,8 +302,9 @@ class MlflowTracker:
             mlflow.end_run(status=status)
 
     def where(self) -> str:
-        if self.uri.startswith(("http://", "https://")):
-            return f"MLflow run {self.run_id}: {self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
-        return (f"MLflow run {self.run_id} in {self.uri} (experiment '{self.config.experiment}'); "
-                f"browse with: mlflow ui --backend-store-uri {self.uri}, then the runs table at "
-                f"{runs_table_url(ui_address(self.uri), self.experiment_id)}")
+        uri = redact_url(self.uri)
+        if uri.startswith(("http://", "https://")):
+            return f"MLflow run {self.run_id}: {uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
+        return (f"MLflow run {self.run_id} in {uri} (experiment '{self.config.experiment}'); "
+                f"browse with: mlflow ui --backend-store-uri {uri}, then the runs table at "
+                f"{runs_table_url(ui_address(uri), self.experiment_id)}")

@@ -1,21 +1,19 @@
 """What ``backend=openai`` sends and how it reads answers, without a server: prompts equal to what
-``backend=hf`` tokenizes, truncation, sampling fields, echoed log-probabilities (canned answers in
-vLLM's shape), the managed server's command line, and config mistakes refused when composed."""
+``backend=hf`` tokenizes, truncation, sampling fields, the managed server's command line, and config mistakes refused when composed."""
 
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
 from omegaconf import OmegaConf
 
 from runner.contract.backend import ChatFormat
 from runner.contract.requests import GenerationRequest
-from runner.backends.openai.payloads import PromptSettings, chat_messages, completion_prompt, echoed_logprobs, sampling_fields
+from runner.backends.openai.payloads import PromptSettings, chat_messages, completion_prompt, sampling_fields
 from runner.backends.openai.server import render_command
 from runner.backends.prompting import encode_request, loglikelihood_tokens
-from runner.contract.errors import ConfigError, EndpointError
+from runner.contract.errors import ConfigError
 from tests.conftest import compose
 
 
@@ -87,18 +85,6 @@ def test_sampling_fields_follow_the_request():
     fields, _ = sampling_fields(req, settings(guided=True))
     assert fields["response_format"] == {"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}}}
     assert sampling_fields(req, settings(guided=True, json_schema_field="guided_json"))[1] == {"guided_json": {"type": "object"}}
-
-
-def test_echoed_logprobs_sum_the_continuation_and_tell_greedy():
-    # An echoed completion of a 5-token prompt plus one generated token, in vLLM's layout.
-    logprobs = SimpleNamespace(token_logprobs=[None, -2.0, -1.5, -0.25, -0.5, -0.1],
-                               top_logprobs=[None, {"a": -1.0, "b": -2.0}, {"c": -1.5}, {"d": -0.25}, {"e": -0.5, "f": -0.4},
-                                             {"g": -0.1}])
-    choice = SimpleNamespace(logprobs=logprobs)
-    assert echoed_logprobs(choice, 2, 2) == (-1.75, True)  # -1.5 + -0.25, both the top token
-    assert echoed_logprobs(choice, 3, 2) == (-0.75, False)  # -0.25 + -0.5; "f" (-0.4) beat the prompt's token
-    with pytest.raises(EndpointError, match="no log-probabilities for the prompt tokens"):
-        echoed_logprobs(SimpleNamespace(logprobs=None), 2, 2)
 
 
 def test_loglikelihood_tokens_split_as_hf(tokenizer):

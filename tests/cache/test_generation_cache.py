@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import sqlite3
 
@@ -125,3 +126,39 @@ def test_the_context_holds_the_backends_settings_not_its_code_location(tmp_path)
         return open_for_job(CacheConfig(enabled=True, path=str(tmp_path / "g.sqlite")), None, settings, info)
 
     assert bound("runner.backends.hf.HFBackend").context_id == bound("runner.backends.hf.backend.HFBackend").context_id
+
+
+def test_a_poisoned_row_is_dropped_on_read_and_computed_again(tmp_path):
+    """Rows written before answers were checked (an empty-choice text stored as a dict, a NaN or a
+    positive log-probability, a count as text) fail the check on read: deleted, recomputed, stored right."""
+    import json
+
+    store = GenerationCache(tmp_path / "g.sqlite")
+    cache = store.bind({"model": "m"})
+    gen = GenerationRequest(prompt="q", max_tokens=2)
+    lls = [LoglikelihoodRequest(context="c", continuation=f"x{i}") for i in range(3)]
+    poison = [json.dumps({"value": {"text": None}})] + [
+        json.dumps({"__class__": "LoglikelihoodResult", "fields": f}) for f in (
+            {"logprob": math.nan, "is_greedy": True, "num_tokens": 1},
+            {"logprob": 0.5, "is_greedy": True, "num_tokens": 1},
+            {"logprob": -1.0, "is_greedy": True, "num_tokens": "1"})]
+    store.put_many([(cache.key(r), cache.context_id, "x", p) for r, p in zip([gen, *lls], poison)])
+    good = LoglikelihoodResult(-0.5, False, 1)
+    compute_gen, compute_ll = Counter(fake_generate), Counter(lambda batch: [good] * len(batch))
+    assert cache.resolve([gen], compute_gen, 8) == ["q|2|None"]
+    assert cache.resolve(lls, compute_ll, 8) == [good] * 3
+    assert (compute_gen.calls, compute_ll.calls, store.count()) == ([1], [3], 4)
+    assert cache.resolve(lls + [gen], lambda batch: pytest.fail("all stored now"), 8)[-1] == "q|2|None"
+
+
+@pytest.mark.parametrize("bad", [None, math.inf, 0.25, "text"])
+def test_an_invalid_computed_answer_is_refused_and_nothing_is_stored(tmp_path, bad):
+    from runner.contract.errors import ModelError
+
+    store = GenerationCache(tmp_path / "g.sqlite")
+    cache = store.bind({"model": "m"})
+    answer = bad if bad in (None, "text") else LoglikelihoodResult(bad, True, 1)
+    request = LoglikelihoodRequest(context="c", continuation="x")
+    with pytest.raises(ModelError, match="cannot be used"):
+        cache.resolve([request], lambda batch: [answer], 8)
+    assert store.count() == 0

@@ -375,3 +375,24 @@ def test_recording_into_a_file_of_comments_only_keeps_them(tmp_path):
     record(tmp_path, "t", "accuracy", "org/m", AccuracySpec(), 50.0, {"date": "2026-11-23"})
     text = (tmp_path / "t.yaml").read_text()
     assert text.startswith("# what this file holds\n# and how entries are recorded\n") and "org/m:" in text
+
+
+def _record_many(ref_dir: str, writer: int, count: int) -> None:
+    for i in range(count):
+        record(ref_dir, "mmlu", "accuracy", f"writer{writer}/model{i}", AccuracySpec(), 50.0 + i, {"writer": writer})
+
+
+def test_two_processes_recording_into_one_directory_keep_every_entry(tmp_path: Path) -> None:
+    """Each process reads the file, adds its entry and writes it back; under the lock none is lost."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")  # ruamel is imported already: each child starts at once
+    writers = [context.Process(target=_record_many, args=(str(tmp_path), w, 12)) for w in range(2)]
+    for p in writers:
+        p.start()
+    for p in writers:
+        p.join(60)
+    assert [p.exitcode for p in writers] == [0, 0]
+    data = YAML(typ="safe").load((tmp_path / "mmlu.yaml").read_text())
+    assert sorted(data) == sorted(f"writer{w}/model{i}" for w in range(2) for i in range(12))
+    assert [e["accuracy"] for e in data["writer1/model7"]] == [57.0]

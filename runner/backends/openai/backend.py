@@ -19,15 +19,17 @@ from typing import Any, Sequence
 
 from runner.backends.configured import ConfiguredBackend
 from runner.backends.models import resolve_model_source
+from runner.backends.openai import answers
 from runner.backends.openai import client as http
 from runner.backends.openai.config import ENDPOINTS, JSON_SCHEMA_FIELDS, PROMPT_FORMATS, TRUNCATIONS
 from runner.backends.openai.payloads import (
-    PromptSettings, chat_messages, completion_prompt, echoed_logprobs, sampling_fields,
+    PromptSettings, chat_messages, completion_prompt, sampling_fields,
 )
 from runner.backends.openai.server import render_command, keep, ManagedServer, free_port, take_kept
 from runner.backends.prompting import loglikelihood_tokens
 from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
 from runner.contract.errors import BackendUnavailable, ConfigError, EndpointError
+from runner.contract.secrets import redact_url
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
 
@@ -42,7 +44,7 @@ class OpenAIBackend(ConfiguredBackend):
 
     name = "openai"
     answer_neutral_settings = ("launch.log_file", "launch.ready_timeout_s", "launch.stop_timeout_s", "launch.reuse",
-                               "timeout_s", "max_retries")
+                               "timeout_s", "max_retries", "max_response_mb")
 
     @classmethod
     def gpu_needs(cls, config: Any) -> GpuNeeds:
@@ -65,10 +67,15 @@ class OpenAIBackend(ConfiguredBackend):
                               fix="backend.base_url=http://HOST:PORT/v1 for a running server (with backend.launch.command=null "
                                   "on a preset), or a preset that starts one "
                                   "(backend=trtllm_serve, backend=vllm, backend=transformers_serve)")
-        if config.max_concurrency < 1 or config.max_retries < 0 or config.timeout_s <= 0:
-            raise ConfigError("request limits out of range", where="backend.max_concurrency / max_retries / timeout_s",
-                              given=f"{config.max_concurrency} / {config.max_retries} / {config.timeout_s}",
-                              allowed="max_concurrency >= 1, max_retries >= 0, timeout_s > 0")
+        if config.max_concurrency < 1 or config.max_retries < 0 or config.timeout_s <= 0 or config.max_response_mb <= 0:
+            raise ConfigError("request limits out of range",
+                              where="backend.max_concurrency / max_retries / timeout_s / max_response_mb",
+                              given=f"{config.max_concurrency} / {config.max_retries} / {config.timeout_s} / "
+                                    f"{config.max_response_mb}",
+                              allowed="max_concurrency >= 1, max_retries >= 0, timeout_s > 0, max_response_mb > 0")
+        if config.base_url is not None and not str(config.base_url).startswith(("http://", "https://")):
+            raise ConfigError("the server's URL must be http:// or https://", where="backend.base_url",
+                              given=redact_url(str(config.base_url)), fix="backend.base_url=http://HOST:PORT/v1")
         if config.endpoint == "chat" and not chat.apply_chat_template:
             raise ConfigError("the chat endpoint wraps every prompt in the server's chat template, and this task "
                               "sends plain prompts (its references were measured without a template)",
@@ -132,12 +139,13 @@ class OpenAIBackend(ConfiguredBackend):
         if self.config.launch.command is not None:
             self._base_url = self._launch()
         self._client = http.make_client(self._base_url, http.api_key(self.config.api_key_env),
-                                        self.config.timeout_s, self.config.max_retries)
+                                        self.config.timeout_s, self.config.max_retries,
+                                        int(self.config.max_response_mb * 2 ** 20))
         served = self._served = self.config.served_model or checkpoint
         listing = self._check_served(served)
         spec = self.config.served_spec
         managed = self.config.launch.command is not None
-        details = {"base_url": "managed (backend.launch)" if managed else self._base_url,
+        details = {"base_url": "managed (backend.launch)" if managed else redact_url(self._base_url),
                    "served_model": served, "endpoint": self.config.endpoint, "prompt_format": self.config.prompt_format,
                    "spec_source": "declared (backend.served_spec), not read back from the server",
                    "truncation": (f"client: the tokenizer of {tokenizer_source}" if self.config.truncation == "client"
@@ -152,7 +160,7 @@ class OpenAIBackend(ConfiguredBackend):
             name=self.name,
             spec=AccuracySpec(dtype=spec.dtype, quant_algo=spec.quant_algo, kv_cache_quant_algo=spec.kv_cache_quant_algo,
                               spec_dec_algo=spec.spec_dec_algo),
-            device="endpoint (managed server)" if managed else f"endpoint {self._base_url}",
+            device="endpoint (managed server)" if managed else f"endpoint {redact_url(self._base_url)}",
             model_path=checkpoint,
             versions={"openai": openai.__version__, "python": platform.python_version()},
             details=details, spec_declared=True,
@@ -215,7 +223,7 @@ class OpenAIBackend(ConfiguredBackend):
             return "empty list (not checked)"
         ids = [str(m.get("id")) for m in models]
         if served not in ids:
-            raise EndpointError("the server does not serve the declared model", where=f"{self._base_url}/models",
+            raise EndpointError("the server does not serve the declared model", where=f"{redact_url(self._base_url)}/models",
                                 given=f"serves {', '.join(ids)[:300]}; backend.served_model={served}",
                                 fix="set backend.served_model to the id the server lists (and served_spec to what it runs), "
                                     "or point backend.base_url at the right server")
@@ -223,7 +231,8 @@ class OpenAIBackend(ConfiguredBackend):
         context = card.get("max_model_len")
         need = self.limits.max_input_len + self.limits.max_output_len
         if isinstance(context, int) and context < need:
-            raise EndpointError("the served model's context is shorter than the task needs", where=f"{self._base_url}/models",
+            raise EndpointError("the served model's context is shorter than the task needs",
+                                where=f"{redact_url(self._base_url)}/models",
                                 given=f"max_model_len={context}; task needs max_input_len + max_output_len = {need}",
                                 fix="serve the model with a longer context (vLLM --max-model-len)")
         return "checked"
@@ -267,12 +276,13 @@ class OpenAIBackend(ConfiguredBackend):
         return self.settings.endpoint, fields | {"model": self._served, "extra_body": body or None}
 
     def _send(self, call: tuple[str, dict[str, Any]]) -> str:
+        """One generation, its answer checked (:mod:`runner.backends.openai.answers`) before it is used."""
         endpoint, fields = call
         if endpoint == "chat":
-            answer = http.call(self._base_url, lambda: self._client.chat.completions.create(**fields))
-            return answer.choices[0].message.content or ""
-        answer = http.call(self._base_url, lambda: self._client.completions.create(**fields))
-        return answer.choices[0].text or ""
+            return http.post_checked(self._base_url, lambda: self._client.chat.completions.with_raw_response.create(
+                **fields), lambda body: answers.chat_text(answers.document(body)), self.config.max_retries)
+        return http.post_checked(self._base_url, lambda: self._client.completions.with_raw_response.create(**fields),
+                                 lambda body: answers.completion_text(answers.document(body)), self.config.max_retries)
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         """Prompt log-probabilities of an echoed completion (``echo``, ``logprobs=1``, one new token),
@@ -293,7 +303,13 @@ class OpenAIBackend(ConfiguredBackend):
         seq, scored = item
         client, model = self._client, self._served
         body = dict(self.config.extra_body) or None
-        answer = http.call(self._base_url, lambda: client.completions.create(
-            model=model, prompt=seq, max_tokens=1, temperature=0.0, logprobs=1, echo=True, extra_body=body))
-        total, greedy = echoed_logprobs(answer.choices[0], len(seq) - len(scored), len(scored))
-        return LoglikelihoodResult(total, greedy, len(scored))
+        read = lambda raw: answers.echoed_logprobs(answers.document(raw), len(seq), len(scored))  # noqa: E731
+        found = http.post_checked(self._base_url, lambda: client.completions.with_raw_response.create(
+            model=model, prompt=seq, max_tokens=1, temperature=0.0, logprobs=1, echo=True, extra_body=body),
+            read, self.config.max_retries)
+        if found is None:
+            raise EndpointError("the server returned no log-probabilities for the prompt tokens",
+                                where="backend.prompt_logprobs", given=f"an echoed answer without token log-probs "
+                                f"for a {len(seq)}-token prompt", fix="set backend.prompt_logprobs=false and score by "
+                                "generation (task.scoring=generate), or serve the model with vLLM")
+        return LoglikelihoodResult(found[0], found[1], len(scored))

@@ -2,8 +2,12 @@
 
 The library retries connection errors, timeouts, 408, 409, 429 and 5xx answers with exponential
 backoff and jitter (0.5 s doubling up to 8 s, honouring ``Retry-After``), ``max_retries`` times.
-What still fails becomes an :class:`~runner.contract.errors.EndpointError` naming the URL, the status and
-the start of the body. Requests of one bulk call go out ``max_concurrency`` at a time; answers keep
+Each request has one deadline from send to last byte and a cap on its answer's size
+(:mod:`runner.backends.openai.transport`); redirects are not followed. Every 200 answer is read as plain
+JSON and checked (:mod:`runner.backends.openai.answers`); an invalid one is retried like a 5xx, with
+the same backoff, ``max_retries`` times. What still fails becomes an
+:class:`~runner.contract.errors.EndpointError` naming the URL (secrets redacted), the status and the start
+of the body. Requests of one bulk call go out ``max_concurrency`` at a time; answers keep
 request order. The API key is read from the environment variable the config names, and is held
 only by the client object.
 """
@@ -12,21 +16,33 @@ from __future__ import annotations
 
 import logging
 import os
+import random
+import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any, Callable, Sequence, TypeVar
 
+from runner.backends.openai.answers import InvalidAnswer
+from runner.backends.openai.transport import ResponseTooLarge, guarded_transport
 from runner.contract.errors import ConfigError, EndpointError
+from runner.contract.secrets import looks_like_key, redact_url
 
 log = logging.getLogger("runner")
 T = TypeVar("T")
 R = TypeVar("R")
 NO_KEY = "EMPTY"  # what local servers accept when no key is configured (vLLM's and lm-eval's convention)
+RETRY_BASE_S, RETRY_MAX_S = 0.5, 8.0  # the client library's backoff, used for invalid answers too
 
 
 def api_key(env_name: str | None) -> str:
     """The key from the variable ``backend.api_key_env`` names; never from the config itself."""
     if not env_name:
         return NO_KEY
+    if looks_like_key(env_name):
+        raise ConfigError("backend.api_key_env names the environment variable that holds the key, and this value "
+                          "looks like a key itself (it is not repeated here)", where="backend.api_key_env",
+                          given=f"a {len(env_name)}-character value that is not a variable name",
+                          fix="export the key as a variable (export OPENAI_API_KEY=...) and set "
+                              "backend.api_key_env=OPENAI_API_KEY; revoke the key if this config was shared")
     value = os.environ.get(env_name)
     if not value:
         raise ConfigError("the API key variable is not set", where="backend.api_key_env", given=env_name,
@@ -34,22 +50,41 @@ def api_key(env_name: str | None) -> str:
     return value
 
 
-def make_client(base_url: str, key: str, timeout_s: float, max_retries: int) -> Any:
+def make_client(base_url: str, key: str, timeout_s: float, max_retries: int, max_response_bytes: int) -> Any:
+    """The client library's client over :func:`~runner.backends.openai.transport.guarded_transport`."""
+    import httpx2
     import openai
 
     for name in ("httpx2", "httpx", "openai"):  # one INFO line per request otherwise
         logging.getLogger(name).setLevel(logging.WARNING)
-
-    return openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout_s, max_retries=max_retries)
+    http_client = httpx2.Client(transport=guarded_transport(timeout_s, max_response_bytes), timeout=timeout_s,
+                                follow_redirects=False)
+    return openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout_s, max_retries=max_retries,
+                         http_client=http_client)
 
 
 def describe_failure(err: BaseException, base_url: str) -> EndpointError:
     """A failed call, said with its URL, status and body excerpt (never the key)."""
     import openai
 
+    base_url = redact_url(base_url)
+    if isinstance(err, ResponseTooLarge):
+        return EndpointError("the model server's answer is larger than allowed", where=base_url, given=str(err),
+                             fix="raise backend.max_response_mb if such answers are expected, or check the server")
+    if isinstance(err, InvalidAnswer):
+        return EndpointError("the model server's answer cannot be used (it is neither scored nor cached)",
+                             where=base_url, given=f"{err.what}; the server sent: {err.excerpt}",
+                             fix="check the server log and that backend.base_url is an OpenAI-compatible /v1 "
+                                 "endpoint; the job can be rerun once the server answers correctly")
+    if isinstance(err, openai.APIStatusError) and 300 <= err.status_code < 400:
+        target = redact_url(err.response.headers.get("location", "(no Location header)"))
+        return EndpointError("the model server redirected a request, and redirects are not followed (answers "
+                             "from another server would be cached under this one's URL)",
+                             where=redact_url(str(err.request.url)), given=f"HTTP {err.status_code} to {target}",
+                             fix="set backend.base_url to the server that answers")
     if isinstance(err, openai.APIStatusError):
         body = " ".join(err.response.text.split())[:300]
-        return EndpointError("the model server refused a request", where=str(err.request.url),
+        return EndpointError("the model server refused a request", where=redact_url(str(err.request.url)),
                              given=f"HTTP {err.status_code}: {body}",
                              fix="check backend.served_model, the request limits and the server log")
     if isinstance(err, openai.APITimeoutError):
@@ -71,8 +106,24 @@ def call(base_url: str, fn: Callable[[], R]) -> R:
 
     try:
         return fn()
-    except openai.OpenAIError as err:
+    except (openai.OpenAIError, ResponseTooLarge) as err:
         raise describe_failure(err, base_url) from None
+
+
+def post_checked(base_url: str, send: Callable[[], Any], read: Callable[[bytes], R], max_retries: int) -> R:
+    """``read(body)`` of one request's answer, ``send`` returning the library's raw response
+    (``.with_raw_response``): an answer ``read`` refuses (:class:`InvalidAnswer`) is asked again up to
+    ``max_retries`` times with the library's backoff, then reported with the server's words."""
+    for attempt in range(max_retries + 1):
+        raw = call(base_url, send)
+        try:
+            return read(raw.http_response.content)
+        except InvalidAnswer as err:
+            if attempt == max_retries:
+                raise describe_failure(err, base_url) from None
+            log.warning("the model server sent an invalid answer (%s); asking again", err.what)
+            time.sleep(min(RETRY_BASE_S * 2 ** attempt, RETRY_MAX_S) * (1 - 0.25 * random.random()))
+    raise AssertionError("unreachable")
 
 
 def map_bounded(fn: Callable[[T], R], items: Sequence[T], concurrency: int, on_done: Callable[[], None]) -> list[R]:
@@ -108,4 +159,9 @@ def list_models(client: Any, base_url: str) -> tuple[list[dict[str, Any]] | None
         page = client.with_options(max_retries=1).models.list()
     except openai.OpenAIError as err:
         return None, str(describe_failure(err, base_url).given)
-    return [m.model_dump() for m in page.data], ""
+    except ResponseTooLarge as err:
+        return None, str(err)
+    try:
+        return [m.model_dump() for m in page.data], ""
+    except (AttributeError, TypeError, ValueError) as err:  # a listing of another shape: not checked, said so
+        return None, f"an unreadable model list ({type(err).__name__})"

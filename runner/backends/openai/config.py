@@ -65,7 +65,8 @@ class OpenAIBackendConfig:
     per_request_seeds: bool = True  # the server honours a request's seed
     json_schema_field: str = "response_format"  # where a guided-JSON request puts its schema
     max_concurrency: int = 8  # requests in flight at once
-    timeout_s: float = 600.0  # per request
+    timeout_s: float = 600.0  # per request, from send to the last byte of the answer (a deadline, not a read timeout)
+    max_response_mb: float = 64.0  # an answer body larger than this is refused (a generation is kilobytes)
     max_retries: int = 5  # connection errors, 408/409/429/5xx: exponential backoff with jitter
     served_spec: ServedSpec = field(default_factory=ServedSpec)
     launch: LaunchConfig = field(default_factory=LaunchConfig)

@@ -1,5 +1,5 @@
 """Request bodies for ``/v1/completions`` and ``/v1/chat/completions`` built from the runner's
-requests, and log-probabilities read back from an echoed completion.
+requests (what comes back is read by :mod:`runner.backends.openai.answers`).
 
 Prompts are the ones ``backend=hf`` tokenizes (:mod:`runner.backends.prompting`): the completions
 endpoint gets our rendered prompt (as text, or as the very token ids), the chat endpoint the same
@@ -126,23 +126,3 @@ def _server_cut_allowed(req: GenerationRequest) -> None:
                           where="backend.truncation", given="server",
                           allowed="client (the served model's tokenizer cuts prompts as backend=hf does)",
                           fix="set backend.truncation=client")
-
-
-def echoed_logprobs(choice: Any, start: int, count: int) -> tuple[float, bool]:
-    """(sum of log-probs, every token the argmax) of prompt positions ``start .. start+count`` of an
-    echoed completion (``echo=True, logprobs=1``): ``token_logprobs`` and ``top_logprobs`` per token."""
-    logprobs = choice.logprobs
-    values = list(getattr(logprobs, "token_logprobs", None) or []) if logprobs is not None else []
-    tops = list(getattr(logprobs, "top_logprobs", None) or []) if logprobs is not None else []
-    if len(values) < start + count or any(v is None for v in values[start:start + count]):
-        raise EndpointError("the server returned no log-probabilities for the prompt tokens",
-                            where="backend.prompt_logprobs", given=f"{len(values)} token log-probs for a "
-                            f"{start + count}-token prompt", fix="set backend.prompt_logprobs=false and score by "
-                            "generation (task.scoring=generate), or serve the model with vLLM")
-    total = float(sum(values[start:start + count]))
-    greedy = True
-    for i in range(start, start + count):
-        top = tops[i] if i < len(tops) and tops[i] else {}
-        if top and values[i] < max(top.values()):
-            greedy = False
-    return total, greedy

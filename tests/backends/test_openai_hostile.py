@@ -1,0 +1,150 @@
+"""``backend=openai`` against a server that answers badly on purpose (tests/helpers/hostile_server.py).
+
+Each hostile behaviour must end the request with the right message within its deadline (tiny
+timeouts here: every case takes well under a second), and leave nothing in the generation cache.
+In-process: the backend is built as the job builds it, with a tokenizer of one token per character
+standing in for the served model's (no model is loaded).
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from runner.backends.openai import client as http
+from runner.backends.openai.backend import OpenAIBackend
+from runner.backends.openai.config import OpenAIBackendConfig
+from runner.cache.generations import CachedBackend, GenerationCache
+from runner.contract.backend import ChatFormat, TaskLimits
+from runner.contract.errors import ConfigError, EndpointError
+from runner.contract.requests import GenerationRequest
+from tests.helpers.hostile_server import ECHO_PROMPT, GOOD_TEXT, MODEL, HostileServer
+
+DEADLINE_S = 0.4
+SLACK_S = 1.0  # the deadline plus what a loaded CI host needs to notice it
+
+
+class CharTokenizer:
+    """One token per character: enough for prompts sent as text."""
+
+    def __call__(self, text, add_special_tokens=True):
+        if isinstance(text, list):
+            return {"input_ids": [[ord(c) for c in t] for t in text]}
+        return {"input_ids": [ord(c) for c in text]}
+
+
+@pytest.fixture()
+def server():
+    hostile = HostileServer(huge_bytes=3 << 20)
+    yield hostile
+    hostile.close()
+
+
+def backend_for(url: str, **settings) -> OpenAIBackend:
+    config = OpenAIBackendConfig(base_url=f"{url}/v1", served_model=MODEL,
+                                 **({"timeout_s": DEADLINE_S, "max_retries": 0, "max_response_mb": 1.0} | settings))
+    config.prompt_logprobs, config.prompt_format = True, "token_ids"
+    backend = OpenAIBackend(config, SimpleNamespace(name="m"), SimpleNamespace(), TaskLimits(64, 8), ChatFormat(),
+                            progress=False)
+    backend._tokenizer, backend._served, backend.settings = CharTokenizer(), MODEL, \
+        backend.settings.__class__(**{**backend.settings.__dict__, "prompt_format": "text"})
+    backend._client = http.make_client(f"{url}/v1", http.api_key(None), config.timeout_s, config.max_retries,
+                                       int(config.max_response_mb * 2 ** 20))
+    return backend
+
+
+def answer_through_cache(backend: OpenAIBackend, tmp_path) -> tuple[object, GenerationCache, float]:
+    """Generate one request through a fresh generation cache: (answer or the error, the cache, seconds)."""
+    store = GenerationCache(tmp_path / "generations.sqlite")
+    cached = CachedBackend(backend, store.bind({"test": "hostile"}), chunk_size=4)
+    start = time.monotonic()
+    try:
+        result: object = cached.generate([GenerationRequest("2+2=", 4)])
+    except EndpointError as err:
+        result = err
+    return result, store, time.monotonic() - start
+
+
+CASES = [  # (mode, what the message must say)
+    ("malformed", "not JSON"), ("empty", "body is empty"), ("html", "not JSON.*502 Bad Gateway"),
+    ("not_utf8", "not JSON"), ("missing_fields", "no list of choices"), ("no_choices", "0 choices"),
+    ("choices_string", "no list of choices"), ("no_text", "no text"), ("null_text", "no text"),
+    ("text_number", "no text"), ("three_choices", "3 choices for one request"),
+    ("error_200", "answered with an error.*model overloaded"),
+    ("huge_declared", "larger than allowed"), ("huge_streamed", "larger than allowed"),
+    ("drip", "did not answer in time"), ("hang", "did not answer in time"),
+    ("error_500", "HTTP 500.*CUDA out of memory"),
+]
+
+
+@pytest.mark.parametrize(("mode", "said"), CASES, ids=[c[0] for c in CASES])
+def test_a_hostile_answer_is_a_message_within_the_deadline_and_never_cached(server, tmp_path, mode, said):
+    server.mode = mode
+    result, store, took = answer_through_cache(backend_for(server.url), tmp_path)
+    assert isinstance(result, EndpointError), f"{mode} was accepted as {result!r}"
+    import re
+    assert re.search(said, result.render(), re.S), result.render()
+    assert took < DEADLINE_S + SLACK_S, f"{mode} took {took:.2f} s"
+    assert store.count() == 0
+
+
+def test_a_good_answer_is_cached_and_the_same_request_is_not_sent_again(server, tmp_path):
+    backend = backend_for(server.url)
+    assert answer_through_cache(backend, tmp_path)[0] == [GOOD_TEXT]
+    result, store, _ = answer_through_cache(backend, tmp_path)
+    assert (result, store.count(), server.posts) == ([GOOD_TEXT], 1, 1)
+
+
+def test_an_invalid_answer_is_asked_again_as_the_retry_policy_says(server, tmp_path, monkeypatch):
+    monkeypatch.setattr(http, "RETRY_BASE_S", 0.01)
+    server.sequence = ["no_text", "malformed", "ok"]
+    result, store, _ = answer_through_cache(backend_for(server.url, max_retries=2), tmp_path)
+    assert (result, server.posts, store.count()) == ([GOOD_TEXT], 3, 1)
+    server.sequence, server.posts = ["no_text", "ok"], 0
+    result, _, _ = answer_through_cache(backend_for(server.url, max_retries=0), tmp_path / "other")
+    assert isinstance(result, EndpointError) and server.posts == 1  # max_retries=0: asked once
+
+
+def test_a_huge_retry_after_is_not_waited_for(server, tmp_path):
+    server.mode = "retry_after_huge"
+    result, store, took = answer_through_cache(backend_for(server.url, max_retries=3), tmp_path)
+    assert isinstance(result, EndpointError) and "HTTP 429" in result.render()
+    assert (server.posts, store.count()) == (1, 0) and took < SLACK_S
+
+
+def test_a_redirect_to_another_port_is_refused_and_not_followed(server, tmp_path):
+    other = HostileServer()
+    try:
+        server.mode, server.redirect_to = "redirect", f"{other.url}/v1"
+        result, store, _ = answer_through_cache(backend_for(server.url), tmp_path)
+        assert isinstance(result, EndpointError)
+        assert "redirects are not followed" in result.render() and f"{other.url}/v1/completions" in result.render()
+        assert (other.posts, store.count()) == (0, 0)
+    finally:
+        other.close()
+
+
+LOGPROB_CASES = [("logprobs_nan", "not JSON"), ("logprobs_positive", r"token_logprobs\[2\] is 0.7"),
+                 ("logprobs_string", r"token_logprobs\[2\] is a str"), ("logprobs_too_many", "6 token log-probabilities")]
+
+
+@pytest.mark.parametrize(("mode", "said"), LOGPROB_CASES, ids=[c[0] for c in LOGPROB_CASES])
+def test_bad_log_probabilities_are_refused(server, mode, said):
+    server.mode = mode
+    with pytest.raises(EndpointError, match=said):
+        backend_for(server.url)._loglikelihood_one((list(range(ECHO_PROMPT)), [1, 2]))
+
+
+def test_good_log_probabilities_sum_the_continuation(server):
+    server.mode = "logprobs_ok"  # prompt tokens [None, -1.0, -0.5]; each the top token
+    result = backend_for(server.url)._loglikelihood_one((list(range(ECHO_PROMPT)), [1, 2]))
+    assert (result.logprob, result.is_greedy, result.num_tokens) == (-1.5, True, 2)
+
+
+def test_a_key_pasted_into_api_key_env_is_refused_without_echoing_it():
+    key = "sk-proj-Abc123def456GHI789jkl012MNO345"
+    with pytest.raises(ConfigError) as info:
+        http.api_key(key)
+    assert key not in info.value.render() and "looks like a key" in info.value.render()

@@ -1,0 +1,82 @@
+"""URL secrets redacted before anything is written, keyed or logged; keys pasted where a name belongs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from runner.backends.openai.config import OpenAIBackendConfig
+from runner.cache.generations import settings_context
+from runner.contract.backend import ChatFormat, TaskLimits
+from runner.contract.secrets import has_secret, looks_like_key, redact_text, redact_tree, redact_url
+from runner.job.flow import redact_hydra_files
+
+PASSWORD = "hunter2-Pa55word"
+
+
+@dataclass
+class Quant:
+    name: str = "none"
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    (f"http://alice:{PASSWORD}@10.0.0.5:8000/v1", "http://REDACTED@10.0.0.5:8000/v1"),
+    (f"https://{PASSWORD}@host/v1", "https://REDACTED@host/v1"),
+    (f"https://host/v1?api_key={PASSWORD}&region=eu", "https://host/v1?api_key=REDACTED&region=eu"),
+    (f"postgresql://mlflow:{PASSWORD}@db:5432/mlflow?sslmode=require&token={PASSWORD}",
+     "postgresql://REDACTED@db:5432/mlflow?sslmode=require&token=REDACTED"),
+    ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),  # nothing secret: unchanged
+    ("sqlite:////tmp/mlflow.db", "sqlite:////tmp/mlflow.db"),
+    ("/data/model", "/data/model"),
+])
+def test_user_info_and_secret_query_parameters_are_redacted(url, shown):
+    assert redact_url(url) == shown
+    assert has_secret(url) == (url != shown)
+
+
+def test_text_and_config_trees_are_redacted_wherever_a_url_appears():
+    line = f"backend=openai backend.base_url=http://u:{PASSWORD}@h:1/v1 task=mmlu"
+    assert redact_text(line) == "backend=openai backend.base_url=http://REDACTED@h:1/v1 task=mmlu"
+    tree = {"backend": {"base_url": f"http://u:{PASSWORD}@h/v1", "extra": [f"https://h/x?token={PASSWORD}", "plain"]}, "n": 3}
+    assert PASSWORD not in str(redact_tree(tree)) and redact_tree(tree)["n"] == 3
+
+
+def test_the_cache_key_holds_the_redacted_url():
+    config = OpenAIBackendConfig(base_url=f"http://u:{PASSWORD}@h:8000/v1")
+    context = settings_context(Quant(), config, (), TaskLimits(8, 8), ChatFormat())
+    assert context["backend"]["base_url"] == "http://REDACTED@h:8000/v1" and PASSWORD not in str(context)
+
+
+def test_hydras_saved_files_are_rewritten_redacted(tmp_path):
+    hydra = tmp_path / ".hydra"
+    hydra.mkdir()
+    (hydra / "overrides.yaml").write_text(f"- backend.base_url=http://u:{PASSWORD}@h/v1\n- task=mmlu\n")
+    (hydra / "hydra.yaml").write_text("plain: true\n")
+    redact_hydra_files(tmp_path)
+    assert (hydra / "overrides.yaml").read_text() == "- backend.base_url=http://REDACTED@h/v1\n- task=mmlu\n"
+    assert (hydra / "hydra.yaml").read_text() == "plain: true\n"
+
+
+@pytest.mark.parametrize(("value", "key"), [
+    ("OPENAI_API_KEY", False), ("RUNNER_TEST_API_KEY", False), ("my_key", False),
+    ("sk-proj-abc", True), ("hf_AbCdEf", True), ("nvapi-xyz", True), ("abc def", True), ("key=value", True),
+    ("Qm9zZXR0aW5nczEyMzQ1Njc4OTBhYmNkZWZn", True),  # 36 characters of mixed case and digits
+])
+def test_a_key_is_told_from_a_variable_name(value, key):
+    assert looks_like_key(value) is key
+
+
+@pytest.mark.parametrize(("hf_id", "ok"), [
+    ("HuggingFaceTB/SmolLM2-135M-Instruct", True), ("gpt2", True), ("org/unregistered", True),
+    ("<img src=x onerror=alert(1)>", False), ("org/../etc", False), ("a/b/c", False), ("org/na me", False),
+])
+def test_hf_id_is_held_to_a_hub_ids_shape(hf_id, ok):
+    from runner.contract.errors import ConfigError
+    from runner.files.paths import check_hub_id
+
+    if ok:
+        assert check_hub_id(hf_id, "model.hf_id") == hf_id
+    else:
+        with pytest.raises(ConfigError, match="Hugging Face repo id"):
+            check_hub_id(hf_id, "model.hf_id")
