@@ -33,6 +33,8 @@ def find_reference(job: Job, spec: AccuracySpec) -> tuple[Reference | None, Hypo
         job.notes.append(f"compared with the unquantized baseline reference [{key.describe()}]")
     reference = references.lookup(job.ref_dir, job.task.name, job.task.metric, job.model.hf_id, key, job.defaults)
     job.reference = reference
+    if reference.note:
+        job.notes.append(f"reference note ({reference.path.name}, entry {reference.index}): {reference.note}")
     recorded = reference.recorded or {}
     if job.config.stats.method != "unpaired" and recorded.get("samples"):
         job.reference_rows = reference_samples.load_rows(job.ref_dir, str(recorded["samples"]),

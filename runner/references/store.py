@@ -3,8 +3,10 @@
 ``references/<task>.yaml`` maps a Hugging Face model id to a list of entries. Each entry names
 the accuracy spec it was measured under (absent keys take their defaults: ``dtype: auto``,
 everything else ``None``), the metric value, and optionally per-entry overrides of the test
-(``alpha``, ``beta``, ``sigma``, ``num_samples``, ``higher_is_better``, ``threshold``,
-``reference_note``). Lookup uses TensorRT-LLM's rule: the FIRST entry whose value for every
+(``alpha``, ``beta``, ``sigma``, ``num_samples``, ``higher_is_better``), an explicit floor
+(``threshold_override``, the name of newer upstream tables, or ``threshold``, this runner's older name
+for the same thing: it replaces the computed threshold) and ``reference_note`` (free text shown in the
+report). Lookup uses TensorRT-LLM's rule: the FIRST entry whose value for every
 spec key equals the query wins, so files from that repository drop in unchanged.
 
 When the runner records a reference (:mod:`runner.references.recording`) it adds one key upstream
@@ -26,6 +28,8 @@ from runner.stats.unpaired import HypothesisParams, check_params
 
 OVERRIDE_KEYS = ("alpha", "beta", "sigma", "num_samples", "higher_is_better")
 """Entry keys that replace the task's statistical defaults for that entry only."""
+THRESHOLD_KEYS = ("threshold_override", "threshold")
+"""Entry keys holding an explicit floor (upstream's newer name first); both mean the same rule."""
 PROVENANCE_KEY = "recorded"
 """The one key the runner adds to an entry; lookup never reads it."""
 
@@ -264,11 +268,7 @@ def _build(
         )
     merged = {name: entry.get(name, getattr(defaults, name)) for name in OVERRIDE_KEYS}
     check_params(**merged, where=where)
-    threshold = entry.get("threshold")
-    if threshold is not None and (
-        isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold)
-    ):
-        raise ReferenceError_("the entry's explicit threshold is not a finite number", where=where, given=repr(threshold))
+    threshold = _explicit_threshold(entry, where)
     note = entry.get("reference_note")
     return Reference(
         task=task,
@@ -282,3 +282,22 @@ def _build(
         index=index,
         recorded=dict(entry["recorded"]) if isinstance(entry.get("recorded"), Mapping) else None,
     )
+
+
+def _explicit_threshold(entry: Mapping[str, Any], where: str) -> float | None:
+    """The entry's explicit floor (``threshold_override`` or ``threshold``), or None.
+
+    Either key replaces the computed threshold for this entry only; an entry giving both with different
+    values is refused rather than silently preferring one."""
+    given = {key: entry[key] for key in THRESHOLD_KEYS if entry.get(key) is not None}
+    for key, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ReferenceError_(f"the entry's explicit threshold ({key}) is not a finite number", where=where,
+                                  given=repr(value), allowed="a number on the metric's scale",
+                                  fix=f"write `{key}: <floor>` or remove the key to use the computed threshold")
+    if len(set(map(float, given.values()))) > 1:
+        raise ReferenceError_("the entry gives two different explicit thresholds", where=where,
+                              given=", ".join(f"{k}={v}" for k, v in given.items()),
+                              allowed="one of threshold_override (upstream's name) or threshold",
+                              fix="keep one key")
+    return float(next(iter(given.values()))) if given else None

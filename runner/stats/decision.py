@@ -2,7 +2,7 @@
 
 Precedence (the first rule that applies decides):
 
-1. **explicit threshold**: the reference entry registers ``threshold``; the score is compared
+1. **explicit threshold**: the reference entry registers ``threshold_override`` (or ``threshold``); the score is compared
    with it as upstream does (no p-value: the rule is deterministic).
 2. **exact rule**: ``sigma`` is 0 (passkey retrieval): the threshold is the reference itself,
    so one lost passkey of 20 fails, as upstream.

@@ -244,8 +244,22 @@ def test_doctor_reports_the_release_of_an_installed_tensorrt_llm(tmp_path):
     assert "Traceback" not in text, text
     assert "pass  tensorrt_llm" in text and "version 1.3.0rc80" in text
     assert "pass  names for backend=trtllm_pytorch" in text
-    assert "FAIL  names for backend=trtllm " in text and "1.0-1.2" in text  # no engine backend on main
+    # no engine backend on main: a skip that says upstream removed it, not a fault of the host
+    assert "skip  names for backend=trtllm " in text and "1.0-1.2" in text and "removed the TensorRT engine backend" in text
     assert "SamplingParams.seed ignored" in text
+
+
+def test_doctor_states_upstreams_removal_of_the_engine_backend_on_a_release_that_has_it():
+    from runner.commands import doctor
+
+    trtllm_double.install(trtllm_double.load(MANIFESTS[0]))
+    try:
+        rows = {r.name: r for r in doctor.release_checks(trtllm_double.load(MANIFESTS[0])["tensorrt_llm_version"])}
+    finally:
+        trtllm_double.uninstall()
+    assert rows["names for backend=trtllm"].status == doctor.PASS
+    note = rows["engine backend upstream"]
+    assert note.status == doctor.PASS and "trtllm-eval" in note.detail and "1.0-1.2.x" in note.detail
 
 
 # ------------------------------------------------------------------------------ extra LLM API options

@@ -202,8 +202,8 @@ def test_shipped_mmlu_references() -> None:
     awq_int8 = AccuracySpec(quant_algo="W4A16_AWQ", kv_cache_quant_algo="INT8")
     assert lookup(d, "mmlu", "accuracy", "meta-llama/Llama-3.2-1B", awq_int8, MMLU_DEFAULTS).value == 31.29
     data = load(d / "mmlu.yaml")
-    assert len(data) == 9  # 8 published models + the embedded SmolLM2
-    assert sum(len(v) for k, v in data.items() if k != "HuggingFaceTB/SmolLM2-135M-Instruct") == 25
+    assert len(data) == 52  # upstream's 51 model keys (b35ac1b) + the embedded SmolLM2
+    assert sum(len(v) for k, v in data.items() if k != "HuggingFaceTB/SmolLM2-135M-Instruct") == 133
 
 
 def test_shipped_smollm2_references_carry_their_per_sample_scores() -> None:
@@ -332,7 +332,7 @@ def test_record_on_copy_of_shipped_file_keeps_upstream_entries(tmp_path: Path) -
     text = (tmp_path / "mmlu.yaml").read_text(encoding="utf-8")
     assert "TensorRT-LLM" in text.splitlines()[0] or "TensorRT-LLM" in "".join(text.splitlines()[:3])
     # upstream-style indentation is preserved
-    assert "meta-llama/Llama-3.1-8B-Instruct:\n  - accuracy: 68.17\n  - quant_algo: FP8\n    accuracy: 67.93\n" in text
+    assert "meta-llama/Llama-3.1-8B-Instruct:\n  - accuracy: 68.17\n  - spec_dec_algo: Eagle\n    accuracy: 68.20\n" in text
 
 
 BETWEEN = """\
