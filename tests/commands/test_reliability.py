@@ -38,39 +38,48 @@ OPEN_AND_LOG = """
 import os, sys, time
 from types import SimpleNamespace
 from runner.tracking.trackers import MlflowTracker
-go = sys.argv[2]
-tracker = MlflowTracker(SimpleNamespace(tracking_uri=sys.argv[1], experiment="concurrent", connect_timeout_s=5))
-tracker.check()
-import mlflow  # imported before the barrier, so the processes reach the store together
-print("ready", flush=True)
-while not os.path.exists(go):  # the barrier: the test creates this file once all four are ready
-    time.sleep(0.005)
-tracker.start(f"job-{sys.argv[3]}", {"k": sys.argv[3]}, {})
-tracker.log_metrics({"x": 1.0})
-tracker.end("FINISHED")
+import mlflow  # imported before the barriers, so the processes reach each store together
+job, trials = sys.argv[1], sys.argv[2:]
+for uri, go in zip(trials[::2], trials[1::2]):  # one fresh store per trial, the same four processes
+    tracker = MlflowTracker(SimpleNamespace(tracking_uri=uri, experiment="concurrent", connect_timeout_s=5))
+    tracker.check()
+    print("ready", flush=True)
+    while not os.path.exists(go):  # the barrier: the test creates this file once all four are ready
+        time.sleep(0.005)
+    tracker.start(f"job-{job}", {"k": job}, {})
+    tracker.log_metrics({"x": 1.0})
+    tracker.end("FINISHED")
+    print("done", flush=True)
 """
 
 
 def test_a_fresh_sqlite_store_survives_four_jobs_starting_at_once(tmp_path):
-    for trial in range(3):
-        uri = f"sqlite:///{tmp_path / f'trial{trial}' / 'mlflow.db'}"
-        (tmp_path / f"trial{trial}").mkdir()
-        go = tmp_path / f"trial{trial}" / "go"
-        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AND_LOG, uri, str(go), str(i)], cwd=ROOT,
-                                  env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for i in range(4)]
-        # release the four together once every one has imported mlflow (instead of a fixed delay)
-        try:
-            early = [_wait_for(p, "ready", timeout=180) for p in procs]
-        finally:
-            go.touch()  # also when one failed: the others must not wait forever
-        outputs = [e + p.communicate(timeout=180)[0] for e, p in zip(early, procs)]
-        assert [p.returncode for p in procs] == [0, 0, 0, 0], "\n".join(outputs)
-        import mlflow
+    """Three trials, each a new store that four processes open and write at the same moment."""
+    import mlflow
 
-        runs = mlflow.MlflowClient(tracking_uri=uri).search_runs(
-            [mlflow.MlflowClient(tracking_uri=uri).get_experiment_by_name("concurrent").experiment_id])
-        assert sorted(r.info.status for r in runs) == ["FINISHED"] * 4
+    trials = [(f"sqlite:///{tmp_path / f'trial{t}' / 'mlflow.db'}", tmp_path / f"trial{t}" / "go") for t in range(3)]
+    for _, go in trials:
+        go.parent.mkdir()
+    argv = [str(part) for pair in trials for part in pair]
+    procs = [subprocess.Popen([sys.executable, "-c", OPEN_AND_LOG, str(i), *argv], cwd=ROOT, env=_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(4)]
+    outputs = [""] * 4
+    try:
+        for uri, go in trials:
+            try:  # release the four together once every one is ready (instead of a fixed delay)
+                for i, p in enumerate(procs):
+                    outputs[i] += _wait_for(p, "ready", timeout=180)
+            finally:
+                go.touch()  # also when one failed: the others must not wait forever
+            for i, p in enumerate(procs):
+                outputs[i] += _wait_for(p, "done", timeout=180)
+            client = mlflow.MlflowClient(tracking_uri=uri)
+            runs = client.search_runs([client.get_experiment_by_name("concurrent").experiment_id])
+            assert sorted(r.info.status for r in runs) == ["FINISHED"] * 4, "\n".join(outputs)
+    finally:
+        for i, p in enumerate(procs):
+            outputs[i] += p.communicate(timeout=180)[0]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], "\n".join(outputs)
 
 
 # ------------------------------------------------------------------ 4. one directory per job

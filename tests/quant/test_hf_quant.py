@@ -178,9 +178,25 @@ def test_calibration_text_is_local_seeded_and_packed(real_cache, tmp_path):
 
 
 # ---------------------------------------------------------------------------- quantizing the real model
+def coarse_awq_search(monkeypatch) -> None:
+    """AWQ's search with 3 candidate scales instead of ModelOpt's 11 (alpha_step 0.5, not 0.1): on the CPU
+    each candidate fake-quantizes all 210 weight matrices again, which is most of AWQ's time. The recipe
+    itself (TensorRT-LLM's) is checked in test_recipes_follow_tensorrt_llm."""
+    real = hf_quant.modelopt_config
+
+    def coarse(quant, mtq):
+        cfg, text = real(quant, mtq)
+        assert cfg["algorithm"] in ({"method": "awq_lite", "alpha_step": 0.1}, "awq_lite"), cfg["algorithm"]
+        return cfg | {"algorithm": {"method": "awq_lite", "alpha_step": 0.5}}, text
+
+    monkeypatch.setattr(hf_quant, "modelopt_config", coarse)
+
+
 @pytest.mark.parametrize("name", CPU_SPECS)
-def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, cold_cache, baseline):
+def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, cold_cache, baseline, monkeypatch):
     algo, kv, _ = OPTIONS[name]
+    if algo in algos.AWQ_ALGOS:
+        coarse_awq_search(monkeypatch)
     with backend(spec(name)) as be:
         info = be.info()
         got = [r.logprob for r in be.loglikelihood(REQUESTS)]
