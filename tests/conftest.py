@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -83,19 +84,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory):
-    """A real ``mlflow server`` on 127.0.0.1 with its own sqlite store and artifact root."""
-    root = tmp_path_factory.mktemp("mlflow")
+def _start_mlflow_server(root: Path) -> tuple[int, str]:
+    """``mlflow server`` on 127.0.0.1 with its store and artifacts under ``root``: (pid, uri) once it answers."""
+    root.mkdir(parents=True, exist_ok=True)
     port = free_port()
     cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
            "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
            "--artifacts-destination", str(root / "artifacts"), "--workers", "1"]
-    log = open(root / "server.log", "w")
     # the runner tracks runs only: the server's job runner (a pool of huey consumers, each a process that
     # imports mlflow) would take a core for a minute at every start and do nothing for these tests
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    with open(root / "server.log", "w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     uri = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -104,19 +104,58 @@ def mlflow_server(tmp_path_factory):
         try:
             with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
                 if response.status == 200:
-                    break
+                    return proc.pid, uri
         except OSError:
             time.sleep(0.5)
-    else:
-        proc.kill()
-        raise RuntimeError("mlflow server did not answer within 90 s")
-    yield uri
-    os.killpg(proc.pid, 15)
+    os.killpg(proc.pid, 9)
+    raise RuntimeError("mlflow server did not answer within 90 s")
+
+
+def _stop_mlflow_server(pid: int) -> None:
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-    log.close()
+        os.killpg(pid, 15)
+        for _ in range(200):  # up to 20 s, then SIGKILL
+            os.kill(pid, 0)
+            time.sleep(0.1)
+        os.killpg(pid, 9)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """A real ``mlflow server`` on 127.0.0.1 with its own sqlite store and artifact root, shared by the
+    xdist workers of one test run (one start instead of one per worker): the first worker that needs it
+    starts it, each user is counted in a state file under a lock, and the last one to finish stops it.
+    Test files keep to experiments of their own names, so they share a store as they would in turn."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "mlflow-shared"
+    shared.mkdir(exist_ok=True)
+    state_file = shared / "state.json"
+
+    def locked():
+        handle = open(shared / "lock", "w")
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        return handle
+
+    with locked():
+        state = json.loads(state_file.read_text()) if state_file.is_file() else None
+        if state is None:
+            pid, uri = _start_mlflow_server(shared / f"server-{time.monotonic_ns()}")
+            state = {"pid": pid, "uri": uri, "users": 0}
+        state["users"] += 1
+        state_file.write_text(json.dumps(state))
+    yield state["uri"]
+    with locked():
+        state = json.loads(state_file.read_text())
+        state["users"] -= 1
+        if state["users"] == 0:
+            _stop_mlflow_server(state["pid"])
+            state_file.unlink()
+        else:
+            state_file.write_text(json.dumps(state))
 
 
 def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600):
