@@ -135,7 +135,9 @@ def lm_eval_rows(values: dict[str, list[float]], filters: tuple[str, ...] = ("no
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
-def test_bad_input_is_a_message_and_exit_1(tmp_path, capsys):
+def test_bad_input_is_a_message_and_exit_1(tmp_path, capsys, monkeypatch):
+    # an in-process job earlier in this worker may have left mlflow.set_tracking_uri's variable behind
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     good = run_dir(tmp_path / "good", {"q1": 100.0, "q2": 0.0})
     other = run_dir(tmp_path / "other", {"x1": 100.0, "x2": 0.0})
     broken = tmp_path / "samples_toy_2026-01-01T00-00-00.000000.jsonl"
