@@ -16,10 +16,18 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-# Parallel workers share the cores: each worker (and the jobs it starts) gets its share of compute threads.
-# Left to itself, torch starts one thread per core in every worker, and two workers on two cores ran an
-# end-to-end test in 68 s instead of 37 s (tests/job/test_e2e.py, two copies at once, 2-core EPYC).
-os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))))
+
+
+def pytest_configure(config):
+    """Parallel workers share the cores: each worker (and the jobs and servers it starts) gets its share of
+    compute threads. Left to itself, torch starts one OpenMP thread per core in every worker, and threads
+    that spin-wait for a core another worker holds made the quantization tests 8x slower inside the suite
+    than alone. Set here, in the controller, before xdist starts the workers (they inherit the variable;
+    by then xdist has turned ``-n auto`` into a number); a value the user exported is kept."""
+    workers = getattr(config.option, "numprocesses", None)
+    if "OMP_NUM_THREADS" not in os.environ and isinstance(workers, int) and workers > 1:
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+
 
 ROOT = Path(__file__).resolve().parent.parent
 # One generation cache per test session, so no test passes on answers cached by an earlier session.

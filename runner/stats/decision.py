@@ -172,9 +172,10 @@ class Decision:
         if self.rule == "exact":
             return f"score {'>=' if v.params.higher_is_better else '<='} the reference {v.reference:g} (exact rule)"
         worse = "drop" if v.params.higher_is_better else "increase"
+        a_worse = "a drop" if v.params.higher_is_better else "an increase"
         tol = self.tolerance.points if self.tolerance else 0.0
-        return (f"NO-GO when a {worse} > {self.margin:g} is shown (H0: {worse} <= {self.margin:g}); "
-                f"GO when a {worse} < {tol:.4g} is shown (H0: {worse} >= {tol:.4g}); each at alpha {self.alpha:g}")
+        return (f"NO-GO when {a_worse} > {self.margin:g} is shown (H0: {worse} <= {self.margin:g}); "
+                f"GO when {a_worse} < {tol:.4g} is shown (H0: {worse} >= {tol:.4g}); each at alpha {self.alpha:g}")
 
     def tests(self) -> list[dict[str, Any]]:
         """Every claim of the job, each with its rule, p-value and alpha (what a sweep corrects for
@@ -245,6 +246,7 @@ class Decision:
     def verdict_line(self) -> str:
         """The verdict in words: what was shown, or what was not."""
         worse = "drop" if self.verdict.params.higher_is_better else "increase"
+        a_worse = "a drop" if self.verdict.params.higher_is_better else "an increase"
         tol = self.tolerance.points if self.tolerance else 0.0
         failed = [g.metric for g in self.gates if not g.passed]
         out = self.outcome
@@ -254,14 +256,14 @@ class Decision:
             why = (("the deterministic rule " + ("holds" if self.passed else "fails"))
                    if self.rule not in STATISTICAL_RULES else self._no_interval)
         elif self.both_shown:
-            why = (f"worse, but within tolerance: a {worse} > {self.margin:g} and < {tol:.4g} are both shown; "
+            why = (f"worse, but within tolerance: {a_worse} > {self.margin:g} and < {tol:.4g} are both shown; "
                    f"stats.gate={self.gate} decides")
         elif out == NO_GO:
-            why = f"a {worse} larger than {self.margin:g} is shown"
+            why = f"{a_worse} larger than {self.margin:g} is shown"
         elif out == GO:
             why = f"the {worse} is shown to be smaller than the tolerance {tol:.4g}"
         else:
-            why = f"neither a {worse} > {self.margin:g} nor one < {tol:.4g} is shown"
+            why = f"neither {a_worse} > {self.margin:g} nor one < {tol:.4g} is shown"
         line = f"{out} ({why})"
         if self.mode == "two_way":
             line = f"{self.reported} (two-way rule, as TensorRT-LLM's; three-way: {line})"
