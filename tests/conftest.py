@@ -38,8 +38,8 @@ SESSION_GENERATION_CACHE = Path(tempfile.mkdtemp(prefix="runner-test-generations
 # one worker and the workers take files in collection order, so the long ones go first and the many
 # short ones fill in behind them (pyproject.toml turns off xdist's own reordering by test count, which
 # put these few-test files last). Matched by file name, wherever the file sits under tests/.
-SLOWEST_FILES = ("test_openai_endpoint.py", "test_hf_quant.py", "test_reliability.py", "test_e2e.py",
-                 "test_hf_batching.py", "test_gsm8k.py", "test_sweep.py", "test_quantize.py")
+SLOWEST_FILES = ("test_openai_endpoint.py", "test_sweep.py", "test_hf_quant.py", "test_reliability.py", "test_e2e.py",
+                 "test_compare.py", "test_hf_batching.py", "test_gsm8k.py", "test_quantize.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -120,11 +120,25 @@ def _start_mlflow_server(root: Path) -> tuple[int, str]:
 
 
 def _stop_mlflow_server(pid: int) -> None:
+    """SIGTERM to the server's process group, SIGKILL after 20 s. The worker that started it reaps it; for
+    another worker a zombie (state Z in /proc) counts as gone, since ``kill(pid, 0)`` still reaches one."""
     try:
         os.killpg(pid, 15)
-        for _ in range(200):  # up to 20 s, then SIGKILL
-            os.kill(pid, 0)
-            time.sleep(0.1)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:  # not this worker's child
+            try:
+                if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
+                    return
+            except (FileNotFoundError, IndexError):
+                return
+        time.sleep(0.1)
+    try:
         os.killpg(pid, 9)
     except ProcessLookupError:
         pass
