@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.contract.errors import UserError
+from runner.contract.evaluator import ScoredSample
 from runner.references.samples import RunProvenance, SampleRow, pairing_problem, prompt_hash
 from runner.reports.runs import RunSample, RunSamples
 from runner.stats import advice, scale
@@ -35,13 +36,9 @@ class Reference:
     threshold: float | None = None
 
 
-@dataclass(frozen=True)
-class _Asked:
-    """A candidate sample as :func:`pairing_problem` reads it: its id and its prompt."""
-
-    sample_id: str
-    prompt: str
-    score: float
+def _scored(sample_id: str, prompt: str, score: float) -> ScoredSample:
+    """A candidate sample as :func:`pairing_problem` and :func:`decide_against` read it: id, prompt, score."""
+    return ScoredSample(sample_id, prompt, prediction="", target="", score=score)
 
 
 @dataclass
@@ -75,7 +72,7 @@ def provenance_problem(a: RunSamples, b: RunSamples, common: list[str]) -> str |
         return "a run keeps no prompts for its samples, so they cannot be checked to be the same questions"
     recorded = {"seed": a.seed if b.seed is not None else None, "dataset_source": a.dataset_source}
     rows = {i: SampleRow(s.score, prompt_hash(s.prompt) if s.prompt is not None else None) for i, s in a.samples.items()}
-    asked = [_Asked(i, s.prompt, s.score) for i, s in b.samples.items() if s.prompt is not None]
+    asked = [_scored(i, s.prompt, s.score) for i, s in b.samples.items() if s.prompt is not None]
     found = pairing_problem(recorded, rows, asked, RunProvenance(b.seed or 0, b.dataset_source))
     if found is not None:
         return found.replace("this run", "B").replace("the reference", "A").replace("reference's", "A's")
@@ -139,7 +136,7 @@ def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta
     tolerance = tolerance_for(stats, a, reference.value)
     params = HypothesisParams(alpha, beta, _sigma(ref_samples + new_samples), len(new_samples), hib)
     rows = {s.sample_id: SampleRow(s.score, None) for s in ref_samples}
-    scored = [_Asked(s.sample_id, s.prompt or "", s.score) for s in new_samples]
+    scored = [_scored(s.sample_id, s.prompt or "", s.score) for s in new_samples]
     decision = decide_against(reference, scored, _mean(new_samples), params, stats, None, a.metric, rows,
                               problem, tolerance=tolerance)
     if decision.outcome == INCONCLUSIVE:
