@@ -236,9 +236,14 @@ class GSM8KEvaluator(Evaluator):
         for row in shuffled_rows(len(test), seed, num_samples):
             problem = test[row]
             shots = draw_fewshot(rnd, pool, problem, k, same_split)
-            out.append(Sample(id=f"{self.config.dataset.split}/{row}", prompt=build_prompt(problem, shots),
-                              target=problem.reference, meta={"fewshot": [f"{fewshot_split}/{s.row}" for s in shots]}))
+            prompt, extra = self.render(problem, shots)
+            out.append(Sample(id=f"{self.config.dataset.split}/{row}", prompt=prompt, target=problem.reference,
+                              meta={"fewshot": [f"{fewshot_split}/{s.row}" for s in shots]} | extra))
         return out
+
+    def render(self, problem: Problem, shots: Sequence[Problem]) -> tuple[str, dict[str, Any]]:
+        """A question's prompt and what its sample's meta adds (a variant renders it as chat turns)."""
+        return build_prompt(problem, shots), {}
 
     # ------------------------------------------------------------------ requests and scoring
     def requests(self, sample: Sample) -> list[Request]:
