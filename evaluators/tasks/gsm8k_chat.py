@@ -29,7 +29,7 @@ Every setting that moves a run away from that protocol enters ``extra_acc_spec``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 from evaluators.checks import check_choice
 from evaluators.deviations import generation_deviations, short_hash
@@ -65,7 +65,6 @@ class GSM8KChatTaskConfig(GSM8KTaskConfig):
     strict_match: str = UPSTREAM_STRICT_MATCH  # which "#### n" the strict filter keeps: first | last (upstream)
     # what a sample scores: strict (upstream: 100 when strict matches) | flexible | mean (50 per filter, the plain task's)
     score_filter: str = UPSTREAM_SCORE_FILTER
-    chance_level: Optional[float] = 0.0
 
 
 CONFIG = GSM8KChatTaskConfig
