@@ -18,7 +18,7 @@ from runner.contract.errors import ConfigError
 from runner.contract.reasoning import check_sampling, sampled, template_kwargs
 from runner.files.paths import check_hub_id, check_name
 from runner.job.state import Job
-from runner.references import store as references
+from runner.references import acceptance, store as references
 from runner.stats.settings import validate as validate_stats
 from runner.stats.unpaired import HypothesisParams, check_params
 
@@ -62,6 +62,8 @@ def prepare(config: RunnerConfig) -> Job:
     ref_dir = Path(ref.dir) if ref.dir else references.default_reference_dir()
     if ref.mode != "skip":
         references.preflight(ref_dir, task.name, model.hf_id, writing=ref.mode == "record")
+    if ref.mode == "check" and getattr(config.backend, "acceptance_key", None):
+        acceptance.entry(ref_dir, config.backend.acceptance_key)  # a missing entry stops the job before the model loads
     out_dir = prepare_output_dir(Path(config.output_dir))
     job = Job(config, task, model, quant, evaluator, backend, tracker, out_dir, ref_dir, defaults, limits, chat)
     if model.trust_remote_code:
