@@ -152,3 +152,35 @@ def test_a_cache_key_without_template_arguments_is_the_one_written_before_they_e
     thinking = settings_context(QuantConfig(name="none"), FakeBackendConfig(), (), limits,
                                 ChatFormat(True, "s", template_kwargs({"enable_thinking": False})))
     assert thinking["chat"]["template_kwargs"] == (("enable_thinking", False),)
+
+
+def test_tensorrt_llm_takes_them_in_sampling_params_and_the_rendered_template(tmp_path, monkeypatch):
+    """On the TensorRT-LLM double (the LLM API's signatures of a real release): SamplingParams carry the
+    task's sampling, and the prompt tokens are those of the template rendered with its arguments."""
+    import json
+
+    from runner.backends.trtllm import api as trtllm_api
+    from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend, TRTLLMPyTorchBackendConfig
+    from runner.contract.task_config import ModelConfig
+    from tests.helpers import trtllm_double
+
+    tok = QwenLikeTokenizer()
+    monkeypatch.setattr(trtllm_api, "_load_tokenizer", lambda path, trc, rev: tok)
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Qwen3ForCausalLM"]}))
+    calls = trtllm_double.install(trtllm_double.load(trtllm_double.manifest_paths()[0]) | {"tensorrt_llm_version": "1.2.0"})
+    try:
+        backend = TRTLLMPyTorchBackend(TRTLLMPyTorchBackendConfig(), model=ModelConfig(name="m", hf_id="org/m",
+                                       path=str(tmp_path)), quant=QuantConfig(name="none"), limits=TaskLimits(64, 8),
+                                       chat=ChatFormat(True, None, template_kwargs({"enable_thinking": False})),
+                                       progress=False)
+        backend.preflight()
+        with backend:
+            request = apply_sampling(GenerationRequest("Q?", 8), SamplingConfig(0.6, 0.95, 20, 5))
+            assert backend.generate([request]) == ["A5"]  # the double answers with the seed it was given
+    finally:
+        trtllm_double.uninstall()
+    params = [kw for name, kw in calls if name == "SamplingParams"]
+    assert params == [{"max_tokens": 8, "temperature": 0.6, "seed": 5, "top_k": 20, "top_p": 0.95}]
+    (prompt,) = [kw["prompts"] for name, kw in calls if name == "generate"][0]
+    assert prompt == tok("<|user|> Q? <|assistant|> <think></think>")["input_ids"]
+    assert tok.seen[-1] == {"enable_thinking": False}
