@@ -85,6 +85,13 @@ def test_the_acceptance_length_is_read_back_and_gates_the_job(job_dirs, tmp_path
                       "p_value": None, "alpha": tests[0]["alpha"], "passed": False}]  # kept as is in a sweep
     assert failed.decision.metrics()["acceptance_length_passed"] == 0.0
 
+    from runner.sweep.summary import judge
+
+    rows = [{"_tests": json.loads((tmp_path / d / "report.json").read_text())["decision"]["tests"], "verdict": v}
+            for d, v in (("held", "go"), ("failed", "no-go"))]
+    judge(rows, "holm", None)  # in a sweep the gate keeps its own verdict (no multiplicity correction)
+    assert [r["sweep_verdict"] for r in rows] == ["go", "no-go"]
+
 
 @pytest.mark.parametrize("key,fragment,error", [
     ("Scripted::missing", "no acceptance-length entry 'Scripted::missing'", ReferenceError_),
