@@ -45,7 +45,9 @@ class FakeBackend(ConfiguredBackend):
     def __init__(self, config: Any, model: Any, quant: Any, limits: TaskLimits,
                  chat: ChatFormat = ChatFormat(), progress: bool = True) -> None:
         super().__init__(config, model, quant, limits, chat, progress)
-        self.capabilities = Capabilities(loglikelihood=config.loglikelihood, token_counter=True, per_request_seeds=True)
+        # scripted answers: no chat template to take keyword arguments
+        self.capabilities = Capabilities(loglikelihood=config.loglikelihood, token_counter=True, per_request_seeds=True,
+                                         chat_template_kwargs=False)
         self.texts: dict[str, str] = {}
         self.logprobs: dict[tuple[str, str], float] = {}
         self.calls: list[tuple[str, int]] = []  # (kind, number of requests) per call

@@ -19,8 +19,10 @@ def render_prompt(tokenizer: Any, chat: ChatFormat, prompt: str,
     Llama-3 chat prompt therefore starts with two ``<|begin_of_text|>``. That quirk is part of
     the requests upstream's references were measured with, so it is kept (a tokenizer that adds no
     BOS, such as SmolLM2's, is unaffected). ``conversation`` ((role, content) pairs) replaces the single user turn ``prompt``; the task's
-    system prompt goes first unless the conversation opens with its own. Without the chat
-    template, a conversation is its contents separated by blank lines.
+    system prompt goes first unless the conversation opens with its own. The chat format's
+    ``template_kwargs`` (``enable_thinking``...) go to the template as Hugging Face's
+    ``apply_chat_template`` takes them. Without the chat template, a conversation is its contents
+    separated by blank lines.
     """
     if not chat.apply_chat_template:
         if conversation is not None:
@@ -31,7 +33,8 @@ def render_prompt(tokenizer: Any, chat: ChatFormat, prompt: str,
     if chat.system_prompt and not (turns and turns[0][0] == "system"):
         messages.append({"role": "system", "content": chat.system_prompt})
     messages += [{"role": role, "content": content} for role, content in turns]
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True), True
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                         **dict(chat.template_kwargs)), True
 
 
 def encode_request(tokenizer: Any, chat: ChatFormat, request: GenerationRequest, budget: int) -> list[int]:

@@ -312,8 +312,11 @@ def settings_context(quant: Any, backend: Any, neutral: Sequence[str], limits: T
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict):
             node.pop(last, None)
+    chat_settings = dataclasses.asdict(chat)
+    if not chat.template_kwargs:  # keys written before chat-template arguments existed stay valid
+        chat_settings.pop("template_kwargs")
     return {"quant": dataclasses.asdict(quant), "backend": redact_tree(settings),  # the key holds no URL secret
-            "limits": dataclasses.asdict(limits), "chat": dataclasses.asdict(chat)}
+            "limits": dataclasses.asdict(limits), "chat": chat_settings}
 
 
 def cache_path(cache: CacheConfig) -> Path:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runner.contract.errors import ConfigError, ReferenceError_
+from runner.contract.reasoning import key_parts
 from runner.contract.spec import AccuracySpec
 from runner.references.store import Reference
 from runner.stats.unpaired import HypothesisParams, check_params
@@ -73,7 +74,8 @@ def planned_job(overrides: list[str]) -> PlannedJob:
         # the dtype is known once a model loads: "auto" matches entries of any dtype, as upstream's lookup does
         spec = AccuracySpec(dtype="auto", quant_algo=config.quant.quant_algo,
                             kv_cache_quant_algo=config.quant.kv_cache_quant_algo,
-                            extra_acc_spec=build(task, "task").extra_acc_spec())
+                            extra_acc_spec=",".join(p for p in (build(task, "task").extra_acc_spec(), *key_parts(task))
+                                                    if p) or None)
         try:
             found = lookup(ref_dir, t.name, t.metric, config.model.hf_id, spec, defaults)
         except ReferenceError_ as err:

@@ -30,6 +30,8 @@ class ChatFormat:
 
     apply_chat_template: bool = False
     system_prompt: str | None = None
+    # keyword arguments of the chat template (``enable_thinking``...), sorted (key, value) pairs
+    template_kwargs: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class Capabilities:
     token_counter: bool = False  # count_tokens() (length filters in the model's own tokens)
     per_request_seeds: bool = True  # a sampled request's seed decides its output
     loglikelihood_fix: str = ""  # without loglikelihood: what would make this backend score such requests
+    sampling: bool = True  # honours a request's temperature, top_p, top_k and seed
+    chat_template_kwargs: bool = True  # passes ChatFormat.template_kwargs to the chat template
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,11 @@ class Backend(ABC):
 
     @abstractmethod
     def info(self) -> BackendInfo: ...
+
+    def acceptance_length(self) -> float | None:
+        """Mean acceptance length of speculative decoding over what was generated so far (accepted draft
+        tokens plus one per speculative step, per step); None: no speculative decoding, or no such step."""
+        return None
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts`` (only where ``capabilities.token_counter``)."""

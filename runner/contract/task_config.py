@@ -64,6 +64,17 @@ class DatasetConfig:
 
 
 @dataclass
+class SamplingConfig:
+    """Sampling parameters applied to every generation request of a task (upstream's ``SamplingParams``:
+    reasoning models are evaluated sampled). ``temperature`` null or 0: the task's own (greedy) decoding."""
+
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    top_k: Optional[int] = None
+    seed: Optional[int] = None  # one seed for every request, as upstream's single SamplingParams; sampled runs need it
+
+
+@dataclass
 class TaskConfig:
     """Parameters every task has: the metric, the statistics and the length limits."""
 
@@ -95,3 +106,9 @@ class TaskConfig:
     # question are not independent): with stats.cluster=auto the tests use cluster-robust errors; null: none
     cluster_key: Optional[str] = None
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    # sampled runs (temperature, top_p, top_k: part of the reference key as upstream keys them, "temperature=0.8,top_p=0.95")
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    # keyword arguments of the chat template (e.g. enable_thinking: false); with apply_chat_template they enter the key
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    # score the text after the last </think> (a reasoning model's answer), as upstream's strip_thinking does
+    strip_thinking: bool = False

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from runner.cache import generations
 from runner.contract.backend import Answerer, BackendInfo
 from runner.contract.evaluator import Evaluator, Sample, ScoredSample
+from runner.contract.reasoning import apply_sampling, strip_thinking
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, Response
 from runner.job.decide import decision_at
 from runner.job.looks import Monitor
@@ -54,15 +55,21 @@ def answer(job: Job, info: BackendInfo, samples: list[Sample], monitor: Monitor 
 
 
 def score_all(evaluator: Evaluator, answerer: Answerer, samples: Sequence[Sample]) -> list[ScoredSample]:
-    """Collect every request, send each kind to ``answerer`` in one call, then let the evaluator score."""
-    per_sample = [evaluator.requests(s) for s in samples]
+    """Collect every request, send each kind to ``answerer`` in one call, then let the evaluator score.
+
+    The task's ``sampling`` applies to every generation request; with ``strip_thinking`` a reasoning
+    block is cut from each generated text before the evaluator sees it (:mod:`runner.contract.reasoning`)."""
+    task = evaluator.config
+    sampling, strip = getattr(task, "sampling", None), bool(getattr(task, "strip_thinking", False))
+    per_sample = [[apply_sampling(r, sampling) if sampling is not None and isinstance(r, GenerationRequest) else r
+                   for r in evaluator.requests(s)] for s in samples]
     flat = [r for reqs in per_sample for r in reqs]
     responses: list[Response | None] = [None] * len(flat)
     for kind, method in ((GenerationRequest, answerer.generate), (LoglikelihoodRequest, answerer.loglikelihood)):
         idx = [i for i, r in enumerate(flat) if isinstance(r, kind)]
         if idx:
             for i, out in zip(idx, method([flat[i] for i in idx])):  # type: ignore[arg-type]
-                responses[i] = out
+                responses[i] = strip_thinking(out) if strip and isinstance(out, str) else out
     grouped, pos = [], 0
     for reqs in per_sample:
         grouped.append(responses[pos:pos + len(reqs)])

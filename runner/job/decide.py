@@ -9,7 +9,9 @@ from runner.contract.evaluator import Sample, ScoredSample
 from runner.job.looks import Monitor
 from runner.job.state import Job
 from runner.references.samples import RunProvenance, pairing_problem
+from runner.references.acceptance import entry as acceptance_entry
 from runner.references.store import Reference
+from runner.stats.acceptance import AcceptanceGate
 from runner.stats import advice, claims as claim_rules
 from runner.stats.decision import Decision, decide_against
 from runner.stats.extension import ExtensionResult
@@ -52,7 +54,27 @@ def decision_at(job: Job, reference: Reference, samples: list[Sample], scored: l
                                   RunProvenance(job.config.seed, ev.source_used))
     return decide_against(reference, scored, metrics[job.task.metric], params, job.config.stats,
                           ev.chance_level(samples), job.task.metric, rows, problem,
-                          ev.extra_gates(metrics, reference), job.tolerance, cluster_key=job.task.cluster_key)
+                          [*ev.extra_gates(metrics, reference), *job.gates], job.tolerance,
+                          cluster_key=job.task.cluster_key)
+
+
+def acceptance_gates(job: Job) -> list[AcceptanceGate]:
+    """The acceptance-length gate of a speculative-decoding run (``backend.acceptance_key``), judged after every
+    request was answered; without a key the observed length is only logged."""
+    value = job.backend.acceptance_length()
+    key = getattr(job.config.backend, "acceptance_key", None)
+    if value is not None:
+        job.tracker.log_metrics({"acceptance_length": value})
+    if not key or job.mode != "check":
+        if value is not None:
+            job.notes.append(f"speculative decoding: mean acceptance length {value:.3f} (not gated: set "
+                             "backend.acceptance_key to an entry of references/acceptance_length.yaml)")
+        return []
+    ref_al, min_al = acceptance_entry(job.ref_dir, key)
+    gate = AcceptanceGate(key, value, ref_al, min_al)
+    if not gate.checked:
+        job.notes.append(f"acceptance-length gate {key}: not checked (no speculative-decoding step was observed)")
+    return [gate]
 
 
 def advise(job: Job, decision: Decision) -> None:

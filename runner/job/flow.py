@@ -21,7 +21,7 @@ from runner.config.validate import check_job
 from runner.contract.secrets import redact_text, redact_tree
 from runner.files.paths import write_atomic
 from runner.job.answer import answer
-from runner.job.decide import advise, decide
+from runner.job.decide import acceptance_gates, advise, decide
 from runner.job.load import load
 from runner.job.looks import monitor_for
 from runner.job.prepare import prepare
@@ -101,6 +101,7 @@ def evaluate(job: Job) -> Outcome:
             job.tolerance = resolve_tolerance(job.config.stats, job.task, reference.value)
         samples, monitor = monitor_for(job, reference, params, samples)
         scored, eval_time_s, cache_stats = answer(job, loaded.info, samples, monitor, reference, params)
+        job.gates = acceptance_gates(job)
         metrics = job.evaluator.aggregate(scored)
         write_samples(job.out_dir / "samples.jsonl", scored)
         params = replace(params, num_samples=max(len(scored), 1))  # the statistics use what was evaluated

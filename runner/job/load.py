@@ -7,6 +7,7 @@ import logging
 from dataclasses import replace
 
 from runner.contract.errors import ConfigError
+from runner.contract.reasoning import key_parts
 from runner.contract.spec import AccuracySpec
 from runner.contract.task_config import QuantConfig
 from runner.job.state import Job, Loaded
@@ -20,7 +21,8 @@ def load(job: Job) -> Loaded:
     info = job.backend.info()
     check_effective_spec(job.quant, info.spec)
     job.evaluator.bind_backend(info)
-    parts = (job.evaluator.extra_acc_spec(), info.spec.extra_acc_spec)  # the task's protocol, then the backend's
+    # the task's protocol, its sampling and chat-template arguments, then the backend's
+    parts = (job.evaluator.extra_acc_spec(), *key_parts(job.task), info.spec.extra_acc_spec)
     spec = replace(info.spec, extra_acc_spec=",".join(p for p in parts if p) or None)
     if info.spec_declared:
         job.notes.append(f"accuracy spec declared in the config, not read back from the model: {spec.describe()}")

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from runner.backends.identity import check_architecture
 from runner.backends.models import resolve_model_source
 from runner.cache import generations
 from runner.config.schemas import RunnerConfig
-from runner.contract.backend import ChatFormat, TaskLimits
+from runner.contract.backend import Capabilities, ChatFormat, TaskLimits
 from runner.contract.build import build
 from runner.contract.errors import ConfigError
+from runner.contract.reasoning import check_sampling, sampled, template_kwargs
 from runner.files.paths import check_hub_id, check_name
 from runner.job.state import Job
-from runner.references import store as references
+from runner.references import acceptance, store as references
 from runner.stats.settings import validate as validate_stats
 from runner.stats.unpaired import HypothesisParams, check_params
 
@@ -44,13 +46,15 @@ def prepare(config: RunnerConfig) -> Job:
     check_params(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better, where="task")
     defaults = HypothesisParams(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better)
     limits = TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size, task.guided_decoding)
-    chat = ChatFormat(task.apply_chat_template, task.system_prompt)
+    check_sampling(task.sampling)
+    chat = ChatFormat(task.apply_chat_template, task.system_prompt, template_kwargs(task.chat_template_kwargs))
     evaluator = build(task, "task")
     backend = build(config.backend, "backend", model=model, quant=quant, limits=limits, chat=chat)
     if evaluator.uses_loglikelihood and not backend.capabilities.loglikelihood:
         raise ConfigError("this backend cannot score log-likelihood requests", where=f"backend={config.backend.name}",
                           given=f"task={task.name} with log-likelihood scoring",
                           fix="; or ".join(f for f in (evaluator.loglikelihood_fix, backend.capabilities.loglikelihood_fix) if f))
+    check_reasoning_capabilities(task, backend.capabilities, config.backend.name)
     backend.preflight()
     tracker = build(config.tracking, "tracking")
     tracker.check()
@@ -58,6 +62,8 @@ def prepare(config: RunnerConfig) -> Job:
     ref_dir = Path(ref.dir) if ref.dir else references.default_reference_dir()
     if ref.mode != "skip":
         references.preflight(ref_dir, task.name, model.hf_id, writing=ref.mode == "record")
+    if ref.mode == "check" and getattr(config.backend, "acceptance_key", None):
+        acceptance.entry(ref_dir, config.backend.acceptance_key)  # a missing entry stops the job before the model loads
     out_dir = prepare_output_dir(Path(config.output_dir))
     job = Job(config, task, model, quant, evaluator, backend, tracker, out_dir, ref_dir, defaults, limits, chat)
     if model.trust_remote_code:
@@ -66,6 +72,23 @@ def prepare(config: RunnerConfig) -> Job:
         log.warning(note)
         job.notes.append(note)
     return job
+
+
+def check_reasoning_capabilities(task: Any, capabilities: Capabilities, backend_name: str) -> None:
+    """Refuse, before any request, sampling or chat-template arguments the backend declares it cannot honour."""
+    where = f"backend={backend_name}"
+    if sampled(task.sampling) and not capabilities.sampling:
+        raise ConfigError("this backend cannot sample (it answers greedily only)", where=where,
+                          given=f"task.sampling.temperature={task.sampling.temperature}",
+                          fix="use a backend that samples (hf, trtllm_pytorch, openai), or leave task.sampling unset")
+    if task.chat_template_kwargs and task.apply_chat_template and not capabilities.chat_template_kwargs:
+        raise ConfigError("this backend cannot pass keyword arguments to a chat template", where=where,
+                          given=f"task.chat_template_kwargs={dict(task.chat_template_kwargs)}",
+                          fix="use a backend with a chat template (hf, trtllm_pytorch, openai), or drop "
+                              "task.chat_template_kwargs")
+    if task.chat_template_kwargs and not task.apply_chat_template:
+        raise ConfigError("chat-template arguments need the chat template", where="task.chat_template_kwargs",
+                          given=dict(task.chat_template_kwargs), fix="set task.apply_chat_template=true, or drop them")
 
 
 def prepare_output_dir(out_dir: Path) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from runner.config.schemas import RunnerConfig
 from runner.contract.backend import Backend, BackendInfo, ChatFormat, TaskLimits
@@ -56,6 +57,7 @@ class Job:
     tolerance: Tolerance | None = None  # the GO claim's, once the reference is known
     asked_num_samples: int | None = None  # task.num_samples when the run set it; None: it inherits the reference's n
     reference_num_samples: int | None = None  # the reference entry's n when it differs from the n asked for
+    gates: list[Any] = field(default_factory=list)  # the job's own further gates (a speculative run's acceptance length)
 
     @property
     def mode(self) -> str:

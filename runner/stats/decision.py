@@ -14,7 +14,7 @@ Precedence (the first rule that applies decides):
 Rules 3 and 4 test two claims (:mod:`runner.stats.verdicts`): a drop beyond ``stats.margin`` (NO-GO)
 and a drop within the tolerance (GO), with the interval that inverts both (:mod:`runner.stats.claims`);
 neither shown is INCONCLUSIVE. Rules 1 and 2 are two-way: GO when they hold, NO-GO when they fail.
-Extra gates of the task (SCORE's consistency rate) can only make the verdict NO-GO.
+Extra gates (SCORE's consistency rate, a speculative run's acceptance length) can only make the verdict NO-GO.
 """
 
 from __future__ import annotations
@@ -186,8 +186,10 @@ class Decision:
             out.append({"name": "accuracy", "rule": self.rule, "gate": "noninferiority", "p_value": self.p_within,
                         "alpha": self.alpha, "passed": self.claims.within})
         for g in self.gates:
-            if g.checked:
-                out.append({"name": g.metric, "rule": "unpaired", "gate": "regression", "p_value": g.p_value,
+            if g.checked:  # a gate with a deterministic rule (acceptance length) keeps its own verdict in a sweep
+                rule = getattr(g, "rule", "unpaired")
+                out.append({"name": g.metric, "rule": rule, "gate": "regression",
+                            "p_value": g.p_value if rule in STATISTICAL_RULES else None,
                             "alpha": g.alpha, "passed": g.passed})
         return out
 

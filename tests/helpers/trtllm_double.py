@@ -79,9 +79,12 @@ def llm_class(args_name: str, manifest: dict[str, Any], namespace: Any, calls: l
     kv_dtypes = manifest.get("pytorch_kv_cache_dtypes") or ["auto"]
     no_quant = SimpleNamespace(quant_algo=None, kv_cache_quant_algo=None)
 
+    iteration_stats = list(manifest.get("iteration_stats") or [])  # scripted, see install()
+
     class LLM:
         def __init__(self, **kwargs: Any) -> None:
             self.args = Args(**kwargs)
+            self._stats: list[Any] = []
             kv = getattr(self.args.kv_cache_config, "dtype", "auto") if self.args.kv_cache_config else "auto"
             quant = getattr(self.args, "quant_config", None) or no_quant
             if args_name == "TorchLlmArgs":
@@ -99,7 +102,15 @@ def llm_class(args_name: str, manifest: dict[str, Any], namespace: Any, calls: l
         def generate(self, prompts: list, sampling_params: Any = None, use_tqdm: bool = True, **kwargs: Any) -> list:
             params = sampling_params if isinstance(sampling_params, list) else [sampling_params] * len(prompts)
             calls.append(("generate", {"prompts": prompts, "params": params}))
+            if getattr(self.args, "enable_iter_perf_stats", False):  # the records exist only when asked for
+                self._stats += copy.deepcopy(iteration_stats)
             return [_output(f"A{'' if p.seed is None else p.seed}") for p in params]
+
+        def get_stats(self, timeout: float = 2) -> list:
+            """The queued iteration records, drained (as ``LLM.get_stats`` empties its queue)."""
+            calls.append(("get_stats", {"timeout": timeout}))
+            out, self._stats = self._stats, []
+            return out
 
         def save(self, path: str) -> None:
             Path(path).mkdir(parents=True, exist_ok=True)
@@ -118,8 +129,36 @@ def llm_class(args_name: str, manifest: dict[str, Any], namespace: Any, calls: l
     return LLM
 
 
+class DecodingBaseConfig:
+    """``tensorrt_llm.llmapi.llm_args.DecodingBaseConfig.from_dict``: a decoding config named by ``decoding_type``."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DecodingBaseConfig":
+        if not data.get("decoding_type"):
+            raise ValueError("DecodingBaseConfig.from_dict: decoding_type is required")
+        return cls(**data)
+
+
+def speculative_stats(accepted: list[int], requests: list[int], draft_tokens: int = 3) -> list[dict[str, Any]]:
+    """Iteration records as ``LLM.get_stats()`` returns them with ``enable_iter_perf_stats`` and a speculative
+    config: one per iteration, with ``specDecodingStats`` (accepted draft tokens, requests that drafted), plus one
+    iteration without drafting (``numDraftTokens`` 0), which upstream's formula skips."""
+    records: list[dict[str, Any]] = [{"iter": 0, "specDecodingStats": {"numDraftTokens": 0, "numAcceptedTokens": 0,
+                                                                       "numRequestsWithDraftTokens": 0}}]
+    for i, (acc, req) in enumerate(zip(accepted, requests), start=1):
+        records.append({"iter": i, "specDecodingStats": {"numDraftTokens": draft_tokens * req, "numAcceptedTokens": acc,
+                                                         "numRequestsWithDraftTokens": req, "acceptanceLength": None}})
+    return records
+
+
 def install(manifest: dict[str, Any], calls: Optional[list] = None) -> list:
-    """Put the fake ``tensorrt_llm`` (and its submodules) into ``sys.modules``; returns the call log."""
+    """Put the fake ``tensorrt_llm`` (and its submodules) into ``sys.modules``; returns the call log.
+
+    A manifest's ``iteration_stats`` (a test's addition, e.g. :func:`speculative_stats`) are the records each
+    ``LLM.generate`` queues for ``LLM.get_stats`` when the LLM was created with ``enable_iter_perf_stats``."""
     calls = [] if calls is None else calls
     uninstall()
     classes = manifest["classes"]
@@ -144,7 +183,10 @@ def install(manifest: dict[str, Any], calls: Optional[list] = None) -> list:
         root.SamplingParams = made["SamplingParams"]
     if "TorchLlmArgs" in classes:
         root.LLM = llmapi.LLM = llm_class("TorchLlmArgs", manifest, root, calls)
-    sys.modules.update({"tensorrt_llm": root, "tensorrt_llm.llmapi": llmapi, "tensorrt_llm.sampling_params": sampling})
+    llm_args = types.ModuleType("tensorrt_llm.llmapi.llm_args")
+    llm_args.DecodingBaseConfig = DecodingBaseConfig
+    sys.modules.update({"tensorrt_llm": root, "tensorrt_llm.llmapi": llmapi, "tensorrt_llm.sampling_params": sampling,
+                        "tensorrt_llm.llmapi.llm_args": llm_args})
     if modules.get("tensorrt_llm._tensorrt_engine", True) and "TrtLlmArgs" in classes:
         engine = types.ModuleType("tensorrt_llm._tensorrt_engine")
         engine.LLM = llm_class("TrtLlmArgs", manifest, root, calls)

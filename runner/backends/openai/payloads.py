@@ -3,7 +3,8 @@ requests (what comes back is read by :mod:`runner.backends.openai.answers`).
 
 Prompts are the ones ``backend=hf`` tokenizes (:mod:`runner.backends.prompting`): the completions
 endpoint gets our rendered prompt (as text, or as the very token ids), the chat endpoint the same
-turns for the server's chat template. Prompts over the task's input budget are cut with the served
+turns for the server's chat template, with the task's chat-template arguments in the body's
+``chat_template_kwargs`` (the field vLLM and trtllm-serve read). Prompts over the task's input budget are cut with the served
 model's tokenizer (``truncation=client``) or by the server (``truncation=server``: the
 ``truncate_prompt_tokens`` field of vLLM and trtllm-serve, which keeps the last tokens).
 """
@@ -78,16 +79,20 @@ def chat_messages(tokenizer: Any, chat: ChatFormat, req: GenerationRequest, sett
     turns = list(req.messages) if req.messages is not None else [("user", req.prompt + req.suffix)]
     if chat.system_prompt and not (turns and turns[0][0] == "system"):
         turns.insert(0, ("system", chat.system_prompt))
+    kwargs = dict(chat.template_kwargs)
+    extra: dict[str, Any] = {"chat_template_kwargs": kwargs} if kwargs else {}  # vLLM's and trtllm-serve's field
     if settings.truncation == "server":
         _server_cut_allowed(req)
-        return _as_messages(turns), {"truncate_prompt_tokens": settings.budget}
-    return _as_messages(_fit_turns(tokenizer, turns, req, settings.budget)), {}
+        return _as_messages(turns), extra | {"truncate_prompt_tokens": settings.budget}
+    return _as_messages(_fit_turns(tokenizer, turns, req, settings.budget, kwargs)), extra
 
 
-def _fit_turns(tokenizer: Any, turns: list[tuple[str, str]], req: GenerationRequest, budget: int) -> list[tuple[str, str]]:
+def _fit_turns(tokenizer: Any, turns: list[tuple[str, str]], req: GenerationRequest, budget: int,
+               template_kwargs: dict[str, Any] | None = None) -> list[tuple[str, str]]:
     """Shorten the last turn's content until the templated conversation fits ``budget`` tokens."""
     def size(conversation: list[tuple[str, str]]) -> int:
-        text = tokenizer.apply_chat_template(_as_messages(conversation), tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(_as_messages(conversation), tokenize=False, add_generation_prompt=True,
+                                             **(template_kwargs or {}))
         return len(tokenizer(text, add_special_tokens=True)["input_ids"])
 
     over = size(turns) - budget

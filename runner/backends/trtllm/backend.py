@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 from runner.backends.configured import ConfiguredBackend
 from runner.backends.hf import guided
 from runner.backends.prompting import encode_request
-from runner.backends.trtllm import extra_options, api as trtllm_api
+from runner.backends.trtllm import extra_options, speculative, api as trtllm_api
 from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
@@ -223,12 +223,18 @@ class TRTLLMBackendBase(ConfiguredBackend):
         validate_spec(quant, self.name, self.kv_cache_algos)
         self._validate(config, quant, limits)
         self.guided_backend = guided.resolve_trtllm(limits.guided_decoding, self.name)
-        self.extra_options = extra_options.load(config.extra_llm_api_options)
+        self.extra_options = speculative.merge(extra_options.load(config.extra_llm_api_options),
+                                               getattr(config, "speculative_config", None))
+        if getattr(config, "acceptance_key", None) and "speculative_config" not in self.extra_options:
+            raise ConfigError("an acceptance-length gate needs speculative decoding", where="backend.acceptance_key",
+                              given=config.acceptance_key,
+                              fix="set backend.speculative_config (decoding_type: Eagle, MTP, NGram...), or drop the key")
         super().__init__(config, model, quant, limits, chat, progress)
         self._llm: Any = None
         self._api: Any = None
         self._tokenizer: Any = None
         self._warned_seeds = False
+        self._acceptance = speculative.AcceptanceCounts()
 
     # ------------------------------------------------------------------ lifecycle
     def preflight(self) -> None:
@@ -340,7 +346,17 @@ class TRTLLMBackendBase(ConfiguredBackend):
         outputs = self._llm.generate(prompts, sampling_params=params, use_tqdm=self.progress)
         if len(outputs) != len(requests):
             raise RuntimeError(f"TensorRT-LLM returned {len(outputs)} outputs for {len(requests)} requests")
+        if self.reads_acceptance:
+            self._acceptance.add(speculative.read_stats(self._llm))
         return [cut_at_stop(out.outputs[0].text, r.stop) for out, r in zip(outputs, requests)]
+
+    @property
+    def reads_acceptance(self) -> bool:
+        """Whether this backend reads the acceptance length back (a speculative config on the PyTorch backend)."""
+        return False
+
+    def acceptance_length(self) -> float | None:
+        return self._acceptance.length
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         """Refused: TensorRT-LLM gives no exact log-likelihood of a given continuation through the LLM API.

@@ -38,6 +38,11 @@ class TRTLLMPyTorchBackendConfig(TRTLLMCommonConfig):
     checkpoint: Optional[str] = None  # pre-quantized (ModelOpt) checkpoint directory; None: the model's path
     # LLM arguments passed through, as trtllm-eval --extra_llm_api_options: a YAML path or a mapping
     extra_llm_api_options: Optional[Any] = None
+    # speculative decoding as LLM(speculative_config=...) takes it (decoding_type, max_draft_len, ...); its
+    # decoding_type is the spec's spec_dec_algo (runner/backends/trtllm/speculative.py)
+    speculative_config: Optional[Any] = None
+    # the acceptance_length.yaml entry the run's mean acceptance length is gated against (needs a speculative config)
+    acceptance_key: Optional[str] = None
 
 
 def checkpoint_spec(path: Path) -> tuple[Optional[str], Optional[str]] | None:
@@ -68,6 +73,10 @@ class TRTLLMPyTorchBackend(TRTLLMBackendBase):
     name = "trtllm_pytorch"
     engine = False
     kv_cache_algos = tuple(ALGO_TO_KV_DTYPE)
+
+    @property
+    def reads_acceptance(self) -> bool:
+        return "speculative_config" in self.extra_options
 
     def _per_request_seeds(self, version: str) -> bool:
 
@@ -129,7 +138,7 @@ class TRTLLMPyTorchBackend(TRTLLMBackendBase):
             trust_remote_code=m.trust_remote_code, kv_cache_config=self._kv_cache_config(api, **kv_extra),
             max_batch_size=self.limits.max_batch_size, max_num_tokens=self.config.max_num_tokens,
             max_seq_len=self.limits.max_input_len + self.limits.max_output_len,
-            **self._guided_llm_kwargs(), **self._extra_llm_kwargs(),
+            **self._guided_llm_kwargs(), **self._stats_kwargs(), **self._extra_llm_kwargs(),
         )
         details = {"model_source": kind, "checkpoint": location, "load_time_s": f"{time.monotonic() - start:.1f}",
                    "kv_cache_dtype": kv_extra.get("dtype", "auto")}
@@ -139,3 +148,10 @@ class TRTLLMPyTorchBackend(TRTLLMBackendBase):
             llm.shutdown()
             raise
         return llm, location, location, details | read_back, spec
+
+    def _stats_kwargs(self) -> dict[str, Any]:
+        """``enable_iter_perf_stats=True`` with a speculative config (the acceptance length is read from them),
+        unless the extra options set it themselves."""
+        if self.reads_acceptance and "enable_iter_perf_stats" not in self.extra_options:
+            return {"enable_iter_perf_stats": True}
+        return {}
