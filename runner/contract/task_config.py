@@ -4,7 +4,7 @@ loads, and the base of every task's config with its dataset (each task extends :
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 from omegaconf import MISSING
 
@@ -67,6 +67,7 @@ class DatasetConfig:
 class TaskConfig:
     """Parameters every task has: the metric, the statistics and the length limits."""
 
+    METRICS: ClassVar[tuple[str, ...]] = ()  # the metrics the task computes; empty: only ``metric``'s default
     _target_: str = MISSING
     name: str = MISSING
     metric: str = "accuracy"
