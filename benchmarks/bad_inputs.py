@@ -50,6 +50,7 @@ class Case:
     setup: Callable[[Path], None] | None = None
     intact: list[str] = field(default_factory=list)  # files (under {tmp}) the run must leave as they were
     env: dict[str, str] = field(default_factory=dict)
+    read_only: str | None = None  # a directory (under {tmp}) mounted read-only for the run (``unshare -rm``, Linux)
 
 
 def _write(rel: str, content: str | bytes) -> Callable[[Path], None]:
@@ -127,16 +128,17 @@ def cases() -> list[Case]:
         *[Case(f"value {o}", [*FAST, o], o.split("=")[0]) for o in (
             "reference.mode=maybe", "reference.against=yesterday", "task.alpha=1.5", "task.max_output_len=0",
             "task.max_input_len=-1", "task.max_batch_size=0", "cache.chunk_size=0", "seed=-1", "task.num_samples=0",
-            "backend.num_threads=-1", "stats.method=bogus", "stats.margin_unit=bogus", "task.metric=bogus",
+            "stats.method=bogus", "stats.margin_unit=bogus", "task.metric=bogus",
             "sweep.correction=bogus", "sweep.alpha=7", "task.max_output_len=100000", "task.max_input_len=10000000")],
         Case("value task.sigma=0", [*FAST, "task.sigma=0"], "sigma"),
+        Case("value backend.num_threads=-1", [*FAST[1:], "backend=hf", "backend.num_threads=-1"], "backend.num_threads"),
         Case("value task.scoring=vibes", [*MMLU_LOCAL, f"task.dataset.local_path={MMLU_DIR}", "task.scoring=vibes"],
              "task.scoring"),
         Case("value task.dataset.source=bogus", [*FAST, "task.dataset.source=bogus"], "task.dataset.source"),
         # ---- names that become paths
         *[Case(f"name {o[:40]}", [*FAST, o], o.split("=")[0]) for o in (
             "task.name=../../x", "model.name=a/b", "quant.name=.hidden", "task.name=" + "x" * 300,
-            "model.hf_id=<img src=x onerror=alert(1)>")],
+            "model.hf_id='<img src=x onerror=alert(1)>'")],
         # ---- data files
         Case("data: bad JSON line", [*QUIET, *GSM8K[:3], "task.dataset.local_path={tmp}/d.jsonl"], "local_path",
              _write("d.jsonl", '{"question": "q", "answer": "#### 1"}\n{bad json\n')),
@@ -157,8 +159,8 @@ def cases() -> list[Case]:
              _jsonl("d.jsonl", GSM8K_ROW, GSM8K_ROW | {"answer": True})),
         Case("data: answer true (mmlu)", [*MMLU_LOCAL, "task.dataset.local_path={tmp}/d.jsonl"], "answer",
              _jsonl("d.jsonl", MMLU_ROW, MMLU_ROW | {"answer": True})),
-        Case("data: answer a string (mmlu)", [*MMLU_LOCAL, "task.dataset.local_path={tmp}/d.jsonl"], "answer",
-             _jsonl("d.jsonl", MMLU_ROW, MMLU_ROW | {"answer": "B"})),
+        Case("data: answer out of range (mmlu)", [*MMLU_LOCAL, "task.dataset.local_path={tmp}/d.jsonl"], "answer",
+             _jsonl("d.jsonl", MMLU_ROW, MMLU_ROW | {"answer": "E"})),
         Case("data: missing path", [*QUIET, *GSM8K[:3], "task.dataset.local_path={tmp}/nothing.jsonl"], "does not exist"),
         Case("data: over the size limit", [*QUIET, *GSM8K[:3], "task.dataset.local_path={tmp}/huge.jsonl",
                                            "task.dataset.max_file_mb=1"], "max_file_mb", _huge_jsonl),
@@ -171,7 +173,9 @@ def cases() -> list[Case]:
         # ---- output and cache paths
         Case("output_dir unwritable", [*FAST, f"output_dir={UNWRITABLE}"], "output"),
         Case("hydra.run.dir=/proc/x", [*FAST, "hydra.run.dir=/proc/x"], "hydra.run.dir"),
-        Case("hydra.run.dir read-only mount", [*FAST, "hydra.run.dir=/proc/sys/x"], "hydra.run.dir"),
+        Case("hydra.run.dir read-only mount", [*FAST, "hydra.run.dir={tmp}/ro/run"], "Read-only file system",
+             read_only="ro"),
+        Case("hydra.run.dir on sysfs", [*FAST, "hydra.run.dir=/sys/runner-x"], "hydra.run.dir"),
         Case("hydra.run.dir an earlier run", [*FAST, "hydra.run.dir={tmp}/run"], "overwrite", _earlier_run,
              intact=["run/results.json"]),
         Case("cache.path unwritable", [*FAST, f"cache.path={UNWRITABLE}/gen.sqlite"], "cache"),
@@ -193,7 +197,7 @@ def cases() -> list[Case]:
                                                   ("badcfg", "model"), ("unknown", "model type"), ("custom", "trust_remote_code"))],
         # ---- served models
         Case("openai: api_key_env holds a key", [*FAST[1:], "backend=openai", "backend.base_url=http://127.0.0.1:9/v1",
-                                                 "backend.model=x", "backend.api_key_env=sk-abcdefghijklmnopqrstuvwxyz123456"],
+                                                 "backend.api_key_env=sk-abcdefghijklmnopqrstuvwxyz123456"],
              "api_key_env"),
     ]
     return out
@@ -227,8 +231,13 @@ def run_case(case: Case, verbose: bool) -> str:
             args.append(f"cache.path={name}/gen.sqlite")
         if "--cfg" in args:
             args = [a for a in args if not a.startswith("cache.path")]
+        command = [sys.executable, "-m", "runner", *args]
+        if case.read_only:
+            (tmp / case.read_only).mkdir()
+            command = ["unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o ro none "$1" && shift && exec "$@"', "sh",
+                       str(tmp / case.read_only), *command]
         try:
-            proc = subprocess.run([sys.executable, "-m", "runner", *args], cwd=tmp, env=_env(case.env),
+            proc = subprocess.run(command, cwd=tmp, env=_env(case.env),
                                   capture_output=True, text=True, timeout=300)
             rc, text = proc.returncode, proc.stdout + proc.stderr
         except subprocess.TimeoutExpired:

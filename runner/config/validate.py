@@ -51,7 +51,7 @@ def _check_top_level_keys(cfg: DictConfig) -> None:
     known = {f.name for f in dataclasses.fields(schema)} | set(SKIPPED)
     unknown = sorted(str(k) for k in cfg.keys() if k not in known)
     if unknown:
-        raise ConfigError("unknown top-level key", where=unknown[0], given=", ".join(unknown),
+        raise ConfigError("unknown key at the top level of the config", where=unknown[0], given=", ".join(unknown),
                           allowed=", ".join(sorted(known - set(SKIPPED))),
                           fix="check the spelling and the group (task.x, backend.x...); `+` adds keys, "
                           "a plain key=value changes one that exists")

@@ -61,6 +61,9 @@ class DatasetConfig:
     hub_config: Optional[str] = None
     local_path: Optional[str] = None
     split: str = "test"
+    # a local split whose files are larger than this (MB, together) is refused before it is read: datasets
+    # reads a split whole (and keeps an Arrow copy in its cache), so a mistaken path can exhaust the memory
+    max_file_mb: float = 256.0
 
 
 @dataclass

@@ -128,7 +128,7 @@ def _mmlu_pro(rows: Any) -> list[Question]:
     for i, row in enumerate(rows):
         options = tuple(str(o) for o in row["options"])
         gold = row["answer_index"]
-        _check(isinstance(gold, int) and 0 <= gold < len(options) <= 10, f"MMLU-Pro row {i}", "answer_index", gold)
+        _check(isinstance(gold, int) and not isinstance(gold, bool) and 0 <= gold < len(options) <= 10, f"MMLU-Pro row {i}", "answer_index", gold)
         out.append(Question(f"{row['category']}/{row['question_id']}", str(row["category"]), str(row["question"]),
                             options, gold, "ABCDEFGHIJ"[gold], int(row["question_id"])))
     return out
@@ -150,7 +150,7 @@ def _agieval(rows: Any, subset: str) -> list[Question]:
             question = question[3:]
         gold = row["gold"][0] if isinstance(row["gold"], list) else row["gold"]
         options = tuple(_strip_label(str(o)) for o in row["choices"])
-        _check(isinstance(gold, int) and 0 <= gold < len(options) <= 5, f"AGIEval {subset} row {idx}", "gold", row["gold"])
+        _check(isinstance(gold, int) and not isinstance(gold, bool) and 0 <= gold < len(options) <= 5, f"AGIEval {subset} row {idx}", "gold", row["gold"])
         out.append(Question(f"{subset}/{idx}", subset, question, options, gold, "ABCDE"[gold], idx))
     return out
 
