@@ -123,7 +123,8 @@ def cases() -> list[Case]:
         *[Case(f"unknown key {o}", [*FAST, o], "unknown key") for o in (
             "+foo=1", "+model.foo=1", "+quant.foo=1", "+backend.foo=1", "+tracking.foo=1", "+cache.foo=1",
             "+reference.foo=1", "+sweep.foo=1", "+report.foo=1", "+task.num_sample=16", "+task.dataset.splt=test",
-            "+stats.methd=paired")],
+            "+stats.methd=paired", "+hydra.foo=1", "+hydra.job.foo=1")],
+        Case("+gate.x without a gate", [*FAST, "+gate.tasks=x"], "gate"),
         # ---- values
         *[Case(f"value {o}", [*FAST, o], o.split("=")[0]) for o in (
             "reference.mode=maybe", "reference.against=yesterday", "task.alpha=1.5", "task.max_output_len=0",

@@ -18,15 +18,19 @@ directory that can be created and written, and ``hydra.run.dir`` may name an ear
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
+import typing
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from hydra._internal.utils import get_args_parser
+from hydra.conf import HydraConf
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 
+from runner.config.schemas import RunnerConfig
 from runner.contract.errors import ConfigError
 
 CALLABLE_PREFIXES = ("runner.", "evaluators.", "hydra_plugins.", "hydra._internal.core_plugins.",
@@ -57,6 +61,8 @@ def check_overrides(argv: Sequence[str]) -> None:
     inspecting = bool(args.cfg or args.info or args.help or args.hydra_help or args.shell_completion)
     for override in overrides:
         key = override.key_or_group
+        if override.is_add():
+            _check_added_key(key, override.input_line, {o.key_or_group for o in overrides})
         if not key.startswith("hydra.") and key != "hydra":
             continue
         for path, value in _leaves(key, _values(override)):
@@ -98,6 +104,38 @@ def _check(path: str, value: Any, line: str | None) -> None:
                           allowed="names starting with " + ", ".join(allowed),
                           fix="remove the override; to change how jobs run, choose a hydra/launcher, "
                           "hydra/job_logging or experiment option instead")
+
+
+def _check_added_key(key: str, line: str | None, chosen: set[str]) -> None:
+    """``+a.b=v`` under a node that is null until an option fills it (``+gate.x``: Hydra fails with an
+    AssertionError), or an unknown key added under ``hydra.`` (Hydra would keep and ignore it)."""
+    head, _, rest = key.partition(".")
+    fields = {f.name: f for f in dataclasses.fields(RunnerConfig)}
+    if rest and head in fields and fields[head].default is None and head not in chosen:
+        raise ConfigError(f"{head} is empty until an option is chosen, so nothing can be added under it",
+                          where=key, given=line or key, allowed=f"{head}=<option> (the files under conf/{head}/)",
+                          fix=f"choose an option with {head}=NAME, then change its keys with {key}=VALUE (no +)")
+    if head != "hydra" or not rest:
+        return
+    schema: Any = HydraConf
+    prefix = "hydra"
+    for part in rest.split("."):
+        known = {f.name for f in dataclasses.fields(schema)}
+        if part not in known:
+            raise ConfigError("unknown key added under hydra", where=f"{prefix}.{part}", given=line or key,
+                              allowed=", ".join(f"{prefix}.{name}" for name in sorted(known)),
+                              fix="check the spelling; `+` adds keys, a plain key=value changes one that exists")
+        nested = _dataclass_of(schema, part)
+        if nested is None:
+            return  # a free-form node (job_logging, callbacks, launcher, env_set...): anything may be added
+        schema, prefix = nested, f"{prefix}.{part}"
+
+
+def _dataclass_of(schema: Any, name: str) -> Any:
+    """The dataclass a field of ``schema`` holds, or None for a free-form or plain field."""
+    hints = typing.get_type_hints(schema)
+    hint = hints.get(name)
+    return hint if isinstance(hint, type) and dataclasses.is_dataclass(hint) else None
 
 
 def _check_logging_handler(path: str, line: str | None) -> None:

@@ -61,6 +61,8 @@ def test_metrics_a_task_declares_still_compose(tmp_path, overrides):
     (["hydra.run.dir={tmp}/file.txt"], ("cannot be created or written", "Not a directory")),
     (["-m", "hydra.sweep.dir=/proc/y", "task=mmlu,gsm8k"], ("where:   hydra.sweep.dir",)),
     (["hydra.run.dir={tmp}/earlier"], ("an earlier run's results", "holds results.json", "overwrite_output=true")),
+    (["+hydra.job.foo=1"], ("unknown key added under hydra", "where:   hydra.job.foo", "hydra.job.chdir")),
+    (["+gate.tasks=x"], ("gate is empty until an option is chosen", "gate=<option>")),
 ])
 def test_command_line_mistakes_are_refused_before_hydra_starts(tmp_path, argv, fragments):
     from runner.config.guard import check_overrides
@@ -81,7 +83,8 @@ def test_run_directories_that_are_fine_pass_and_the_probe_leaves_nothing(tmp_pat
     (tmp_path / "earlier").mkdir()
     (tmp_path / "earlier" / "results.json").write_text("{}")
     check_overrides([f"hydra.run.dir={tmp_path}/earlier", "overwrite_output=true"])
-    check_overrides([f"hydra.run.dir={tmp_path}/new/a/b", "hydra.job_logging.root.level=DEBUG", "hydra/job_logging=disabled"])
+    check_overrides([f"hydra.run.dir={tmp_path}/new/a/b", "hydra.job_logging.root.level=DEBUG", "hydra/job_logging=disabled",
+                     "+hydra.job.env_set.X=1", "gate=embedded_release", "+gate.x=1"])  # free-form nodes; a chosen gate
     check_overrides(["hydra.run.dir=/proc/x", "--cfg", "job"])  # only shows the config: nothing is created
     assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier"]
     if os.geteuid() == 0:
