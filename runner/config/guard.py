@@ -1,4 +1,5 @@
-"""Command-line overrides of Hydra's own nodes that would run code from outside the project.
+"""The command line, checked before Hydra starts: overrides of Hydra's own nodes that would run code from
+outside the project, write where they should not, or that Hydra would answer with a traceback.
 
 Hydra instantiates its callbacks, launcher, sweeper and logging handlers itself, before the job
 sees its config, so the project-classes-only rule of :mod:`runner.contract.build` cannot apply there. This
@@ -13,7 +14,9 @@ choose how a job logs.
 The run directory given on the command line (``hydra.run.dir``, ``hydra.sweep.dir``) is checked here
 too, because Hydra creates it and writes ``.hydra/`` into it before the job starts: it must be a
 directory that can be created and written, and ``hydra.run.dir`` may name an earlier run's directory
-(one holding its results) only with ``overwrite_output=true``.
+(one holding its results) only with ``overwrite_output=true``. A key added with ``+`` under ``hydra``
+must be one of Hydra's schema (below its free-form nodes anything goes), and nothing can be added under
+a top-level node that is empty until an option fills it (``+gate.x`` without ``gate=NAME``).
 """
 
 from __future__ import annotations
@@ -43,8 +46,8 @@ EARLIER_RUN_FILES = ("results.json", "report.json", "samples.jsonl")
 
 
 def check_overrides(argv: Sequence[str]) -> None:
-    """Raise :class:`ConfigError` for an override that makes Hydra build something foreign, or for
-    flags Hydra would refuse with a traceback."""
+    """Raise :class:`ConfigError` for an override that makes Hydra build something foreign or write where it
+    should not, or for flags and keys Hydra would refuse with a traceback."""
 
     args, _ = get_args_parser().parse_known_args(list(argv))
     if args.multirun and (args.cfg or args.info or args.shell_completion):
