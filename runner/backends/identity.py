@@ -83,25 +83,26 @@ def local_checkpoint(model: Any) -> Path | None:
     return next((c for c in candidates if c is not None and (c / "config.json").is_file()), None)
 
 
-def context_window(config: dict[str, Any]) -> int | None:
-    """The longest sequence (prompt and generated tokens) a checkpoint's config.json declares."""
+def context_window(config: dict[str, Any]) -> tuple[int, str] | None:
+    """The longest sequence (prompt and generated tokens) a checkpoint's config.json declares, and its key."""
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
     for key in CONTEXT_KEYS:
         value = text.get(key, config.get(key))
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
+            return value, key
     return None
 
 
 def check_lengths(model: Any, max_input_len: int, max_output_len: int) -> None:
     """``task.max_input_len`` and ``task.max_output_len`` each within the local checkpoint's context window."""
     folder = local_checkpoint(model)
-    window = context_window(checkpoint_config(str(folder)) or {}) if folder is not None else None
-    if window is None:
+    found = context_window(checkpoint_config(str(folder)) or {}) if folder is not None else None
+    if found is None:
         return
+    window, declared_by = found
     for key, value in (("task.max_input_len", max_input_len), ("task.max_output_len", max_output_len)):
         if value > window:
             raise ConfigError(f"{key} is beyond the model's context window", where=key, given=value,
-                              allowed=f"at most {window} tokens (max_position_embeddings in {folder / 'config.json'})",
+                              allowed=f"at most {window} tokens ({declared_by} in {folder / 'config.json'})",
                               fix=f"lower {key} (a changed length enters the reference key), or evaluate a model "
                               "with a longer context")

@@ -1,4 +1,4 @@
-"""Checks of the composed job that its schemas cannot express: unknown keys, value ranges and names.
+"""Checks of the composed job that its schemas cannot express: unknown keys, value ranges, metrics, corrections.
 
 Hydra's ``+key=value`` adds a key even under a typed group or at the top (``+foo=1``), so a typo
 (``+task.num_sample=16``) would be carried along and ignored; every node typed by a dataclass schema,

@@ -159,6 +159,7 @@ def test_a_sqlite_uri_with_two_slashes_says_the_three_slash_form():
     ({"max_position_embeddings": 2048}, 2049, 10, "task.max_input_len is beyond"),
     ({"max_position_embeddings": 2048}, 100, 100_000, "task.max_output_len is beyond"),
     ({"text_config": {"max_position_embeddings": 512}}, 513, 1, "at most 512 tokens"),
+    ({"n_positions": 1024}, 1024, 1025, "at most 1024 tokens (n_positions"),
     ({"n_positions": 1024}, 1024, 1024, None),
     ({"model_type": "llama"}, 10_000_000, 100_000, None),  # no window declared: nothing to check
 ])
@@ -172,7 +173,7 @@ def test_lengths_beyond_the_checkpoints_context_are_refused(tmp_path, config, in
         return
     with pytest.raises(UserError) as caught:
         check_lengths(model, input_len, output_len)
-    _message(caught.value, fragment, "max_position_embeddings")
+    _message(caught.value, fragment, "in " + str(tmp_path / "config.json"))
 
 
 def test_a_job_asking_beyond_the_context_stops_before_the_model_loads(tmp_path):
