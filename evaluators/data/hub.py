@@ -41,7 +41,7 @@ def load_rows(dataset: Any, name: str, columns: str) -> tuple[Any, str, str]:
         path = Path(dataset.local_path).expanduser()
         if path.is_dir() and (path / "data").is_dir() and not any(path.glob(f"{split}*")):
             path = path / "data"
-        rows = load_local(str(path), split, dataset.hub_config, "task.dataset.local_path")
+        rows = load_local(str(path), split, dataset.hub_config, "task.dataset.local_path", dataset.max_file_mb)
         return rows, f"{dataset.local_path} [{split}]", source
     alternatives = (f"no offline copy of {name} ships in any package: use a local copy, "
                     f"task.dataset.local_path=/path/to/{name} (a snapshot of {dataset.hub_id}, or {split}*.jsonl/"

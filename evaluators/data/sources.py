@@ -38,7 +38,7 @@ def split_loader(dataset: Any, source: str, alternatives: str) -> tuple[str, Cal
             # A single file holds one split only: it is the evaluated split, never the examples' one.
             if Path(dataset.local_path).expanduser().is_file() and split != dataset.split:
                 raise DataError(f"a single data file has no '{split}' split", where=where, given=dataset.local_path)
-            return load_local(dataset.local_path, split, dataset.hub_config, where)
+            return load_local(dataset.local_path, split, dataset.hub_config, where, dataset.max_file_mb)
         return where, load
     where = f"task.dataset.hub_id={dataset.hub_id}"
     return where, lambda split: load_hub(dataset.hub_id, dataset.hub_config, split, where, alternatives)

@@ -12,7 +12,7 @@ Rows come through ``datasets`` from a local copy (``task.dataset.local_path``: a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
 from evaluators.base import Evaluator
 from evaluators.checks import check_choice
@@ -26,6 +26,7 @@ from runner.contract.task_config import DatasetConfig, TaskConfig
 
 @dataclass
 class ArcEasyTaskConfig(TaskConfig):
+    METRICS: ClassVar[tuple[str, ...]] = ("accuracy", "accuracy_norm")
     metric: str = "accuracy"  # accuracy | accuracy_norm (lm-eval's acc / acc_norm)
     chance_level: Optional[float] = None  # by each question's option count (3 to 5)
     dataset: DatasetConfig = field(default_factory=lambda: DatasetConfig(hub_id="allenai/ai2_arc", hub_config="ARC-Easy"))
@@ -33,7 +34,7 @@ class ArcEasyTaskConfig(TaskConfig):
 
 CONFIG = ArcEasyTaskConfig
 """The task's schema, registered as ``schema_task_arc_easy``."""
-METRICS = ("accuracy", "accuracy_norm")
+METRICS = ArcEasyTaskConfig.METRICS
 
 
 class ArcEasyEvaluator(Evaluator):

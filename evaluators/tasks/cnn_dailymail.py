@@ -31,7 +31,7 @@ upstream's number for the same per-sample scores in the same (shuffled) order. `
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
 from evaluators.base import Evaluator
 from evaluators.checks import check_choice
@@ -55,6 +55,7 @@ UPSTREAM = {"max_input_len": 924, "max_output_len": 100, "hub_config": "3.0.0", 
 
 @dataclass
 class CNNDailyMailTaskConfig(TaskConfig):
+    METRICS: ClassVar[tuple[str, ...]] = ROUGE_TYPES
     chance_level: Optional[float] = 0.0  # ROUGE's floor
     # which part of a too-long article gives way (the " TL;DR:" cue always stays): article_start
     # (upstream's: the prompt's last max_input_len tokens, after BOS) | article_end

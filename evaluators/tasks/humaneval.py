@@ -49,7 +49,7 @@ import logging
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
 from evaluators.base import Evaluator
 from evaluators.checks import check_choice
@@ -89,6 +89,7 @@ class SandboxConfig:
 
 @dataclass
 class HumanEvalTaskConfig(TaskConfig):
+    METRICS: ClassVar[tuple[str, ...]] = ("pass_at_1", *ROUGE_TYPES)
     chance_level: Optional[float] = 0.0  # the metric's floor
     # Cut points of a completion before it is executed (the Codex paper's set); the backend is not
     # asked to stop there, so ROUGE sees the whole output as upstream's does.

@@ -201,7 +201,7 @@ class MMLUEvaluator(Evaluator):
             def load(split: str) -> Any:
                 if root.is_file() and split != ds.split:
                     raise DataError(f"a single data file has no '{split}' split", where=where, given=ds.local_path)
-                return load_local(ds.local_path, split, ds.hub_config, where)
+                return load_local(ds.local_path, split, ds.hub_config, where, ds.max_file_mb)
         else:
             where = f"task.dataset.hub_id={ds.hub_id}"
 
@@ -324,7 +324,11 @@ def _cais_rows(ds: Any, source: str) -> list[tuple[str, list[str]]]:
         answer = row["answer"]
         if isinstance(answer, str) and answer in LETTERS:
             answer = LETTERS.index(answer)
-        _check(isinstance(answer, int) and 0 <= answer < 4, source, i, "answer must be 0-3 or A-D", answer)
+        # a JSON true is an int to Python (True == 1): it would pass as answer B
+        _check(isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < 4, source, i,
+               "answer must be 0-3 or A-D", answer)
+        _check(isinstance(row["subject"], str) and row["subject"] != "", source, i, "subject must be a name", row["subject"])
+        _check(isinstance(row["question"], str), source, i, "the question must be text", row["question"])
         out.append((row["subject"], [row["question"], *(str(c) for c in row["choices"]), LETTERS[answer]]))
     return out
 

@@ -15,8 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from runner.contract.errors import ConfigError
+from runner.files.assets import EMBEDDED_TARGETS
+from runner.files.paths import models_root
 
 ARCHITECTURE_KEYS = ("model_type", "hidden_size", "num_hidden_layers", "vocab_size")
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+"""Where a checkpoint's config.json states its context window, in the order they are read."""
 
 
 def checkpoint_config(path: str | None) -> dict[str, Any] | None:
@@ -67,3 +71,38 @@ def check_architecture(model: Any) -> None:
             allowed=f"a {model.hf_id} checkpoint: " + ", ".join(f"{k}={want}" for k, (want, _) in differ.items()),
             fix=f"drop model={model.name} so the identity comes from the checkpoint (python -m runner "
             f"model.path={model.path}), or set model.hf_id to the id its references are registered under")
+
+
+def local_checkpoint(model: Any) -> Path | None:
+    """The local checkpoint directory the model loads from, when one exists already: ``model.path``,
+    ``$RUNNER_MODELS_ROOT/<hf_id>`` or the embedded copy once converted (nothing is converted here)."""
+    root = models_root()
+    candidates = [Path(str(model.path)).expanduser() if model.path else None,
+                  root / str(model.hf_id) if root is not None and not model.path and model.hf_id else None,
+                  EMBEDDED_TARGETS[model.embedded]() if not model.path and model.embedded in EMBEDDED_TARGETS else None]
+    return next((c for c in candidates if c is not None and (c / "config.json").is_file()), None)
+
+
+def context_window(config: dict[str, Any]) -> tuple[int, str] | None:
+    """The longest sequence (prompt and generated tokens) a checkpoint's config.json declares, and its key."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    for key in CONTEXT_KEYS:
+        value = text.get(key, config.get(key))
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, key
+    return None
+
+
+def check_lengths(model: Any, max_input_len: int, max_output_len: int) -> None:
+    """``task.max_input_len`` and ``task.max_output_len`` each within the local checkpoint's context window."""
+    folder = local_checkpoint(model)
+    found = context_window(checkpoint_config(str(folder)) or {}) if folder is not None else None
+    if found is None:
+        return
+    window, declared_by = found
+    for key, value in (("task.max_input_len", max_input_len), ("task.max_output_len", max_output_len)):
+        if value > window:
+            raise ConfigError(f"{key} is beyond the model's context window", where=key, given=value,
+                              allowed=f"at most {window} tokens ({declared_by} in {folder / 'config.json'})",
+                              fix=f"lower {key} (a changed length enters the reference key), or evaluate a model "
+                              "with a longer context")

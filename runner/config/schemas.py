@@ -37,3 +37,5 @@ class RunnerConfig:
     gate: Optional[GateConfig] = None  # a release policy (conf/gate/); None: no release verdict, jobs as configured
     dry_run: bool = False  # list what would run (n, cached requests, estimated time) without loading a model
     output_dir: str = MISSING
+    # true: hydra.run.dir may name a directory holding an earlier run's results, which this run replaces
+    overwrite_output: bool = False

@@ -1,9 +1,13 @@
-"""Checks of the composed job that its schemas cannot express: unknown keys and value ranges.
+"""Checks of the composed job that its schemas cannot express: unknown keys, value ranges, metrics, corrections.
 
-Hydra's ``+key=value`` adds a key even under a typed group, so a typo (``+task.num_sample=16``)
-would be carried along and ignored; every node typed by a dataclass schema may hold only the
-schema's fields. Sizes and lengths must be positive and seeds non-negative; sigma 0 (the exact
-rule: every sample must pass) is refused for a task whose schema says its scores are statistical.
+Hydra's ``+key=value`` adds a key even under a typed group or at the top (``+foo=1``), so a typo
+(``+task.num_sample=16``) would be carried along and ignored; every node typed by a dataclass schema,
+the top-level job included, may hold only the schema's fields. Sizes and lengths must be positive and
+seeds non-negative; sigma 0 (the exact rule: every sample must pass) is refused for a task whose schema
+says its scores are statistical. ``task.metric`` must be one the task computes (its schema's ``METRICS``,
+else its default): an unknown name would be reported as the score under a made-up name. The sweep's
+correction and alpha are checked in a single job too, where they would otherwise be ignored until a
+sweep used them.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import dataclasses
 from omegaconf import DictConfig, OmegaConf
 
 from runner.contract.errors import ConfigError
+from runner.stats.multiple_testing import validate as validate_correction
 
 POSITIVE = ("task.default_num_samples", "task.num_samples", "task.max_input_len", "task.max_output_len",
             "task.max_batch_size", "cache.chunk_size", "quant.group_size", "quant.calib_num_samples", "quant.calib_batch_size",
@@ -24,6 +29,7 @@ SKIPPED = ("hydra",)
 
 def check_job(cfg: DictConfig) -> None:
     """Raise :class:`ConfigError` for the first unknown key or out-of-range value."""
+    _check_top_level_keys(cfg)
     for key in cfg.keys():
         if key not in SKIPPED and isinstance(cfg.get(key), DictConfig):
             check_known_keys(cfg[key], str(key))
@@ -32,6 +38,23 @@ def check_job(cfg: DictConfig) -> None:
     for key in NON_NEGATIVE:
         _check_int(cfg, key, 0, "a whole number >= 0")
     _check_sigma(cfg)
+    _check_metric(cfg)
+    sweep = cfg.get("sweep")
+    if isinstance(sweep, DictConfig):
+        validate_correction(sweep.get("correction"), sweep.get("alpha"))
+
+
+def _check_top_level_keys(cfg: DictConfig) -> None:
+    schema = OmegaConf.get_type(cfg)
+    if schema is None or not dataclasses.is_dataclass(schema):
+        return
+    known = {f.name for f in dataclasses.fields(schema)} | set(SKIPPED)
+    unknown = sorted(str(k) for k in cfg.keys() if k not in known)
+    if unknown:
+        raise ConfigError("unknown key at the top level of the config", where=unknown[0], given=", ".join(unknown),
+                          allowed=", ".join(sorted(known - set(SKIPPED))),
+                          fix="check the spelling and the group (task.x, backend.x...); `+` adds keys, "
+                          "a plain key=value changes one that exists")
 
 
 def check_known_keys(node: DictConfig, where: str) -> None:
@@ -70,3 +93,16 @@ def _check_sigma(cfg: DictConfig) -> None:
                           where="task.sigma", given="0", allowed=f"a standard deviation > 0 (this task's default: {default:g})",
                           fix="drop the override; to tolerate a small drop use stats.margin, "
                           "to demand an exact match use a task whose scores are deterministic")
+
+
+def _check_metric(cfg: DictConfig) -> None:
+    task = cfg.get("task")
+    schema = OmegaConf.get_type(task) if isinstance(task, DictConfig) else None
+    if schema is None or not dataclasses.is_dataclass(schema) or "metric" not in task:
+        return
+    declared = tuple(getattr(schema, "METRICS", ()))
+    allowed = declared or ({f.name: f.default for f in dataclasses.fields(schema)}.get("metric"),)
+    if task.metric not in allowed:
+        raise ConfigError(f"task {task.get('name')} does not compute this metric", where="task.metric",
+                          given=repr(task.metric), allowed=", ".join(str(m) for m in allowed),
+                          fix="drop the override, or choose one of the allowed metrics")

@@ -4,7 +4,7 @@ loads, and the base of every task's config with its dataset (each task extends :
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 from omegaconf import MISSING
 
@@ -61,6 +61,9 @@ class DatasetConfig:
     hub_config: Optional[str] = None
     local_path: Optional[str] = None
     split: str = "test"
+    # a local split whose files are larger than this (MB, together) is refused before it is read: datasets
+    # reads a split whole (and keeps an Arrow copy in its cache), so a mistaken path can exhaust the memory
+    max_file_mb: float = 256.0
 
 
 @dataclass
@@ -78,6 +81,7 @@ class SamplingConfig:
 class TaskConfig:
     """Parameters every task has: the metric, the statistics and the length limits."""
 
+    METRICS: ClassVar[tuple[str, ...]] = ()  # the metrics the task computes; empty: only ``metric``'s default
     _target_: str = MISSING
     name: str = MISSING
     metric: str = "accuracy"

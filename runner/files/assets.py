@@ -144,6 +144,11 @@ def asset_path(name: str) -> Path:
     return target
 
 
+def smollm2_target() -> Path:
+    """Where the embedded SmolLM2 checkpoint is converted to (it may not exist yet)."""
+    return cache_dir() / "models" / "smollm2_135m"
+
+
 def smollm2_checkpoint() -> Path:
     """A bfloat16 safetensors checkpoint converted once from the embedded GGUF file.
 
@@ -151,7 +156,7 @@ def smollm2_checkpoint() -> Path:
     once as safetensors makes later loads take well under a second.
     """
     root = cache_dir()
-    target = root / "models" / "smollm2_135m"
+    target = smollm2_target()
     if (target / "config.json").exists():
         return target
     gguf_file = asset_path(SMOLLM2_GGUF.name)
@@ -181,3 +186,5 @@ def smollm2_checkpoint() -> Path:
 
 EMBEDDED_MODELS = {"smollm2_135m_gguf": smollm2_checkpoint}
 """``model.embedded`` names: the function that returns the checkpoint directory built from the pinned asset."""
+EMBEDDED_TARGETS = {"smollm2_135m_gguf": smollm2_target}
+"""``model.embedded`` names: where their checkpoint is (or will be) converted, without converting it."""

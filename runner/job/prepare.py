@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from runner.backends.identity import check_architecture
+from runner.backends.identity import check_architecture, check_lengths
 from runner.backends.models import resolve_model_source
 from runner.cache import generations
 from runner.config.schemas import RunnerConfig
@@ -42,6 +42,7 @@ def prepare(config: RunnerConfig) -> Job:
     elif model.hf_id is not None:  # with a path, the id is read from the checkpoint (and escaped where shown)
         check_hub_id(model.hf_id, "model.hf_id")
     check_architecture(model)
+    check_lengths(model, task.max_input_len, task.max_output_len)
     validate_stats(config.stats)
     check_params(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better, where="task")
     defaults = HypothesisParams(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ def calibration_documents(source: str) -> tuple[list[str], str, str]:
     else:
 
         config = "3.0.0" if path.is_dir() and (path / "3.0.0").is_dir() else None
-        table = load_local(str(path), "train", config, where)
+        table = load_local(str(path), "train", config, where, max_mb=math.inf)  # a train split is large by nature
         column = "text" if "text" in table.column_names else "article" if "article" in table.column_names else None
         if column is None:
             raise DataError("calibration data needs a 'text' (or 'article') column", where=where,

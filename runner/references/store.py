@@ -15,6 +15,7 @@ never reads, ``recorded:`` (provenance), which keeps the file loadable by Tensor
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 from collections.abc import Mapping
@@ -90,11 +91,26 @@ def _matches(entry: Mapping[str, Any], query: Mapping[str, Any]) -> bool:
     return all(entry.get(k, AccuracySpec.default_for(k)) == v for k, v in query.items())
 
 
+def _broken_link(path: Path) -> None:
+    """A reference file that is a symlink leading nowhere: said as such (recording would replace the link)."""
+    try:
+        os.stat(path)
+        loop = False
+    except OSError as err:
+        loop = err.errno == errno.ELOOP
+    what = "a symlink loop" if loop else "a symlink to a missing file"
+    raise ReferenceError_(f"the reference file is {what}", where=str(path), given=f"{path} -> {os.readlink(path)}",
+                          allowed="a YAML file, or a symlink to one",
+                          fix="point the link at the reference file, remove it, or set reference.dir elsewhere")
+
+
 def _load(path: Path) -> dict[str, Any] | None:
     """The parsed file (plain containers), or None when it does not exist."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
+    if path.is_symlink() and not path.exists():
+        _broken_link(path)
     if not path.is_file():
         return None
     try:

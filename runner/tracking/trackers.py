@@ -232,6 +232,12 @@ class MlflowTracker:
                 raise TrackingError("the MLflow sqlite store's directory is missing or not writable",
                                     where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=redact_url(self.uri),
                                     fix="point it at a writable directory, or run with tracking=none")
+        elif self.uri.lower().startswith("sqlite:"):
+            rest = self.uri.split(":", 1)[1].lstrip("/")
+            raise TrackingError("an MLflow sqlite URI takes three slashes before a relative path, four before an absolute one",
+                                where="tracking.tracking_uri / MLFLOW_TRACKING_URI", given=redact_url(self.uri),
+                                allowed="sqlite:///relative/path/mlflow.db or sqlite:////absolute/path/mlflow.db",
+                                fix=f"write sqlite:///{rest or 'mlflow.db'}, or run with tracking=none")
         else:
             scheme = self.uri.partition(":")[0].split("+")[0].lower() if "://" in self.uri else ""
             if scheme not in URI_SCHEMES:

@@ -293,7 +293,7 @@ def bad_files(tmp_path_factory):
     (["model.path={root}/unknown"], "model type is unknown"),
     (["model.path={root}/custom"], "ships its own model code"),
     (["task.dataset.local_path={root}/data/badline.jsonl"], "could not read split"),
-    (["task.dataset.local_path={root}/data/nonutf8.jsonl"], "could not read split"),
+    (["task.dataset.local_path={root}/data/nonutf8.jsonl"], "not valid UTF-8"),
     (["task.dataset.local_path={root}/data/empty.jsonl"], "could not read split|holds no rows"),
     (["task.dataset.local_path={root}/data/nulls.jsonl"], "malformed GSM8K row"),
     (["tracking=mlflow", "tracking.tracking_uri=file://{root}/mlruns"], "not one the runner can log to"),

@@ -17,7 +17,7 @@ from typing import Any
 
 from evaluators.tasks.score.upstream import math_reference_answer
 from runner.contract.errors import ConfigError, DataError
-from runner.files.datasets import LOCAL_FORMATS, load_hub, load_local
+from runner.files.datasets import DEFAULT_MAX_FILE_MB, LOCAL_FORMATS, load_hub, load_local
 
 FAMILIES = ("mmlu_pro", "agieval", "math")
 MMLU_PRO_HUB = "TIGER-Lab/MMLU-Pro"
@@ -54,7 +54,8 @@ def hub_id(family: str, subset: str | None) -> str:
     return MATH_HUB
 
 
-def load_questions(family: str, source: str, local_path: str | None, subsets: tuple[str, ...]) -> tuple[list[Question], str]:
+def load_questions(family: str, source: str, local_path: str | None, subsets: tuple[str, ...],
+                   max_mb: float = DEFAULT_MAX_FILE_MB) -> tuple[list[Question], str]:
     """Every question of the family (the chosen subsets), and a description of where they came from."""
     if source == "auto":
         source = "local" if local_path else "hub"
@@ -64,11 +65,11 @@ def load_questions(family: str, source: str, local_path: str | None, subsets: tu
     if source == "local" and (Path(str(local_path)).expanduser() / family).is_dir():
         local_path = str(Path(str(local_path)).expanduser() / family)  # one root for the whole suite
     if family == "mmlu_pro":
-        rows = _rows(family, source, local_path, None)
+        rows = _rows(family, source, local_path, None, max_mb)
         return _mmlu_pro(rows), _where(family, source, local_path)
     out: list[Question] = []
     for subset in subsets:
-        rows = _rows(family, source, local_path, subset)
+        rows = _rows(family, source, local_path, subset, max_mb)
         out += (_agieval if family == "agieval" else _math)(rows, subset)
     return out, _where(family, source, local_path)
 
@@ -84,7 +85,7 @@ def _alternatives(family: str) -> str:
             f"(task.source=local); the README's SCORE section shows how for {family}")
 
 
-def _rows(family: str, source: str, local_path: str | None, subset: str | None) -> Any:
+def _rows(family: str, source: str, local_path: str | None, subset: str | None, max_mb: float) -> Any:
     if source == "hub":
         config = subset if family == "math" else "default"
         return load_hub(hub_id(family, subset), config, SPLIT, f"task.family={family}", _alternatives(family))
@@ -97,16 +98,16 @@ def _rows(family: str, source: str, local_path: str | None, subset: str | None) 
             raise DataError(f"the local copy has no '{subset}' subset", where="task.dataset.local_path", given=str(root),
                             allowed=f"a sub-directory (or file) named {subset}/ with {SPLIT}*.jsonl|json|parquet|csv",
                             fix=f"add it, or choose the subsets present with task.subsets=[...] (a deviation from the full {family} set)")
-    return _read_local(folder, f"task.dataset.local_path ({subset or family})")
+    return _read_local(folder, f"task.dataset.local_path ({subset or family})", max_mb)
 
 
-def _read_local(folder: Path, where: str) -> Any:
+def _read_local(folder: Path, where: str, max_mb: float) -> Any:
     """A data file, a directory with ``test*`` files, or a Hub snapshot (files one level deeper)."""
     if folder.is_dir() and not any(folder.glob(f"{SPLIT}*")):
         nested = sorted(p.parent for suffix in LOCAL_FORMATS for p in folder.rglob(f"{SPLIT}*{suffix}"))
         if nested:
             folder = nested[0]
-    return load_local(str(folder), SPLIT, None, where)
+    return load_local(str(folder), SPLIT, None, where, max_mb)
 
 
 def _check(cond: bool, where: str, what: str, value: Any) -> None:
@@ -128,7 +129,7 @@ def _mmlu_pro(rows: Any) -> list[Question]:
     for i, row in enumerate(rows):
         options = tuple(str(o) for o in row["options"])
         gold = row["answer_index"]
-        _check(isinstance(gold, int) and 0 <= gold < len(options) <= 10, f"MMLU-Pro row {i}", "answer_index", gold)
+        _check(isinstance(gold, int) and not isinstance(gold, bool) and 0 <= gold < len(options) <= 10, f"MMLU-Pro row {i}", "answer_index", gold)
         out.append(Question(f"{row['category']}/{row['question_id']}", str(row["category"]), str(row["question"]),
                             options, gold, "ABCDEFGHIJ"[gold], int(row["question_id"])))
     return out
@@ -150,7 +151,7 @@ def _agieval(rows: Any, subset: str) -> list[Question]:
             question = question[3:]
         gold = row["gold"][0] if isinstance(row["gold"], list) else row["gold"]
         options = tuple(_strip_label(str(o)) for o in row["choices"])
-        _check(isinstance(gold, int) and 0 <= gold < len(options) <= 5, f"AGIEval {subset} row {idx}", "gold", row["gold"])
+        _check(isinstance(gold, int) and not isinstance(gold, bool) and 0 <= gold < len(options) <= 5, f"AGIEval {subset} row {idx}", "gold", row["gold"])
         out.append(Question(f"{subset}/{idx}", subset, question, options, gold, "ABCDE"[gold], idx))
     return out
 

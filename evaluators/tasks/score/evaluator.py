@@ -116,7 +116,7 @@ class ScoreEvaluator(Evaluator):
         """A seeded subset of questions (every question when n covers them all), each with all its variants."""
         self.templates()  # fail on a missing lm-eval before loading any data
         questions, self.source_used = data.load_questions(self.family, self.config.dataset.source, self.config.dataset.local_path,
-                                                          self.subsets)
+                                                          self.subsets, self.config.dataset.max_file_mb)
         if num_samples < len(questions):
             chosen = set(random.Random(f"score:{seed}").sample(range(len(questions)), num_samples))
             questions = [q for i, q in enumerate(questions) if i in chosen]

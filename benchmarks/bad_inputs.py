@@ -1,0 +1,272 @@
+"""Replay the bad-input list of the red-team rounds (issues 20 and 30) through ``python -m runner`` and
+count how each one ends.
+
+Each case is one command line, run as a user runs it (a fresh process, the scripted fake backend and
+``tracking=none`` where the case allows, a fresh working directory with the files the case needs).
+An outcome is one of:
+
+- ``message``: exit status != 0, an ``error:`` block naming ``where`` and no traceback, and the words
+  the case expects (what the input is: "symlink loop", "sqlite:///", ...);
+- ``weak``: exit status != 0 without a traceback, but the message misses where the problem is or
+  what it is (a symlink loop reported as a missing file), or a file the user owned was changed;
+- ``accepted``: exit status 0: the input ran as if it were fine;
+- ``traceback``: a Python traceback on the terminal.
+
+Usage: ``python benchmarks/bad_inputs.py [--only SUBSTRING] [--verbose]``; prints one line per case and
+the counts table docs/reliability.md quotes. Takes about two minutes on two cores (each case is a new
+interpreter: the point is what a user sees).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+GSM8K_DIR = ROOT / "tests" / "data" / "gsm8k_local"
+MMLU_DIR = ROOT / "tests" / "data" / "mmlu_cais"
+GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local", f"task.dataset.local_path={GSM8K_DIR}",
+         "task.num_samples=2"]
+QUIET = ["tracking=none", "reference.mode=skip"]
+FAST = [*GSM8K, *QUIET]
+GSM8K_ROW = {"question": "What is 1 + 1?", "answer": "1 + 1 = 2\n#### 2"}
+MMLU_ROW = {"question": "Which planet is closest to the Sun?", "subject": "astronomy",
+            "choices": ["Venus", "Mercury", "Mars", "Earth"], "answer": 1}
+
+
+@dataclass
+class Case:
+    name: str
+    args: list[str]  # {tmp} is the case's working directory
+    expect: str = ""  # words a good message holds (case-insensitive); empty: any error block
+    setup: Callable[[Path], None] | None = None
+    intact: list[str] = field(default_factory=list)  # files (under {tmp}) the run must leave as they were
+    env: dict[str, str] = field(default_factory=dict)
+    read_only: str | None = None  # a directory (under {tmp}) mounted read-only for the run (``unshare -rm``, Linux)
+
+
+def _write(rel: str, content: str | bytes) -> Callable[[Path], None]:
+    def setup(tmp: Path) -> None:
+        path = tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return setup
+
+
+def _jsonl(rel: str, *rows: dict) -> Callable[[Path], None]:
+    return _write(rel, "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _all(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
+    def setup(tmp: Path) -> None:
+        for step in steps:
+            step(tmp)
+    return setup
+
+
+def _symlink_loop(tmp: Path) -> None:
+    (tmp / "refs").mkdir()
+    os.symlink("gsm8k.yaml", tmp / "refs" / "gsm8k.yaml")
+
+
+def _huge_jsonl(tmp: Path) -> None:
+    line = (json.dumps(GSM8K_ROW) + "\n").encode()
+    with open(tmp / "huge.jsonl", "wb") as out:
+        for _ in range(3 * 2**20 // len(line)):  # 3 MiB, over the 1 MiB limit the case sets
+            out.write(line)
+
+
+def _earlier_run(tmp: Path) -> None:
+    subprocess.run([sys.executable, "-m", "runner", *FAST, f"cache.path={tmp}/gen.sqlite", f"hydra.run.dir={tmp}/run"],
+                   cwd=tmp, env=_env({}), capture_output=True, check=True)
+
+
+def _model_dirs(tmp: Path) -> None:
+    for name in ("empty", "badcfg", "unknown", "custom"):
+        (tmp / name).mkdir()
+    (tmp / "badcfg" / "config.json").write_text("{not json")
+    (tmp / "unknown" / "config.json").write_text(json.dumps({"model_type": "nosuchmodel"}))
+    (tmp / "custom" / "config.json").write_text(json.dumps({"model_type": "custom", "auto_map": {
+        "AutoConfig": "x.Cfg", "AutoModelForCausalLM": "x.M"}}))
+
+
+MMLU_LOCAL = ["backend=fake", "task=mmlu", *QUIET, "task.dataset.source=local", "task.num_fewshot=0",
+              "task.num_samples=2"]
+UNWRITABLE = "/proc/sys/runner-x"
+
+
+def cases() -> list[Case]:
+    foreign = ["+hydra.callbacks.x._target_=builtins.open", "hydra.callbacks.sweep._target_=os.system",
+               "+hydra.callbacks={x:{_target_:builtins.print}}", "+hydra.callbacks.x._target_=hydra.utils.call",
+               "hydra.launcher._target_=builtins.exec", "+hydra.job_logging.handlers.h.class=builtins.open",
+               "+hydra.hydra_logging.handlers={h:{class:os.system}}"]
+    out = [
+        # ---- the command line and composition
+        Case("unknown group option", ["quant=fp9"], "fp9"),
+        Case("wrong type", [*FAST, "task.num_samples=abc"], "num_samples"),
+        Case("-m with --cfg", ["-m", "task=mmlu,gsm8k", "--cfg", "job"], "cannot be combined"),
+        *[Case(f"foreign code {o}", [*FAST, o], "outside the project") for o in foreign],
+        Case("job_logging file handler truncates F",
+             [*FAST, "hydra.job_logging.handlers.file.filename={tmp}/precious.txt", "+hydra.job_logging.handlers.file.mode=w"],
+             "hydra.job_logging", _write("precious.txt", "keep me\n"), intact=["precious.txt"]),
+        Case("job_logging handler filename", [*FAST, "hydra.job_logging.handlers.file.filename={tmp}/other.log"],
+             "hydra.job_logging"),
+        # ---- unknown keys
+        *[Case(f"unknown key {o}", [*FAST, o], "unknown key") for o in (
+            "+foo=1", "+model.foo=1", "+quant.foo=1", "+backend.foo=1", "+tracking.foo=1", "+cache.foo=1",
+            "+reference.foo=1", "+sweep.foo=1", "+report.foo=1", "+task.num_sample=16", "+task.dataset.splt=test",
+            "+stats.methd=paired", "+hydra.foo=1", "+hydra.job.foo=1")],
+        Case("+gate.x without a gate", [*FAST, "+gate.tasks=x"], "gate"),
+        # ---- values
+        *[Case(f"value {o}", [*FAST, o], o.split("=")[0]) for o in (
+            "reference.mode=maybe", "reference.against=yesterday", "task.alpha=1.5", "task.max_output_len=0",
+            "task.max_input_len=-1", "task.max_batch_size=0", "cache.chunk_size=0", "seed=-1", "task.num_samples=0",
+            "stats.method=bogus", "stats.margin_unit=bogus", "task.metric=bogus",
+            "sweep.correction=bogus", "sweep.alpha=7", "task.max_output_len=100000", "task.max_input_len=10000000")],
+        Case("value task.sigma=0", [*FAST, "task.sigma=0"], "sigma"),
+        Case("value backend.num_threads=-1", [*FAST[1:], "backend=hf", "backend.num_threads=-1"], "backend.num_threads"),
+        Case("value task.scoring=vibes", [*MMLU_LOCAL, f"task.dataset.local_path={MMLU_DIR}", "task.scoring=vibes"],
+             "task.scoring"),
+        Case("value task.dataset.source=bogus", [*FAST, "task.dataset.source=bogus"], "task.dataset.source"),
+        # ---- names that become paths
+        *[Case(f"name {o[:40]}", [*FAST, o], o.split("=")[0]) for o in (
+            "task.name=../../x", "model.name=a/b", "quant.name=.hidden", "task.name=" + "x" * 300,
+            "model.hf_id='<img src=x onerror=alert(1)>'")],
+        # ---- data files
+        Case("data: bad JSON line", [*QUIET, *GSM8K[:3], "task.dataset.local_path={tmp}/d.jsonl"], "local_path",
+             _write("d.jsonl", '{"question": "q", "answer": "#### 1"}\n{bad json\n')),
+        Case("data: not UTF-8 (gsm8k)", [*QUIET, *GSM8K[:3], "task.dataset.local_path={tmp}/d.jsonl"], "UTF-8",
+             _write("d.jsonl", b"\xff\xfe\x00garbage\n")),
+        Case("data: not UTF-8 (mmlu)", [*MMLU_LOCAL, "task.dataset.local_path={tmp}/d.jsonl"], "UTF-8",
+             _write("d.jsonl", b'{"question": "\xff\xfe", "subject": "x", "choices": ["a","b"], "answer": 0}\n')),
+        Case("data: not UTF-8 (perplexity .txt)", ["backend=fake", "task=perplexity", *QUIET, "task.dataset.source=local",
+                                                   "task.dataset.local_path={tmp}/txt"], "UTF-8",
+             _write("txt/a.txt", b"\xff\xfe garbage")),
+        Case("data: empty file", [*QUIET, *GSM8K[:3], "task.dataset.local_path={tmp}/d.jsonl"], "local_path",
+             _write("d.jsonl", "")),
+        Case("data: null fields", [*QUIET, *GSM8K[:3], "task.dataset.local_path={tmp}/d.jsonl"], "malformed",
+             _jsonl("d.jsonl", {"question": None, "answer": None})),
+        Case("data: null subject (mmlu)", [*MMLU_LOCAL, "task.dataset.local_path={tmp}/d.jsonl"], "subject",
+             _jsonl("d.jsonl", MMLU_ROW, MMLU_ROW | {"subject": None})),
+        Case("data: answer true (gsm8k)", [*QUIET, *GSM8K[:3], "task.dataset.local_path={tmp}/d.jsonl"], "answer",
+             _jsonl("d.jsonl", GSM8K_ROW, GSM8K_ROW | {"answer": True})),
+        Case("data: answer true (mmlu)", [*MMLU_LOCAL, "task.dataset.local_path={tmp}/d.jsonl"], "answer",
+             _jsonl("d.jsonl", MMLU_ROW, MMLU_ROW | {"answer": True})),
+        Case("data: answer out of range (mmlu)", [*MMLU_LOCAL, "task.dataset.local_path={tmp}/d.jsonl"], "answer",
+             _jsonl("d.jsonl", MMLU_ROW, MMLU_ROW | {"answer": "E"})),
+        Case("data: missing path", [*QUIET, *GSM8K[:3], "task.dataset.local_path={tmp}/nothing.jsonl"], "does not exist"),
+        Case("data: over the size limit", [*QUIET, *GSM8K[:3], "task.dataset.local_path={tmp}/huge.jsonl",
+                                           "task.dataset.max_file_mb=1"], "max_file_mb", _huge_jsonl),
+        # ---- tracking
+        *[Case(f"tracking {uri}", [*FAST[:-2], "tracking=mlflow", "reference.mode=skip", f"tracking.tracking_uri={uri}"], want)
+          for uri, want in (("file://{tmp}/mlruns", "tracking_uri"), ("foo://x", "tracking_uri"),
+                            ("sqlite:///{tmp}", "file"), ("sqlite://relative.db", "sqlite:///"))],
+        Case("tracking experiment empty", [*FAST[:-2], "tracking=mlflow", "reference.mode=skip", "tracking.tracking_uri=sqlite:///{tmp}/m.db",
+                                           "tracking.experiment="], "experiment"),
+        # ---- output and cache paths
+        Case("output_dir unwritable", [*FAST, f"output_dir={UNWRITABLE}"], "output"),
+        Case("hydra.run.dir=/proc/x", [*FAST, "hydra.run.dir=/proc/x"], "hydra.run.dir"),
+        Case("hydra.run.dir read-only mount", [*FAST, "hydra.run.dir={tmp}/ro/run"], "Read-only file system",
+             read_only="ro"),
+        Case("hydra.run.dir on sysfs", [*FAST, "hydra.run.dir=/sys/runner-x"], "hydra.run.dir"),
+        Case("hydra.run.dir an earlier run", [*FAST, "hydra.run.dir={tmp}/run"], "overwrite", _earlier_run,
+             intact=["run/results.json"]),
+        Case("cache.path unwritable", [*FAST, f"cache.path={UNWRITABLE}/gen.sqlite"], "cache"),
+        Case("cache.path not a database", [*FAST, "cache.path={tmp}/x.sqlite"], "cache", _write("x.sqlite", "garbage")),
+        Case("cache.path a directory", [*FAST, "cache.path={tmp}"], "cache"),
+        # ---- references
+        Case("refs: directory missing", [*FAST[:-1], "reference.mode=check", "reference.dir={tmp}/nowhere"], "reference"),
+        Case("refs: unregistered model", [*FAST[:-1], "reference.mode=check", "model.hf_id=org/unregistered"], "no references"),
+        *[Case(f"refs: malformed {i}", [*FAST[:-1], "reference.mode=record", "reference.dir={tmp}/refs"], "reference file",
+               _write("refs/gsm8k.yaml", c)) for i, c in enumerate(["gsm8k: [unclosed", "just a string", b"\xff\xfe binary"])],
+        Case("refs: symlink loop (check)", [*FAST[:-1], "reference.mode=check", "reference.dir={tmp}/refs"], "symlink loop",
+             _symlink_loop),
+        Case("refs: symlink loop (record)", [*FAST[:-1], "reference.mode=record", "reference.dir={tmp}/refs"], "symlink loop",
+             _symlink_loop),
+        # ---- checkpoints (backend=hf, refused before any weight is read)
+        *[Case(f"model.path {d}", ["tracking=none", "reference.mode=skip", "task=gsm8k", "task.dataset.source=local",
+                                   f"task.dataset.local_path={GSM8K_DIR}", "task.num_samples=2", f"model.path={{tmp}}/{d}"],
+               want, _model_dirs) for d, want in (("missing", "does not exist"), ("empty", "config.json"),
+                                                  ("badcfg", "model"), ("unknown", "model type"), ("custom", "trust_remote_code"))],
+        # ---- served models
+        Case("openai: api_key_env holds a key", [*FAST[1:], "backend=openai", "backend.base_url=http://127.0.0.1:9/v1",
+                                                 "backend.api_key_env=sk-abcdefghijklmnopqrstuvwxyz123456"],
+             "api_key_env"),
+    ]
+    return out
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    return os.environ | {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+                         "MLFLOW_TRACKING_URI": ""} | extra
+
+
+def classify(case: Case, tmp: Path, rc: int, text: str, before: dict[str, bytes]) -> str:
+    if "Traceback (most recent call last)" in text:
+        return "traceback"
+    if rc == 0:
+        return "accepted"
+    changed = [rel for rel, data in before.items() if not (tmp / rel).exists() or (tmp / rel).read_bytes() != data]
+    clear = "error:" in text and "where:" in text and case.expect.lower() in text.lower()
+    if case.name.startswith(("unknown group", "wrong type")):
+        clear = case.expect in text  # Hydra's own composition errors carry no where/fix block
+    return "message" if clear and not changed else "weak"
+
+
+def run_case(case: Case, verbose: bool) -> str:
+    with tempfile.TemporaryDirectory(prefix="bad-input-") as name:
+        tmp = Path(name)
+        if case.setup:
+            case.setup(tmp)
+        before = {rel: (tmp / rel).read_bytes() for rel in case.intact}
+        args = [a.replace("{tmp}", name) for a in case.args]
+        if not any(a.startswith("cache.path") for a in args):
+            args.append(f"cache.path={name}/gen.sqlite")
+        if "--cfg" in args:
+            args = [a for a in args if not a.startswith("cache.path")]
+        command = [sys.executable, "-m", "runner", *args]
+        if case.read_only:
+            (tmp / case.read_only).mkdir()
+            command = ["unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o ro none "$1" && shift && exec "$@"', "sh",
+                       str(tmp / case.read_only), *command]
+        try:
+            proc = subprocess.run(command, cwd=tmp, env=_env(case.env),
+                                  capture_output=True, text=True, timeout=300)
+            rc, text = proc.returncode, proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired:
+            rc, text = 124, "timed out"
+        outcome = classify(case, tmp, rc, text, before)
+        if verbose and outcome != "message":
+            print("\n".join("    " + line for line in text.strip().splitlines()[-12:]))
+        return outcome
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="", help="run only the cases whose name holds this text")
+    parser.add_argument("--verbose", action="store_true", help="print the end of the output of every case not a message")
+    args = parser.parse_args()
+    counts = {"message": 0, "weak": 0, "accepted": 0, "traceback": 0}
+    start = time.monotonic()
+    for case in cases():
+        if args.only and args.only not in case.name:
+            continue
+        outcome = run_case(case, args.verbose)
+        counts[outcome] += 1
+        print(f"{outcome:10} {case.name}", flush=True)
+    total = sum(counts.values())
+    print(f"\n{total} cases in {time.monotonic() - start:.0f} s\n\n| outcome | cases |\n|---|---|")
+    for outcome, count in counts.items():
+        print(f"| {outcome} | {count} |")
+
+
+if __name__ == "__main__":
+    main()
