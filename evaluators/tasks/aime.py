@@ -46,6 +46,7 @@ INSTALL_HINT = 'pip install "lm-eval==0.4.13" (the grader of lm-eval\'s aime25 t
 
 @dataclass
 class AIMETaskConfig(TaskConfig):
+    metric: str = "exact_match"  # lm-eval's name for the solved rate
     chance_level: Optional[float] = 0.0  # integer answers 0-999, free-form
     stop: list[str] = field(default_factory=lambda: list(UPSTREAM_STOP))
 

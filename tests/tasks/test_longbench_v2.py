@@ -183,9 +183,9 @@ def test_runs_end_to_end_on_the_embedded_model(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     outcome = run(compose(["task=longbench_v2", f"task.dataset.local_path={FIXTURE}", "task.num_samples=2",
-                           "task.max_output_len=8", "cache=off", "reference.mode=skip", "tracking=none",
+                           "task.max_input_len=2048", "task.max_output_len=8", "cache=off", "reference.mode=skip", "tracking=none",
                            f"output_dir={tmp_path / 'out'}"]))
-    assert outcome.exit_status in (0, 4) and outcome.spec.extra_acc_spec == "max_output_len=8"
+    assert outcome.exit_status in (0, 4) and outcome.spec.extra_acc_spec == "max_input_len=2048,max_output_len=8"
     rows = [json.loads(line) for line in (outcome.output_dir / "samples.jsonl").read_text().splitlines()]
     assert [r["sample_id"] for r in rows] == ["lb-001", "lb-002"] and all(r["score"] in (0.0, 100.0) for r in rows)
     assert all(r["meta"]["extracted"] in (None, "A", "B", "C", "D") for r in rows)
