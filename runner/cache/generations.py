@@ -180,9 +180,12 @@ class BoundCache:
     def key(self, request: Any) -> str:
         return digest({"context": self.context_id, "request": request_document(request)})
 
-    def resolve(self, requests: Sequence[Any], compute: Callable[[list[Any]], list[Any]], chunk_size: int) -> list[Any]:
+    def resolve(self, requests: Sequence[Any], compute: Callable[[list[Any]], list[Any]], chunk_size: int,
+                progress: Any = None) -> list[Any]:
         """Responses for ``requests`` in order: cached ones read back, the rest computed ``chunk_size``
-        at a time and stored as each chunk returns (a kill loses one chunk at most)."""
+        at a time and stored as each chunk returns (a kill loses one chunk at most). ``progress`` (the
+        job's bar) is advanced by the answers read back and by the duplicates of each computed chunk;
+        the backend advances it by what it computes."""
         keys = [self.key(r) for r in requests]
         stored = self._read_valid(requests, keys)
         out: list[Any] = [stored[k] if k in stored else None for k in keys]
@@ -192,6 +195,8 @@ class BoundCache:
                 missing.setdefault(k, []).append(i)  # duplicates inside a job are computed once
         self.hits += len(requests) - sum(len(v) for v in missing.values())
         self.misses += sum(len(v) for v in missing.values())
+        if progress is not None:
+            progress.update(len(requests) - sum(len(v) for v in missing.values()))
         todo = list(missing)
         for start in range(0, len(todo), chunk_size):
             chunk = todo[start:start + chunk_size]
@@ -203,6 +208,8 @@ class BoundCache:
                     out[i] = answer
                 rows.append((k, self.context_id, type(requests[missing[k][0]]).__name__, encode_response(answer)))
             self.store.put_many(rows)
+            if progress is not None:
+                progress.update(sum(len(missing[k]) - 1 for k in chunk))
         return out
 
     def _read_valid(self, requests: Sequence[Any], keys: list[str]) -> dict[str, Any]:
@@ -246,24 +253,25 @@ class CachedBackend:
     """A backend whose answers go through the generation cache: the same calls, only the misses computed
     (``chunk_size`` requests a call, each chunk stored as it returns). Wraps any backend."""
 
-    def __init__(self, backend: Any, cache: BoundCache, chunk_size: int) -> None:
+    def __init__(self, backend: Any, cache: BoundCache, chunk_size: int, progress: Any = None) -> None:
         self.backend = backend
         self.cache = cache
         self.chunk_size = chunk_size
+        self.progress = progress  # the job's bar: cached answers count as answered
 
     def generate(self, requests: Sequence[Any]) -> list[str]:
         """Through the cache, except sampled requests on a backend that ignores their seeds: a stored
         answer would pass for a reproducible one, so those are computed each time and never stored."""
         requests = list(requests)
         if self.backend.capabilities.per_request_seeds:
-            return self.cache.resolve(requests, self.backend.generate, self.chunk_size)
+            return self.cache.resolve(requests, self.backend.generate, self.chunk_size, self.progress)
         sampled = [i for i, r in enumerate(requests) if not r.greedy]
         if not sampled:
-            return self.cache.resolve(requests, self.backend.generate, self.chunk_size)
+            return self.cache.resolve(requests, self.backend.generate, self.chunk_size, self.progress)
         greedy = [i for i, r in enumerate(requests) if r.greedy]
         out: list[Any] = [None] * len(requests)
         for i, answer in zip(greedy, self.cache.resolve([requests[i] for i in greedy], self.backend.generate,
-                                                        self.chunk_size) if greedy else []):
+                                                        self.chunk_size, self.progress) if greedy else []):
             out[i] = answer
         fresh = self.backend.generate([requests[i] for i in sampled])
         _check_computed([requests[i] for i in sampled], fresh)
@@ -273,7 +281,7 @@ class CachedBackend:
         return out
 
     def loglikelihood(self, requests: Sequence[Any]) -> list[Any]:
-        return self.cache.resolve(list(requests), self.backend.loglikelihood, self.chunk_size)
+        return self.cache.resolve(list(requests), self.backend.loglikelihood, self.chunk_size, self.progress)
 
 
 def open_for_job(cache: CacheConfig, revision: str | None, settings: dict[str, Any],

@@ -113,6 +113,10 @@ class Backend(ABC):
     @abstractmethod
     def info(self) -> BackendInfo: ...
 
+    def track(self, progress: Any) -> None:
+        """Advance ``progress`` (the job's :class:`runner.contract.progress.Progress`) by each answer
+        from now on; a backend that keeps no count ignores it."""
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts`` (only where ``capabilities.token_counter``)."""
         raise NotImplementedError(f"{type(self).__name__} counts no tokens")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import platform
-import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, TYPE_CHECKING
@@ -215,12 +214,6 @@ class HFBackend(ConfiguredBackend):
         """(logits of the last ``keep`` positions, cache, attention mask, next position) of a batch."""
         return forward.prefill(self._model, self._device, self._tokenizer.pad_token_id, rows, keep, prefix, prefix_cache)
 
-    def _progress(self, total: int, desc: str) -> Any:
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, desc=desc, unit="req", disable=not self.progress, file=sys.stderr,
-                    dynamic_ncols=True, mininterval=1.0)
-
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text, special tokens excluded (tasks that select documents by length)."""
         return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
@@ -239,7 +232,7 @@ class HFBackend(ConfiguredBackend):
         rows = [list(x) for x in inputs]
         keeps = [max(len(cont) for _, cont in by_input[x]) for x in inputs]
         results: list[LoglikelihoodResult | None] = [None] * len(requests)
-        bar = self._progress(len(requests), "loglikelihood")
+        bar = self.bar(len(requests), "loglikelihood")
         with torch.inference_mode():
             for group in self._plan(rows, list(range(len(inputs))), keeps):
                 shared = self._run_prefix(rows[group.batches[0][0]][:group.prefix]) if group.prefix else None
@@ -273,7 +266,7 @@ class HFBackend(ConfiguredBackend):
         encoded: list[list[int]] = []
         for req in requests:
             encoded.append(encode_request(self._tokenizer, self.chat, req, self.limits.max_input_len))
-        bar = self._progress(len(requests), "generate")
+        bar = self.bar(len(requests), "generate")
         with torch.inference_mode():
             for indices in groups.values():
                 params = requests[indices[0]]

@@ -238,14 +238,8 @@ class OpenAIBackend(ConfiguredBackend):
         return "checked"
 
     # ------------------------------------------------------------------ requests
-    def _progress(self, total: int, desc: str) -> Any:
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, desc=desc, unit="req", disable=not self.progress, file=sys.stderr,
-                    dynamic_ncols=True, mininterval=1.0)
-
     def _fan_out(self, fn: Any, items: Sequence[Any], desc: str) -> list[Any]:
-        bar = self._progress(len(items), desc)
+        bar = self.bar(len(items), desc)
         try:
             return http.map_bounded(fn, items, self.config.max_concurrency, lambda: bar.update(1))
         finally:
@@ -295,6 +289,8 @@ class OpenAIBackend(ConfiguredBackend):
                                       self.limits.max_input_len, self.limits.max_output_len) for r in requests]
         if items and not self._checked_logprobs:  # one request first: a server without prompt logprobs stops here
             first = self._loglikelihood_one(items[0])
+            if self.job_progress is not None:
+                self.job_progress.update(1)
             self._checked_logprobs = True
             return [first] + self._fan_out(self._loglikelihood_one, items[1:], "loglikelihood")
         return self._fan_out(self._loglikelihood_one, items, "loglikelihood")
