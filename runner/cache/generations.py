@@ -2,7 +2,10 @@
 
 Why: a sweep is hours of compute, and a job killed half-way (SIGKILL, pre-emption, out of memory)
 should not throw away what it already computed. Every response is stored as soon as its chunk
-returns, so a rerun sends only what is missing; rerunning a finished job computes nothing.
+returns, so a rerun sends only what is missing; rerunning a finished job computes nothing. A chunk
+that stops half-way (SIGTERM/SIGINT, or one request failing after its retries) stores the answers its
+backend did receive, where the backend hands them on (``backend=openai``:
+:func:`runner.contract.stopping.keep_answered`); only a SIGKILL loses the chunk in flight.
 
 Storage: one SQLite file, ``<cache_dir>/generations.sqlite`` (or ``cache.path``), in WAL mode with a
 busy timeout, so several processes read and write it at once (one writer at a time, readers never
@@ -41,6 +44,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from runner.cache.engines import fingerprint_digest
+from runner.contract import stopping
 from runner.contract.backend import BackendInfo, ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
 from runner.contract.requests import LoglikelihoodResult, response_problem
@@ -200,7 +204,11 @@ class BoundCache:
         todo = list(missing)
         for start in range(0, len(todo), chunk_size):
             chunk = todo[start:start + chunk_size]
-            answers = compute([requests[missing[k][0]] for k in chunk])
+            try:
+                answers = compute([requests[missing[k][0]] for k in chunk])
+            except BaseException as err:  # a stop or a failed request: what did arrive is kept
+                self._keep_answered(requests, missing, chunk, stopping.answered(err))
+                raise
             _check_computed([requests[missing[k][0]] for k in chunk], answers)
             rows = []
             for k, answer in zip(chunk, answers):
@@ -211,6 +219,20 @@ class BoundCache:
             if progress is not None:
                 progress.update(sum(len(missing[k]) - 1 for k in chunk))
         return out
+
+    def _keep_answered(self, requests: Sequence[Any], missing: dict[str, list[int]], chunk: list[str],
+                       answered: dict[int, Any]) -> None:
+        """Store the answers of a chunk that did not finish (those that pass the answer check)."""
+        rows = []
+        for j, answer in sorted(answered.items()):
+            if 0 <= j < len(chunk):
+                request = requests[missing[chunk[j]][0]]
+                if response_problem(request, answer) is None:
+                    rows.append((chunk[j], self.context_id, type(request).__name__, encode_response(answer)))
+        if rows:
+            self.store.put_many(rows)
+            log.info("generation cache: kept the %d answer(s) received before the job stopped; a rerun resumes",
+                     len(rows))
 
     def _read_valid(self, requests: Sequence[Any], keys: list[str]) -> dict[str, Any]:
         """The stored answers that decode and pass the answer check; the others are deleted (and so

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from runner.contract.errors import EXIT_TERMINATED, Terminated
 
@@ -92,3 +92,15 @@ def reset() -> None:
     with _lock:
         _event.clear()
         _state["reason"], _state["exit_status"] = "", EXIT_TERMINATED
+
+
+def keep_answered(err: BaseException, answered: dict[int, Any]) -> None:
+    """Attach to ``err`` the answers its bulk call received before it failed or was stopped (by request
+    index), so that the generation cache stores them: a rerun does not ask them again."""
+    setattr(err, "answered", answered)
+
+
+def answered(err: BaseException) -> dict[int, Any]:
+    """The answers :func:`keep_answered` attached to ``err`` (none if it was not)."""
+    found = getattr(err, "answered", None)
+    return found if isinstance(found, dict) else {}

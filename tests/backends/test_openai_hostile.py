@@ -210,3 +210,19 @@ def test_answers_from_the_worker_threads_advance_the_jobs_one_bar(server):
     assert progress.done == 5
     backend.generate([GenerationRequest(f"{i}*{i}=", 4) for i in range(2)])  # the next chunk goes on counting
     assert progress.done == progress.total == 7
+
+
+def test_answers_received_before_a_stop_are_cached_and_a_rerun_asks_only_the_rest(server, tmp_path, stop_soon):
+    server.sequence = ["ok", "ok", "drip"]  # the third request stalls until the stop
+    server.drip_interval_s = 0.5
+    backend = backend_for(server.url, timeout_s=120.0, max_concurrency=1)
+    store = GenerationCache(tmp_path / "generations.sqlite")
+    asked = [GenerationRequest(f"{i}+{i}=", 4) for i in range(4)]
+    stop_soon()
+    with pytest.raises(Terminated):
+        CachedBackend(backend, store.bind({"test": "stop"}), chunk_size=8).generate(asked)
+    assert store.count() == 2  # one chunk of 8, half answered: the two answers are kept
+    stopping.reset()
+    server.sequence, server.mode, server.posts = [], "ok", 0
+    again = CachedBackend(backend, store.bind({"test": "stop"}), chunk_size=8).generate(asked)
+    assert again == [GOOD_TEXT] * 4 and server.posts == 2 and store.count() == 4

@@ -27,6 +27,7 @@ from runner.backends.openai.payloads import (
 )
 from runner.backends.openai.server import render_command, keep, ManagedServer, free_port, take_kept
 from runner.backends.prompting import loglikelihood_tokens
+from runner.contract import stopping
 from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
 from runner.contract.errors import BackendUnavailable, ConfigError, EndpointError
 from runner.contract.secrets import redact_url
@@ -255,7 +256,13 @@ class OpenAIBackend(ConfiguredBackend):
                 raise ConfigError("a sampled request needs an explicit seed", where="generation request",
                                   given=f"temperature={req.temperature}, seed=None")
         calls = [self._generation_call(req) for req in requests]  # tokenized here, sent from the worker threads
-        return [cut_at_stop(text, req.stop) for text, req in zip(self._fan_out(self._send, calls, "generate"), requests)]
+        try:
+            texts = self._fan_out(self._send, calls, "generate")
+        except BaseException as err:  # what did arrive is handed on, cut as it would have been
+            stopping.keep_answered(err, {i: cut_at_stop(text, requests[i].stop)
+                                         for i, text in stopping.answered(err).items()})
+            raise
+        return [cut_at_stop(text, req.stop) for text, req in zip(texts, requests)]
 
     def _generation_call(self, req: GenerationRequest) -> tuple[str, dict[str, Any]]:
         """(endpoint, request fields) of one generation request."""
@@ -292,7 +299,11 @@ class OpenAIBackend(ConfiguredBackend):
             if self.job_progress is not None:
                 self.job_progress.update(1)
             self._checked_logprobs = True
-            return [first] + self._fan_out(self._loglikelihood_one, items[1:], "loglikelihood")
+            try:
+                return [first] + self._fan_out(self._loglikelihood_one, items[1:], "loglikelihood")
+            except BaseException as err:
+                stopping.keep_answered(err, {0: first} | {i + 1: r for i, r in stopping.answered(err).items()})
+                raise
         return self._fan_out(self._loglikelihood_one, items, "loglikelihood")
 
     def _loglikelihood_one(self, item: tuple[list[int], list[int]]) -> LoglikelihoodResult:

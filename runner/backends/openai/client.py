@@ -130,20 +130,26 @@ def post_checked(base_url: str, send: Callable[[], Any], read: Callable[[bytes],
 
 def map_bounded(fn: Callable[[T], R], items: Sequence[T], concurrency: int, on_done: Callable[[], None]) -> list[R]:
     """``[fn(x) for x in items]`` with at most ``concurrency`` calls in flight; the first error (or a stop
-    request) keeps what has not started from starting and is raised.
+    request) keeps what has not started from starting and is raised, carrying the answers received
+    until then (:func:`runner.contract.stopping.keep_answered`).
 
     The workers are daemon threads, not a ``ThreadPoolExecutor``'s: the interpreter joins an executor's
     threads before it exits, so one thread in the client library's backoff sleep (up to two minutes when
     a server sends ``Retry-After``) would hold a stopped job's exit. ``on_done`` runs in the calling
     thread, once per answer, as the answers arrive."""
     if concurrency <= 1 or len(items) <= 1:
-        out = []
-        for item in items:
-            stopping.check()
-            out.append(fn(item))
-            on_done()
+        out: list[R] = []
+        try:
+            for item in items:
+                stopping.check()
+                out.append(fn(item))
+                on_done()
+        except BaseException as err:
+            stopping.keep_answered(err, dict(enumerate(out)))
+            raise
         return out
     results: list[Any] = [None] * len(items)
+    got: list[int] = []
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
     for i in range(len(items)):
         todo.put(i)
@@ -175,8 +181,12 @@ def map_bounded(fn: Callable[[T], R], items: Sequence[T], concurrency: int, on_d
             if err is not None:
                 raise err
             results[i] = value
+            got.append(i)
             received += 1
             on_done()
+    except BaseException as err:
+        stopping.keep_answered(err, {i: results[i] for i in got})
+        raise
     finally:
         quit_.set()
     return results
