@@ -295,7 +295,7 @@ class OpenAIBackend(ConfiguredBackend):
         items = [loglikelihood_tokens(self._tokenizer, self.chat, r.context, r.continuation,
                                       self.limits.max_input_len, self.limits.max_output_len) for r in requests]
         if items and not self._checked_logprobs:  # one request first: a server without prompt logprobs stops here
-            first = self._loglikelihood_one(items[0])
+            first = http.map_bounded(self._loglikelihood_one, items[:1], 1, lambda: None)[0]  # sent from a worker too
             if self.job_progress is not None:
                 self.job_progress.update(1)
             self._checked_logprobs = True

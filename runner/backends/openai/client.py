@@ -135,19 +135,12 @@ def map_bounded(fn: Callable[[T], R], items: Sequence[T], concurrency: int, on_d
 
     The workers are daemon threads, not a ``ThreadPoolExecutor``'s: the interpreter joins an executor's
     threads before it exits, so one thread in the client library's backoff sleep (up to two minutes when
-    a server sends ``Retry-After``) would hold a stopped job's exit. ``on_done`` runs in the calling
-    thread, once per answer, as the answers arrive."""
-    if concurrency <= 1 or len(items) <= 1:
-        out: list[R] = []
-        try:
-            for item in items:
-                stopping.check()
-                out.append(fn(item))
-                on_done()
-        except BaseException as err:
-            stopping.keep_answered(err, dict(enumerate(out)))
-            raise
-        return out
+    a server sends ``Retry-After``) would hold a stopped job's exit. Requests are sent from a worker even
+    one at a time: the calling thread, where a signal handler raises, only waits for answers, so the
+    handler never interrupts the HTTP library half-way. ``on_done`` runs in the calling thread, once per
+    answer, as the answers arrive."""
+    if not items:
+        return []
     results: list[Any] = [None] * len(items)
     got: list[int] = []
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -168,7 +161,7 @@ def map_bounded(fn: Callable[[T], R], items: Sequence[T], concurrency: int, on_d
                 finished.put((i, None, err))
                 return
 
-    for n in range(min(concurrency, len(items))):
+    for n in range(max(1, min(concurrency, len(items)))):
         threading.Thread(target=worker, name=f"endpoint-{n}", daemon=True).start()
     try:
         received = 0
