@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from runner.contract import stopping
 
+
 class ResponseTooLarge(Exception):
     """The server's answer passed the size cap; not an HTTP error, so the client library does not retry it."""
 
