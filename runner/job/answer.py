@@ -12,8 +12,8 @@ from typing import Any, Sequence
 
 from runner.cache import generations
 from runner.contract.backend import Answerer, BackendInfo
-from runner.contract.progress import Progress
 from runner.contract.evaluator import Evaluator, Sample, ScoredSample
+from runner.contract.progress import Progress
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, Response
 from runner.job.decide import decision_at
 from runner.job.looks import Monitor
@@ -33,12 +33,12 @@ def answer(job: Job, info: BackendInfo, samples: list[Sample], monitor: Monitor 
     settings = generations.settings_context(job.quant, job.config.backend, type(job.backend).answer_neutral_settings,
                                             limits, job.chat)
     cache = generations.open_for_job(job.config.cache, job.model.revision, settings, info)
-    per_sample = [job.evaluator.requests(s) for s in samples]
+    started = time.monotonic()
+    per_sample = [job.evaluator.requests(s) for s in samples]  # all of them first: the bar shows the job's total
     progress = Progress(sum(len(r) for r in per_sample), getattr(job.backend, "progress", False))
     job.backend.track(progress)
     answerer: Answerer = job.backend if cache is None else generations.CachedBackend(
         job.backend, cache, job.config.cache.chunk_size, progress)
-    started = time.monotonic()
     try:
         scored = answer_looks(job, answerer, samples, per_sample, monitor, reference, params)
     finally:
