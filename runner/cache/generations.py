@@ -4,7 +4,7 @@ Why: a sweep is hours of compute, and a job killed half-way (SIGKILL, pre-emptio
 should not throw away what it already computed. Every response is stored as soon as its chunk
 returns, so a rerun sends only what is missing; rerunning a finished job computes nothing. A chunk
 that stops half-way (SIGTERM/SIGINT, or one request failing after its retries) stores the answers its
-backend did receive, where the backend hands them on (``backend=openai``:
+backend did receive, where the backend hands them on (``openai`` and ``hf``:
 :func:`runner.contract.stopping.keep_answered`); only a SIGKILL loses the chunk in flight.
 
 Storage: one SQLite file, ``<cache_dir>/generations.sqlite`` (or ``cache.path``), in WAL mode with a
