@@ -2,7 +2,8 @@
 
 A backend's constructor validates its settings, then hands them to :class:`ConfiguredBackend`, which
 holds them under the names the job and the tests read (``config``, ``model_config``, ``quant``,
-``limits``, ``chat``, ``progress``). ``info()`` answers once ``__enter__`` has set ``_info``.
+``limits``, ``chat``, ``progress``). ``info()`` answers once ``__enter__`` has set ``_info``. A job
+hands it its progress bar (:meth:`ConfiguredBackend.track`), which every bulk call then advances.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from runner.contract.backend import Backend, BackendInfo, ChatFormat, TaskLimits
+from runner.contract.progress import Progress, Shared
 
 
 class ConfiguredBackend(Backend):
@@ -24,6 +26,18 @@ class ConfiguredBackend(Backend):
         self.chat = chat
         self.progress = progress
         self._info: BackendInfo | None = None
+        self.job_progress: Progress | None = None
+
+    def track(self, progress: Progress | None) -> None:
+        """Advance ``progress`` (the job's bar) with every answer from now on; None: a bar per bulk call."""
+        self.job_progress = progress
+
+    def bar(self, total: int, desc: str) -> Progress | Shared:
+        """What one bulk call of ``total`` requests advances: the job's bar, else a bar of its own
+        (shown when ``progress``); the call closes it when done."""
+        if self.job_progress is not None:
+            return Shared(self.job_progress)
+        return Progress(total, self.progress, desc)
 
     def info(self) -> BackendInfo:
         if self._info is None:

@@ -96,6 +96,7 @@ class FakeBackend(ConfiguredBackend):
             words = text.split(" ")
             text = " ".join(words[:min(r.max_tokens, self.limits.max_output_len)])
             out.append(cut_at_stop(text, r.stop))
+        self._answered(len(out))
         return out
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
@@ -110,7 +111,13 @@ class FakeBackend(ConfiguredBackend):
                 digest = hashlib.sha256(f"{r.context}\x00{r.continuation}".encode()).digest()
                 lp = -1.0 - digest[0] / 32.0
             out.append(LoglikelihoodResult(lp, False, max(1, len(r.continuation.split()))))
+        self._answered(len(out))
         return out
+
+    def _answered(self, n: int) -> None:
+        """Advance the job's progress bar (a scripted backend answers at once: no bar of its own)."""
+        if self.job_progress is not None:
+            self.job_progress.update(n)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(t.split()) for t in texts]

@@ -2,7 +2,10 @@
 
 Why: a sweep is hours of compute, and a job killed half-way (SIGKILL, pre-emption, out of memory)
 should not throw away what it already computed. Every response is stored as soon as its chunk
-returns, so a rerun sends only what is missing; rerunning a finished job computes nothing.
+returns, so a rerun sends only what is missing; rerunning a finished job computes nothing. A chunk
+that stops half-way (SIGTERM/SIGINT, or one request failing after its retries) stores the answers its
+backend did receive, where the backend hands them on (``openai`` and ``hf``:
+:func:`runner.contract.stopping.keep_answered`); only a SIGKILL loses the chunk in flight.
 
 Storage: one SQLite file, ``<cache_dir>/generations.sqlite`` (or ``cache.path``), in WAL mode with a
 busy timeout, so several processes read and write it at once (one writer at a time, readers never
@@ -41,6 +44,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from runner.cache.engines import fingerprint_digest
+from runner.contract import stopping
 from runner.contract.backend import BackendInfo, ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
 from runner.contract.requests import LoglikelihoodResult, response_problem
@@ -180,9 +184,12 @@ class BoundCache:
     def key(self, request: Any) -> str:
         return digest({"context": self.context_id, "request": request_document(request)})
 
-    def resolve(self, requests: Sequence[Any], compute: Callable[[list[Any]], list[Any]], chunk_size: int) -> list[Any]:
+    def resolve(self, requests: Sequence[Any], compute: Callable[[list[Any]], list[Any]], chunk_size: int,
+                progress: Any = None) -> list[Any]:
         """Responses for ``requests`` in order: cached ones read back, the rest computed ``chunk_size``
-        at a time and stored as each chunk returns (a kill loses one chunk at most)."""
+        at a time and stored as each chunk returns (a kill loses one chunk at most). ``progress`` (the
+        job's bar) is advanced by the answers read back and by the duplicates of each computed chunk;
+        the backend advances it by what it computes."""
         keys = [self.key(r) for r in requests]
         stored = self._read_valid(requests, keys)
         out: list[Any] = [stored[k] if k in stored else None for k in keys]
@@ -192,10 +199,16 @@ class BoundCache:
                 missing.setdefault(k, []).append(i)  # duplicates inside a job are computed once
         self.hits += len(requests) - sum(len(v) for v in missing.values())
         self.misses += sum(len(v) for v in missing.values())
+        if progress is not None:
+            progress.update(len(requests) - sum(len(v) for v in missing.values()))
         todo = list(missing)
         for start in range(0, len(todo), chunk_size):
             chunk = todo[start:start + chunk_size]
-            answers = compute([requests[missing[k][0]] for k in chunk])
+            try:
+                answers = compute([requests[missing[k][0]] for k in chunk])
+            except BaseException as err:  # a stop or a failed request: what did arrive is kept
+                self._keep_answered(requests, missing, chunk, stopping.answered(err))
+                raise
             _check_computed([requests[missing[k][0]] for k in chunk], answers)
             rows = []
             for k, answer in zip(chunk, answers):
@@ -203,7 +216,23 @@ class BoundCache:
                     out[i] = answer
                 rows.append((k, self.context_id, type(requests[missing[k][0]]).__name__, encode_response(answer)))
             self.store.put_many(rows)
+            if progress is not None:
+                progress.update(sum(len(missing[k]) - 1 for k in chunk))
         return out
+
+    def _keep_answered(self, requests: Sequence[Any], missing: dict[str, list[int]], chunk: list[str],
+                       answered: dict[int, Any]) -> None:
+        """Store the answers of a chunk that did not finish (those that pass the answer check)."""
+        rows = []
+        for j, answer in sorted(answered.items()):
+            if 0 <= j < len(chunk):
+                request = requests[missing[chunk[j]][0]]
+                if response_problem(request, answer) is None:
+                    rows.append((chunk[j], self.context_id, type(request).__name__, encode_response(answer)))
+        if rows:
+            self.store.put_many(rows)
+            log.info("generation cache: kept the %d answer(s) received before the job stopped; a rerun resumes",
+                     len(rows))
 
     def _read_valid(self, requests: Sequence[Any], keys: list[str]) -> dict[str, Any]:
         """The stored answers that decode and pass the answer check; the others are deleted (and so
@@ -246,24 +275,25 @@ class CachedBackend:
     """A backend whose answers go through the generation cache: the same calls, only the misses computed
     (``chunk_size`` requests a call, each chunk stored as it returns). Wraps any backend."""
 
-    def __init__(self, backend: Any, cache: BoundCache, chunk_size: int) -> None:
+    def __init__(self, backend: Any, cache: BoundCache, chunk_size: int, progress: Any = None) -> None:
         self.backend = backend
         self.cache = cache
         self.chunk_size = chunk_size
+        self.progress = progress  # the job's bar: cached answers count as answered
 
     def generate(self, requests: Sequence[Any]) -> list[str]:
         """Through the cache, except sampled requests on a backend that ignores their seeds: a stored
         answer would pass for a reproducible one, so those are computed each time and never stored."""
         requests = list(requests)
         if self.backend.capabilities.per_request_seeds:
-            return self.cache.resolve(requests, self.backend.generate, self.chunk_size)
+            return self.cache.resolve(requests, self.backend.generate, self.chunk_size, self.progress)
         sampled = [i for i, r in enumerate(requests) if not r.greedy]
         if not sampled:
-            return self.cache.resolve(requests, self.backend.generate, self.chunk_size)
+            return self.cache.resolve(requests, self.backend.generate, self.chunk_size, self.progress)
         greedy = [i for i, r in enumerate(requests) if r.greedy]
         out: list[Any] = [None] * len(requests)
         for i, answer in zip(greedy, self.cache.resolve([requests[i] for i in greedy], self.backend.generate,
-                                                        self.chunk_size) if greedy else []):
+                                                        self.chunk_size, self.progress) if greedy else []):
             out[i] = answer
         fresh = self.backend.generate([requests[i] for i in sampled])
         _check_computed([requests[i] for i in sampled], fresh)
@@ -273,7 +303,7 @@ class CachedBackend:
         return out
 
     def loglikelihood(self, requests: Sequence[Any]) -> list[Any]:
-        return self.cache.resolve(list(requests), self.backend.loglikelihood, self.chunk_size)
+        return self.cache.resolve(list(requests), self.backend.loglikelihood, self.chunk_size, self.progress)
 
 
 def open_for_job(cache: CacheConfig, revision: str | None, settings: dict[str, Any],

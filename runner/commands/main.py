@@ -3,6 +3,12 @@
 Hydra composes the job; this module only converts the result of :func:`run` into an exit
 status, prints user errors without a traceback, and closes a sweep whose launcher raised
 (:func:`runner.sweep.callback.abort_open_sweep`).
+
+SIGTERM and SIGINT stop the job: the first asks every answering thread to stop
+(:mod:`runner.contract.stopping`) and raises :class:`Terminated` in the main thread, so the job writes
+failure.json, marks its MLflow run KILLED, stops its model server and exits 143 (SIGTERM) or 130
+(SIGINT). A second signal does not wait for that: it kills the model servers this process started and
+exits at once with the same status.
 """
 
 from __future__ import annotations
@@ -14,9 +20,13 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from runner.backends.openai.server import kill_all_now
 from runner.config.guard import check_overrides
 from runner.config.store import register_schemas
-from runner.contract.errors import EXIT_ERROR, EXIT_TERMINATED, Terminated, UserError
+from runner.contract import stopping
+from runner.contract.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, UserError
+
+EXIT_FOR_SIGNAL = {signal.SIGTERM: EXIT_TERMINATED, signal.SIGINT: EXIT_INTERRUPTED}
 
 
 @hydra.main(version_base="1.3", config_path="pkg://conf", config_name="config")
@@ -32,13 +42,14 @@ def entry() -> None:
 
     register_schemas()
     refuse_foreign_code(sys.argv[1:])
-    signal.signal(signal.SIGTERM, _terminate)
+    for signum in EXIT_FOR_SIGNAL:
+        signal.signal(signum, _terminate)
     try:
         main()
     except Terminated as err:
         abort_open_sweep(err)
         print(f"runner: {err}; the job's MLflow run is marked KILLED and failure.json written", file=sys.stderr)
-        sys.exit(EXIT_TERMINATED)
+        sys.exit(err.exit_status)
     except (Exception, KeyboardInterrupt) as err:
         # A multirun whose launcher raised gets here (runner/sweep/callback.py sets HYDRA_FULL_ERROR while a
         # sweep is open, so Hydra re-raises): close the sweep Hydra left open, and exit with a
@@ -62,6 +73,17 @@ def refuse_foreign_code(argv: list[str]) -> None:
 
 
 def _terminate(signum: int, frame: object) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-    raise Terminated(f"stopped by {signal.Signals(signum).name}")
+    """The first SIGTERM/SIGINT: stop every thread's work and raise in the main thread."""
+    for other in EXIT_FOR_SIGNAL:
+        signal.signal(other, _kill_now)
+    status = EXIT_FOR_SIGNAL[signal.Signals(signum)]
+    reason = f"stopped by {signal.Signals(signum).name}"
+    stopping.request_stop(reason, status)
+    raise Terminated(reason, status)
+
+
+def _kill_now(signum: int, frame: object) -> None:
+    """A second signal while the job cleans up: no more waiting, and no model server left behind."""
+    kill_all_now()
+    os._exit(EXIT_FOR_SIGNAL[signal.Signals(signum)])
 

@@ -93,6 +93,7 @@ class Backend(ABC):
     # backend settings (dotted, under ``backend.``) that change no answer, so the generation cache
     # ignores them: where a log goes, how long to wait, how often to retry
     answer_neutral_settings: tuple[str, ...] = ()
+    progress: bool = False  # whether the job draws a progress bar for this backend's answers
 
     @classmethod
     def gpu_needs(cls, config: Any) -> GpuNeeds:
@@ -121,6 +122,10 @@ class Backend(ABC):
         """Mean acceptance length of speculative decoding over what was generated so far (accepted draft
         tokens plus one per speculative step, per step); None: no speculative decoding, or no such step."""
         return None
+
+    def track(self, progress: Any) -> None:
+        """Advance ``progress`` (the job's :class:`runner.contract.progress.Progress`) by each answer
+        from now on; a backend that keeps no count ignores it."""
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts`` (only where ``capabilities.token_counter``)."""

@@ -18,10 +18,17 @@ EXIT_INCONCLUSIVE = 4
 maps it to 0 or 3)."""
 EXIT_TERMINATED = 143
 """Stopped by SIGTERM (a scheduler's cancel, ``timeout``): 128 + 15, as shells report it."""
+EXIT_INTERRUPTED = 130
+"""Stopped by SIGINT (Ctrl-C): 128 + 2, as shells report it."""
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled like Ctrl-C: the run is marked KILLED and ``failure.json`` is written."""
+    """SIGTERM or SIGINT, handled alike: the run is marked KILLED, ``failure.json`` is written, and the
+    process exits with ``exit_status`` (143 for SIGTERM, 130 for SIGINT)."""
+
+    def __init__(self, message: str = "stopped", exit_status: int = EXIT_TERMINATED) -> None:
+        super().__init__(message)
+        self.exit_status = exit_status
 
 
 class UserError(Exception):

@@ -1,5 +1,7 @@
 """Step 5: every request answered in bulk (through the generation cache when it is on) and scored; with
-a sequential monitor, one bulk call per look until a boundary is crossed."""
+a sequential monitor, one bulk call per look until a boundary is crossed. One progress bar counts the
+job's requests: answers read from the cache and answers the backend computes, whichever call or thread
+they arrive in."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any, Sequence
 from runner.cache import generations
 from runner.contract.backend import Answerer, BackendInfo
 from runner.contract.evaluator import Evaluator, Sample, ScoredSample
+from runner.contract.progress import Progress
 from runner.contract.reasoning import apply_sampling, strip_thinking
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, Response
 from runner.job.decide import decision_at
@@ -31,38 +34,55 @@ def answer(job: Job, info: BackendInfo, samples: list[Sample], monitor: Monitor 
     settings = generations.settings_context(job.quant, job.config.backend, type(job.backend).answer_neutral_settings,
                                             limits, job.chat)
     cache = generations.open_for_job(job.config.cache, job.model.revision, settings, info)
-    answerer: Answerer = job.backend if cache is None else generations.CachedBackend(
-        job.backend, cache, job.config.cache.chunk_size)
     started = time.monotonic()
-    if monitor is None:
-        scored = score_all(job.evaluator, answerer, samples)
-    else:
-        assert reference is not None and params is not None
-        scored = []
-        for n_k in monitor.sizes:
-            scored += score_all(job.evaluator, answerer, samples[len(scored):n_k])
-            metrics = job.evaluator.aggregate(scored)
-            prefix = replace(params, num_samples=len(scored))
-            look = monitor.observe(decision_at(job, reference, samples[:len(scored)], scored, metrics, prefix),
-                                   len(scored))
-            log.info("sequential look %d: n=%d Z=%s bounds [%.3f, %.3f]%s", len(monitor.looks), look.n,
-                     "n/a" if look.z is None else f"{look.z:.3f}", look.futility, look.efficacy,
-                     f" -> stop ({monitor.stopped})" if monitor.stopped else "")
-            if monitor.stopped:
-                break
+    per_sample = job_requests(job.evaluator, samples, job.task.sampling)  # all first: the bar shows the total
+    progress = Progress(sum(len(r) for r in per_sample), job.backend.progress)
+    job.backend.track(progress)
+    answerer: Answerer = job.backend if cache is None else generations.CachedBackend(
+        job.backend, cache, job.config.cache.chunk_size, progress)
+    try:
+        scored = answer_looks(job, answerer, samples, per_sample, monitor, reference, params)
+    finally:
+        job.backend.track(None)
+        progress.close()
     eval_time_s = time.monotonic() - started  # requests answered and scored (model loading excluded)
     return scored, eval_time_s, log_cache(cache, job.tracker)
 
 
-def score_all(evaluator: Evaluator, answerer: Answerer, samples: Sequence[Sample]) -> list[ScoredSample]:
-    """Collect every request, send each kind to ``answerer`` in one call, then let the evaluator score.
+def job_requests(evaluator: Evaluator, samples: Sequence[Sample], sampling: Any) -> list[list[Any]]:
+    """Each sample's requests, the task's ``sampling`` applied to every generation request."""
+    return [[apply_sampling(r, sampling) if isinstance(r, GenerationRequest) else r for r in evaluator.requests(s)]
+            for s in samples]
 
-    The task's ``sampling`` applies to every generation request; with ``strip_thinking`` a reasoning
-    block is cut from each generated text before the evaluator sees it (:mod:`runner.contract.reasoning`)."""
-    task = evaluator.config
-    sampling, strip = getattr(task, "sampling", None), bool(getattr(task, "strip_thinking", False))
-    per_sample = [[apply_sampling(r, sampling) if sampling is not None and isinstance(r, GenerationRequest) else r
-                   for r in evaluator.requests(s)] for s in samples]
+
+def answer_looks(job: Job, answerer: Answerer, samples: list[Sample], per_sample: list[list[Any]],
+                 monitor: Monitor | None, reference: Reference | None, params: HypothesisParams | None
+                 ) -> list[ScoredSample]:
+    """All samples scored at once, or one look at a time until the monitor stops."""
+    if monitor is None:
+        return score_all(job.evaluator, answerer, samples, per_sample, job.task.strip_thinking)
+    assert reference is not None and params is not None
+    scored: list[ScoredSample] = []
+    for n_k in monitor.sizes:
+        scored += score_all(job.evaluator, answerer, samples[len(scored):n_k], per_sample[len(scored):n_k],
+                            job.task.strip_thinking)
+        metrics = job.evaluator.aggregate(scored)
+        prefix = replace(params, num_samples=len(scored))
+        look = monitor.observe(decision_at(job, reference, samples[:len(scored)], scored, metrics, prefix),
+                               len(scored))
+        log.info("sequential look %d: n=%d Z=%s bounds [%.3f, %.3f]%s", len(monitor.looks), look.n,
+                 "n/a" if look.z is None else f"{look.z:.3f}", look.futility, look.efficacy,
+                 f" -> stop ({monitor.stopped})" if monitor.stopped else "")
+        if monitor.stopped:
+            break
+    return scored
+
+
+def score_all(evaluator: Evaluator, answerer: Answerer, samples: Sequence[Sample],
+              per_sample: Sequence[Sequence[Any]], strip: bool = False) -> list[ScoredSample]:
+    """Send each kind of the samples' requests (``per_sample``, the evaluator's) to ``answerer`` in one
+    call, then let the evaluator score; with ``strip`` (the task's ``strip_thinking``) a reasoning block is
+    cut from each generated text first (:mod:`runner.contract.reasoning`)."""
     flat = [r for reqs in per_sample for r in reqs]
     responses: list[Response | None] = [None] * len(flat)
     for kind, method in ((GenerationRequest, answerer.generate), (LoglikelihoodRequest, answerer.loglikelihood)):

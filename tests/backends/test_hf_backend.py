@@ -91,6 +91,30 @@ def test_greedy_generation_equals_transformers_generate(hf):
         assert out == hf._tokenizer.decode(ref[0, ids.input_ids.shape[1]:], skip_special_tokens=True)
 
 
+def test_a_stopped_generation_hands_on_the_batches_it_finished(hf, monkeypatch):
+    """SIGTERM mid-call (raised in the main thread, inside the third batch): the two answers computed
+    before it travel with the error, for the generation cache to keep (the batches are scripted: what is
+    checked is the bookkeeping around them, not the model)."""
+    from runner.contract import stopping
+    from runner.contract.errors import Terminated
+
+    monkeypatch.setattr(hf.config, "batch_size", 1)
+    computed: list[str] = []
+
+    def batch(rows, reqs, *args, **kwargs):  # the model's place: one answer naming its prompt per batch
+        if len(computed) == 2:
+            raise Terminated("stopped by SIGTERM")
+        computed.append(f"answer to {reqs[0].prompt}")
+        return computed[-1:]
+
+    monkeypatch.setattr(hf, "_generate_batch", batch)
+    asked = [GenerationRequest(q, 1) for q in QUESTIONS[:3]]
+    with pytest.raises(Terminated) as caught:
+        hf.generate(asked)
+    kept = stopping.answered(caught.value)
+    assert len(kept) == 2 and all(kept[i] == f"answer to {asked[i].prompt}" for i in kept)
+
+
 def test_stop_strings_cut_the_output(hf):
     free, stopped = hf.generate([GenerationRequest(SHARED + QUESTIONS[0], 8),
                                  GenerationRequest(SHARED + QUESTIONS[0], 8, stop=("\n",))])

@@ -193,7 +193,7 @@ def test_an_interrupted_job_stops_its_managed_server(tmp_path):
     server: list[psutil.Process] = []
     deadline = time.monotonic() + 180
     for line in job.stdout:  # wait until the first answers come back
-        if "generate:" in line or time.monotonic() > deadline:
+        if "answers:" in line or time.monotonic() > deadline:
             server = psutil.Process(job.pid).children(recursive=True)
             break
     assert server, "the managed server did not start"

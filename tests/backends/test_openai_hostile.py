@@ -8,6 +8,7 @@ standing in for the served model's (no model is loaded).
 
 from __future__ import annotations
 
+import threading
 import time
 from types import SimpleNamespace
 
@@ -17,8 +18,10 @@ from runner.backends.openai import client as http
 from runner.backends.openai.backend import OpenAIBackend
 from runner.backends.openai.config import OpenAIBackendConfig
 from runner.cache.generations import CachedBackend, GenerationCache
+from runner.contract import stopping
 from runner.contract.backend import ChatFormat, TaskLimits
-from runner.contract.errors import ConfigError, EndpointError
+from runner.contract.errors import ConfigError, EndpointError, Terminated
+from runner.contract.progress import Progress
 from runner.contract.requests import GenerationRequest
 from tests.helpers.hostile_server import ECHO_PROMPT, GOOD_TEXT, MODEL, HostileServer
 
@@ -148,3 +151,78 @@ def test_a_key_pasted_into_api_key_env_is_refused_without_echoing_it():
     with pytest.raises(ConfigError) as info:
         http.api_key(key)
     assert key not in info.value.render() and "looks like a key" in info.value.render()
+
+
+# ------------------------------------------------------------------ a stop request (SIGTERM, SIGINT)
+STOP_AFTER_S = 0.3
+
+
+@pytest.fixture()
+def stop_soon():
+    """Call it to ask for a stop ``STOP_AFTER_S`` later, from another thread (as the signal handler does)."""
+    stopping.reset()
+    timer = threading.Timer(STOP_AFTER_S, stopping.request_stop, args=("stopped by SIGTERM",))
+    yield timer.start
+    timer.cancel()
+    stopping.reset()
+
+
+def _endpoint_threads_end(within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while any(t.name.startswith("endpoint-") for t in threading.enumerate()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_stop_ends_requests_stalled_on_a_dripping_server_at_once(server, stop_soon, concurrency):
+    """A server sending one byte every half second (about a minute an answer, well inside the deadline):
+    the requests in flight end with the stop, from the calling thread or the workers, and none is sent after."""
+    server.mode, server.drip_interval_s = "drip", 0.5
+    backend = backend_for(server.url, timeout_s=120.0, max_concurrency=concurrency)
+    started = time.monotonic()
+    stop_soon()
+    with pytest.raises(Terminated, match="stopped by SIGTERM"):
+        backend.generate([GenerationRequest(f"{i}+{i}=", 4) for i in range(6)])
+    assert time.monotonic() - started < STOP_AFTER_S + SLACK_S
+    assert _endpoint_threads_end(within_s=SLACK_S)
+    assert server.posts == concurrency
+
+
+def test_a_stop_ends_the_backoff_between_invalid_answers(server, stop_soon, monkeypatch):
+    monkeypatch.setattr(http, "RETRY_BASE_S", 30.0)
+    server.mode = "no_text"
+    backend = backend_for(server.url, max_retries=3)
+    started = time.monotonic()
+    stop_soon()
+    with pytest.raises(Terminated):
+        backend.generate([GenerationRequest("2+2=", 4)])
+    assert time.monotonic() - started < STOP_AFTER_S + SLACK_S and server.posts == 1
+
+
+def test_answers_from_the_worker_threads_advance_the_jobs_one_bar(server):
+    backend = backend_for(server.url, max_concurrency=3)
+    progress = Progress(7, shown=False)
+    backend.track(progress)
+    backend.generate([GenerationRequest(f"{i}+{i}=", 4) for i in range(5)])
+    assert progress.done == 5
+    backend.generate([GenerationRequest(f"{i}*{i}=", 4) for i in range(2)])  # the next chunk goes on counting
+    assert progress.done == progress.total == 7
+
+
+def test_answers_received_before_a_stop_are_cached_and_a_rerun_asks_only_the_rest(server, tmp_path, stop_soon):
+    server.sequence = ["ok", "ok", "drip"]  # the third request stalls until the stop
+    server.drip_interval_s = 0.5
+    backend = backend_for(server.url, timeout_s=120.0, max_concurrency=1)
+    store = GenerationCache(tmp_path / "generations.sqlite")
+    asked = [GenerationRequest(f"{i}+{i}=", 4) for i in range(4)]
+    stop_soon()
+    with pytest.raises(Terminated):
+        CachedBackend(backend, store.bind({"test": "stop"}), chunk_size=8).generate(asked)
+    assert store.count() == 2  # one chunk of 8, half answered: the two answers are kept
+    stopping.reset()
+    server.sequence, server.mode, server.posts = [], "ok", 0
+    again = CachedBackend(backend, store.bind({"test": "stop"}), chunk_size=8).generate(asked)
+    assert again == [GOOD_TEXT] * 4 and server.posts == 2 and store.count() == 4

@@ -162,3 +162,39 @@ def test_an_invalid_computed_answer_is_refused_and_nothing_is_stored(tmp_path, b
     with pytest.raises(ModelError, match="cannot be used"):
         cache.resolve([request], lambda batch: [answer], 8)
     assert store.count() == 0
+
+
+def test_the_jobs_progress_counts_cached_computed_and_duplicate_answers_across_chunks(tmp_path):
+    """One bar for the job: answers read back count at once, then each computed one (the backend's
+    update) and each duplicate of a computed one, chunk after chunk, up to the job's total."""
+    from runner.contract.progress import Progress
+
+    class Recorded(Progress):
+        def __init__(self, total):
+            super().__init__(total, shown=False)
+            self.seen = []
+
+        def update(self, n=1):
+            super().update(n)
+            if n:
+                self.seen.append(self.done)
+
+    store = GenerationCache(tmp_path / "g.sqlite")
+    cache = store.bind({"model": "m"})
+    cache.resolve(requests(2), fake_generate, chunk_size=2)  # q0, q1 answered by an earlier run
+    job = [*requests(4), requests(3)[2], GenerationRequest(prompt="q4", max_tokens=2)]  # q2 asked twice
+    progress = Recorded(len(job))
+
+    def backend(batch):
+        out = fake_generate(batch)
+        for _ in out:
+            progress.update(1)  # what a backend does as each answer arrives
+        return out
+
+    cache.resolve(job, backend, chunk_size=2, progress=progress)
+    # 2 from the cache, q2 and q3 computed, q2's duplicate, q4 computed: one bar, never restarted
+    assert progress.seen == [2, 3, 4, 5, 6] and progress.done == progress.total == 6
+
+    resumed = Recorded(len(job))
+    cache.resolve(job, Counter(fake_generate), chunk_size=2, progress=resumed)
+    assert resumed.seen == [6]  # a rerun resumes: every answer counted, all from the cache

@@ -115,7 +115,7 @@ def test_the_run_directory_has_a_unique_part_even_within_one_second():
     assert all(d.count("/") == 2 and ".._.._x" in d for d in dirs)  # one component: the name cannot climb out
 
 
-# ------------------------------------------------------------------ 5. SIGTERM and SIGKILL
+# ------------------------------------------------------------------ 5. SIGTERM, SIGINT and SIGKILL
 def _wait_for(proc: subprocess.Popen, text: str, timeout: float = 240) -> str:
     seen, deadline = [], time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -129,20 +129,11 @@ def _wait_for(proc: subprocess.Popen, text: str, timeout: float = 240) -> str:
 
 
 @pytest.mark.e2e
-def test_sigterm_marks_the_run_killed_and_sigkill_is_closed_by_the_next_run(tmp_path):
+def test_a_sigkilled_run_is_closed_by_the_next_run(tmp_path):
     import mlflow
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     job = ["task.num_samples=57", "reference.mode=skip", f"tracking.tracking_uri={uri}", "cache=off"]
-    term = _start(job, tmp_path)
-    _wait_for(term, "evaluating 57")
-    term.send_signal(signal.SIGTERM)
-    out = term.communicate(timeout=60)[0]
-    assert term.returncode == 143, out
-    assert "stopped by SIGTERM" in out and "Traceback" not in out
-    failure = json.loads(next(tmp_path.glob("outputs/*/*/failure.json")).read_text())
-    assert failure["error"] == "Terminated: stopped by SIGTERM"
-
     killed = _start(job, tmp_path)
     _wait_for(killed, "evaluating 57")
     killed.send_signal(signal.SIGKILL)
@@ -150,14 +141,79 @@ def test_sigterm_marks_the_run_killed_and_sigkill_is_closed_by_the_next_run(tmp_
     client = mlflow.MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("runner").experiment_id
     statuses = sorted(r.info.status for r in client.search_runs([experiment]))
-    assert statuses == ["KILLED", "RUNNING"]  # the SIGKILLed run cannot close itself
+    assert statuses == ["RUNNING"]  # the SIGKILLed run cannot close itself
 
     proc = run_cli([*GSM8K, "reference.mode=skip", f"tracking.tracking_uri={uri}"], tmp_path, env=_env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     runs = client.search_runs([experiment])
-    assert sorted(r.info.status for r in runs) == ["FINISHED", "KILLED", "KILLED"]
+    assert sorted(r.info.status for r in runs) == ["FINISHED", "KILLED"]
     closed = [r for r in runs if r.data.tags.get("error", "").startswith("the process that ran this job ended")]
     assert len(closed) == 1
+
+
+# A job whose requests all wait on a server sending one byte every half second (about a minute an
+# answer, inside backend.timeout_s): the signal must end it, not the deadline. The server is managed by the
+# job (backend.launch) and has a child in its process group, standing in for a server's workers.
+HOSTILE = ROOT / "tests" / "helpers" / "hostile_server.py"
+DRIPPING = ["backend=openai", f"backend.launch.command='{sys.executable} {HOSTILE} --port {{port}} --mode drip --child'",
+            "backend.launch.stop_timeout_s=5", "backend.served_model=hostile-model", "backend.timeout_s=300",
+            "backend.max_concurrency=4", "task=gsm8k", "task.dataset.source=local",
+            f"task.dataset.local_path={ROOT / 'tests' / 'data' / 'gsm8k_local'}", "task.num_samples=4",
+            "task.max_input_len=1024", "task.max_output_len=64", "reference.mode=skip"]
+STOPPED_WITHIN_S = 5.0
+
+
+def _stop_a_dripping_job(tmp_path: Path, signum: int, extra: list[str]) -> tuple[int, str, float, list]:
+    """(exit status, output, seconds from the signal to the exit, the server's processes) of a job stopped
+    once its four requests are in flight."""
+    import psutil
+
+    out_dir = tmp_path / "out"
+    job = _start([*DRIPPING, *extra, f"output_dir={out_dir}"], tmp_path)
+    deadline = time.monotonic() + 180
+    log = out_dir / "server.log"
+    while (not log.is_file() or log.read_text().count("POST drip") < 4) and job.poll() is None:
+        assert time.monotonic() < deadline, "the job never sent its requests"
+        time.sleep(0.1)
+    assert job.poll() is None, job.communicate()[0]
+    server = psutil.Process(job.pid).children(recursive=True)
+    sent = time.monotonic()
+    job.send_signal(signum)
+    out = job.communicate(timeout=120)[0]
+    return job.returncode, out, time.monotonic() - sent, server
+
+
+def _gone(processes: list, within_s: float = 5.0) -> bool:
+    import psutil
+
+    deadline = time.monotonic() + within_s
+    while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in processes):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_one_sigterm_ends_a_job_stalled_on_a_dripping_server_within_seconds(tmp_path, mlflow_server):
+    import mlflow
+
+    status, out, took, server = _stop_a_dripping_job(tmp_path, signal.SIGTERM, [
+        "tracking=mlflow", f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=stop-signals"])
+    assert status == 143 and took < STOPPED_WITHIN_S, (took, out)
+    assert "stopped by SIGTERM" in out and "Traceback" not in out
+    failure = json.loads((tmp_path / "out" / "failure.json").read_text())
+    assert failure["error"] == "Terminated: stopped by SIGTERM"
+    run = mlflow.MlflowClient(tracking_uri=mlflow_server).get_run(failure["mlflow_run_id"])
+    assert run.info.status == "KILLED"
+    assert len(server) == 2 and _gone(server), [p.cmdline() for p in server if p.is_running()]
+
+
+def test_one_sigint_ends_a_job_stalled_on_a_dripping_server_with_130(tmp_path):
+    status, out, took, server = _stop_a_dripping_job(tmp_path, signal.SIGINT, ["tracking=none", "cache=off"])
+    assert status == 130 and took < STOPPED_WITHIN_S, (took, out)
+    assert "stopped by SIGINT" in out and "Traceback" not in out
+    assert json.loads((tmp_path / "out" / "failure.json").read_text())["error"] == "Terminated: stopped by SIGINT"
+    assert len(server) == 2 and _gone(server), [p.cmdline() for p in server if p.is_running()]
 
 
 # ------------------------------------------------------------------ 7. Hydra's own nodes

@@ -89,7 +89,7 @@ def test_the_reasoning_block_is_cut_before_scoring(text, answer):
 
 
 def test_score_all_sends_sampled_requests_and_scores_the_stripped_answer():
-    from runner.job.answer import score_all
+    from runner.job.answer import job_requests, score_all
 
     @dataclass
     class Echo:
@@ -114,8 +114,10 @@ def test_score_all_sends_sampled_requests_and_scores_the_stripped_answer():
         def loglikelihood(self, requests):
             return []
 
-    evaluator, answerer = Echo(task(0.6, 0.95, 20, 3, strip=True)), Answerer()
-    score_all(evaluator, answerer, [Sample("a", "Q1", "70"), Sample("b", "Q2", "16")])  # type: ignore[arg-type]
+    config, answerer = task(0.6, 0.95, 20, 3, strip=True), Answerer()
+    evaluator, samples = Echo(config), [Sample("a", "Q1", "70"), Sample("b", "Q2", "16")]
+    per_sample = job_requests(evaluator, samples, config.sampling)  # type: ignore[arg-type]
+    score_all(evaluator, answerer, samples, per_sample, config.strip_thinking)  # type: ignore[arg-type]
     assert [(r.temperature, r.top_p, r.top_k, r.seed) for r in answerer.requests] == [(0.6, 0.95, 20, 3)] * 2
     assert evaluator.seen == ["70", "70"]
 

@@ -5,6 +5,11 @@ switches it for the POSTs that follow (``/v1/models`` always lists ``MODEL``). `
 list of modes, one per POST, then stays on the last (a server that recovers). The server counts the
 POSTs it received and never blocks its own shutdown: a hanging or dripping handler stops as soon as
 the test closes the server or the client goes away.
+
+Run as a script (``python tests/helpers/hostile_server.py --port N --mode drip``) it is a model server
+a job can manage (``backend.launch.command``): every GET answers 200 (the health check), each POST is
+printed (the server log says when requests arrive); ``--child`` starts a sleeping child in its process
+group (a server's workers) and ``--ignore-term`` makes it ignore SIGTERM (a server that must be killed).
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ class HostileServer:
     """``url`` is the root (``{url}/v1`` is the base URL); ``redirect_to`` the root a redirect points at."""
 
     def __init__(self, mode: str = "ok", huge_bytes: int = 4 << 20, drip_interval_s: float = 0.05,
-                 redirect_to: str = "http://127.0.0.1:9/v1") -> None:
+                 redirect_to: str = "http://127.0.0.1:9/v1", port: int = 0) -> None:
         self.mode = mode
         self.sequence: list[str] = []
         self.posts = 0
@@ -71,7 +76,8 @@ class HostileServer:
         self.redirect_to = redirect_to
         self.closing = threading.Event()
         self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self.on_post = lambda mode: None
         self.server.daemon_threads = True
         self.server.handle_error = lambda request, address: None  # a client that gave up resets the connection
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -105,6 +111,7 @@ class HostileServer:
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length") or 0))
                 mode = owner.next_mode()
+                owner.on_post(mode)
                 try:
                     self._answer(mode)
                 except (BrokenPipeError, ConnectionResetError, OSError):
@@ -164,3 +171,31 @@ class HostileServer:
                     sent += len(chunk)
 
         return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The server as a process of its own, until it is killed."""
+    import argparse
+    import signal
+    import subprocess
+    import sys
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--mode", default="ok", choices=MODES)
+    parser.add_argument("--drip-interval", type=float, default=0.5)
+    parser.add_argument("--child", action="store_true")
+    parser.add_argument("--ignore-term", action="store_true")
+    args = parser.parse_args(argv)
+    if args.ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if args.child:  # inherits the process group (and SIG_IGN); killed with the group
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    server = HostileServer(args.mode, drip_interval_s=args.drip_interval, port=args.port)
+    server.on_post = lambda mode: print(f"POST {mode}", flush=True)
+    print(f"serving {args.mode} on {server.url}", flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import platform
-import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, TYPE_CHECKING
@@ -23,6 +22,7 @@ from runner.backends.configured import ConfiguredBackend
 from runner.backends.hf import batching, devices, forward, guided, sampling, loaded as loaded_models
 from runner.backends.models import load_failure, resolve_model_source
 from runner.backends.prompting import encode_request, loglikelihood_tokens
+from runner.contract import stopping
 from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
@@ -215,12 +215,6 @@ class HFBackend(ConfiguredBackend):
         """(logits of the last ``keep`` positions, cache, attention mask, next position) of a batch."""
         return forward.prefill(self._model, self._device, self._tokenizer.pad_token_id, rows, keep, prefix, prefix_cache)
 
-    def _progress(self, total: int, desc: str) -> Any:
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, desc=desc, unit="req", disable=not self.progress, file=sys.stderr,
-                    dynamic_ncols=True, mininterval=1.0)
-
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text, special tokens excluded (tasks that select documents by length)."""
         return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
@@ -239,23 +233,28 @@ class HFBackend(ConfiguredBackend):
         rows = [list(x) for x in inputs]
         keeps = [max(len(cont) for _, cont in by_input[x]) for x in inputs]
         results: list[LoglikelihoodResult | None] = [None] * len(requests)
-        bar = self._progress(len(requests), "loglikelihood")
-        with torch.inference_mode():
-            for group in self._plan(rows, list(range(len(inputs))), keeps):
-                shared = self._run_prefix(rows[group.batches[0][0]][:group.prefix]) if group.prefix else None
-                for batch in group.batches:
-                    keep = max(keeps[k] for k in batch)
-                    logits, *_ = self._prefill([rows[k] for k in batch], keep, group.prefix, shared)
-                    logprobs = torch.log_softmax(logits.float(), dim=-1)
-                    for b, k in enumerate(batch):
-                        for req_index, cont in by_input[inputs[k]]:
-                            span = logprobs[b, keep - len(cont):]
-                            target = torch.tensor(cont, device=span.device)
-                            picked = span.gather(-1, target[:, None]).squeeze(-1)
-                            greedy = bool((span.argmax(-1) == target).all())
-                            results[req_index] = LoglikelihoodResult(float(picked.sum()), greedy, len(cont))
-                            bar.update(1)
-        bar.close()
+        bar = self.bar(len(requests), "loglikelihood")
+        try:
+            with torch.inference_mode():
+                for group in self._plan(rows, list(range(len(inputs))), keeps):
+                    shared = self._run_prefix(rows[group.batches[0][0]][:group.prefix]) if group.prefix else None
+                    for batch in group.batches:
+                        keep = max(keeps[k] for k in batch)
+                        logits, *_ = self._prefill([rows[k] for k in batch], keep, group.prefix, shared)
+                        logprobs = torch.log_softmax(logits.float(), dim=-1)
+                        for b, k in enumerate(batch):
+                            for req_index, cont in by_input[inputs[k]]:
+                                span = logprobs[b, keep - len(cont):]
+                                target = torch.tensor(cont, device=span.device)
+                                picked = span.gather(-1, target[:, None]).squeeze(-1)
+                                greedy = bool((span.argmax(-1) == target).all())
+                                results[req_index] = LoglikelihoodResult(float(picked.sum()), greedy, len(cont))
+                                bar.update(1)
+        except BaseException as err:  # a stop (SIGTERM/SIGINT) or a failed batch: the generation cache keeps these
+            stopping.keep_answered(err, {i: r for i, r in enumerate(results) if r is not None})
+            raise
+        finally:
+            bar.close()
         return [r for r in results if r is not None]
 
     # ------------------------------------------------------------------ generation
@@ -273,19 +272,26 @@ class HFBackend(ConfiguredBackend):
         encoded: list[list[int]] = []
         for req in requests:
             encoded.append(encode_request(self._tokenizer, self.chat, req, self.limits.max_input_len))
-        bar = self._progress(len(requests), "generate")
-        with torch.inference_mode():
-            for indices in groups.values():
-                params = requests[indices[0]]
-                for group in self._plan(encoded, indices, [1] * len(encoded)):
-                    shared = self._run_prefix(encoded[group.batches[0][0]][:group.prefix]) if group.prefix else None
-                    for batch in group.batches:
-                        texts = self._generate_batch([encoded[i] for i in batch], [requests[i] for i in batch],
-                                                     params, group.prefix, shared)
-                        for i, text in zip(batch, texts):
-                            outputs[i] = text
-                        bar.update(len(batch))
-        bar.close()
+        bar = self.bar(len(requests), "generate")
+        done: list[int] = []
+        try:
+            with torch.inference_mode():
+                for indices in groups.values():
+                    params = requests[indices[0]]
+                    for group in self._plan(encoded, indices, [1] * len(encoded)):
+                        shared = self._run_prefix(encoded[group.batches[0][0]][:group.prefix]) if group.prefix else None
+                        for batch in group.batches:
+                            texts = self._generate_batch([encoded[i] for i in batch], [requests[i] for i in batch],
+                                                         params, group.prefix, shared)
+                            for i, text in zip(batch, texts):
+                                outputs[i] = text
+                            done += batch
+                            bar.update(len(batch))
+        except BaseException as err:  # a stop (SIGTERM/SIGINT) or a failed batch: the generation cache keeps these
+            stopping.keep_answered(err, {i: outputs[i] for i in done})
+            raise
+        finally:
+            bar.close()
         return outputs
 
     def _generate_batch(self, rows: list[list[int]], reqs: list[GenerationRequest],

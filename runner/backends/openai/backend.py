@@ -27,6 +27,7 @@ from runner.backends.openai.payloads import (
 )
 from runner.backends.openai.server import render_command, keep, ManagedServer, free_port, take_kept
 from runner.backends.prompting import loglikelihood_tokens
+from runner.contract import stopping
 from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
 from runner.contract.errors import BackendUnavailable, ConfigError, EndpointError
 from runner.contract.secrets import redact_url
@@ -238,14 +239,8 @@ class OpenAIBackend(ConfiguredBackend):
         return "checked"
 
     # ------------------------------------------------------------------ requests
-    def _progress(self, total: int, desc: str) -> Any:
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, desc=desc, unit="req", disable=not self.progress, file=sys.stderr,
-                    dynamic_ncols=True, mininterval=1.0)
-
     def _fan_out(self, fn: Any, items: Sequence[Any], desc: str) -> list[Any]:
-        bar = self._progress(len(items), desc)
+        bar = self.bar(len(items), desc)
         try:
             return http.map_bounded(fn, items, self.config.max_concurrency, lambda: bar.update(1))
         finally:
@@ -261,7 +256,13 @@ class OpenAIBackend(ConfiguredBackend):
                 raise ConfigError("a sampled request needs an explicit seed", where="generation request",
                                   given=f"temperature={req.temperature}, seed=None")
         calls = [self._generation_call(req) for req in requests]  # tokenized here, sent from the worker threads
-        return [cut_at_stop(text, req.stop) for text, req in zip(self._fan_out(self._send, calls, "generate"), requests)]
+        try:
+            texts = self._fan_out(self._send, calls, "generate")
+        except BaseException as err:  # what did arrive is handed on, cut as it would have been
+            stopping.keep_answered(err, {i: cut_at_stop(text, requests[i].stop)
+                                         for i, text in stopping.answered(err).items()})
+            raise
+        return [cut_at_stop(text, req.stop) for text, req in zip(texts, requests)]
 
     def _generation_call(self, req: GenerationRequest) -> tuple[str, dict[str, Any]]:
         """(endpoint, request fields) of one generation request."""
@@ -294,9 +295,15 @@ class OpenAIBackend(ConfiguredBackend):
         items = [loglikelihood_tokens(self._tokenizer, self.chat, r.context, r.continuation,
                                       self.limits.max_input_len, self.limits.max_output_len) for r in requests]
         if items and not self._checked_logprobs:  # one request first: a server without prompt logprobs stops here
-            first = self._loglikelihood_one(items[0])
+            first = http.map_bounded(self._loglikelihood_one, items[:1], 1, lambda: None)[0]  # sent from a worker too
+            if self.job_progress is not None:
+                self.job_progress.update(1)
             self._checked_logprobs = True
-            return [first] + self._fan_out(self._loglikelihood_one, items[1:], "loglikelihood")
+            try:
+                return [first] + self._fan_out(self._loglikelihood_one, items[1:], "loglikelihood")
+            except BaseException as err:
+                stopping.keep_answered(err, {0: first} | {i + 1: r for i, r in stopping.answered(err).items()})
+                raise
         return self._fan_out(self._loglikelihood_one, items, "loglikelihood")
 
     def _loglikelihood_one(self, item: tuple[list[int], list[int]]) -> LoglikelihoodResult:

@@ -8,7 +8,8 @@ JSON and checked (:mod:`runner.backends.openai.answers`); an invalid one is retr
 the same backoff, ``max_retries`` times. What still fails becomes an
 :class:`~runner.contract.errors.EndpointError` naming the URL (secrets redacted), the status and the start
 of the body. Requests of one bulk call go out ``max_concurrency`` at a time; answers keep
-request order. The API key is read from the environment variable the config names, and is held
+request order. A stop request (:mod:`runner.contract.stopping`) ends a bulk call within moments: no
+request starts after it, the ones in flight have their sockets shut, backoff sleeps end. The API key is read from the environment variable the config names, and is held
 only by the client object.
 """
 
@@ -16,13 +17,14 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import random
-import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+import threading
 from typing import Any, Callable, Sequence, TypeVar
 
 from runner.backends.openai.answers import InvalidAnswer
 from runner.backends.openai.transport import ResponseTooLarge, guarded_transport
+from runner.contract import stopping
 from runner.contract.errors import ConfigError, EndpointError
 from runner.contract.secrets import looks_like_key, redact_url
 
@@ -122,32 +124,64 @@ def post_checked(base_url: str, send: Callable[[], Any], read: Callable[[bytes],
             if attempt == max_retries:
                 raise describe_failure(err, base_url) from None
             log.warning("the model server sent an invalid answer (%s); asking again", err.what)
-            time.sleep(min(RETRY_BASE_S * 2 ** attempt, RETRY_MAX_S) * (1 - 0.25 * random.random()))
+            stopping.wait(min(RETRY_BASE_S * 2 ** attempt, RETRY_MAX_S) * (1 - 0.25 * random.random()))
     raise AssertionError("unreachable")
 
 
 def map_bounded(fn: Callable[[T], R], items: Sequence[T], concurrency: int, on_done: Callable[[], None]) -> list[R]:
-    """``[fn(x) for x in items]`` with at most ``concurrency`` calls in flight; the first error cancels
-    what has not started and is raised."""
-    if concurrency <= 1 or len(items) <= 1:
-        out = []
-        for item in items:
-            out.append(fn(item))
-            on_done()
-        return out
+    """``[fn(x) for x in items]`` with at most ``concurrency`` calls in flight; the first error (or a stop
+    request) keeps what has not started from starting and is raised, carrying the answers received
+    until then (:func:`runner.contract.stopping.keep_answered`).
+
+    The workers are daemon threads, not a ``ThreadPoolExecutor``'s: the interpreter joins an executor's
+    threads before it exits, so one thread in the client library's backoff sleep (up to two minutes when
+    a server sends ``Retry-After``) would hold a stopped job's exit. Requests are sent from a worker even
+    one at a time: the calling thread, where a signal handler raises, only waits for answers, so the
+    handler never interrupts the HTTP library half-way. ``on_done`` runs in the calling thread, once per
+    answer, as the answers arrive."""
+    if not items:
+        return []
     results: list[Any] = [None] * len(items)
-    with ThreadPoolExecutor(max_workers=min(concurrency, len(items)), thread_name_prefix="endpoint") as pool:
-        futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-            for future in done:
-                if future.exception() is not None:
-                    for other in pending:
-                        other.cancel()
-                    raise future.exception()  # type: ignore[misc]
-                results[futures[future]] = future.result()
-                on_done()
+    got: list[int] = []
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for i in range(len(items)):
+        todo.put(i)
+    finished: queue.SimpleQueue[tuple[int, Any, BaseException | None]] = queue.SimpleQueue()
+    quit_ = threading.Event()
+
+    def worker() -> None:
+        while not quit_.is_set() and not stopping.stop_requested():
+            try:
+                i = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                finished.put((i, fn(items[i]), None))
+            except BaseException as err:  # handed to the calling thread, which raises it
+                finished.put((i, None, err))
+                return
+
+    for n in range(max(1, min(concurrency, len(items)))):
+        threading.Thread(target=worker, name=f"endpoint-{n}", daemon=True).start()
+    try:
+        received = 0
+        while received < len(items):
+            try:
+                i, value, err = finished.get(timeout=0.5)  # a bounded wait: the calling thread sees a stop too
+            except queue.Empty:
+                stopping.check()
+                continue
+            if err is not None:
+                raise err
+            results[i] = value
+            got.append(i)
+            received += 1
+            on_done()
+    except BaseException as err:
+        stopping.keep_answered(err, {i: results[i] for i in got})
+        raise
+    finally:
+        quit_.set()
     return results
 
 

@@ -5,7 +5,11 @@ serve ...``, ``transformers serve ...``) runs in its own process group, so stopp
 then SIGKILL after ``stop_timeout_s``) also stops the workers it spawned. The job's ``with backend``
 stops it when the job fails or is interrupted; a job that ends well may leave it to the next job of
 the same process that would start the same server (``launch.reuse``: a sweep's tasks on one model pay
-for one server start), and an ``atexit`` hook stops what is left.
+for one server start), and an ``atexit`` hook stops what is left. A stop that is itself interrupted
+(a second signal while waiting for the grace period) still SIGKILLs the group, and
+:func:`kill_all_now` (the second signal's handler in runner/commands/main.py) kills every server this
+process started without waiting: no path of the job leaves a server running, short of a SIGKILL of
+the job itself.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from runner.contract.errors import ConfigError, EndpointError
 
 log = logging.getLogger("runner")
 _kept: tuple[str, "ManagedServer"] | None = None
+_live: dict[int, "ManagedServer"] = {}  # process id -> server, for kill_all_now()
 
 
 def free_port(host: str) -> int:
@@ -85,6 +90,7 @@ class ManagedServer:
                 raise ConfigError("the model server command could not be started", where="backend.launch.command",
                                   given=f"{shlex.join(self.argv)} ({err.strerror or err})",
                                   fix="install the server (trtllm-serve, vllm, transformers[serving]) or fix the command") from None
+        _live[self.process.pid] = self
         atexit.register(self.stop)
         try:
             self._wait_ready()
@@ -98,7 +104,8 @@ class ManagedServer:
         import httpx2 as httpx
 
         url = self.root_url + self.health_path
-        deadline = time.monotonic() + self.ready_timeout_s
+        started = time.monotonic()
+        deadline = started + self.ready_timeout_s
         last = "no answer yet"
         while time.monotonic() < deadline:
             assert self.process is not None
@@ -114,7 +121,7 @@ class ManagedServer:
                 last = f"HTTP {answer.status_code}"
             except httpx.HTTPError as err:
                 last = type(err).__name__
-            time.sleep(0.5)
+            time.sleep(0.1 if time.monotonic() - started < 5 else 0.5)  # a small server is up in well under a second
         raise EndpointError("the model server did not become ready in time", where="backend.launch.ready_timeout_s",
                             given=f"{self.ready_timeout_s:g} s waiting for {url} (last: {last}); log tail:\n{self.log_tail()}",
                             fix="raise backend.launch.ready_timeout_s (large checkpoints load slowly) or read the log")
@@ -129,24 +136,42 @@ class ManagedServer:
             return "(no log)"
 
     def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
+        """SIGTERM to the process group, SIGKILL after ``stop_timeout_s``; the group is SIGKILLed at the end
+        whatever happened (workers the leader left behind, or this wait interrupted by a signal)."""
+        process = self.process
+        if process is None:
             return
-        for sig, wait in ((signal.SIGTERM, self.stop_timeout_s), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(process.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                process.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                log.warning("the model server did not stop within %.0f s of %s", wait, sig.name)
-        try:  # workers left behind in the group after the leader exited
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        log.info("model server stopped (%s)", self.root_url)
+        try:
+            if process.poll() is None:
+                for sig, wait in ((signal.SIGTERM, self.stop_timeout_s), (signal.SIGKILL, 10.0)):
+                    if not _signal_group(process.pid, sig):
+                        break
+                    try:
+                        process.wait(timeout=wait)
+                        break
+                    except subprocess.TimeoutExpired:
+                        log.warning("the model server did not stop within %.0f s of %s", wait, sig.name)
+                log.info("model server stopped (%s)", self.root_url)
+        finally:
+            _signal_group(process.pid, signal.SIGKILL)
+            self.process = None
+            _live.pop(process.pid, None)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> bool:
+    """Send ``sig`` to the process group ``pid`` leads; False when the group is gone."""
+    try:
+        os.killpg(pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def kill_all_now() -> None:
+    """SIGKILL every server this process started and has not stopped, without waiting (safe in a signal
+    handler: no lock, no log)."""
+    for pid in list(_live):
+        _signal_group(pid, signal.SIGKILL)
 
 
 def take_kept(key: str) -> ManagedServer | None:

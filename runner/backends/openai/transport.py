@@ -10,6 +10,11 @@ before a byte of the body is read). Connections are not kept alive between reque
 the watchdog shuts belongs to its request alone (a local connect costs well under a millisecond;
 generations cost far more). Redirects are never followed: the client is built with
 ``follow_redirects=False`` and a 3xx answer becomes an error naming where it pointed.
+
+A stop request (SIGTERM/SIGINT, :mod:`runner.contract.stopping`) shuts the socket of every request in
+flight the same way, and the request fails with :class:`~runner.contract.errors.Terminated` (a
+``KeyboardInterrupt``: the client library does not retry it); a request sent after the stop fails
+before it connects.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import socket
 import threading
 import time
 from typing import Any, Iterator
+
+from runner.contract import stopping
 
 
 class ResponseTooLarge(Exception):
@@ -31,22 +38,26 @@ class ResponseTooLarge(Exception):
 
 class _Watch:
     """One request's deadline: remembers the request's socket (from the connection trace) and shuts it
-    when the deadline passes."""
+    when the deadline passes or a stop is requested."""
 
     def __init__(self, timeout_s: float, chained: Any) -> None:
         self.deadline = time.monotonic() + timeout_s
         self.expired = False
         self._chained = chained
         self._stream: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: a stop request may come from a handler in this thread
         self._timer = threading.Timer(timeout_s, self.expire)
         self._timer.daemon = True
+        self._unlisten: Any = None
 
     def start(self) -> None:
         self._timer.start()
+        self._unlisten = stopping.listen(self.expire)
 
     def stop(self) -> None:
         self._timer.cancel()
+        if self._unlisten is not None:
+            self._unlisten()
 
     def trace(self, name: str, info: dict[str, Any]) -> None:
         if self._chained is not None:
@@ -73,7 +84,9 @@ class _Watch:
                 pass
 
 
-def _timeout(httpx: Any, watch: _Watch, request: Any) -> Exception:
+def _timeout(httpx: Any, watch: _Watch, request: Any) -> BaseException:
+    if stopping.stop_requested():
+        return stopping.stopped_error()
     return httpx.ReadTimeout(f"no complete answer within the request deadline ({watch.deadline:.0f})", request=request)
 
 
@@ -99,6 +112,7 @@ class GuardedTransport:
         self._inner = httpx2.HTTPTransport(limits=httpx2.Limits(max_keepalive_connections=0))
 
     def handle_request(self, request: Any) -> Any:
+        stopping.check()  # a retry after a stop request is not sent
         httpx = self._httpx
         watch = _Watch(self.timeout_s, request.extensions.get("trace"))
         request.extensions["trace"] = watch.trace

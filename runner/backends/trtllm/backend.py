@@ -343,11 +343,15 @@ class TRTLLMBackendBase(ConfiguredBackend):
             log.warning("%s (TensorRT-LLM %s)", self.release_details()["seed_note"], self._api.version)
         params = [self._sampling_params(r) for r in requests]
         prompts = [self._encode_request(r) for r in requests]
-        outputs = self._llm.generate(prompts, sampling_params=params, use_tqdm=self.progress)
+        # TensorRT-LLM draws its own bar for one call; a job's bar (counting its whole total) is advanced instead
+        outputs = self._llm.generate(prompts, sampling_params=params,
+                                     use_tqdm=self.progress and self.job_progress is None)
         if len(outputs) != len(requests):
             raise RuntimeError(f"TensorRT-LLM returned {len(outputs)} outputs for {len(requests)} requests")
         if self.reads_acceptance:
             self._acceptance.add(speculative.read_stats(self._llm))
+        if self.job_progress is not None:
+            self.job_progress.update(len(outputs))
         return [cut_at_stop(out.outputs[0].text, r.stop) for out, r in zip(outputs, requests)]
 
     @property
