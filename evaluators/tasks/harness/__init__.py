@@ -5,8 +5,8 @@ is the task itself."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Optional
 
 from omegaconf import MISSING
 
@@ -31,7 +31,8 @@ class HarnessTaskConfig(TaskConfig):
     # percent like our references, else 1 (perplexities, BLEU)
     scale: Optional[float] = None
     fewshot_as_multiturn: bool = False  # with apply_chat_template: few-shot examples as separate chat turns
-    gen_kwargs: dict[str, Any] = field(default_factory=dict)  # merged over the task's generation_kwargs
+    # lm-eval's --gen_kwargs syntax ("max_gen_toks=64,temperature=0"), merged over the task's generation_kwargs
+    gen_kwargs: Optional[str] = None
     # meta field naming each sample's subtask: a group's subtasks are its clusters (stats.cluster=auto)
     cluster_key: Optional[str] = "subtask"
     chance_level: Optional[float] = None  # multiple choice: 100 / options, else none

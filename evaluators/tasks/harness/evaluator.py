@@ -88,7 +88,10 @@ class HarnessEvaluator(Evaluator):
         elif task.get_config("num_fewshot") is None:
             task.set_config(key="num_fewshot", value=0)
         if self.config.gen_kwargs and task.OUTPUT_TYPE == "generate_until":
-            task.set_config(key="generation_kwargs", value=dict(self.config.gen_kwargs), update=True)
+            from lm_eval.utils import simple_parse_args_string
+
+            task.set_config(key="generation_kwargs", value=simple_parse_args_string(self.config.gen_kwargs),
+                            update=True)
         task.set_fewshot_seed(seed=self.config.fewshot_seed)
 
     def _resolve_metric(self) -> None:
@@ -208,6 +211,8 @@ class HarnessEvaluator(Evaluator):
         raw = values[self.metric]
         one = raw if self.mean_metric else self.aggregation([raw])
         meta = dict(sample.meta) | {"lm_eval": {k: _plain(v) for k, v in values.items()}, "filter": self.filter}
+        if instances[0].request_type == "generate_until":
+            meta["response"] = instances[0].resps[0]  # the text before the filter
         return ScoredSample(sample.id, sample.prompt, _prediction(sub.task, doc, instances, self.filter), sample.target,
                             self.scale * float(one), meta)
 
