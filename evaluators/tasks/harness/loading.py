@@ -109,6 +109,6 @@ def _protocol(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def lm_eval_version() -> str:
-    from importlib.metadata import version
+    import lm_eval
 
-    return version("lm_eval")
+    return str(lm_eval.__version__)
