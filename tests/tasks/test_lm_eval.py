@@ -75,7 +75,7 @@ def test_metric_direction_and_filter_come_from_lm_eval(tasks, tmp_path):
     rolling = prepare(typed(job(tasks, tmp_path, "corpus_rolling")))
     assert (rolling.task.metric, rolling.task.higher_is_better, rolling.defaults.higher_is_better) == \
         ("word_perplexity", False, False)
-    assert rolling.evaluator.scale == 1.0
+    assert rolling.evaluator.scale == 1.0 and rolling.task.cluster_key is None  # one task: no clusters
     gen = prepare(typed(job(tasks, tmp_path, "gsm8k_local", "task.metric=exact_match")))
     assert gen.evaluator.filter == "last-number" and gen.evaluator.scale == 100.0
     for override, message in (("task.metric=bleu", "no metric of this name"), ("task.filter=strict", "no filter"),
@@ -94,8 +94,12 @@ def test_group_subtasks_are_clusters_and_subsets_stratified(tasks, tmp_path):
     assert out.metrics["acc"] == pytest.approx(sum(r["score"] for r in got.values()) / 4)
     again = run(job(tasks, tmp_path, "mmlu_local", "task.num_samples=4", "seed=3", f"output_dir={tmp_path / 'again'}"))
     assert sorted(rows(tmp_path, "again")) == sorted(got) and again.metrics == out.metrics
-    run(job(tasks, tmp_path, "mmlu_local", "task.num_samples=4", "seed=4", f"output_dir={tmp_path / 'other'}"))
+    other = run(job(tasks, tmp_path, "mmlu_local", "task.num_samples=4", "seed=4", f"output_dir={tmp_path / 'other'}"))
     assert sorted(rows(tmp_path, "other")) != sorted(got)  # 3 x 3 ways to choose 2 of 3 per subject: seed 4 differs
+    assert other.spec.extra_acc_spec == out.spec.extra_acc_spec  # the subset is not the protocol
+    from runner.job.prepare import prepare
+
+    assert prepare(typed(job(tasks, tmp_path, "mmlu_local"))).task.cluster_key == "subtask"
 
 
 def test_generation_filters_and_rolling_loglikelihood(tasks, tmp_path):

@@ -71,6 +71,8 @@ class HarnessEvaluator(Evaluator):
         self.subtasks: list[Subtask] = load_subtasks(config.lm_eval_task, include)
         for sub in self.subtasks:
             self._configure(sub.task)
+        if len(self.subtasks) == 1 and config.cluster_key == "subtask":
+            config.cluster_key = None  # one task: one cluster, nothing to cluster (a group's subtasks are clusters)
         self.output_types = sorted({s.task.OUTPUT_TYPE for s in self.subtasks})
         self.uses_loglikelihood = needs_loglikelihood(self.output_types)
         self.loglikelihood_fix = loglikelihood_fix(self.output_types, config.lm_eval_task)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from runner.contract.errors import ConfigError, DataError
 
+log = logging.getLogger("runner")
 FUNCTION_TAG = "!function"
 
 
@@ -47,8 +49,11 @@ def check_include_path(include_path: str | None, trusted: bool) -> Path | None:
     if not root.is_dir():
         raise ConfigError("the task include path is not a directory", where="task.include_path", given=include_path,
                           fix="point it at a directory of lm-eval task YAML files")
+    risky = code_files(root)
+    if trusted and risky:
+        log.warning("task.trust_include_code=true: Python code named by %d task file(s) under %s may run in this "
+                    "process", len(risky), root)
     if not trusted:
-        risky = code_files(root)
         if risky:
             shown = ", ".join(str(p.relative_to(root)) for p in risky[:5]) + (" ..." if len(risky) > 5 else "")
             raise ConfigError("local lm-eval task files would run Python code (!function) in this process",
