@@ -167,7 +167,9 @@ def test_chat_requests_carry_lm_eval_turns(tasks, tmp_path):
     from runner.job.prepare import prepare
 
     single = prepare(typed(job(tasks, tmp_path, "gsm8k_local", "task.apply_chat_template=true")))
-    (request,) = single.evaluator.requests(single.evaluator.samples(1, 0)[0])
+    (sample,) = single.evaluator.samples(1, 0)
+    (request,) = single.evaluator.requests(sample)
+    assert sample.prompt == "[user] " + request.messages[0][1]  # what samples.jsonl shows: the turns
     assert [role for role, _ in request.messages] == ["user"] and request.messages[0][1].count("Question:") == 2
     multi = prepare(typed(job(tasks, tmp_path, "gsm8k_local", "task.apply_chat_template=true",
                               "task.fewshot_as_multiturn=true")))
@@ -192,3 +194,40 @@ def test_recorded_reference_then_paired_check_and_dry_run(tasks, script, tmp_pat
     checked = run(job(tasks, tmp_path, "arc_local", *common, "quant=w4a16", "reference.against=baseline", "reference.mode=check",
                       f"output_dir={tmp_path / 'c'}"))
     assert checked.decision is not None and checked.decision.rule == "paired" and checked.exit_status in (0, 3, 4)
+
+
+def test_request_translation_of_generation_settings():
+    from lm_eval.api.instance import Instance
+
+    from evaluators.tasks.harness.translate import record_chat, to_lm_eval, to_request
+
+    def gen(kwargs, ctx="Q:"):
+        return Instance("generate_until", {}, (ctx, kwargs), 0, ("t", 0, 1))
+
+    assert to_request(gen({"until": "\n", "max_gen_toks": 5}), 8, seed=7) == GenerationRequest("Q:", 5, ("\n",))
+    assert to_request(gen({"until": ["a", "b"]}), 256).max_tokens == 256  # lm-eval's default max_gen_toks
+    sampled = to_request(gen({"do_sample": True, "temperature": 0.7, "top_p": 0.9}), 256, seed=7)
+    assert (sampled.temperature, sampled.top_p, sampled.seed) == (0.7, 0.9, 7)
+    assert to_request(gen({"do_sample": False, "temperature": 0.7}), 256, seed=7).greedy  # as HFLM: no sampling
+    chat = to_request(gen({}, record_chat([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}])), 256)
+    assert chat.messages == (("system", "S"), ("user", "U")) and chat.prompt == "U"
+    with pytest.raises(ConfigError, match="gen_prefix"):
+        to_request(gen({}, record_chat([{"role": "user", "content": "U"}], add_generation_prompt=False)), 256)
+    with pytest.raises(ConfigError, match="unsupported lm-eval generation settings") as err:
+        to_request(gen({"num_beams": 4}), 256)
+    assert "num_beams" in str(err.value)
+    with pytest.raises(ConfigError, match="task.max_output_len=300"):
+        to_request(gen({"max_gen_toks": 300}), 256)
+    rolling = Instance("loglikelihood_rolling", {}, ("some text",), 0, ("t", 0, 1))
+    assert to_request(rolling, 8) == LoglikelihoodRequest("", "some text")
+    result = LoglikelihoodResult(-2.5, True, 3)
+    assert to_lm_eval("loglikelihood_rolling", result) == -2.5 and to_lm_eval("loglikelihood", result) == (-2.5, True)
+
+
+def test_stratified_allocation():
+    from evaluators.tasks.harness.evaluator import allocate
+
+    assert allocate({"a": 10, "b": 30}, 8) == {"a": 2, "b": 6}
+    assert allocate({"a": 1, "b": 1, "c": 1}, 2) == {"a": 1, "b": 1, "c": 0}  # ties by name
+    assert allocate({"a": 5, "b": 7}, 100) == {"a": 5, "b": 7}
+    assert sum(allocate({"x": 13, "y": 29, "z": 58}, 17).values()) == 17

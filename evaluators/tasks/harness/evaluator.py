@@ -29,8 +29,8 @@ from evaluators.deviations import chat_deviation
 from evaluators.metrics import mean
 from evaluators.tasks.harness.loading import (Subtask, check_include_path, config_hash, lm_eval_version,
                                               load_subtasks)
-from evaluators.tasks.harness.translate import (loglikelihood_fix, needs_loglikelihood, record_chat, to_lm_eval,
-                                                to_request)
+from evaluators.tasks.harness.translate import (loglikelihood_fix, needs_loglikelihood, read_chat, record_chat,
+                                                to_lm_eval, to_request)
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.requests import Request, Response
@@ -168,7 +168,10 @@ class HarnessEvaluator(Evaluator):
         doc_text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
         meta = {"subtask": sub.name, "doc_id": doc_id, "doc_hash": hash_string(doc_text),
                 "prompt_hash": hash_string(str(instances[0].arguments[0]))}
-        return Sample(sample_id, str(instances[0].args[0]), str(task.doc_to_target(doc)), meta)
+        prompt, chat_turns = str(instances[0].args[0]), read_chat(str(instances[0].args[0]))
+        if chat_turns is not None:  # the turns the backend renders with the model's chat template
+            prompt = "\n\n".join(f"[{role}] {content}" for role, content in chat_turns[0])
+        return Sample(sample_id, prompt, str(task.doc_to_target(doc)), meta)
 
     def _instances(self, sample: Sample) -> tuple[Subtask, Any, list[Any]]:
         if sample.id not in self._built:  # a sample made elsewhere (a resumed pool): build it in the same order
