@@ -137,6 +137,7 @@ def test_lm_eval_model_sends_each_request_type_in_one_call(tasks):
     from lm_eval.tasks import TaskManager
 
     from evaluators.tasks.harness.model import answerer_lm
+    from runner.contract.backend import Capabilities
 
     class Answerer:
         calls: list[tuple[str, int]] = []
@@ -161,6 +162,12 @@ def test_lm_eval_model_sends_each_request_type_in_one_call(tasks):
     # the shortest option is always the most likely: Q1 oxygen (wrong), Q2 " 0 degrees" (wrong), Q3 " a glass cup"
     # (wrong), Q4 " ice" (right)
     assert results["arc_local"]["acc,none"] == 0.25
+    # a backend declaring no log-likelihoods: refused before any request of the kind is sent
+    answerer.calls.clear()
+    blind = answerer_lm(answerer, max_output_len=64, capabilities=Capabilities(loglikelihood=False))
+    with pytest.raises(ConfigError, match="lm-eval task arc_local is loglikelihood"):
+        evaluate(blind, {"tasks": {"arc_local": loaded["arc_local"]}, "groups": {}}, log_samples=False)
+    assert answerer.calls == []
 
 
 def test_chat_requests_carry_lm_eval_turns(tasks, tmp_path):

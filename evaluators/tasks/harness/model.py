@@ -23,8 +23,12 @@ def check_capabilities(output_types: list[str], capabilities: Capabilities, task
                                                         capabilities.loglikelihood_fix) if f))
 
 
-def answerer_lm(answerer: Answerer, max_output_len: int, seed: int = 0) -> Any:
-    """An ``lm_eval.api.model.LM`` answering through ``answerer`` (built here: lm_eval is imported lazily)."""
+def answerer_lm(answerer: Answerer, max_output_len: int, seed: int = 0,
+                capabilities: Capabilities = Capabilities()) -> Any:
+    """An ``lm_eval.api.model.LM`` answering through ``answerer`` (built here: lm_eval is imported lazily).
+
+    ``capabilities``: the backend's declared ones; log-likelihood requests to a backend without them are refused
+    before any is sent (call :func:`check_capabilities` with the tasks' output types to refuse before the run)."""
     from lm_eval.api.model import LM
 
     class AnswererLM(LM):
@@ -35,6 +39,8 @@ def answerer_lm(answerer: Answerer, max_output_len: int, seed: int = 0) -> Any:
             self.calls: list[tuple[str, int]] = []
 
         def _send(self, kind: str, instances: list[Any]) -> list[Any]:
+            if kind != "generate_until" and instances:
+                check_capabilities([kind], capabilities, str(instances[0].task_name))
             requests = [to_request(inst, max_output_len, seed) for inst in instances]
             self.calls.append((kind, len(requests)))
             if kind == "generate_until":
