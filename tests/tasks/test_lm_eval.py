@@ -196,6 +196,10 @@ def test_recorded_reference_then_paired_check_and_dry_run(tasks, script, tmp_pat
     common = [f"backend.script={script}", f"reference.dir={refs}"]
     recorded = run(job(tasks, tmp_path, "arc_local", *common, "reference.mode=record", f"output_dir={tmp_path / 'r'}"))
     assert recorded.exit_status == 0 and "lm_eval_arc_local" in (refs / "lm_eval_arc_local.yaml").read_text()
+    from runner.commands.plan_job import planned_job
+
+    planned = planned_job(["task=lm_eval", "task.lm_eval_task=arc_local", f"task.include_path={tasks}", "backend=fake", *common])
+    assert planned.metric == "acc" and planned.reference.value == recorded.score == 50.0
     line = dry_run(typed(job(tasks, tmp_path, "arc_local", *common)))
     assert "n=4, 16 requests; cache: 16 of 16 stored" in line  # the recording run's answers, from the cache
     checked = run(job(tasks, tmp_path, "arc_local", *common, "quant=w4a16", "reference.against=baseline", "reference.mode=check",
