@@ -10,6 +10,7 @@ refused before any task file is loaded, naming the files that would run code.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 from dataclasses import dataclass
@@ -64,11 +65,20 @@ def check_include_path(include_path: str | None, trusted: bool) -> Path | None:
     return root
 
 
+def check_installed() -> None:
+    """lm-evaluation-harness importable, or a message that says how to install it."""
+    if importlib.util.find_spec("lm_eval") is None:
+        raise ConfigError("task=lm_eval needs lm-evaluation-harness, which is not installed",
+                          where="python package lm_eval", given="not importable",
+                          fix='pip install "lm-eval==0.4.13" (or `pip install -e ".[harness]"` in this project)')
+
+
 def load_subtasks(name: str, include_path: Path | None) -> list[Subtask]:
     """The leaf tasks of ``name`` (one for a task, its subtasks for a group), sorted by name.
 
     Local YAMLs are indexed alone first (indexing lm-eval's thousands of installed tasks takes seconds);
     a name they do not define is looked up among the installed tasks."""
+    check_installed()
     from lm_eval.tasks import TaskManager
 
     manager = None
