@@ -102,7 +102,7 @@ def test_group_subtasks_are_clusters_and_subsets_stratified(tasks, tmp_path):
     assert prepare(typed(job(tasks, tmp_path, "mmlu_local"))).task.cluster_key == "subtask"
 
 
-def test_generation_filters_and_rolling_loglikelihood(tasks, tmp_path):
+def test_generation_filters_and_rolling_loglikelihood(tasks, tmp_path, caplog):
     gen = run(job(tasks, tmp_path, "gsm8k_local", "backend.default_answer='so 12, then 71 in all'"))
     got = rows(tmp_path)
     # the regex filter keeps the last number: "71" is the first document's answer (Ali: 21 + 50)
@@ -110,7 +110,9 @@ def test_generation_filters_and_rolling_loglikelihood(tasks, tmp_path):
     assert [got[f"gsm8k_local/{i}"]["score"] for i in (1, 2)] == [0.0, 0.0] and gen.metrics["exact_match"] == 100 / 3
     # 1-shot from the same split: the example is another document, never the one asked
     assert got["gsm8k_local/0"]["prompt"].count("Question:") == 2
-    run(job(tasks, tmp_path, "corpus_rolling", f"output_dir={tmp_path / 'roll'}"))
+    with caplog.at_level("WARNING", logger="runner"):  # the fake counts words: 300 characters are > 20 "tokens"
+        run(job(tasks, tmp_path, "corpus_rolling", "task.max_input_len=20", f"output_dir={tmp_path / 'roll'}"))
+    assert "3 of 3 rolling texts have more tokens than task.max_input_len=20" in caplog.text
     for r in rows(tmp_path, "roll").values():
         ll, words = r["meta"]["lm_eval"]["word_perplexity"]
         assert words == len(r["target"].split()) and r["score"] == pytest.approx(2.718281828459045 ** (-ll / words))

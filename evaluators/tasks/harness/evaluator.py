@@ -21,6 +21,7 @@ cache; lm-eval's filters and ``process_results`` score each document; the runner
 from __future__ import annotations
 
 import json
+import logging
 import zlib
 from typing import Any, Sequence
 
@@ -35,6 +36,7 @@ from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.requests import Request, Response
 
+log = logging.getLogger("runner")
 # lm-eval metrics whose values are fractions of 1: shown in percent (scale 100) like our references
 FRACTION_METRICS = ("acc", "acc_norm", "acc_bytes", "acc_mutual_info", "exact_match", "f1", "mcc", "brier_score",
                     "prompt_level_strict_acc", "prompt_level_loose_acc", "inst_level_strict_acc",
@@ -81,6 +83,7 @@ class HarnessEvaluator(Evaluator):
         self._docs: dict[str, Any] = {}
         self._built: dict[str, tuple[Subtask, Any, list[Any]]] = {}
         self._seed = 0
+        self._count: Any = None
 
     # ------------------------------------------------------------------ set-up
     def _configure(self, task: Any) -> None:
@@ -135,6 +138,23 @@ class HarnessEvaluator(Evaluator):
             parts.append("fewshot_as_multiturn=true")
         return ",".join(parts)
 
+    def use_token_counter(self, count: Any) -> None:
+        """The backend's tokenizer: rolling texts longer than the input window are found before any request."""
+        self._count = count
+
+    def _check_rolling(self, samples: list[Sample]) -> None:
+        """Warn about rolling texts longer than ``task.max_input_len``: lm-eval scores them whole in windows, here
+        they are scored on their last tokens (a different number than lm-eval's)."""
+        texts = [self._built[s.id][2][0].args[0] for s in samples
+                 if self._built[s.id][2][0].request_type == "loglikelihood_rolling"]
+        if not texts or self._count is None:
+            return
+        long = sum(n >= self.config.max_input_len for n in self._count(texts))
+        if long:
+            log.warning("%d of %d rolling texts have more tokens than task.max_input_len=%d and are scored on their "
+                        "last tokens (lm-eval scores them whole, in windows): raise task.max_input_len to compare",
+                        long, len(texts), self.config.max_input_len)
+
     # ------------------------------------------------------------------ samples
     def docs(self, sub: Subtask) -> Any:
         if sub.name not in self._docs:
@@ -149,6 +169,7 @@ class HarnessEvaluator(Evaluator):
             ids = self.seeded_subset(len(self.docs(sub)), sizes[sub.name], seed, f"lm_eval:{sub.name}")
             sub.task.set_fewshot_seed(seed=self.config.fewshot_seed)  # lm-eval's sampler walks the docs in order
             out += [self._build(sub, doc_id) for doc_id in ids]
+        self._check_rolling(out)
         return out
 
     def _build(self, sub: Subtask, doc_id: int) -> Sample:
