@@ -79,7 +79,8 @@ class HarnessEvaluator(Evaluator):
         self.uses_loglikelihood = needs_loglikelihood(self.output_types)
         self.loglikelihood_fix = loglikelihood_fix(self.output_types, config.lm_eval_task)
         self._resolve_metric()
-        self.source_used = "lm-eval task files (" + ("installed" if include is None else str(include)) + ")"
+        # where the task files came from, not their path: a checkout elsewhere still pairs (task_hash is the protocol)
+        self.source_used = "lm-eval tasks (" + ("installed" if include is None else "task.include_path") + ")"
         self._docs: dict[str, Any] = {}
         self._built: dict[str, tuple[Subtask, Any, list[Any]]] = {}
         self._seed = 0
