@@ -98,7 +98,8 @@ def encode_pair(tokenizer: Any, chat: ChatFormat, context: str, continuation: st
     whole = list(tokenizer(context + continuation, add_special_tokens=special)["input_ids"])
     ctx = list(tokenizer(context, add_special_tokens=special)["input_ids"])
     if not ctx:
-        ctx = [tokenizer.bos_token_id or tokenizer.eos_token_id]
+        # BOS, or EOS without one (lm-eval's prefix token): a BOS of id 0 is a BOS
+        ctx = [tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id]
         return ctx, list(tokenizer(continuation, add_special_tokens=False)["input_ids"])
     return ctx, whole[len(ctx):]
 

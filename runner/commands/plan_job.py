@@ -61,6 +61,7 @@ def planned_job(overrides: list[str]) -> PlannedJob:
                           fix=" ".join(str(err).split())[:400]) from None
     config = typed(cfg)
     t = config.task
+    build(t, "task")  # a task whose metric and direction come from its definition (task=lm_eval) writes them first
     check_params(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better, where="task")
     defaults = HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
     ref_dir = Path(config.reference.dir) if config.reference.dir else default_reference_dir()

@@ -44,12 +44,14 @@ def prepare(config: RunnerConfig) -> Job:
     check_architecture(model)
     check_lengths(model, task.max_input_len, task.max_output_len)
     validate_stats(config.stats)
+    # built first: a task whose metric and direction come from its definition (task=lm_eval) writes them into
+    # the config before the statistics read them
+    evaluator = build(task, "task")
     check_params(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better, where="task")
     defaults = HypothesisParams(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better)
     limits = TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size, task.guided_decoding)
     check_sampling(task.sampling)
     chat = ChatFormat(task.apply_chat_template, task.system_prompt, template_kwargs(task.chat_template_kwargs))
-    evaluator = build(task, "task")
     backend = build(config.backend, "backend", model=model, quant=quant, limits=limits, chat=chat)
     if evaluator.uses_loglikelihood and not backend.capabilities.loglikelihood:
         raise ConfigError("this backend cannot score log-likelihood requests", where=f"backend={config.backend.name}",

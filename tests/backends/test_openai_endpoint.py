@@ -111,6 +111,27 @@ def test_a_verdict_against_the_recorded_reference(proxy, tmp_path):
     assert any("declared in the config, not read back" in note for note in report["notes"])
 
 
+def test_an_lm_eval_generation_task_gets_a_paired_verdict_and_a_loglikelihood_task_is_refused(proxy, tmp_path):
+    """task=lm_eval on the served model: a generation task recorded in process (backend=hf) and checked through the
+    server (the same greedy texts, the paired test); a multiple-choice task is refused before any request."""
+    from tests.helpers.lm_eval_tasks import write_tasks
+
+    tasks, refs = write_tasks(tmp_path, gsm8k_rows=2), tmp_path / "refs"
+    base = ["task=lm_eval", "task.lm_eval_task=gsm8k_local", f"task.include_path={tasks}",
+            "task.gen_kwargs='max_gen_toks=8'", f"reference.dir={refs}", "tracking=none", "cache.enabled=false"]
+    ok(run_in_process(["backend=hf", "backend.dtype=float32", *base, "reference.mode=record",
+                       f"output_dir={tmp_path / 'record'}"], tmp_path))
+    ok(run_in_process([*endpoint(proxy, "backend.max_concurrency=1"), *base, f"output_dir={tmp_path / 'check'}"],
+                      tmp_path))
+    report = json.loads((tmp_path / "check" / "report.json").read_text())
+    assert report["decision"]["rule"] == "paired" and report["decision"]["passed"] is True
+    assert samples(tmp_path / "check") == samples(tmp_path / "record") and proxy.forwarded == 2
+    refused = run_in_process([*endpoint(proxy), *base[:1], "task.lm_eval_task=arc_local", *base[2:],
+                              f"output_dir={tmp_path / 'mc'}"], tmp_path)
+    assert refused.returncode == 1 and "lm-eval task arc_local is multiple_choice" in refused.stderr
+    assert proxy.forwarded == 2
+
+
 def test_retries_ride_out_an_overloaded_server_and_the_last_error_says_where(proxy, tmp_path):
     base = [*MMLU, TWO, "reference.mode=skip", "tracking=none", "cache.enabled=false",
             "backend.max_concurrency=1"]

@@ -32,3 +32,18 @@ def test_left_truncation_keeps_the_added_bos_in_front():
     req = GenerationRequest(prompt="a bb ccc dddd eeeee", max_tokens=4, truncation="left")
     ids = encode_request(BosTokenizer(), ChatFormat(True, None), req, 4)
     assert ids == [1, 104, 105, 111]  # added BOS, then the last three tokens ("dddd eeeee <assistant>")
+
+
+def test_an_empty_context_is_the_bos_token_even_when_its_id_is_0():
+    """lm-eval's prefix token: BOS when the tokenizer has one (id 0 included), else EOS."""
+    from runner.backends.prompting import encode_pair
+
+    class Plain:
+        bos_token_id, eos_token_id = 0, 2
+
+        def __call__(self, text, add_special_tokens=True):
+            return {"input_ids": [100 + len(w) for w in text.split()]}
+
+    assert encode_pair(Plain(), ChatFormat(), "", "ab cde") == ([0], [102, 103])
+    Plain.bos_token_id = None
+    assert encode_pair(Plain(), ChatFormat(), "", "ab cde") == ([2], [102, 103])

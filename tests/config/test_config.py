@@ -22,11 +22,13 @@ def options(group: str) -> list[str]:
 
 @pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in options(g)])
 def test_every_option_composes(group, option):
-    cfg = compose([f"{group}={option}", "output_dir=/tmp/x"])
+    # task=lm_eval needs the lm-eval task's name and is named after it (lm_eval_<task>)
+    required = ["task.lm_eval_task=hellaswag"] if (group, option) == ("task", "lm_eval") else []
+    cfg = compose([f"{group}={option}", "output_dir=/tmp/x", *required])
     # SCORE tasks name themselves after the task and its dataset (score_prompt -> score_prompt_mmlu_pro);
     # a preset of a task carries the task's name (perplexity_slimpajama -> perplexity, one reference file)
     assert cfg[group].name == option or (option.startswith("score_") and cfg[group].name.startswith(option + "_")) \
-        or (group == "task" and option.startswith(cfg[group].name + "_"))
+        or (group == "task" and option.startswith(cfg[group].name + "_")) or (required and cfg.task.name == "lm_eval_hellaswag")
     OmegaConf.to_object(cfg[group] if group != "task" else cfg.task)  # schema-valid
 
 

@@ -1,0 +1,45 @@
+"""Any lm-evaluation-harness task (``task=lm_eval``): lm-eval's task definitions, our backends, caching,
+references and statistics. The config is here; ``loading`` finds and trusts the task files, ``translate``
+maps lm-eval's requests to ours and back, ``model`` is an lm-eval model over our answerer, ``evaluator``
+is the task itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from omegaconf import MISSING
+
+from runner.contract.task_config import TaskConfig
+
+
+@dataclass
+class HarnessTaskConfig(TaskConfig):
+    """An lm-evaluation-harness task or group, run by the runner (evaluators/tasks/harness/)."""
+
+    # a task or group name known to lm-eval's TaskManager (installed tasks, or the YAMLs under include_path)
+    lm_eval_task: str = MISSING
+    include_path: Optional[str] = None  # a directory of local task YAMLs, searched before the installed tasks
+    # YAMLs under include_path may run Python (!function) only when this is true (as model.trust_remote_code)
+    trust_include_code: bool = False
+    num_fewshot: Optional[int] = None  # null: the task's own num_fewshot (0 when it has none)
+    fewshot_seed: int = 1234  # lm-eval's --fewshot_random_seed default
+    # "auto": the task's first metric; its direction always comes from lm-eval's higher_is_better
+    metric: str = "auto"
+    filter: str = "auto"  # which of the task's filter pipelines scores (e.g. strict-match); auto: the first
+    # lm-eval's per-sample values times this; null: 100 for lm-eval's fractions (acc, exact_match...) so they read in
+    # percent like our references, else 1 (perplexities, BLEU)
+    scale: Optional[float] = None
+    fewshot_as_multiturn: bool = False  # with apply_chat_template: few-shot examples as separate chat turns
+    # lm-eval's --gen_kwargs syntax ("max_gen_toks=64,temperature=0"), merged over the task's generation_kwargs
+    gen_kwargs: Optional[str] = None
+    # meta field naming each sample's subtask: a group's subtasks are its clusters (stats.cluster=auto)
+    cluster_key: Optional[str] = "subtask"
+    chance_level: Optional[float] = None  # multiple choice: 100 / options, else none
+    max_input_len: int = 4096
+    max_output_len: int = 256  # lm-eval's default max_gen_toks; a task's own max_gen_toks wins up to this
+    max_batch_size: int = 32
+
+
+CONFIG = HarnessTaskConfig
+"""The task's schema, registered as ``schema_task_harness``."""

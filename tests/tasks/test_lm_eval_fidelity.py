@@ -1,0 +1,89 @@
+"""Fidelity: on the embedded model in float32, task=lm_eval's per-document scores and aggregates equal lm-eval's
+own CLI (``lm_eval --model hf ... --log_samples``) on the same local tasks, for the three request types: multiple
+choice (log-likelihood), generation and rolling log-likelihood. The expected values are read from lm-eval's
+output files; one CLI run covers the three tasks, so the model loads once there."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+
+import pytest
+
+from tests.conftest import compose
+from tests.helpers.lm_eval_tasks import write_tasks
+
+TASKS = ("arc_local", "gsm8k_local", "corpus_rolling")
+
+
+@pytest.mark.e2e
+def test_scores_equal_lm_eval_cli_for_each_request_type(tmp_path):
+    import torch
+
+    from runner.files.assets import smollm2_checkpoint
+    from runner.job.answer import score_all
+    from runner.job.flow import typed
+    from runner.job.prepare import prepare
+
+    tasks = write_tasks(tmp_path, gsm8k_rows=2, corpus_docs=2, doc_chars=240)
+    model = smollm2_checkpoint()
+    env = dict(os.environ) | {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
+         "--tasks", ",".join(TASKS), "--include_path", str(tasks), "--log_samples", "--output_path",
+         str(tmp_path / "cli"), "--batch_size", "8", "--device", "cpu", "--gen_kwargs", "max_gen_toks=8"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    cli_s = time.monotonic() - started
+    results = json.loads(next((tmp_path / "cli").rglob("results_*.json")).read_text())["results"]
+    expected = {name: {r["doc_id"]: r for r in map(json.loads, next((tmp_path / "cli").rglob(f"samples_{name}_*.jsonl"))
+                                                   .read_text().splitlines())} for name in TASKS}
+
+    # the runner's side in this process, the model loaded once: each task's own job (prepare: its evaluator, the
+    # backend's config), its samples, and every request of a kind in one call (the job's answer step)
+    started = time.monotonic()
+    jobs = {name: prepare(typed(compose(["task=lm_eval", f"task.lm_eval_task={name}", f"task.include_path={tasks}",
+                                         "backend=hf", "backend.dtype=float32", "backend.num_threads=1",
+                                         "task.gen_kwargs='max_gen_toks=8'", "tracking=none", "reference.mode=skip",
+                                         f"output_dir={tmp_path / 'ours' / name}"]))) for name in TASKS}
+    ours, threads = {}, torch.get_num_threads()
+    try:
+        with jobs[TASKS[0]].backend as backend:  # one thread, as the CLI's OMP_NUM_THREADS=1
+            for name, job in jobs.items():
+                scored = score_all(job.evaluator, backend, job.evaluator.samples(50, 0))
+                ours[name] = (job.evaluator.aggregate(scored), {s.meta["doc_id"]: asdict(s) for s in scored})
+    finally:
+        torch.set_num_threads(threads)
+    print(f"lm_eval CLI {cli_s:.1f} s, runner {time.monotonic() - started:.1f} s", file=sys.stderr)
+
+    metrics, rows = ours["arc_local"]
+    assert sorted(rows) == sorted(expected["arc_local"]) == [0, 1, 2, 3]
+    for doc_id, row in rows.items():
+        assert row["meta"]["lm_eval"] == {m: expected["arc_local"][doc_id][m] for m in ("acc", "acc_norm")}
+        assert row["meta"]["prompt_hash"] == expected["arc_local"][doc_id]["prompt_hash"]
+        assert row["meta"]["doc_hash"] == expected["arc_local"][doc_id]["doc_hash"]
+    assert metrics["lm_eval/acc"] == results["arc_local"]["acc,none"]
+    assert metrics["lm_eval/acc_norm"] == results["arc_local"]["acc_norm,none"]
+
+    metrics, rows = ours["gsm8k_local"]
+    assert sorted(rows) == sorted(expected["gsm8k_local"]) == [0, 1]
+    for doc_id, row in rows.items():
+        cli = expected["gsm8k_local"][doc_id]
+        assert row["meta"]["response"] == cli["resps"][0][0]  # the same greedy text, before the filter
+        assert row["prediction"] == cli["filtered_resps"][0] and row["meta"]["lm_eval"]["exact_match"] == cli["exact_match"]
+        assert row["meta"]["prompt_hash"] == cli["prompt_hash"]  # the same 1-shot example was drawn
+    assert metrics["lm_eval/exact_match"] == results["gsm8k_local"]["exact_match,last-number"]
+
+    metrics, rows = ours["corpus_rolling"]
+    assert sorted(rows) == sorted(expected["corpus_rolling"]) == [0, 1]
+    for doc_id, row in rows.items():
+        ll, words = row["meta"]["lm_eval"]["word_perplexity"]
+        cli_ll, cli_words = expected["corpus_rolling"][doc_id]["word_perplexity"]
+        assert words == cli_words and ll == pytest.approx(cli_ll, rel=1e-4)
+    for metric in ("word_perplexity", "byte_perplexity", "bits_per_byte"):
+        assert metrics[f"lm_eval/{metric}"] == pytest.approx(results["corpus_rolling"][f"{metric},none"], rel=1e-4)
