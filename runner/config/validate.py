@@ -100,6 +100,8 @@ def _check_metric(cfg: DictConfig) -> None:
     schema = OmegaConf.get_type(task) if isinstance(task, DictConfig) else None
     if schema is None or not dataclasses.is_dataclass(schema) or "metric" not in task:
         return
+    if getattr(schema, "METRICS_FROM_DEFINITION", False):
+        return
     declared = tuple(getattr(schema, "METRICS", ()))
     allowed = declared or ({f.name: f.default for f in dataclasses.fields(schema)}.get("metric"),)
     if task.metric not in allowed:

@@ -82,6 +82,9 @@ class TaskConfig:
     """Parameters every task has: the metric, the statistics and the length limits."""
 
     METRICS: ClassVar[tuple[str, ...]] = ()  # the metrics the task computes; empty: only ``metric``'s default
+    # True where the metrics come from the task's own definition, known only once it is loaded (task=lm_eval):
+    # the task checks ``metric`` itself when it is built, not the composed config
+    METRICS_FROM_DEFINITION: ClassVar[bool] = False
     _target_: str = MISSING
     name: str = MISSING
     metric: str = "accuracy"

@@ -25,7 +25,7 @@ def test_scores_equal_lm_eval_cli_for_each_request_type(tmp_path):
     import torch
 
     from runner.files.assets import smollm2_checkpoint
-    from runner.job.answer import score_all
+    from runner.job.answer import job_requests, score_all
     from runner.job.flow import typed
     from runner.job.prepare import prepare
 
@@ -55,7 +55,8 @@ def test_scores_equal_lm_eval_cli_for_each_request_type(tmp_path):
     try:
         with jobs[TASKS[0]].backend as backend:  # one thread, as the CLI's OMP_NUM_THREADS=1
             for name, job in jobs.items():
-                scored = score_all(job.evaluator, backend, job.evaluator.samples(50, 0))
+                samples = job.evaluator.samples(50, 0)
+                scored = score_all(job.evaluator, backend, samples, job_requests(job.evaluator, samples, job.task.sampling))
                 ours[name] = (job.evaluator.aggregate(scored), {s.meta["doc_id"]: asdict(s) for s in scored})
     finally:
         torch.set_num_threads(threads)

@@ -6,7 +6,7 @@ is the task itself."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import ClassVar, Optional
 
 from omegaconf import MISSING
 
@@ -17,6 +17,7 @@ from runner.contract.task_config import TaskConfig
 class HarnessTaskConfig(TaskConfig):
     """An lm-evaluation-harness task or group, run by the runner (evaluators/tasks/harness/)."""
 
+    METRICS_FROM_DEFINITION: ClassVar[bool] = True  # lm-eval's metric_list, checked when the task loads
     # a task or group name known to lm-eval's TaskManager (installed tasks, or the YAMLs under include_path)
     lm_eval_task: str = MISSING
     include_path: Optional[str] = None  # a directory of local task YAMLs, searched before the installed tasks
