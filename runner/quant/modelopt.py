@@ -130,6 +130,18 @@ def check_device(quant: Any, device_type: str) -> None:
         )
 
 
+def check_modelopt_installed() -> None:
+    """A :class:`BackendUnavailable` when ModelOpt is not installed, found without importing it: the import
+    takes 10-20 s on CPU, paid once the model loads, not by a check (or a dry run) that loads nothing."""
+    import importlib.util
+
+    if importlib.util.find_spec("modelopt") is None:
+        raise BackendUnavailable(
+            "quantized specs on backend=hf need NVIDIA ModelOpt (nvidia-modelopt), which is not installed",
+            where="backend=hf with a quantized quant option", given="no module named 'modelopt'",
+            fix=f"{INSTALL_HINT} (CPU wheels work), or use quant=none")
+
+
 def import_modelopt() -> tuple[Any, Any, str]:
     """``(mtq, mto, version)``, or a :class:`BackendUnavailable` that says what to install."""
     try:
