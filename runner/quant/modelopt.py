@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib.util
 import io
 import logging
 import sys
@@ -133,8 +134,6 @@ def check_device(quant: Any, device_type: str) -> None:
 def check_modelopt_installed() -> None:
     """A :class:`BackendUnavailable` when ModelOpt is not installed, found without importing it: the import
     takes 10-20 s on CPU, paid once the model loads, not by a check (or a dry run) that loads nothing."""
-    import importlib.util
-
     if importlib.util.find_spec("modelopt") is None:
         raise BackendUnavailable(
             "quantized specs on backend=hf need NVIDIA ModelOpt (nvidia-modelopt), which is not installed",
