@@ -21,34 +21,57 @@ from runner.cache import generations
 from runner.config.schemas import RunnerConfig
 from runner.contract.errors import UserError
 from runner.contract.requests import Request
+from runner.contract.spec import AccuracySpec
 from runner.job.prepare import prepare
 from runner.job.state import Job
+from runner.references import store as references
 from runner.tracking.trackers import sqlite_path
 
 log = logging.getLogger("runner")
 
 
-def dry_run(cfg: RunnerConfig, position: str = "") -> str:
-    """The job's line: n, cached requests, estimated time; printed and returned."""
+def dry_run(cfg: RunnerConfig, position: str = "", asked_num_samples: int | None = None) -> str:
+    """The job's line: n, cached requests, estimated time; printed and returned. ``asked_num_samples``: the n the
+    run set (:func:`runner.job.flow.asked_num_samples`); None, as for a real job, takes the reference entry's."""
     job = prepare(cfg)
     head = f"{position}{cfg.quant.name}-{cfg.task.name} ({cfg.model.hf_id}, backend={cfg.backend.name}): "
     uncounted = use_tokenizer(job)
+    n, whose = job_num_samples(job, asked_num_samples)
     try:
-        samples = job.evaluator.samples(job.defaults.num_samples, cfg.seed)
+        samples = job.evaluator.samples(n, cfg.seed)
     except UserError:  # the subset depends on the model's tokenizer (length filters): known once it loads
-        n = job.defaults.num_samples
-        line = (head + f"n={n} (drawn by the model's token counts once it loads); cache: not counted"
+        line = (head + f"n={n}{whose} (drawn by the model's token counts once it loads); cache: not counted"
                 f"{uncounted}; estimate: {estimate_seconds(cfg, job, n, None, 0)}")
         print(line, flush=True)
         return line
     requests = [r for s in samples for r in job.evaluator.requests(s)]
     cached = cached_requests(cfg, job, requests)
     estimate = estimate_seconds(cfg, job, len(samples), cached, len(requests))
-    line = (head + f"n={len(samples)}, {len(requests)} requests; cache: "
+    line = (head + f"n={len(samples)}{whose}, {len(requests)} requests; cache: "
             + ("off" if cached is None else f"{cached} of {len(requests)} stored")
             + f"; estimate: {estimate}")
     print(line, flush=True)
     return line
+
+
+def job_num_samples(job: Job, asked: int | None) -> tuple[int, str]:
+    """The n the real job would draw, and whose it is: the n the run set; else, when judged against a reference,
+    the matching entry's n (looked up as ``runner.plan`` looks it up: the dtype is known once the model loads,
+    so any dtype's entry matches); else the task's."""
+    if asked is not None or job.mode != "check":
+        return job.defaults.num_samples, ""
+    config = job.config
+    baseline = config.reference.against == "baseline"
+    spec = AccuracySpec(dtype="auto", quant_algo=None if baseline else job.quant.quant_algo,
+                        kv_cache_quant_algo=None if baseline else job.quant.kv_cache_quant_algo,
+                        extra_acc_spec=job.evaluator.extra_acc_spec())
+    try:
+        entry = references.lookup(job.ref_dir, job.task.name, job.task.metric, job.model.hf_id, spec, job.defaults)
+    except UserError:
+        return job.defaults.num_samples, " (the task's; no reference entry matches before the model loads)"
+    if entry.params.num_samples == job.defaults.num_samples:
+        return entry.params.num_samples, ""
+    return entry.params.num_samples, f" (the reference entry's: {entry.path.name}, entry {entry.index})"
 
 
 def use_tokenizer(job: Job) -> str:

@@ -8,7 +8,7 @@ import pytest
 
 from runner.backends.fake import FakeBackend
 from runner.job.dry_run import dry_run, seconds_per_computed_sample
-from runner.job.flow import run, typed
+from runner.job.flow import asked_num_samples, run, typed
 from tests.conftest import compose
 
 
@@ -34,6 +34,27 @@ def test_a_backend_that_counts_tokens_only_once_loaded_says_so(tmp_path, monkeyp
     line = dry_run(typed(_perplexity(tmp_path, "tracking=none")))
     assert "n=3 (drawn by the model's token counts once it loads); cache: not counted " \
            "(backend=fake counts tokens only with its model loaded)" in line
+
+
+def test_a_run_that_sets_no_n_is_counted_at_the_reference_entrys_n(tmp_path):
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "perplexity.yaml").write_text(  # the fake backend's perplexity entry, recorded on 5 documents
+        "HuggingFaceTB/SmolLM2-135M-Instruct:\n"
+        "  - extra_acc_spec: corpus=pydoc_topics-32e8236b,min_tokens=256,max_input_len=512\n"
+        "    perplexity: 1.0\n    num_samples: 5\n")
+
+    def line(*extra: str) -> str:
+        cfg = compose(["backend=fake", "task=perplexity", "tracking=none", f"reference.dir={refs}",
+                       f"cache.path={tmp_path / 'gen.sqlite'}", f"output_dir={tmp_path / 'out'}", *extra])
+        config = typed(cfg)
+        return dry_run(config, "", asked_num_samples(cfg, config))
+
+    assert "n=5 (the reference entry's: perplexity.yaml, entry 0), 5 requests" in line()  # as the real job would
+    assert "n=3, 3 requests" in line("task.num_samples=3")  # an n the run sets wins
+    # no reference: the task's n=40, of which the corpus has 37 documents of 256 words (the fake counts words)
+    assert "n=37, 37 requests" in line("reference.mode=skip")
+    assert "(the task's; no reference entry matches before the model loads)" in line("task.min_tokens=300")
 
 
 @pytest.mark.parametrize("metrics, expected", [
