@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
 
 from tests.conftest import ROOT, SESSION_GENERATION_CACHE
 
@@ -100,6 +102,7 @@ def run_as_printed(command: Command, cwd: Path) -> tuple[int, str]:
     argv, out = [command.module, *sized(command)], io.StringIO()
     root = logging.getLogger()
     saved = (sys.argv, root.handlers[:], root.level, signal.getsignal(signal.SIGTERM), dict(os.environ))
+    hydra_config = HydraConfig.instance().cfg  # a later in-process job must not believe it runs in this sweep
     code: int | str | None = 0
     try:
         sys.argv = argv
@@ -114,9 +117,8 @@ def run_as_printed(command: Command, cwd: Path) -> tuple[int, str]:
         signal.signal(signal.SIGTERM, sigterm)
         os.environ.clear()
         os.environ.update(environ)
-        from hydra.core.global_hydra import GlobalHydra
-
         GlobalHydra.instance().clear()
+        HydraConfig.instance().cfg = hydra_config
     return (code if isinstance(code, int) else 1 if code else 0), out.getvalue()
 
 
