@@ -4,13 +4,14 @@ Starts a real ``mlflow server`` on 127.0.0.1 with a fresh sqlite store, runs the
 ``python -m runner experiment=embedded_gate`` against it (or ``--sweep`` overrides of your own),
 then opens the UI in headless Chromium (Playwright driving the system's chromium) and saves:
 
-- ``mlflow_runs.png``: the experiment's runs table, parent and children, with the verdict, score,
-  reference and delta columns;
-- ``mlflow_parent.png``: the sweep's parent run (its verdict tag, the summary artifacts);
+- ``mlflow_runs.png``: the experiment's runs table at the address the docs print
+  (``/#/experiments/<id>/runs``), parent and children, with the verdict, score, reference and delta columns;
+- ``mlflow_parent.png``: the sweep's parent run: its description names the children that regressed and
+  holds the summary table; its ``sweep.regressed`` tag;
 - ``mlflow_child.png``: the w4a16 perplexity run: description (the verdict block), metrics, tags;
 - ``mlflow_flipped.png``: that run's ``flipped_samples.json`` table.
 
-    pip install playwright==1.65.2 && apt-get install chromium    # once
+    pip install playwright==1.65.2 && apt-get install chromium    # once (or pip install --target DIR, then PYTHONPATH=DIR)
     python tools/mlflow_screenshots.py [--out docs/img] [--chromium /usr/bin/chromium] [--sweep ...]
     python tools/mlflow_screenshots.py --store /tmp/runner-screens-XXXX    # again, on the runs of an earlier call
 """
@@ -63,12 +64,14 @@ def shoot(uri: str, out: Path, chromium: str, experiment: str) -> list[Path]:
     exp = client.get_experiment_by_name(experiment)
     runs = client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
     parent = next(r for r in runs if r.data.tags.get("sweep") == "parent")
-    child = next((r for r in runs if r.info.run_name == "w4a16-perplexity"), runs[-1])
+    child = next((r for r in runs if r.data.tags.get("quant") == "w4a16" and r.data.tags.get("task") == "perplexity"),
+                 runs[-1])
     base = f"{uri}/#/experiments/{exp.experiment_id}"
     ml = "workflowType=machine_learning"
-    shots = [("mlflow_runs.png", f"{base}/runs?{ml}", 620, True),
-             ("mlflow_parent.png", f"{base}/runs/{parent.info.run_id}?{ml}", 1100, False),
-             ("mlflow_child.png", f"{base}/runs/{child.info.run_id}?{ml}", 1300, False),
+    # the runs table at the address docs/mlflow.md prints (and each job prints): it must open on the table itself
+    shots = [("mlflow_runs.png", f"{base}/runs", 620, True),
+             ("mlflow_parent.png", f"{base}/runs/{parent.info.run_id}?{ml}", 1250, False),
+             ("mlflow_child.png", f"{base}/runs/{child.info.run_id}?{ml}", 950, False),
              ("mlflow_flipped.png", f"{base}/runs/{child.info.run_id}/artifacts/flipped_samples.json?{ml}", 900, False)]
     written = []
     with sync_playwright() as pw:
@@ -82,24 +85,46 @@ def shoot(uri: str, out: Path, chromium: str, experiment: str) -> list[Path]:
             if close.count():
                 close.first.click()  # the assistant side panel
             if table:
-                show_columns(page, ["verdict", "delta", "score", "reference", "p_value"])
+                show_columns(page, metrics=["reference", "score"], tags=["verdict", "delta", "p_value"],
+                             hidden=["Source", "Models"])
+            more = page.get_by_text("Show more", exact=True)
+            if not table and more.count():
+                more.first.click()  # the whole description: the parent's summary table, a child's report
+                time.sleep(1)
             page.screenshot(path=str(out / name))
             written.append(out / name)
         browser.close()
     return written
 
 
-def show_columns(page: Any, names: list[str]) -> None:
-    """The runs table as a reviewer wants it: the sweep's jobs under the parent, the verdict columns shown."""
-    page.locator('[data-testid="column-selection-dropdown"]').first.click()
+def show_columns(page: Any, metrics: list[str], tags: list[str], hidden: list[str]) -> None:
+    """The runs table as a reviewer wants it: the sweep's jobs under the parent, the decision's columns shown
+    (found with the Columns menu's search box: a name is both a metric and a tag, and the tag reads better)."""
+    page.get_by_role("button", name="Columns").first.click()
     time.sleep(1)
-    for name in names:
-        for item in page.get_by_text(name, exact=True).all():
-            item.click(timeout=3000)
+    search = page.get_by_placeholder("Search columns")
+    for name in hidden:
+        search.fill(name)
+        time.sleep(1)
+        page.get_by_text(name, exact=True).last.click(timeout=3000)
+    for names, pick in ((metrics, "first"), (tags, "last")):
+        for name in names:
+            search.fill(name)
+            time.sleep(1)
+            items = page.get_by_text(name, exact=True)
+            getattr(items, pick).click(timeout=3000)
     page.keyboard.press("Escape")
     expand = page.locator(".ag-row button")
     if expand.count():
         expand.first.click()
+    created = page.get_by_text("Created", exact=True).first.bounding_box()
+    if created:  # drag the border left of "Created" until <model>/<quant>-<task> fits in the name column
+        x, y = created["x"] - 13, created["y"] + created["height"] / 2
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.move(x + 85, y, steps=8)
+        page.mouse.up()
+        page.mouse.move(5, 5)  # no tooltip over the table
     time.sleep(3)
 
 

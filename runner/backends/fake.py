@@ -121,3 +121,6 @@ class FakeBackend(ConfiguredBackend):
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(t.split()) for t in texts]
+
+    def tokenizer_counter(self) -> Any:
+        return self.count_tokens  # words: no model to load

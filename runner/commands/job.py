@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from runner.contract.errors import EXIT_ERROR, EXIT_OK, UserError
 from runner.job.dry_run import dry_run
-from runner.job.flow import run, typed
+from runner.job.flow import asked_num_samples, run, typed
 from runner.reports.ci import JobLabel, publish_job
 from runner.reports.config import ReportConfig
 from runner.sweep.callback import print_crash, record_failure
@@ -42,7 +42,8 @@ def run_job(cfg: DictConfig) -> int:
                 if device is not None:
                     cfg.backend.device = device  # written into the job's config, hence logged with the run
         if cfg.dry_run:
-            dry_run(typed(cfg), where)
+            config = typed(cfg)
+            dry_run(config, where, asked_num_samples(cfg, config))
             status = EXIT_OK
         else:
             outcome = run(cfg)

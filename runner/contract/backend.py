@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.contract.spec import AccuracySpec
@@ -130,3 +130,8 @@ class Backend(ABC):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts`` (only where ``capabilities.token_counter``)."""
         raise NotImplementedError(f"{type(self).__name__} counts no tokens")
+
+    def tokenizer_counter(self) -> Callable[[Sequence[str]], list[int]] | None:
+        """Token counts as :meth:`count_tokens` gives them, without entering the backend (no weights loaded,
+        no server started): a dry run draws a length-filtered subset with it. None where it needs the model."""
+        return None

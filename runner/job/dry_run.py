@@ -6,6 +6,10 @@ cache already holds (matched on the model's files, quant spec, backend settings,
 format: versions and device are known only once the model loads, so the count is what a rerun on
 the same host would find), and an estimate of the time from the throughput of earlier runs of the
 same model, quant, task and backend in MLflow.
+
+A task whose subset depends on the model's tokens (perplexity keeps documents of ``min_tokens``) is
+drawn with the backend's tokenizer alone (:meth:`Backend.tokenizer_counter`), so its requests are
+counted too; only a backend that cannot count tokens without its model leaves them uncounted.
 """
 
 from __future__ import annotations
@@ -17,32 +21,72 @@ from runner.cache import generations
 from runner.config.schemas import RunnerConfig
 from runner.contract.errors import UserError
 from runner.contract.requests import Request
+from runner.contract.spec import AccuracySpec
 from runner.job.prepare import prepare
 from runner.job.state import Job
+from runner.references import store as references
+from runner.tracking.trackers import sqlite_path
 
 log = logging.getLogger("runner")
 
 
-def dry_run(cfg: RunnerConfig, position: str = "") -> str:
-    """The job's line: n, cached requests, estimated time; printed and returned."""
+def dry_run(cfg: RunnerConfig, position: str = "", asked_num_samples: int | None = None) -> str:
+    """The job's line: n, cached requests, estimated time; printed and returned. ``asked_num_samples``: the n the
+    run set (:func:`runner.job.flow.asked_num_samples`); None, as for a real job, takes the reference entry's."""
     job = prepare(cfg)
     head = f"{position}{cfg.quant.name}-{cfg.task.name} ({cfg.model.hf_id}, backend={cfg.backend.name}): "
+    uncounted = use_tokenizer(job)
+    n, whose = job_num_samples(job, asked_num_samples)
     try:
-        samples = job.evaluator.samples(job.defaults.num_samples, cfg.seed)
+        samples = job.evaluator.samples(n, cfg.seed)
     except UserError:  # the subset depends on the model's tokenizer (length filters): known once it loads
-        n = job.defaults.num_samples
-        line = (head + f"n={n} (drawn by the model's token counts once it loads); cache: not counted; "
-                f"estimate: {estimate_seconds(cfg, job, n, None, 0)}")
+        line = (head + f"n={n}{whose} (drawn by the model's token counts once it loads); cache: not counted"
+                f"{uncounted}; estimate: {estimate_seconds(cfg, job, n, None, 0)}")
         print(line, flush=True)
         return line
     requests = [r for s in samples for r in job.evaluator.requests(s)]
     cached = cached_requests(cfg, job, requests)
     estimate = estimate_seconds(cfg, job, len(samples), cached, len(requests))
-    line = (head + f"n={len(samples)}, {len(requests)} requests; cache: "
+    line = (head + f"n={len(samples)}{whose}, {len(requests)} requests; cache: "
             + ("off" if cached is None else f"{cached} of {len(requests)} stored")
             + f"; estimate: {estimate}")
     print(line, flush=True)
     return line
+
+
+def job_num_samples(job: Job, asked: int | None) -> tuple[int, str]:
+    """The n the real job would draw, and whose it is: the n the run set; else, when judged against a reference,
+    the matching entry's n (looked up as ``runner.plan`` looks it up: the dtype is known once the model loads,
+    so any dtype's entry matches); else the task's."""
+    if asked is not None or job.mode != "check":
+        return job.defaults.num_samples, ""
+    config = job.config
+    baseline = config.reference.against == "baseline"
+    spec = AccuracySpec(dtype="auto", quant_algo=None if baseline else job.quant.quant_algo,
+                        kv_cache_quant_algo=None if baseline else job.quant.kv_cache_quant_algo,
+                        extra_acc_spec=job.evaluator.extra_acc_spec())
+    try:
+        entry = references.lookup(job.ref_dir, job.task.name, job.task.metric, job.model.hf_id, spec, job.defaults)
+    except UserError:
+        return job.defaults.num_samples, " (the task's; no reference entry matches before the model loads)"
+    if entry.params.num_samples == job.defaults.num_samples:
+        return entry.params.num_samples, ""
+    return entry.params.num_samples, f" (the reference entry's: {entry.path.name}, entry {entry.index})"
+
+
+def use_tokenizer(job: Job) -> str:
+    """Hand the task the backend's tokenizer-only counter, as a real job hands it the loaded model's;
+    returns why the counts are unavailable ("" when they are, or when the backend counts no tokens)."""
+    if not job.backend.capabilities.token_counter:
+        return ""
+    try:
+        counter = job.backend.tokenizer_counter()
+    except Exception as err:  # a tokenizer that cannot load without the model (a Hub id offline...): say so, go on
+        return f" (the tokenizer did not load without the model: {type(err).__name__}: {str(err)[:160]})"
+    if counter is None:
+        return f" (backend={job.config.backend.name} counts tokens only with its model loaded)"
+    job.evaluator.use_token_counter(counter)
+    return ""
 
 
 def cached_requests(cfg: RunnerConfig, job: Job, requests: list[Request]) -> int | None:
@@ -77,14 +121,20 @@ def cached_requests(cfg: RunnerConfig, job: Job, requests: list[Request]) -> int
 
 
 def estimate_seconds(cfg: RunnerConfig, job: Job, n: int, cached: int | None, total: int) -> str:
-    """Seconds per sample of earlier FINISHED runs of the same model/quant/task/backend, times the samples
-    still to compute (model loading not included)."""
+    """Seconds per computed sample of earlier FINISHED runs of the same model/quant/task/backend, times the
+    samples still to compute (model loading not included). A run that answered part of its requests from the
+    cache computed only the rest: its time is divided by the samples it computed (its cache misses' share);
+    a run answered wholly from the cache measured nothing."""
     if cfg.tracking.name != "mlflow":
         return "no history (tracking=none)"
+    uri = job.tracker.uri
+    db = sqlite_path(uri)
+    if db is not None and not db.is_file():  # no store yet: nothing to read, and a dry run creates nothing
+        return "no earlier run to measure from"
     try:
         from mlflow.tracking import MlflowClient
 
-        client = MlflowClient(tracking_uri=job.tracker.uri)
+        client = MlflowClient(tracking_uri=uri)
         experiment = client.get_experiment_by_name(cfg.tracking.experiment)
         if experiment is None:
             return "no earlier run to measure from"
@@ -94,11 +144,25 @@ def estimate_seconds(cfg: RunnerConfig, job: Job, n: int, cached: int | None, to
                                                  f"and tags.backend = '{cfg.backend.name}'"))
     except Exception as err:  # an estimate is a courtesy: never a reason to fail the dry run
         return f"unavailable ({type(err).__name__})"
-    rates = [r.data.metrics["eval_time_s"] / r.data.metrics["num_evaluated"] for r in runs
-             if r.data.metrics.get("num_evaluated") and r.data.metrics.get("cache_hits", 0) == 0
-             and "eval_time_s" in r.data.metrics]
+    rates = [rate for rate in (seconds_per_computed_sample(r.data.metrics) for r in runs) if rate is not None]
     if not rates:
-        return "no earlier uncached run to measure from"
+        if runs:
+            return f"no earlier run computed answers ({len(runs)} answered wholly from the cache)"
+        return "no earlier run to measure from"
     rate = sorted(rates)[len(rates) // 2]
-    todo = n if not cached or not total else n * (total - cached) / total
+    todo = n if cached is None or not total else n * (total - cached) / total
     return f"~{rate * todo:.0f} s of evaluation ({rate:.2f} s/sample, median of {len(rates)} earlier runs)"
+
+
+def seconds_per_computed_sample(metrics: dict[str, float]) -> float | None:
+    """An earlier run's evaluation time per sample it computed: ``eval_time_s`` over ``num_evaluated`` times
+    the share of its requests that missed the cache (all of them when it logged no cache counts); None
+    when it computed nothing or logged no time."""
+    evaluated, seconds = metrics.get("num_evaluated"), metrics.get("eval_time_s")
+    if not evaluated or seconds is None:
+        return None
+    hits, misses = metrics.get("cache_hits", 0.0), metrics.get("cache_misses")
+    computed_share = 1.0 if misses is None or hits + misses == 0 else misses / (hits + misses)
+    if computed_share == 0:
+        return None
+    return seconds / (evaluated * computed_share)

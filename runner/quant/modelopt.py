@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib.util
 import io
 import logging
 import sys
@@ -128,6 +129,16 @@ def check_device(quant: Any, device_type: str) -> None:
             allowed="backend.device=cuda (or auto on a host with a GPU)",
             fix=f"run on a GPU host, or choose a spec that runs on CPU: {CPU_SPECS_HINT}",
         )
+
+
+def check_modelopt_installed() -> None:
+    """A :class:`BackendUnavailable` when ModelOpt is not installed, found without importing it: the import
+    takes 10-20 s on CPU, paid once the model loads, not by a check (or a dry run) that loads nothing."""
+    if importlib.util.find_spec("modelopt") is None:
+        raise BackendUnavailable(
+            "quantized specs on backend=hf need NVIDIA ModelOpt (nvidia-modelopt), which is not installed",
+            where="backend=hf with a quantized quant option", given="no module named 'modelopt'",
+            fix=f"{INSTALL_HINT} (CPU wheels work), or use quant=none")
 
 
 def import_modelopt() -> tuple[Any, Any, str]:

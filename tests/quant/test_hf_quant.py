@@ -20,7 +20,7 @@ from runner.quant import modelopt as hf_quant
 from runner.contract.requests import LoglikelihoodRequest
 from runner.contract.backend import TaskLimits
 from runner.backends.hf.backend import HFBackend
-from runner.contract.errors import ConfigError
+from runner.contract.errors import BackendUnavailable, ConfigError
 from runner.contract.task_config import ModelConfig, QuantConfig
 from runner.backends.hf.backend import HFBackendConfig
 from tests.conftest import ROOT, compose, run_cli
@@ -256,6 +256,17 @@ def test_effective_spec_is_read_back_not_echoed(cold_cache, monkeypatch):
     assert info.spec.quant_algo == "W8A16"  # what the quantizers do, not what was asked
     with pytest.raises(ConfigError, match="differs from the requested one"):
         _check_effective_spec(asked, info.spec)
+
+
+def test_the_preflight_finds_modelopt_without_importing_it(monkeypatch):
+    code = ("import sys; from runner.quant import modelopt; modelopt.check_modelopt_installed();"
+            "print([m for m in ('modelopt', 'torch') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"  # a dry run pays no 10-20 s import
+    monkeypatch.setattr(hf_quant.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(BackendUnavailable, match="ModelOpt .* not installed") as info:
+        backend(spec("w8a16")).preflight()
+    assert "pip install nvidia-modelopt" in str(info.value)
 
 
 @pytest.mark.parametrize("name", [n for n, (_, _, cpu) in OPTIONS.items() if not cpu])

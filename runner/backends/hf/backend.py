@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, TYPE_CHECKING
 
+from runner.backends import token_counts
 from runner.backends.configured import ConfiguredBackend
 from runner.backends.hf import batching, devices, forward, guided, sampling, loaded as loaded_models
 from runner.backends.models import load_failure, resolve_model_source
@@ -96,7 +97,7 @@ class HFBackend(ConfiguredBackend):
         """Before any other work: a quantized spec needs ModelOpt, and NVFP4 needs a visible GPU."""
         if not hf_quant.is_quantized(self.quant):
             return
-        hf_quant.import_modelopt()
+        hf_quant.check_modelopt_installed()
         if hf_quant.cuda_reasons(self.quant):
             import torch
 
@@ -218,6 +219,12 @@ class HFBackend(ConfiguredBackend):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text, special tokens excluded (tasks that select documents by length)."""
         return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
+    def tokenizer_counter(self) -> token_counts.TokenCounter:
+        """The same counts from the checkpoint's tokenizer alone (a dry run: no weights loaded)."""
+        m = self.model_config
+        source = resolve_model_source(m.name, m.hf_id, m.path, m.embedded)
+        return token_counts.tokenizer_counter(source.location, m.revision, m.trust_remote_code)
 
     # ------------------------------------------------------------------ log-likelihood
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:

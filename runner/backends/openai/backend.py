@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from runner.backends import token_counts
 from runner.backends.configured import ConfiguredBackend
 from runner.backends.models import resolve_model_source
 from runner.backends.openai import answers
@@ -249,6 +250,11 @@ class OpenAIBackend(ConfiguredBackend):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text in the served model's tokenizer, special tokens excluded."""
         return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
+    def tokenizer_counter(self) -> token_counts.TokenCounter:
+        """The same counts without starting or calling a server (a dry run)."""
+        return token_counts.tokenizer_counter(self.config.tokenizer or self._checkpoint(), None,
+                                              self.model_config.trust_remote_code)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:
         for req in requests:
