@@ -157,4 +157,4 @@ def test_a_marked_block_takes_only_python_module_lines(tmp_path):
 def test_every_marker_is_on_its_own_line_before_a_bash_fence():
     for page in documented_pages():
         text = page.read_text(encoding="utf-8")
-        assert text.count(MARKER) == len(re.findall(rf"^{re.escape(MARKER)}\n```bash$", text, re.M)), page
+        assert len(re.findall(rf"^{re.escape(MARKER)}$", text, re.M)) == len(re.findall(rf"^{re.escape(MARKER)}\n```bash$", text, re.M)), page
