@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import os
 import re
 import runpy
 import shlex
 import signal
+import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +35,10 @@ import pytest
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 
-from tests.conftest import ROOT, SESSION_GENERATION_CACHE
+if __name__ == "__main__":  # run as the script of :func:`outcomes`: the project root first on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.conftest import ROOT, SESSION_GENERATION_CACHE  # noqa: E402
 
 MARKER = "<!-- runnable -->"
 PYTHONS = ("python", "python3", ".venv/bin/python")
@@ -101,7 +107,8 @@ def run_as_printed(command: Command, cwd: Path) -> tuple[int, str]:
     """``python -m MODULE ARGS`` in this process, from ``cwd``: (exit status, stdout and stderr)."""
     argv, out = [command.module, *sized(command)], io.StringIO()
     root = logging.getLogger()
-    saved = (sys.argv, root.handlers[:], root.level, signal.getsignal(signal.SIGTERM), dict(os.environ))
+    saved = (sys.argv, root.handlers[:], root.level, signal.getsignal(signal.SIGTERM), dict(os.environ),
+             signal.getsignal(signal.SIGINT))
     hydra_config = HydraConfig.instance().cfg  # a later in-process job must not believe it runs in this sweep
     code: int | str | None = 0
     try:
@@ -112,9 +119,10 @@ def run_as_printed(command: Command, cwd: Path) -> tuple[int, str]:
             except SystemExit as stop:
                 code = stop.code
     finally:
-        sys.argv, root.handlers[:], _, sigterm, environ = saved
+        sys.argv, root.handlers[:], _, sigterm, environ, sigint = saved
         root.setLevel(saved[2])
         signal.signal(signal.SIGTERM, sigterm)
+        signal.signal(signal.SIGINT, sigint)
         os.environ.clear()
         os.environ.update(environ)
         GlobalHydra.instance().clear()
@@ -130,9 +138,22 @@ def test_the_quickstart_is_marked_runnable():
     assert any(c.module == "runner" and "task=gsm8k" in c.args for c in readme), readme
 
 
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory) -> dict[str, tuple[int, str]]:
+    """Every command's (exit status, output), run by this file as a script in one fresh interpreter: a command
+    runs as ``python -m`` would, and what a job leaves in its process (handlers, signals, Hydra's state) can reach
+    neither the test worker nor the tests after it."""
+    out = tmp_path_factory.mktemp("documented") / "outcomes.json"
+    env = dict(os.environ) | {"PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, __file__, str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return {where: (code, output) for where, code, output in json.loads(out.read_text())}
+
+
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.where for c in COMMANDS])
-def test_a_documented_command_works_as_printed(command, tmp_path):
-    code, output = run_as_printed(command, tmp_path)
+def test_a_documented_command_works_as_printed(command, outcomes):
+    code, output = outcomes[command.where]
     printed = " ".join(["python -m", command.module, *command.args])
     assert code in WORKED, f"{command.where}: `{printed}` exited {code}:\n{output[-4000:]}"
     assert "Traceback (most recent call last)" not in output, f"{command.where}: `{printed}`:\n{output[-4000:]}"
@@ -158,3 +179,11 @@ def test_every_marker_is_on_its_own_line_before_a_bash_fence():
     for page in documented_pages():
         text = page.read_text(encoding="utf-8")
         assert len(re.findall(rf"^{re.escape(MARKER)}$", text, re.M)) == len(re.findall(rf"^{re.escape(MARKER)}\n```bash$", text, re.M)), page
+
+
+if __name__ == "__main__":
+    results = []
+    for documented in COMMANDS:
+        with tempfile.TemporaryDirectory() as scratch:
+            results.append((documented.where, *run_as_printed(documented, Path(scratch))))
+    Path(sys.argv[1]).write_text(json.dumps(results))

@@ -20,7 +20,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from runner.sweep import summary as sweep_summary
-from tests.conftest import ROOT, compose, run_cli
+from tests.conftest import ROOT, compose, run_cli, run_in_process
 
 FIXTURE = str(ROOT / "tests" / "data" / "mmlu_cais")
 REFS = str(ROOT / "tests" / "data" / "sweep_refs")  # SmolLM2 on the fixture, 0-shot, log-likelihood
@@ -425,9 +425,9 @@ def test_a_job_killed_mid_run_resumes_with_exactly_n_samples(tmp_path, shared_ca
     report = json.loads((tmp_path / "second" / "report.json").read_text())
     assert report["generation_cache"]["hits"] >= kept and report["generation_cache"]["misses"] == 57 - report["generation_cache"]["hits"]
     assert "generation cache: " in second.stdout + second.stderr
-    # a finished job, run again, computes nothing
-    third = run_cli([*args, f"hydra.run.dir={tmp_path / 'third'}"], cwd=tmp_path, env=env)
-    assert third.returncode == 0
+    # a finished job, run again, computes nothing (in this process: the point is the cache, not the process)
+    third = run_in_process([*args, f"output_dir={tmp_path / 'third'}"], tmp_path)
+    assert third.returncode == 0, third.stderr[-3000:]
     assert json.loads((tmp_path / "third" / "report.json").read_text())["generation_cache"] == \
         {"hits": 57, "misses": 0, "path": str(db)}
     assert (tmp_path / "third" / "samples.jsonl").read_text() == "\n".join(lines) + "\n"
