@@ -180,8 +180,8 @@ class GSM8KEvaluator(Evaluator):
         single_file = source == "local" and bool(c.dataset.local_path) and Path(c.dataset.local_path).expanduser().is_file()
         return c.dataset.split if source == "packaged" or single_file else UPSTREAM_FEWSHOT_SPLIT
 
-    def extra_acc_spec(self) -> str | None:
-        """Settings that make this run's protocol differ from upstream's (part of the reference key)."""
+    def shot_deviations(self) -> list[str]:
+        """The few-shot count, few-shot split and evaluated split where they differ from upstream's."""
         c = self.config
         parts = []
         if c.num_fewshot != UPSTREAM_FEWSHOT:
@@ -190,7 +190,11 @@ class GSM8KEvaluator(Evaluator):
             parts.append(f"fewshot_split={self.fewshot_split()}")
         if c.dataset.split != UPSTREAM_SPLIT:
             parts.append(f"split={c.dataset.split}")
-        parts += generation_deviations(c, UPSTREAM_MAX_OUTPUT, UPSTREAM_STOP)
+        return parts
+
+    def extra_acc_spec(self) -> str | None:
+        """Settings that make this run's protocol differ from upstream's (part of the reference key)."""
+        parts = self.shot_deviations() + generation_deviations(self.config, UPSTREAM_MAX_OUTPUT, UPSTREAM_STOP)
         return ",".join(parts) or None
 
     # ------------------------------------------------------------------ data

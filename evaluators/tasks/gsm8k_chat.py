@@ -35,9 +35,8 @@ from evaluators.checks import check_choice
 from evaluators.deviations import generation_deviations, short_hash
 from evaluators.responses import only_text
 from evaluators.scoring.filters import apply_filters
-from evaluators.tasks.gsm8k import (FEWSHOT_DELIMITER, STRICT_PATTERN, TARGET_DELIMITER, UPSTREAM_FEWSHOT,
-                                    UPSTREAM_FEWSHOT_SPLIT, UPSTREAM_SPLIT, GSM8KEvaluator, GSM8KTaskConfig, Problem,
-                                    extract_flexible, normalize, regex_filter)
+from evaluators.tasks.gsm8k import (FEWSHOT_DELIMITER, STRICT_PATTERN, TARGET_DELIMITER, GSM8KEvaluator,
+                                    GSM8KTaskConfig, Problem, extract_flexible, normalize, regex_filter)
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.requests import GenerationRequest, Request, Response
@@ -91,13 +90,7 @@ class GSM8KChatEvaluator(GSM8KEvaluator):
     def extra_acc_spec(self) -> str | None:
         """Settings that make this run's protocol differ from upstream's chat multi-turn GSM8K."""
         c = self.config
-        parts = []
-        if c.num_fewshot != UPSTREAM_FEWSHOT:
-            parts.append(f"num_fewshot={c.num_fewshot}")
-        if c.num_fewshot and self.fewshot_split() != UPSTREAM_FEWSHOT_SPLIT:
-            parts.append(f"fewshot_split={self.fewshot_split()}")
-        if c.dataset.split != UPSTREAM_SPLIT:
-            parts.append(f"split={c.dataset.split}")
+        parts = self.shot_deviations()
         if not c.fewshot_as_multiturn:
             parts.append("fewshot_as_multiturn=false")
         if c.question_template != UPSTREAM_QUESTION_TEMPLATE:

@@ -12,7 +12,7 @@ share a model.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
@@ -24,7 +24,9 @@ def tokenizer_counter(location: str, revision: str | None = None, trust_remote_c
 
     tokenizer = AutoTokenizer.from_pretrained(location, revision=revision, trust_remote_code=trust_remote_code)
 
-    def count(texts: Sequence[str]) -> list[int]:
-        return [len(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+    return functools.partial(count_with, tokenizer)
 
-    return count
+
+def count_with(tokenizer: Any, texts: Sequence[str]) -> list[int]:
+    """Tokens of each text in ``tokenizer``, special tokens excluded (every backend's ``count_tokens``)."""
+    return [len(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]

@@ -94,6 +94,8 @@ class Backend(ABC):
     # ignores them: where a log goes, how long to wait, how often to retry
     answer_neutral_settings: tuple[str, ...] = ()
     progress: bool = False  # whether the job draws a progress bar for this backend's answers
+    # the acceptance_length.yaml entry this run's speculative decoding is gated against; None: no such gate
+    acceptance_key: str | None = None
 
     @classmethod
     def gpu_needs(cls, config: Any) -> GpuNeeds:

@@ -62,7 +62,7 @@ def acceptance_gates(job: Job) -> list[AcceptanceGate]:
     """The acceptance-length gate of a speculative-decoding run (``backend.acceptance_key``), judged after every
     request was answered; without a key the observed length is only logged."""
     value = job.backend.acceptance_length()
-    key = getattr(job.config.backend, "acceptance_key", None)
+    key = job.backend.acceptance_key
     if value is not None:
         job.tracker.log_metrics({"acceptance_length": value})
     if not key or job.mode != "check":

@@ -65,8 +65,8 @@ def prepare(config: RunnerConfig) -> Job:
     ref_dir = Path(ref.dir) if ref.dir else references.default_reference_dir()
     if ref.mode != "skip":
         references.preflight(ref_dir, task.name, model.hf_id, writing=ref.mode == "record")
-    if ref.mode == "check" and getattr(config.backend, "acceptance_key", None):
-        acceptance.entry(ref_dir, config.backend.acceptance_key)  # a missing entry stops the job before the model loads
+    if ref.mode == "check" and backend.acceptance_key:
+        acceptance.entry(ref_dir, backend.acceptance_key)  # a missing entry stops the job before the model loads
     out_dir = prepare_output_dir(Path(config.output_dir))
     job = Job(config, task, model, quant, evaluator, backend, tracker, out_dir, ref_dir, defaults, limits, chat)
     if model.trust_remote_code:

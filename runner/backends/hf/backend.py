@@ -218,7 +218,7 @@ class HFBackend(ConfiguredBackend):
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text, special tokens excluded (tasks that select documents by length)."""
-        return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+        return token_counts.count_with(self._tokenizer, texts)
 
     def tokenizer_counter(self) -> token_counts.TokenCounter:
         """The same counts from the checkpoint's tokenizer alone (a dry run: no weights loaded)."""

@@ -249,7 +249,7 @@ class OpenAIBackend(ConfiguredBackend):
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text in the served model's tokenizer, special tokens excluded."""
-        return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+        return token_counts.count_with(self._tokenizer, texts)
 
     def tokenizer_counter(self) -> token_counts.TokenCounter:
         """The same counts without starting or calling a server (a dry run)."""

@@ -223,12 +223,7 @@ class TRTLLMBackendBase(ConfiguredBackend):
         validate_spec(quant, self.name, self.kv_cache_algos)
         self._validate(config, quant, limits)
         self.guided_backend = guided.resolve_trtllm(limits.guided_decoding, self.name)
-        self.extra_options = speculative.merge(extra_options.load(config.extra_llm_api_options),
-                                               getattr(config, "speculative_config", None))
-        if getattr(config, "acceptance_key", None) and "speculative_config" not in self.extra_options:
-            raise ConfigError("an acceptance-length gate needs speculative decoding", where="backend.acceptance_key",
-                              given=config.acceptance_key,
-                              fix="set backend.speculative_config (decoding_type: Eagle, MTP, NGram...), or drop the key")
+        self.extra_options = extra_options.load(config.extra_llm_api_options)
         super().__init__(config, model, quant, limits, chat, progress)
         self._llm: Any = None
         self._api: Any = None

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 from runner.backends.models import resolve_model_source
+from runner.backends.trtllm import speculative
 from runner.backends.trtllm.api import pytorch_per_request_seeds, pytorch_kv_cache_dtypes
 from runner.backends.trtllm.backend import (
     KV_DTYPE_TO_ALGO, TRTLLMBackendBase, TRTLLMCommonConfig, algo_name, read_effective_spec,
 )
+from runner.contract.backend import ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
 from runner.contract.spec import AccuracySpec
 
@@ -73,6 +75,16 @@ class TRTLLMPyTorchBackend(TRTLLMBackendBase):
     name = "trtllm_pytorch"
     engine = False
     kv_cache_algos = tuple(ALGO_TO_KV_DTYPE)
+
+    def __init__(self, config: TRTLLMPyTorchBackendConfig, model: Any, quant: Any, limits: TaskLimits,
+                 chat: ChatFormat = ChatFormat(), progress: bool = True) -> None:
+        super().__init__(config, model, quant, limits, chat, progress)
+        self.extra_options = speculative.merge(self.extra_options, config.speculative_config)
+        if config.acceptance_key and "speculative_config" not in self.extra_options:
+            raise ConfigError("an acceptance-length gate needs speculative decoding", where="backend.acceptance_key",
+                              given=config.acceptance_key,
+                              fix="set backend.speculative_config (decoding_type: Eagle, MTP, NGram...), or drop the key")
+        self.acceptance_key = config.acceptance_key
 
     @property
     def reads_acceptance(self) -> bool:
