@@ -32,6 +32,21 @@ class ScoredSample:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+CORPUS_ITEM = "corpus_item"
+"""The meta field of a sample's corpus item: what a corpus metric pools (JSON values, kept in samples.jsonl and with
+the reference's per-sample scores so a paired bootstrap can recompute the metric on both sides)."""
+
+
+@dataclass(frozen=True)
+class CorpusMetric:
+    """A task metric computed over all samples' items at once, not as the mean of per-sample scores: corpus BLEU,
+    a perplexity pooled over words or bytes. ``compute(items)`` gives the metric on the task's scale; the
+    decision then bootstraps it over samples (resampling documents, or a group's subtasks as clusters)."""
+
+    name: str
+    compute: Callable[[Sequence[Any]], float]
+
+
 class Evaluator(ABC):
     """What every task implements, and the optional steps it may take part in (declared, with defaults).
 
@@ -90,6 +105,11 @@ class Evaluator(ABC):
     def reference_extras(self, metrics: dict[str, float]) -> dict[str, float]:
         """Extra keys written into a recorded reference entry."""
         return {}
+
+    def corpus_metric(self) -> CorpusMetric | None:
+        """The task metric when it is not the mean of per-sample scores (each sample then carries its
+        ``meta[CORPUS_ITEM]``); None: the mean of the scores, as for every accuracy."""
+        return None
 
     def chance_level(self, samples: Sequence[Sample]) -> float | None:
         """A guessing model's score on these samples, or the metric's floor (the task's declared value)."""

@@ -48,6 +48,7 @@ def prepare(config: RunnerConfig) -> Job:
     # the config before the statistics read them
     evaluator = build(task, "task")
     check_params(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better, where="task")
+    check_corpus_looks(evaluator, config.stats, task.name)
     defaults = HypothesisParams(task.alpha, task.beta, task.sigma, task.num_samples, task.higher_is_better)
     limits = TaskLimits(task.max_input_len, task.max_output_len, task.max_batch_size, task.guided_decoding)
     check_sampling(task.sampling)
@@ -92,6 +93,18 @@ def check_reasoning_capabilities(task: Any, capabilities: Capabilities, backend_
     if task.chat_template_kwargs and not task.apply_chat_template:
         raise ConfigError("chat-template arguments need the chat template", where="task.chat_template_kwargs",
                           given=dict(task.chat_template_kwargs), fix="set task.apply_chat_template=true, or drop them")
+
+
+def check_corpus_looks(evaluator: Any, stats: Any, task: str) -> None:
+    """A corpus metric is decided by the bootstrap once, on every sample; repeated looks have no boundaries for it."""
+    corpus = evaluator.corpus_metric()
+    kind = "stats.sequential.enabled=true" if stats.sequential.enabled else \
+        f"stats.extensions={stats.extensions}" if stats.extensions else None
+    if corpus is not None and kind is not None:
+        raise ConfigError("repeated looks are not available for a corpus metric", where=kind,
+                          given=f"task={task} with metric {corpus.name} (aggregated over the corpus, decided by a "
+                                "bootstrap)", allowed="one look: stats.sequential.enabled=false, stats.extensions=0",
+                          fix="run one fixed look, or choose a metric that is a mean per sample (task.metric)")
 
 
 def prepare_output_dir(out_dir: Path) -> Path:

@@ -7,7 +7,7 @@ import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
-from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.evaluator import CORPUS_ITEM, Sample, ScoredSample
 from runner.job.state import Job, Loaded
 from runner.references import recording, samples as reference_samples
 from runner.tracking.provenance import project_commit
@@ -33,7 +33,8 @@ def warn_at_chance(job: Job, samples: list[Sample], metrics: dict[str, float]) -
 def record(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[str, float]) -> Path:
     task, info, score = job.task, loaded.info, metrics[job.task.metric]
     samples_file, samples_sha = reference_samples.store(
-        job.ref_dir, task.name, ((s.sample_id, s.score, s.prompt) for s in scored))
+        job.ref_dir, task.name, ((s.sample_id, s.score, s.prompt) for s in scored),
+        {s.sample_id: s.meta[CORPUS_ITEM] for s in scored if s.meta.get(CORPUS_ITEM) is not None})
     path = recording.record(
         job.ref_dir, task.name, task.metric, job.model.hf_id, loaded.spec, score,
         provenance={

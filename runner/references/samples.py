@@ -8,7 +8,8 @@ referenced.
 
 Each row holds the sample id, its score at full precision (a rounded score would make an identical
 rerun of a continuous metric look different) and the sha256 of the prompt the sample was asked
-with, so a paired test can check it compares answers to the same questions.
+with, so a paired test can check it compares answers to the same questions. A task with a corpus metric
+also stores each sample's corpus item (``item``), which the paired corpus bootstrap pools.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,12 +34,16 @@ def prompt_hash(prompt: str) -> str:
 class SampleRow:
     score: float
     prompt_sha256: str | None  # None in files recorded before prompt hashes were stored
+    item: Any = None  # the sample's corpus item, for a task with a corpus metric
 
 
-def store(ref_dir: Path, task: str, rows: Iterable[tuple[str, float, str]]) -> tuple[str, str]:
-    """Write ``(sample_id, score, prompt)`` rows (the prompt as its hash); return (path relative to
-    ``ref_dir``, sha256 of the file)."""
-    body = "".join(json.dumps({"sample_id": sid, "score": float(score), "prompt_sha256": prompt_hash(prompt)}) + "\n"
+def store(ref_dir: Path, task: str, rows: Iterable[tuple[str, float, str]],
+          items: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    """Write ``(sample_id, score, prompt)`` rows (the prompt as its hash), with each sample's corpus item from
+    ``items`` when the task has a corpus metric; return (path relative to ``ref_dir``, sha256 of the file)."""
+    items = items or {}
+    body = "".join(json.dumps({"sample_id": sid, "score": float(score), "prompt_sha256": prompt_hash(prompt)}
+                              | ({"item": items[sid]} if sid in items else {})) + "\n"
                    for sid, score, prompt in rows)
     digest = hashlib.sha256(body.encode()).hexdigest()
     relative = Path("samples") / task / f"{digest[:20]}.jsonl"
@@ -78,7 +83,7 @@ def load_rows(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[s
         for line in body.decode().splitlines():
             if line.strip():
                 row = json.loads(line)
-                rows[str(row["sample_id"])] = SampleRow(float(row["score"]), row.get("prompt_sha256"))
+                rows[str(row["sample_id"])] = SampleRow(float(row["score"]), row.get("prompt_sha256"), row.get("item"))
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
         raise ReferenceError_("the reference's per-sample scores file is malformed", where=str(path),
                               given=f"{type(err).__name__}: {err}"[:300],

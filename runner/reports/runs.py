@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from runner.contract.errors import UserError
+from runner.contract.evaluator import CORPUS_ITEM
 
 LM_EVAL_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 MLFLOW_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -132,6 +133,12 @@ def read_run_dir(path: Path, metric: str | None, where: str) -> RunSamples:
             raise UserError("a row of the run's samples.jsonl has no sample_id or score", where=str(samples_file),
                             given=", ".join(sorted(row))[:200], fix="give the samples file a job wrote, unmodified")
         sid = str(row["sample_id"])
+        if CORPUS_ITEM in (row.get("meta") or {}):
+            raise UserError("this run's metric is a corpus metric, which runner.compare cannot decide",
+                            where=str(samples_file), given=f"task.metric={task_metric} (aggregated over the corpus)",
+                            allowed="runs whose metric is a mean per sample (accuracy, exact match, ROUGE)",
+                            fix="record run A as a reference (reference.mode=record) and check B against it: the job "
+                                "decides a corpus metric with the paired corpus bootstrap")
         samples[sid] = RunSample(sid, _number(row["score"], f"{samples_file}, sample {sid}"), row.get("prompt"))
     decision = report.get("decision") or {}
     hib = task.get("higher_is_better")

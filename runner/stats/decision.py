@@ -25,6 +25,8 @@ from typing import Any, Mapping, Protocol, Sequence
 
 from runner.contract.errors import ConfigError
 from runner.stats import claims as claim_rules, clustered_rules, clustering, paired as paired_stats, pairing, scale
+from runner.stats.corpus import Statistic
+from runner.stats.corpus_rules import decide_corpus
 from runner.stats.settings import margin_points
 from runner.stats.unpaired import HypothesisParams, Verdict, decide
 from runner.stats.verdicts import GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, exit_status, reported
@@ -314,14 +316,17 @@ def _deterministic_rule(reference: Any, params: HypothesisParams) -> str | None:
 def decide_against(reference: Any, scored: Sequence[Any], score: float, params: HypothesisParams,
                    stats: Any, chance_level: float | None, metric: str, rows: Mapping[str, Any] | None = None,
                    pairing_problem: str | None = None, gates: Sequence[Any] = (),
-                   tolerance: Tolerance | None = None, cluster_key: str | None = None) -> Decision:
+                   tolerance: Tolerance | None = None, cluster_key: str | None = None,
+                   corpus: Statistic | None = None) -> Decision:
     """Apply the precedence of the module docstring; ``params.num_samples`` is the number evaluated.
 
     ``rows``: the reference's per-sample scores by sample id (each with a ``score``), when the job loaded
     them; ``pairing_problem``: why they cannot be paired with ``scored`` (None: they can). The regression
     claim is tested at ``stats.margin``, the tolerance claim at ``tolerance`` (points). ``cluster_key``: the
     task's (a field of each sample's meta); with ``stats.cluster=auto`` the statistical rules use
-    cluster-robust standard errors (:mod:`runner.stats.clustering`)."""
+    cluster-robust standard errors (:mod:`runner.stats.clustering`). ``corpus``: the task's corpus metric over
+    the samples' ``meta[CORPUS_ITEM]`` (None: the metric is the mean of the scores); its rules are the bootstrap's
+    (:mod:`runner.stats.corpus`), resampling clusters where the job clusters."""
 
     notes: list[str] = []
     margin = margin_points(stats, reference.value)
@@ -339,13 +344,19 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
 
     if stats.method == "unpaired":
         rows = None
+    key = cluster_key if stats.cluster == "auto" else None
+    labels = clustering.labels_of(scored, key) if key else None
+    if corpus is not None:
+        found = decide_corpus(reference, scored, score, params, stats, corpus, metric, rows, pairing_problem, labels,
+                              margin, tolerance.points, notes)
+        return Decision("paired" if found.paired is not None else "unpaired",
+                        (found.paired or found.verdict).passed, found.verdict, found.paired, list(gates), notes,
+                        claims=found.claims, tolerance=tolerance, **common)
     if rows and not all(r.score in (0.0, 100.0) for r in rows.values()):
         sigma = scale.estimate_sigma(r.score for r in rows.values())
         notes.append(f"sigma {sigma:.3f} estimated from the reference's {len(rows)} per-sample scores "
                      f"(configured {params.sigma:g})")
         params = replace(params, sigma=sigma)
-    key = cluster_key if stats.cluster == "auto" else None
-    labels = clustering.labels_of(scored, key) if key else None
     unpaired_deff = None
     if labels is not None:
         params, unpaired_deff = clustered_rules.unpaired_params(scored, labels, key, params, stats, notes)
@@ -355,12 +366,7 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
     if rows is not None:
         problem = pairing_problem
         if problem is not None:
-            if stats.method == "paired":
-                raise ConfigError("the reference's per-sample scores cannot be paired with this run",
-                                  where=f"{reference.path} entry {reference.index}", given=problem,
-                                  fix="evaluate the samples the reference was recorded on (same seed, dataset and "
-                                      "prompts), record the reference again, or use stats.method=auto|unpaired")
-            notes.append(f"unpaired test: {problem}")
+            pairing.unpaired_because(problem, stats.method, reference, "per-sample scores", notes)
         else:
             new_scores = {s.sample_id: s.score for s in scored}
             pairs = pairing.pair_scores({k: r.score for k, r in rows.items()}, new_scores)

@@ -205,29 +205,8 @@ def paired_continuous(
         if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
             raise ValueError(f"n_boot must be a whole number >= 1, got {n_boot!r}")
         means = bootstrap_means(diff, n_boot, seed)
-        # basic-bootstrap replicates of the oriented difference, 2 * mean - resampled mean; a
-        # resample is as extreme as the observed mean under the H0-centred shift exactly when its
-        # replicate is on the far side of -tolerance, so the p-value counts these replicates
-        basic = sign * (2.0 * mean_d - means)
-        slack = 1e-12 * max(1.0, float(np.abs(shifted).max()))
-        high, low = basic + slack, basic - slack
-        if regression:
-            extreme = int(np.count_nonzero(high >= -tolerance))
-        else:
-            extreme = int(np.count_nonzero(low <= -tolerance))
-        p = (1 + extreme) / (n_boot + 1)
-        # k = most extreme replicates p can count and still be < alpha; the (k+1)-th replicate
-        # from each end is the bound: p < alpha iff (k+1)-th largest of high < -tolerance
-        # (regression) or (k+1)-th smallest of low > -tolerance (non-inferiority)
-        k = int(alpha * (n_boot + 1)) + 1
-        while k >= 0 and not (1 + k) / (n_boot + 1) < alpha:
-            k -= 1
-        if k < 0:
-            lo_o, hi_o = -math.inf, math.inf
-        else:
-            lo_o = float(np.partition(low, k)[k])
-            hi_o = float(-np.partition(-high, k)[k])
-        ci = (lo_o, hi_o) if sign > 0 else (-hi_o, -lo_o)
+        p, ci = basic_bootstrap(mean_d, means, sign, tolerance, alpha, regression,
+                                1e-12 * max(1.0, float(np.abs(shifted).max())))
         ci_method = "bootstrap basic (inverts the shift p-value)"
     return PairedResult.gated(
         p, alpha, beta, higher_is_better, gate, tolerance,
@@ -241,6 +220,34 @@ def paired_continuous(
         ci=ci,
         ci_method=ci_method,
     )
+
+
+def basic_bootstrap(observed: float, replicates, sign: float, tolerance: float, alpha: float,  # noqa: ANN001
+                    regression: bool, slack: float) -> tuple[float, tuple[float, float]]:
+    """The p-value and two-sided interval (new - reference) of the basic bootstrap, from one set of replicates
+    of the difference: the interval is the order statistic at which it inverts the p-value exactly.
+
+    The basic replicates of the oriented difference are ``sign * (2 observed - replicate)``; a resample is as
+    extreme as the observed difference under H0 exactly when its basic replicate is on the far side of
+    ``-tolerance``, so ``p = (1 + that count) / (n + 1)``. ``slack`` (tiny) keeps float ties on the H0 side."""
+    import numpy as np
+
+    n_boot = int(np.size(replicates))
+    basic = sign * (2.0 * observed - np.asarray(replicates, dtype=float))
+    high, low = basic + slack, basic - slack
+    extreme = int(np.count_nonzero(high >= -tolerance)) if regression else int(np.count_nonzero(low <= -tolerance))
+    p = (1 + extreme) / (n_boot + 1)
+    # k = most extreme replicates p can count and still be < alpha; the (k+1)-th replicate from each end is the
+    # bound: p < alpha iff (k+1)-th largest of high < -tolerance (regression) or (k+1)-th smallest of low > it
+    k = int(alpha * (n_boot + 1)) + 1
+    while k >= 0 and not (1 + k) / (n_boot + 1) < alpha:
+        k -= 1
+    if k < 0:
+        lo_o, hi_o = -math.inf, math.inf
+    else:
+        lo_o = float(np.partition(low, k)[k])
+        hi_o = float(-np.partition(-high, k)[k])
+    return p, ((lo_o, hi_o) if sign > 0 else (-hi_o, -lo_o))
 
 
 def bootstrap_means(values, n_boot: int, seed: int):  # noqa: ANN001, ANN201 - numpy array in and out

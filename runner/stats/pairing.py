@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from runner.contract.errors import UserError
+from runner.contract.errors import ConfigError, UserError
 
 
 class PairingError(UserError, ValueError):
@@ -90,3 +91,13 @@ def is_binary(pairs: PairedScores) -> bool:
     values = set(pairs.reference) | set(pairs.new)
     return values <= {0.0, 1.0} or values <= {0.0, 100.0}
 
+
+def unpaired_because(problem: str, method: str, reference: Any, what: str, notes: list[str]) -> None:
+    """The reference cannot be paired (``problem``): ``stats.method=paired`` refuses with a message; otherwise the
+    reason goes into ``notes`` and the unpaired test decides. ``what``: what could not be paired."""
+    if method == "paired":
+        raise ConfigError(f"the reference's {what} cannot be paired with this run",
+                          where=f"{reference.path} entry {reference.index}", given=problem,
+                          fix="evaluate the samples the reference was recorded on (same seed, dataset and prompts), "
+                              "record the reference again, or use stats.method=auto|unpaired")
+    notes.append(f"unpaired test: {problem}")

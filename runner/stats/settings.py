@@ -24,6 +24,9 @@ class StatsConfig:
     method: str = "auto"  # auto (paired when possible) | unpaired (TensorRT-LLM's threshold) | paired
     paired_test: str = "auto"  # auto (McNemar for 0/1 scores, t otherwise) | mcnemar | t | bootstrap
     bootstrap_seed: int = 0
+    # resamples of a corpus metric's bootstrap (corpus BLEU, pooled perplexity): each recomputes the metric on both
+    # sides; its p-value resolves 1 / (this + 1)
+    corpus_bootstrap_iters: int = 1000
     # NO-GO needs a drop larger than the margin: 0 keeps upstream's rule. In points, or percent of the reference.
     margin: float = 0.0
     margin_unit: str = "points"  # points | percent
@@ -62,6 +65,11 @@ def validate(stats: Any) -> None:
         raise ConfigError("unknown clustering mode", where="stats.cluster", given=repr(stats.cluster),
                           allowed=", ".join(CLUSTER_MODES),
                           fix="auto: cluster-robust errors by the task's cluster_key; off: samples independent")
+    iters = stats.corpus_bootstrap_iters
+    if isinstance(iters, bool) or not isinstance(iters, int) or iters < 99:
+        raise ConfigError("too few bootstrap resamples for a corpus metric", where="stats.corpus_bootstrap_iters",
+                          given=repr(iters), allowed="a whole number >= 99 (the p-value resolves 1 / (n + 1))",
+                          fix="1000 (the default); lm-eval uses 100 for BLEU's standard error")
     validate_sequential(stats.sequential)
     validate_verdicts(stats)
     validate_extensions(stats)

@@ -142,6 +142,9 @@ def test_bad_input_is_a_message_and_exit_1(tmp_path, capsys, monkeypatch):
     other = run_dir(tmp_path / "other", {"x1": 100.0, "x2": 0.0})
     broken = tmp_path / "samples_toy_2026-01-01T00-00-00.000000.jsonl"
     broken.write_text('{"doc_id": 0,\n')
+    corpus = run_dir(tmp_path / "corpus", {"q1": 7.4, "q2": 8.2}, metric="word_perplexity", higher_is_better=False)
+    rows = [json.loads(line) | {"meta": {"corpus_item": [-60.0, 30]}} for line in open(corpus / "samples.jsonl")]
+    (corpus / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     two = tmp_path / "samples_toy_2026-01-02T00-00-00.000000.jsonl"
     two.write_text(lm_eval_rows({"exact_match": [1.0, 0.0]}, filters=("strict-match", "flexible-extract")))
     cases = [
@@ -150,6 +153,7 @@ def test_bad_input_is_a_message_and_exit_1(tmp_path, capsys, monkeypatch):
         ([str(two), str(two)], "choose a filter: the file has several"),
         ([str(two), str(two), "--filter", "strict-match", "--metric", "bleu"], "allowed: exact_match"),
         ([str(good), str(other)], "A and B have no sample id in common"),
+        ([str(corpus), str(corpus), "--tolerance", "1"], "a corpus metric, which runner.compare cannot decide"),
         ([str(good), str(good), "--metric", "rouge"], "unknown metric for this run"),
         ([str(good), str(good)], "a GO verdict needs the drop you tolerate"),
         ([str(good), str(good), "--tolerance", "-1"], "the tolerance must be a finite number > 0"),

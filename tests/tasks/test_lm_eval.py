@@ -244,3 +244,52 @@ def test_stratified_allocation():
     assert allocate({"a": 1, "b": 1, "c": 1}, 2) == {"a": 1, "b": 1, "c": 0}  # ties by name
     assert allocate({"a": 5, "b": 7}, 100) == {"a": 5, "b": 7}
     assert sum(allocate({"x": 13, "y": 29, "z": 58}, 17).values()) == 17
+
+
+def test_corpus_metric_is_lm_eval_figure_decided_by_the_paired_corpus_bootstrap(tasks, tmp_path):
+    """word_perplexity pools log-likelihoods over words: the task metric is lm-eval's corpus figure, the reference
+    keeps each document's (log-likelihood, words) item, and the paired corpus bootstrap decides."""
+    import math
+    import re
+
+    from runner.job.prepare import prepare
+    from runner.references.samples import load_rows
+
+    docs = [json.loads(line)["text"] for line in open(tasks.parent / "data" / "corpus.jsonl")]
+    words = [len(re.split(r"\s+", d)) for d in docs]  # lm-eval's word count
+
+    def script(name, per_word):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"context": "", "continuation": d, "logprob": p * w}) + "\n"
+                                for d, w, p in zip(docs, words, per_word)))
+        return f"backend.script={path}"
+
+    good, worse = [-2.0, -2.1, -2.2], [-2.5, -2.6, -2.7]  # every document loses 0.5 nats per word
+    refs = tmp_path / "refs"
+
+    def go(name, *extra):
+        return run(job(tasks, tmp_path, "corpus_rolling", f"reference.dir={refs}", f"output_dir={tmp_path / name}",
+                       f"cache.path={tmp_path / name}.sqlite", *extra))
+
+    recorded = go("r", script("good", good), "reference.mode=record")
+    pooled = math.exp(-sum(p * w for p, w in zip(good, words)) / sum(words))
+    assert recorded.metrics["word_perplexity"] == pytest.approx(pooled)
+    assert recorded.metrics["lm_eval/word_perplexity"] == pytest.approx(pooled)
+    entry = next(iter(refs.glob("samples/*/*.jsonl")))
+    stored = load_rows(refs, entry.relative_to(refs).as_posix())
+    assert sorted(tuple(r.item) for r in stored.values()) == sorted((p * w, w) for p, w in zip(good, words))
+
+    common = ("quant=w4a16", "reference.against=baseline", "reference.mode=check")
+    worse_run = go("c", script("worse", worse), *common)
+    decision = worse_run.decision
+    assert decision.rule == "paired" and "corpus bootstrap" in decision.paired.method
+    assert decision.outcome == "NO-GO" and worse_run.exit_status == 3
+    assert decision.paired.p_value == pytest.approx(1 / 1001)  # every resample is worse: the smallest p-value
+    assert decision.paired.mean_diff == pytest.approx(pooled * (math.exp(0.5) - 1))
+    assert decision.claims.low > 0  # lower is better: the whole interval of new - reference lies above 0
+
+    same = go("s", script("same", good), *common).decision
+    assert same.outcome == "GO" and same.paired.mean_diff == 0.0
+
+    with pytest.raises(ConfigError, match="repeated looks are not available for a corpus metric"):
+        prepare(typed(job(tasks, tmp_path, "corpus_rolling", "stats.extensions=2")))

@@ -6,11 +6,11 @@ cache; lm-eval's filters and ``process_results`` score each document; the runner
 
 - One sample is one document: id ``<subtask>/<doc_id>`` (lm-eval's doc_id, its index in the evaluation
   split), meta with lm-eval's ``doc_hash``, ``prompt_hash`` and every per-document metric value.
-- The per-sample score is the chosen metric's per-document value times ``scale``; for a metric lm-eval
-  aggregates other than by the mean (corpus BLEU, F1, perplexities) it is that aggregation of the one document,
-  and the task metric is the mean of the per-sample scores (so the unpaired threshold and the paired test speak
-  of the same quantity; the paired test is then the t or bootstrap test of non-binary scores). lm-eval's own
-  aggregates are reported beside it as ``lm_eval/<metric>`` (its scale), per subtask for a group.
+- The per-sample score is the chosen metric's per-document value times ``scale``. For a metric lm-eval
+  aggregates other than by the mean (corpus BLEU, perplexities) the task metric is lm-eval's aggregation over
+  every document (``corpus_metric()``), each sample keeps the item it pools (``meta[CORPUS_ITEM]``) and the
+  decision bootstraps it (runner/stats/corpus.py); a sample's score is then its one-document figure. lm-eval's
+  own aggregates are reported beside it as ``lm_eval/<metric>`` (its scale), per subtask for a group.
 - ``num_samples`` draws a seeded subset of doc ids (what lm-eval's ``samples=`` selects), split across a
   group's subtasks in proportion to their sizes; each subtask's few-shot sampler is seeded with
   ``task.fewshot_seed`` and walks the chosen documents in order, as lm-eval does.
@@ -33,7 +33,7 @@ from evaluators.tasks.harness.loading import (Subtask, check_include_path, confi
 from evaluators.tasks.harness.translate import (loglikelihood_fix, needs_loglikelihood, read_chat, record_chat,
                                                 to_lm_eval, to_request)
 from runner.contract.errors import ConfigError
-from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.evaluator import CORPUS_ITEM, CorpusMetric, Sample, ScoredSample
 from runner.contract.requests import Request, Response
 
 log = logging.getLogger("runner")
@@ -238,16 +238,21 @@ class HarnessEvaluator(Evaluator):
         raw = values[self.metric]
         one = raw if self.mean_metric else self.aggregation([raw])
         meta = dict(sample.meta) | {"lm_eval": {k: _plain(v) for k, v in values.items()}, "filter": self.filter}
+        if not self.mean_metric:
+            meta[CORPUS_ITEM] = _plain(raw)
         if instances[0].request_type == "generate_until":
             meta["response"] = instances[0].resps[0]  # the text before the filter
         return ScoredSample(sample.id, sample.prompt, _prediction(sub.task, doc, instances, self.filter), sample.target,
                             self.scale * float(one), meta)
 
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
-        """The metric (mean per-sample score) and lm-eval's own aggregates, per subtask for a group."""
+        """The metric (the mean per-sample score, or the corpus figure of a metric lm-eval aggregates otherwise) and
+        lm-eval's own aggregates, per subtask for a group."""
         if not scored:
             return {self.metric: float("nan")}
-        out = {self.metric: mean(s.score for s in scored)}
+        corpus = self.corpus_metric()
+        out = {self.metric: corpus.compute([s.meta[CORPUS_ITEM] for s in scored]) if corpus
+               else mean(s.score for s in scored)}
         groups: dict[str, list[ScoredSample]] = {}
         for s in scored:
             groups.setdefault(s.meta["subtask"], []).append(s)
@@ -259,6 +264,18 @@ class HarnessEvaluator(Evaluator):
                     value = float(fn(values))
                     out[f"lm_eval/{metric}" if len(self.subtasks) == 1 else f"lm_eval/{name}/{metric}"] = value
         return out
+
+    def corpus_metric(self) -> CorpusMetric | None:
+        """A metric lm-eval aggregates other than by the mean (corpus BLEU, perplexities): lm-eval's aggregation
+        over every document's value, times the scale; the decision bootstraps it."""
+        if self.mean_metric:
+            return None
+        aggregation, scale = self.aggregation, self.scale
+
+        def compute(items: Sequence[Any]) -> float:
+            return scale * float(aggregation([_lm_value(i) for i in items]))
+
+        return CorpusMetric(self.metric, compute)
 
     def chance_level(self, samples: Sequence[Sample]) -> float | None:
         """Multiple choice scored by accuracy: 100 / options; else the configured level."""
