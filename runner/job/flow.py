@@ -65,6 +65,8 @@ def run(cfg: DictConfig) -> Outcome:
     job = prepare(config)
     job.asked_num_samples = asked_num_samples(cfg, config)
     resolved = redact_tree(OmegaConf.to_container(cfg, resolve=True))  # URL secrets stay out of files and MLflow
+    # what the task resolved when it loaded (task=lm_eval: metric auto -> its name), as the job uses it
+    resolved["task"] |= {k: getattr(config.task, k) for k in ("metric", "higher_is_better", "cluster_key")}
     write_atomic(job.out_dir / "config.yaml", OmegaConf.to_yaml(resolved), 0o644)
     redact_hydra_files(job.out_dir)
     run_name, tags = run_identity(config.model, config.quant, config.task, config.backend.name, config.reference.mode,

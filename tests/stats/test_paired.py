@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 
 import pytest
 
@@ -202,6 +203,9 @@ def test_bootstrap_direction_seed_and_bounds() -> None:
     noisy_new = [v + ((-1) ** i) * 3.0 for i, v in enumerate(noisy_ref)]  # mean difference 0
     res = paired_continuous(noisy_ref, noisy_new, 0.05, 0.2, method="bootstrap", seed=1, n_boot=4000)
     assert 0.3 < res.p_value <= 1.0 and res.passed is True
+    # the drop the design detects, (z_0.95 + z_0.8) sd(diff) / sqrt(n), is the same whatever test decides
+    sd = statistics.stdev(b - a for a, b in zip(noisy_ref, noisy_new))
+    assert res.theta_paired == pytest.approx((1.6448536 + 0.8416212) * sd / math.sqrt(60), rel=1e-6)
 
 
 def test_continuous_rejects_bad_input() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from runner.contract.errors import ConfigError
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
@@ -275,6 +276,8 @@ def test_corpus_metric_is_lm_eval_figure_decided_by_the_paired_corpus_bootstrap(
     pooled = math.exp(-sum(p * w for p, w in zip(good, words)) / sum(words))
     assert recorded.metrics["word_perplexity"] == pytest.approx(pooled)
     assert recorded.metrics["lm_eval/word_perplexity"] == pytest.approx(pooled)
+    written = yaml.safe_load((tmp_path / "r" / "config.yaml").read_text())["task"]  # as resolved, not "auto"
+    assert (written["metric"], written["higher_is_better"], written["cluster_key"]) == ("word_perplexity", False, None)
     entry = next(iter(refs.glob("samples/*/*.jsonl")))
     stored = load_rows(refs, entry.relative_to(refs).as_posix())
     assert sorted(tuple(r.item) for r in stored.values()) == sorted((p * w, w) for p, w in zip(good, words))
