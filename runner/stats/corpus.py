@@ -116,4 +116,5 @@ def paired_corpus_test(reps: Replicates, alpha: float, beta: float, higher_is_be
         sd_diff=se * math.sqrt(reps.n),
         ci=ci,
         ci_method=f"bootstrap basic over resampled {reps.resampled} (inverts its p-value)",
+        pooled=True,
     )

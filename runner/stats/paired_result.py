@@ -49,6 +49,7 @@ class PairedResult:
     tolerance: float = 0.0
     gate: str = "regression"
     design_effect: Any = None  # runner.stats.clustering.DesignEffect when a clustered test decided
+    pooled: bool = False  # a corpus metric: each side's figure pools the samples (not their mean)
 
     @classmethod
     def gated(cls, p_value: float, alpha: float, beta: float, higher_is_better: bool, gate: str, tolerance: float,
@@ -96,7 +97,8 @@ class PairedResult:
             f"Paired test: {self.method} ({direction}), same samples in both runs",
             rule,
             f"  paired n     {self.n:10d}   samples scored by both runs",
-            f"  reference    {self.reference_mean:10.3f}   mean on those samples",
+            f"  reference    {self.reference_mean:10.3f}   "
+            + ("corpus metric over those samples" if self.pooled else "mean on those samples"),
             f"  new          {self.new_mean:10.3f}",
             f"  difference   {self.mean_diff:+10.3f}   new - reference",
         ]
@@ -112,7 +114,9 @@ class PairedResult:
             lines.append(f"  clusters     {self.design_effect.clusters:10d}   by {self.design_effect.key}; design effect "
                          f"{self.design_effect.applied:.3f} (cluster-robust standard error)")
         if self.sd_diff is not None:
-            lines.append(f"  sd(diff)     {self.sd_diff:10.3f}   standard deviation of the per-sample differences")
+            lines.append(f"  sd(diff)     {self.sd_diff:10.3f}   " + (
+                "bootstrap standard error of the difference x sqrt(n)" if self.pooled
+                else "standard deviation of the per-sample differences"))
         if math.isfinite(self.theta_paired):
             lines.append(
                 f"  theta        {self.theta_paired:10.3f}   smallest regression caught with probability "
@@ -127,7 +131,8 @@ class PairedResult:
         lines.append(rule)
         if self.passed:
             lines.append("paired test: no regression shown - " + (
-                "the disagreements are within what chance explains." if self.gate == "regression"
+                f"the {'disagreements are' if self.discordant is not None else 'difference is'} within what chance "
+                "explains." if self.gate == "regression"
                 else f"the data show the drop is smaller than the tolerance (p < {self.alpha:g})."))
         else:
             lines.append("paired test: regression shown - " + (
