@@ -100,7 +100,7 @@ def test_the_openai_backend_sends_one_prompt_per_window_and_sums_them():
     backend._tokenizer = WordTokenizer()
     sent = []
 
-    def one(row):  # the server's answer: -0.1 per scored token id / 10, greedy when one token is scored
+    def one(row):  # the server's answer: minus the scored token ids / 100, greedy when one token is scored
         sent.append(row)
         return LoglikelihoodResult(-sum(row[1]) / 100, len(row[1]) == 1, len(row[1]))
 
