@@ -5,7 +5,8 @@ else ``default_answer``, else the prompt's last ``max_input_len`` words echoed b
 to its end answers as the end alone would); sampled requests (temperature > 0) answer ``default_answer`` followed by a
 word drawn from their seed, and need one, as every backend does. Outputs are cut at stop strings and
 at ``max_tokens`` words. Log-likelihood: the scripted ``logprob`` of a ``{"context", "continuation"}``
-row, else a deterministic value derived from the texts. ``info()`` reports the requested spec.
+row, else a deterministic value derived from the texts (a rolling request's window changes neither: its tokens
+are words, and ``rolling_windows=false`` refuses a text of more words than its window). ``info()`` reports the requested spec.
 ``delay_s`` makes entering the backend take that long, as a model load would: a job that is still
 running when a test stops it (scancel, a signal). It changes no answer.
 """
@@ -36,6 +37,8 @@ class FakeBackendConfig:
     script: Optional[str] = None  # JSONL of {"prompt", "text"} and {"context", "continuation", "logprob"} rows
     default_answer: str = ""
     loglikelihood: bool = True  # declare log-likelihood scoring (off: refused up front, as TensorRT-LLM's backends)
+    # declare rolling windows (off: a rolling text longer than its window is refused before any request)
+    rolling_windows: bool = True
     delay_s: float = 0.0  # seconds entering the backend takes, as a model load would (answers unchanged)
 
 
@@ -47,7 +50,7 @@ class FakeBackend(ConfiguredBackend):
         super().__init__(config, model, quant, limits, chat, progress)
         # scripted answers: no chat template to take keyword arguments
         self.capabilities = Capabilities(loglikelihood=config.loglikelihood, token_counter=True, per_request_seeds=True,
-                                         chat_template_kwargs=False)
+                                         chat_template_kwargs=False, rolling_windows=config.rolling_windows)
         self.texts: dict[str, str] = {}
         self.logprobs: dict[tuple[str, str], float] = {}
         self.calls: list[tuple[str, int]] = []  # (kind, number of requests) per call
@@ -106,6 +109,11 @@ class FakeBackend(ConfiguredBackend):
         self.calls.append(("loglikelihood", len(requests)))
         out = []
         for r in requests:
+            if r.rolling_window is not None and not self.capabilities.rolling_windows \
+                    and len(r.continuation.split()) > r.rolling_window:
+                raise ConfigError("this backend cannot score a rolling text longer than its window",
+                                  where="backend.rolling_windows", given=f"false ({len(r.continuation.split())} words, "
+                                  f"window {r.rolling_window})", fix="set backend.rolling_windows=true")
             lp = self.logprobs.get((r.context, r.continuation))
             if lp is None:
                 digest = hashlib.sha256(f"{r.context}\x00{r.continuation}".encode()).digest()

@@ -23,7 +23,7 @@ The key is the sha256 of two canonical JSON documents:
   the dtype it computes in (bfloat16 and float32 give different answers), the task's length limits
   (prompt truncation) and the chat template settings;
 - the *request* itself: its kind and every field (the prompt or context/continuation, max tokens,
-  stop strings, temperature, top-p, top-k, seed).
+  stop strings, temperature, top-p, top-k, seed; a rolling log-likelihood request's window).
 
 Responses of one call can depend, up to floating-point rounding, on which other requests share the
 batch; the cache keeps the first answer computed, so a resumed job can differ from an uninterrupted
@@ -78,8 +78,13 @@ def digest(value: Any) -> str:
 
 
 def request_document(request: Any) -> dict[str, Any]:
-    """The request's kind (class name) and every field, so a new sampling field changes the key."""
-    return {"kind": type(request).__name__, **dataclasses.asdict(request)}
+    """The request's kind (class name) and every field, so a new sampling field changes the key. A field added
+    after rows were written, at its "not asked" value, is left out (``LoglikelihoodRequest.rolling_window`` None),
+    so those rows keep their keys; set, it is part of the key (another window, another answer)."""
+    fields = dataclasses.asdict(request)
+    if fields.get("rolling_window", 0) is None:
+        del fields["rolling_window"]
+    return {"kind": type(request).__name__, **fields}
 
 
 def encode_response(response: Any) -> str:

@@ -58,6 +58,9 @@ class Capabilities:
     token_counter: bool = False  # count_tokens() (length filters in the model's own tokens)
     per_request_seeds: bool = True  # a sampled request's seed decides its output
     loglikelihood_fix: str = ""  # without loglikelihood: what would make this backend score such requests
+    # scores a LoglikelihoodRequest.rolling_window text longer than its window, in lm-eval's rolling windows
+    # (without it such a text is refused before any request; one that fits one window is an ordinary request)
+    rolling_windows: bool = False
     sampling: bool = True  # honours a request's temperature, top_p, top_k and seed
     chat_template_kwargs: bool = True  # passes ChatFormat.template_kwargs to the chat template
 

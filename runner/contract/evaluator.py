@@ -94,6 +94,11 @@ class Evaluator(ABC):
         """Receives the backend's token counter before ``samples()``, when the backend has one (length
         filters measured in the model's own tokens)."""
 
+    def use_capabilities(self, capabilities: Any) -> None:
+        """Receives the backend's declared :class:`runner.contract.backend.Capabilities` before any model loads,
+        for a task that can only tell from its samples whether the backend can answer them (a rolling text
+        longer than one window), so it refuses in ``samples()``, before any request."""
+
     def score_batch(self, samples: Sequence[Sample], responses: Sequence[Sequence[Response]]) -> list[ScoredSample]:
         """Score every sample; override to score in parallel (HumanEval runs programs)."""
         return [self.score(sample, resp) for sample, resp in zip(samples, responses)]

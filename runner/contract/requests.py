@@ -41,10 +41,24 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class LoglikelihoodRequest:
-    """Log-probability of ``continuation`` given ``context``."""
+    """Log-probability of ``continuation`` given ``context``.
+
+    ``rolling_window``: score every token of a whole text (``continuation``, with an empty ``context``) as
+    lm-evaluation-harness' ``loglikelihood_rolling`` does: the text tokenized alone, its first token predicted from
+    the prefix token (BOS, else EOS), the tokens cut into lm-eval's disjoint rolling windows of at most this many
+    tokens, each window scored given the tokens before it in its row, the log-probabilities summed. None: one
+    sequence (``context`` + ``continuation``), cut to the task's input length. A different window is a different
+    answer, so the generation cache keys it."""
 
     context: str
     continuation: str
+    rolling_window: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.rolling_window is not None and (self.context or isinstance(self.rolling_window, bool)
+                                                or not isinstance(self.rolling_window, int) or self.rolling_window < 1):
+            raise ValueError(f"a rolling request scores a whole text in windows of >= 1 tokens: context "
+                             f"{self.context[:40]!r}, rolling_window {self.rolling_window!r}")
 
 
 @dataclass(frozen=True)

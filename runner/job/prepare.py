@@ -59,6 +59,7 @@ def prepare(config: RunnerConfig) -> Job:
                           given=f"task={task.name} with log-likelihood scoring",
                           fix="; or ".join(f for f in (evaluator.loglikelihood_fix, backend.capabilities.loglikelihood_fix) if f))
     check_reasoning_capabilities(task, backend.capabilities, config.backend.name)
+    evaluator.use_capabilities(backend.capabilities)  # what only the samples can tell is refused when they are drawn
     backend.preflight()
     tracker = build(config.tracking, "tracking")
     tracker.check()

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
-from runner.cache.generations import GenerationCache
+from runner.cache.generations import BoundCache, GenerationCache
 
 
 def fake_generate(requests):
@@ -73,6 +73,26 @@ def test_loglikelihood_results_round_trip_and_duplicates_are_computed_once(tmp_p
     assert counter.calls == [2] and first[0] == first[2]
     second = store.bind({}).resolve(reqs, counter, 16)
     assert counter.calls == [2] and second == first and isinstance(second[1], LoglikelihoodResult)
+
+
+def test_a_rolling_window_is_in_the_key_and_a_request_without_one_keys_as_before_windows(tmp_path):
+    import hashlib
+    import json
+
+    from runner.cache.generations import request_document
+
+    store = GenerationCache(tmp_path / "g.sqlite")
+    answer = Counter(lambda batch: [LoglikelihoodResult(-1.0, False, 1) for _ in batch])
+    plain, windowed = LoglikelihoodRequest("", "a text"), LoglikelihoodRequest("", "a text", rolling_window=256)
+    store.bind({}).resolve([plain], answer, 4)
+    for other in (windowed, LoglikelihoodRequest("", "a text", rolling_window=512), windowed):
+        store.bind({}).resolve([other], answer, 4)
+    assert answer.calls == [1, 1, 1]  # another window, another answer; the same window, the stored one
+    # the key of a request without a window: the document rows were keyed by before the field existed
+    assert request_document(plain) == {"kind": "LoglikelihoodRequest", "context": "", "continuation": "a text"}
+    before = json.dumps({"context": "c", "request": {"kind": "LoglikelihoodRequest", "context": "",
+                                                     "continuation": "a text"}}, sort_keys=True, separators=(",", ":"))
+    assert BoundCache(store, "c").key(plain) == hashlib.sha256(before.encode()).hexdigest()
 
 
 def test_wal_mode(tmp_path):

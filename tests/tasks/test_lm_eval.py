@@ -103,7 +103,7 @@ def test_group_subtasks_are_clusters_and_subsets_stratified(tasks, tmp_path):
     assert prepare(typed(job(tasks, tmp_path, "mmlu_local"))).task.cluster_key == "subtask"
 
 
-def test_generation_filters_and_rolling_loglikelihood(tasks, tmp_path, caplog):
+def test_generation_filters_and_rolling_loglikelihood(tasks, tmp_path):
     gen = run(job(tasks, tmp_path, "gsm8k_local", "backend.default_answer='so 12, then 71 in all'"))
     got = rows(tmp_path)
     # the regex filter keeps the last number: "71" is the first document's answer (Ali: 21 + 50)
@@ -111,12 +111,32 @@ def test_generation_filters_and_rolling_loglikelihood(tasks, tmp_path, caplog):
     assert [got[f"gsm8k_local/{i}"]["score"] for i in (1, 2)] == [0.0, 0.0] and gen.metrics["exact_match"] == 100 / 3
     # 1-shot from the same split: the example is another document, never the one asked
     assert got["gsm8k_local/0"]["prompt"].count("Question:") == 2
-    with caplog.at_level("WARNING", logger="runner"):  # the fake counts words: 300 characters are > 20 "tokens"
-        run(job(tasks, tmp_path, "corpus_rolling", "task.max_input_len=20", f"output_dir={tmp_path / 'roll'}"))
-    assert "3 of 3 rolling texts have more tokens than task.max_input_len=20" in caplog.text
+    # the fake counts words: 300 characters are > 20 "tokens", scored whole in windows of 20 (the fake's answer
+    # does not depend on the window; the windows themselves: tests/backends/test_rolling.py)
+    rolled = run(job(tasks, tmp_path, "corpus_rolling", "task.max_input_len=20", f"output_dir={tmp_path / 'roll'}"))
+    assert rolled.spec.extra_acc_spec.endswith(",fewshot_seed=1234,rolling_window=20")
     for r in rows(tmp_path, "roll").values():
         ll, words = r["meta"]["lm_eval"]["word_perplexity"]
         assert words == len(r["target"].split()) and r["score"] == pytest.approx(2.718281828459045 ** (-ll / words))
+
+
+def test_rolling_windows_are_declared_and_a_backend_without_them_is_refused_before_requests(tasks, tmp_path):
+    from runner.job.prepare import prepare
+
+    longest = max(len(json.loads(line)["text"].split()) for line in open(tasks.parent / "data" / "corpus.jsonl"))
+    with pytest.raises(ConfigError, match="cannot score a rolling text longer than one window") as err:
+        run(job(tasks, tmp_path, "corpus_rolling", "backend.rolling_windows=false", "task.rolling_window=20"))
+    assert f"3 of 3 texts have more than 20 tokens (the longest {longest})" in str(err.value)
+    assert f"task.rolling_window={longest}" in str(err.value) and not (tmp_path / "out" / "samples.jsonl").exists()
+    # texts within one window run on such a backend; the requests carry the window (null: task.max_input_len)
+    short = run(job(tasks, tmp_path, "corpus_rolling", "backend.rolling_windows=false", f"task.rolling_window={longest}"))
+    assert short.exit_status == 0 and f"rolling_window={longest}" in short.spec.extra_acc_spec
+    prepared = prepare(typed(job(tasks, tmp_path, "corpus_rolling", "task.max_input_len=512")))
+    request = prepared.evaluator.requests(prepared.evaluator.samples(1, 0)[0])[0]
+    assert request.context == "" and request.rolling_window == 512
+    for bad in ("task.rolling_window=0", "task.rolling_window=5000"):  # 1..task.max_input_len (4096)
+        with pytest.raises(ConfigError, match="a rolling window holds between 1 token and the task's input length"):
+            prepare(typed(job(tasks, tmp_path, "corpus_rolling", bad)))
 
 
 def test_trust_rule_for_include_path_code(tmp_path):
@@ -234,6 +254,7 @@ def test_request_translation_of_generation_settings():
         to_request(gen({"max_gen_toks": 300}), 256)
     rolling = Instance("loglikelihood_rolling", {}, ("some text",), 0, ("t", 0, 1))
     assert to_request(rolling, 8) == LoglikelihoodRequest("", "some text")
+    assert to_request(rolling, 8, rolling_window=64) == LoglikelihoodRequest("", "some text", rolling_window=64)
     result = LoglikelihoodResult(-2.5, True, 3)
     assert to_lm_eval("loglikelihood_rolling", result) == -2.5 and to_lm_eval("loglikelihood", result) == (-2.5, True)
 

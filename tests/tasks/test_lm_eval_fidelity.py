@@ -1,7 +1,9 @@
 """Fidelity: on the embedded model in float32, task=lm_eval's per-document scores and aggregates equal lm-eval's
 own CLI (``lm_eval --model hf ... --log_samples``) on the same local tasks, for the three request types: multiple
 choice (log-likelihood), generation and rolling log-likelihood. The expected values are read from lm-eval's
-output files; one CLI run covers the three tasks, so the model loads once there."""
+output files; one CLI run covers the three tasks, so the model loads once there. The CLI's ``max_length`` and our
+``task.rolling_window`` are both WINDOW, below the corpus documents' lengths: a rolling text is scored in lm-eval's
+windows on both sides (and above the generation prompt plus its 8 new tokens, which HFLM's max_length would cut)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from tests.conftest import compose
 from tests.helpers.lm_eval_tasks import write_tasks
 
 TASKS = ("arc_local", "gsm8k_local", "corpus_rolling")
+WINDOW = 256  # tokens: the 1-shot GSM8K prompts are ~180; the two corpus documents ~260 and ~550 (2 and 3 windows)
 
 
 @pytest.mark.e2e
@@ -29,13 +32,13 @@ def test_scores_equal_lm_eval_cli_for_each_request_type(tmp_path):
     from runner.job.flow import typed
     from runner.job.prepare import prepare
 
-    tasks = write_tasks(tmp_path, gsm8k_rows=2, corpus_docs=2, doc_chars=240)
+    tasks = write_tasks(tmp_path, gsm8k_rows=2, corpus_docs=2, doc_chars=2400)
     model = smollm2_checkpoint()
     env = dict(os.environ) | {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
-         "--tasks", ",".join(TASKS), "--include_path", str(tasks), "--log_samples", "--output_path",
+        [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args",
+         f"pretrained={model},dtype=float32,max_length={WINDOW}", "--tasks", ",".join(TASKS), "--include_path", str(tasks), "--log_samples", "--output_path",
          str(tmp_path / "cli"), "--batch_size", "8", "--device", "cpu", "--gen_kwargs", "max_gen_toks=8"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -49,11 +52,14 @@ def test_scores_equal_lm_eval_cli_for_each_request_type(tmp_path):
     started = time.monotonic()
     jobs = {name: prepare(typed(compose(["task=lm_eval", f"task.lm_eval_task={name}", f"task.include_path={tasks}",
                                          "backend=hf", "backend.dtype=float32", "backend.num_threads=1",
-                                         "task.gen_kwargs='max_gen_toks=8'", "tracking=none", "reference.mode=skip",
+                                         "task.gen_kwargs='max_gen_toks=8'", f"task.rolling_window={WINDOW}",
+                                         "tracking=none", "reference.mode=skip",
                                          f"output_dir={tmp_path / 'ours' / name}"]))) for name in TASKS}
     ours, threads = {}, torch.get_num_threads()
     try:
         with jobs[TASKS[0]].backend as backend:  # one thread, as the CLI's OMP_NUM_THREADS=1
+            lengths = [len(backend.loaded[1](json.loads(line)["text"])["input_ids"])
+                       for line in open(tasks.parent / "data" / "corpus.jsonl")]
             for name, job in jobs.items():
                 samples = job.evaluator.samples(50, 0)
                 scored = score_all(job.evaluator, backend, samples, job_requests(job.evaluator, samples, job.task.sampling))
@@ -82,9 +88,12 @@ def test_scores_equal_lm_eval_cli_for_each_request_type(tmp_path):
 
     metrics, rows = ours["corpus_rolling"]
     assert sorted(rows) == sorted(expected["corpus_rolling"]) == [0, 1]
+    assert min(lengths) > WINDOW and max(lengths) > 2 * WINDOW  # every document in windows, one in three
     for doc_id, row in rows.items():
         ll, words = row["meta"]["lm_eval"]["word_perplexity"]
         cli_ll, cli_words = expected["corpus_rolling"][doc_id]["word_perplexity"]
         assert words == cli_words and ll == pytest.approx(cli_ll, rel=1e-4)
     for metric in ("word_perplexity", "byte_perplexity", "bits_per_byte"):
         assert metrics[f"lm_eval/{metric}"] == pytest.approx(results["corpus_rolling"][f"{metric},none"], rel=1e-4)
+    # the task metric is lm-eval's corpus figure (a corpus metric), not the mean of per-document perplexities
+    assert metrics["word_perplexity"] == pytest.approx(results["corpus_rolling"]["word_perplexity,none"], rel=1e-4)

@@ -38,6 +38,9 @@ class HarnessTaskConfig(TaskConfig):
     cluster_key: Optional[str] = "subtask"
     chance_level: Optional[float] = None  # multiple choice: 100 / options, else none
     max_input_len: int = 4096
+    # loglikelihood_rolling: every token of a text is scored, in lm-eval's disjoint rolling windows of at most this
+    # many tokens (lm-eval's max_length); null: task.max_input_len. It changes the scores: part of the reference key
+    rolling_window: Optional[int] = None
     max_output_len: int = 256  # lm-eval's default max_gen_toks; a task's own max_gen_toks wins up to this
     max_batch_size: int = 32
 

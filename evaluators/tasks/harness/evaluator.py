@@ -14,8 +14,10 @@ cache; lm-eval's filters and ``process_results`` score each document; the runner
 - ``num_samples`` draws a seeded subset of doc ids (what lm-eval's ``samples=`` selects), split across a
   group's subtasks in proportion to their sizes; each subtask's few-shot sampler is seeded with
   ``task.fewshot_seed`` and walks the chosen documents in order, as lm-eval does.
+- A rolling text (``loglikelihood_rolling``) is scored whole in lm-eval's disjoint windows of ``task.rolling_window``
+  tokens (null: ``task.max_input_len``); a backend that scores no windows is refused one longer than a window.
 - The reference key (``extra_acc_spec``) names the lm-eval version, a hash of the resolved task configs, the
-  number of shots, the few-shot seed, the filter and the chat settings.
+  number of shots, the few-shot seed, the filter, a rolling task's window and the chat settings.
 """
 
 from __future__ import annotations
@@ -66,6 +68,14 @@ class HarnessEvaluator(Evaluator):
                               given=config.num_fewshot, allowed=">= 0, or null (the task's own)")
         if config.scale is not None and not config.scale > 0:
             raise ConfigError("the scale must be a positive number", where="task.scale", given=config.scale)
+        if config.rolling_window is not None and not 1 <= config.rolling_window <= config.max_input_len:
+            raise ConfigError("a rolling window holds between 1 token and the task's input length", where="task.rolling_window",
+                              given=f"{config.rolling_window} (task.max_input_len={config.max_input_len})",
+                              allowed=f"1..{config.max_input_len}, or null (task.max_input_len)",
+                              fix="raise task.max_input_len with it (lm-eval's max_length is the model's context length)")
+        # lm-eval's max_length for rolling texts: no row a backend scores is longer than the task's input length
+        self.rolling_window = int(config.rolling_window or config.max_input_len)
+        self._capabilities: Any = None
         if config.fewshot_as_multiturn and not config.apply_chat_template:
             raise ConfigError("few-shot turns exist only in a chat", where="task.fewshot_as_multiturn",
                               given="true with task.apply_chat_template=false", fix="set task.apply_chat_template=true")
@@ -134,27 +144,38 @@ class HarnessEvaluator(Evaluator):
                  f"num_fewshot={'/'.join(map(str, shots))}", f"fewshot_seed={self.config.fewshot_seed}"]
         if self.filter != "none":
             parts.append(f"filter={self.filter}")
+        if "loglikelihood_rolling" in self.output_types:
+            parts.append(f"rolling_window={self.rolling_window}")
         parts += chat_deviation(self.config)
         if self.config.fewshot_as_multiturn:
             parts.append("fewshot_as_multiturn=true")
         return ",".join(parts)
 
     def use_token_counter(self, count: Any) -> None:
-        """The backend's tokenizer: rolling texts longer than the input window are found before any request."""
+        """The backend's tokenizer: rolling texts longer than one window are found before any request."""
         self._count = count
 
+    def use_capabilities(self, capabilities: Any) -> None:
+        """The backend's declared capabilities: whether it scores a rolling text in several windows."""
+        self._capabilities = capabilities
+
     def _check_rolling(self, samples: list[Sample]) -> None:
-        """Warn about rolling texts longer than ``task.max_input_len``: lm-eval scores them whole in windows, here
-        they are scored on their last tokens (a different number than lm-eval's)."""
+        """Refuse, before any request, rolling texts longer than ``task.rolling_window`` on a backend that scores no
+        rolling windows (counted with the backend's tokenizer, special tokens excluded); shorter ones run anywhere."""
+        if self._count is None or self._capabilities is None or self._capabilities.rolling_windows:
+            return
         texts = [self._built[s.id][2][0].args[0] for s in samples
                  if self._built[s.id][2][0].request_type == "loglikelihood_rolling"]
-        if not texts or self._count is None:
-            return
-        long = sum(n >= self.config.max_input_len for n in self._count(texts))
-        if long:
-            log.warning("%d of %d rolling texts have more tokens than task.max_input_len=%d and are scored on their "
-                        "last tokens (lm-eval scores them whole, in windows): raise task.max_input_len to compare",
-                        long, len(texts), self.config.max_input_len)
+        counts = [n for n in (self._count(texts) if texts else []) if n > self.rolling_window]
+        if counts:
+            raise ConfigError("this backend cannot score a rolling text longer than one window (lm-eval scores it "
+                              "whole, in rolling windows)", where="backend / task.rolling_window",
+                              given=f"{len(counts)} of {len(texts)} texts have more than {self.rolling_window} tokens "
+                                    f"(the longest {max(counts)})",
+                              allowed="texts of at most task.rolling_window tokens on this backend",
+                              fix="use a backend that scores rolling windows (backend=hf, or an openai server with "
+                                  f"prompt log-probabilities), or set task.rolling_window={max(counts)} (and "
+                                  "task.max_input_len as high; a protocol change), or a smaller task.num_samples")
 
     # ------------------------------------------------------------------ samples
     def docs(self, sub: Subtask) -> Any:
@@ -208,7 +229,7 @@ class HarnessEvaluator(Evaluator):
         for inst in instances:
             for k in range(inst.repeats or 1):
                 seed = zlib.crc32(f"{self._seed}:{sample.id}:{inst.idx}:{k}".encode())
-                out.append(to_request(inst, self.config.max_output_len, seed))
+                out.append(to_request(inst, self.config.max_output_len, seed, self.rolling_window))
         return out
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:

@@ -24,11 +24,13 @@ def check_capabilities(output_types: list[str], capabilities: Capabilities, task
 
 
 def answerer_lm(answerer: Answerer, max_output_len: int, seed: int = 0,
-                capabilities: Capabilities = Capabilities()) -> Any:
+                capabilities: Capabilities = Capabilities(), rolling_window: int | None = None) -> Any:
     """An ``lm_eval.api.model.LM`` answering through ``answerer`` (built here: lm_eval is imported lazily).
 
     ``capabilities``: the backend's declared ones; log-likelihood requests to a backend without them are refused
-    before any is sent (call :func:`check_capabilities` with the tasks' output types to refuse before the run)."""
+    before any is sent (call :func:`check_capabilities` with the tasks' output types to refuse before the run).
+    ``rolling_window``: lm-eval's ``max_length`` for rolling texts (each scored whole, in windows of that many
+    tokens, as HFLM does); None: a rolling text is one sequence, cut to the backend's input length."""
     from lm_eval.api.model import LM
 
     class AnswererLM(LM):
@@ -41,7 +43,7 @@ def answerer_lm(answerer: Answerer, max_output_len: int, seed: int = 0,
         def _send(self, kind: str, instances: list[Any]) -> list[Any]:
             if kind != "generate_until" and instances:
                 check_capabilities([kind], capabilities, str(instances[0].task_name))
-            requests = [to_request(inst, max_output_len, seed) for inst in instances]
+            requests = [to_request(inst, max_output_len, seed, rolling_window) for inst in instances]
             self.calls.append((kind, len(requests)))
             if kind == "generate_until":
                 answers: list[Any] = answerer.generate(requests)  # type: ignore[arg-type]

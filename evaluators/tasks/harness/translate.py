@@ -2,9 +2,10 @@
 
 - ``loglikelihood`` ``(context, continuation)``: a :class:`LoglikelihoodRequest` of the same strings (our
   backends split the tokens as lm-eval's ``TemplateLM._encode_pair`` does); the answer is ``(logprob, is_greedy)``.
-- ``loglikelihood_rolling`` ``(text,)``: a :class:`LoglikelihoodRequest` with an empty context (the first token is
-  predicted from BOS, or EOS without one, as lm-eval's prefix token); the answer is the log-probability. A text
-  longer than ``task.max_input_len`` is scored on its last tokens (lm-eval scores it in windows).
+- ``loglikelihood_rolling`` ``(text,)``: a :class:`LoglikelihoodRequest` of the text with an empty context and
+  ``rolling_window`` (``task.rolling_window``): the backend scores every token in lm-eval's disjoint rolling windows,
+  the first token predicted from BOS, or EOS without one, as lm-eval's prefix token; the answer is the summed
+  log-probability.
 - ``generate_until`` ``(context, gen_kwargs)``: a :class:`GenerationRequest` (``until`` -> stop strings,
   ``max_gen_toks`` -> max tokens, greedy unless ``do_sample``); the answer is the text.
 
@@ -47,11 +48,12 @@ def _chat_error(task: str, what: str) -> ConfigError:
                        fix="run it with task.apply_chat_template=false, or without few-shot turns / system text")
 
 
-def to_request(instance: Any, max_output_len: int, seed: int | None = None) -> Request:
-    """The runner's request for one lm-eval ``Instance`` (``seed``: for a sampled generation)."""
+def to_request(instance: Any, max_output_len: int, seed: int | None = None, rolling_window: int | None = None) -> Request:
+    """The runner's request for one lm-eval ``Instance`` (``seed``: for a sampled generation; ``rolling_window``:
+    the window of a rolling text, None: the text as one sequence, cut to the task's input length)."""
     kind, args, task = instance.request_type, instance.args, instance.task_name
     if kind == "loglikelihood_rolling":
-        return LoglikelihoodRequest(context="", continuation=args[0])
+        return LoglikelihoodRequest(context="", continuation=args[0], rolling_window=rolling_window)
     if kind == "loglikelihood":
         context, continuation = args[0], args[1]
         chat = read_chat(context)

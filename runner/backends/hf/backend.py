@@ -18,11 +18,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, TYPE_CHECKING
 
-from runner.backends import token_counts
+from runner.backends import rolling, token_counts
 from runner.backends.configured import ConfiguredBackend
 from runner.backends.hf import batching, devices, forward, guided, sampling, loaded as loaded_models
 from runner.backends.models import load_failure, resolve_model_source
-from runner.backends.prompting import encode_request, loglikelihood_tokens
+from runner.backends.prompting import encode_request
 from runner.contract import stopping
 from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
@@ -63,7 +63,7 @@ class HFBackend(ConfiguredBackend):
     """transformers causal LM. Construct cheaply; load on ``__enter__``."""
 
     name = "hf"
-    capabilities = Capabilities(loglikelihood=True, token_counter=True, per_request_seeds=True)
+    capabilities = Capabilities(loglikelihood=True, token_counter=True, per_request_seeds=True, rolling_windows=True)
 
     @classmethod
     def gpu_needs(cls, config: Any) -> GpuNeeds:
@@ -228,19 +228,23 @@ class HFBackend(ConfiguredBackend):
 
     # ------------------------------------------------------------------ log-likelihood
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        """Every request's rows (a rolling request's lm-eval windows, else one sequence: ``runner.backends.rolling``)
+        scored together; one forward pass per distinct input, each row reads its scored positions."""
         import torch
 
-        # One forward pass per distinct input; each request reads its continuation's positions.
+        table = rolling.Rows.of(self._tokenizer, self.chat, requests, self.limits.max_input_len,
+                                self.limits.max_output_len)
         by_input: dict[tuple[int, ...], list[tuple[int, list[int]]]] = defaultdict(list)
-        for i, req in enumerate(requests):
-            seq, scored = loglikelihood_tokens(self._tokenizer, self.chat, req.context, req.continuation,
-                                               self.limits.max_input_len, self.limits.max_output_len)
-            by_input[tuple(seq[:-1])].append((i, scored))
+        for r, (seq, scored) in enumerate(table.rows):
+            by_input[tuple(seq[:-1])].append((r, scored))
         inputs = list(by_input)
         rows = [list(x) for x in inputs]
         keeps = [max(len(cont) for _, cont in by_input[x]) for x in inputs]
-        results: list[LoglikelihoodResult | None] = [None] * len(requests)
+        answered: dict[int, LoglikelihoodResult] = {}
         bar = self.bar(len(requests), "loglikelihood")
+        left = list(table.counts)  # rows still unanswered, per request
+        if 0 in left:  # an empty rolling text: nothing to compute
+            bar.update(left.count(0))
         try:
             with torch.inference_mode():
                 for group in self._plan(rows, list(range(len(inputs))), keeps):
@@ -250,19 +254,22 @@ class HFBackend(ConfiguredBackend):
                         logits, *_ = self._prefill([rows[k] for k in batch], keep, group.prefix, shared)
                         logprobs = torch.log_softmax(logits.float(), dim=-1)
                         for b, k in enumerate(batch):
-                            for req_index, cont in by_input[inputs[k]]:
+                            for row, cont in by_input[inputs[k]]:
                                 span = logprobs[b, keep - len(cont):]
                                 target = torch.tensor(cont, device=span.device)
                                 picked = span.gather(-1, target[:, None]).squeeze(-1)
                                 greedy = bool((span.argmax(-1) == target).all())
-                                results[req_index] = LoglikelihoodResult(float(picked.sum()), greedy, len(cont))
-                                bar.update(1)
+                                answered[row] = LoglikelihoodResult(float(picked.sum()), greedy, len(cont))
+                                left[table.owner[row]] -= 1
+                                if not left[table.owner[row]]:
+                                    bar.update(1)
         except BaseException as err:  # a stop (SIGTERM/SIGINT) or a failed batch: the generation cache keeps these
-            stopping.keep_answered(err, {i: r for i, r in enumerate(results) if r is not None})
+            stopping.keep_answered(err, table.combine(answered))
             raise
         finally:
             bar.close()
-        return [r for r in results if r is not None]
+        results = table.combine(answered)
+        return [results[i] for i in range(len(requests))]
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerationRequest]) -> list[str]:

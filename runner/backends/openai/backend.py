@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from runner.backends import token_counts
+from runner.backends import rolling, token_counts
 from runner.backends.configured import ConfiguredBackend
 from runner.backends.models import resolve_model_source
 from runner.backends.openai import answers
@@ -27,7 +27,6 @@ from runner.backends.openai.payloads import (
     PromptSettings, chat_messages, completion_prompt, sampling_fields,
 )
 from runner.backends.openai.server import render_command, keep, ManagedServer, free_port, take_kept
-from runner.backends.prompting import loglikelihood_tokens
 from runner.contract import stopping
 from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
 from runner.contract.errors import BackendUnavailable, ConfigError, EndpointError
@@ -90,9 +89,10 @@ class OpenAIBackend(ConfiguredBackend):
             raise ConfigError("guided decoding on an endpoint is the server's own", where="task.guided_decoding",
                               given=limits.guided_decoding, allowed=", ".join(GUIDED_MODES))
         super().__init__(config, model, quant, limits, chat, progress)
+        scores = config.prompt_logprobs and config.prompt_format == "token_ids" and config.endpoint == "completions"
         self.capabilities = Capabilities(
-            loglikelihood=config.prompt_logprobs and config.prompt_format == "token_ids" and config.endpoint == "completions",
-            token_counter=True, per_request_seeds=config.per_request_seeds, loglikelihood_fix=LOGLIKELIHOOD_FIX)
+            loglikelihood=scores, rolling_windows=scores, token_counter=True, per_request_seeds=config.per_request_seeds,
+            loglikelihood_fix=LOGLIKELIHOOD_FIX)
         self.settings = PromptSettings(config.endpoint, config.prompt_format, config.truncation, limits.max_input_len,
                                        limits.max_output_len, config.json_schema_field, limits.guided_decoding != "none")
         self._server: Any = None
@@ -293,24 +293,30 @@ class OpenAIBackend(ConfiguredBackend):
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         """Prompt log-probabilities of an echoed completion (``echo``, ``logprobs=1``, one new token),
-        the token ids sent as the prompt so context and continuation split exactly as on ``hf``."""
+        the token ids sent as the prompt so context and continuation split exactly as on ``hf``. A rolling
+        request's windows (``runner.backends.rolling``) are one prompt each, sent in turn by one worker and summed."""
         if not self.capabilities.loglikelihood:
             raise ConfigError("this endpoint does not score log-likelihood requests", where="backend.prompt_logprobs",
                               given=self.config.prompt_logprobs,
                               fix=f"score by generation (task.scoring=generate), or use {LOGLIKELIHOOD_FIX}")
-        items = [loglikelihood_tokens(self._tokenizer, self.chat, r.context, r.continuation,
-                                      self.limits.max_input_len, self.limits.max_output_len) for r in requests]
+        items = [rolling.request_rows(self._tokenizer, self.chat, r, self.limits.max_input_len,
+                                      self.limits.max_output_len) for r in requests]
         if items and not self._checked_logprobs:  # one request first: a server without prompt logprobs stops here
-            first = http.map_bounded(self._loglikelihood_one, items[:1], 1, lambda: None)[0]  # sent from a worker too
+            first = http.map_bounded(self._request_rows, items[:1], 1, lambda: None)[0]  # sent from a worker too
             if self.job_progress is not None:
                 self.job_progress.update(1)
             self._checked_logprobs = True
             try:
-                return [first] + self._fan_out(self._loglikelihood_one, items[1:], "loglikelihood")
+                return [first] + self._fan_out(self._request_rows, items[1:], "loglikelihood")
             except BaseException as err:
                 stopping.keep_answered(err, {0: first} | {i + 1: r for i, r in stopping.answered(err).items()})
                 raise
-        return self._fan_out(self._loglikelihood_one, items, "loglikelihood")
+        return self._fan_out(self._request_rows, items, "loglikelihood")
+
+    def _request_rows(self, rows: list[rolling.Row]) -> LoglikelihoodResult:
+        """One request's rows, scored in turn and summed."""
+        return rolling.Rows(rows, [0] * len(rows), [len(rows)]).combine(
+            {k: self._loglikelihood_one(row) for k, row in enumerate(rows)})[0]
 
     def _loglikelihood_one(self, item: tuple[list[int], list[int]]) -> LoglikelihoodResult:
         seq, scored = item
