@@ -33,7 +33,7 @@ from evaluators.deviations import chat_deviation, short_hash
 from evaluators.metrics import mean
 from evaluators.tasks.harness.evaluator import HarnessEvaluator
 from evaluators.tasks.harness.loading import config_hash
-from evaluators.tasks.longbench_v1.local import check_extras, definitions, shares, write_local_tasks
+from evaluators.tasks.longbench_v1.local import check_extras, definitions, groups_under, shares, write_local_tasks
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Sample, ScoredSample
 
@@ -70,7 +70,7 @@ class LongBenchV1Evaluator(HarnessEvaluator):
         defs = definitions()
         tree = dict(shares(defs, config.lm_eval_task)) if not self.own_files else {}
         self.shares = {s.name: tree.get(s.name, 1.0 / len(self.subtasks)) for s in self.subtasks}
-        self.groups = defs.groups if not self.own_files else {}
+        self.groups = {g: defs.groups[g] for g in groups_under(defs, config.lm_eval_task)} if not self.own_files else {}
         self.target_sparsity = DENSE
         self.sparse_other: str | None = None
         self._weights: dict[str, float] = {}

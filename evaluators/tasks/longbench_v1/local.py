@@ -149,13 +149,14 @@ def write_local_tasks(local_dir: str, name: str, target: Path) -> Path:
         spec = {"include": str(defs.subtask_file[task]), "dataset_path": "json", "dataset_name": None,
                 "dataset_kwargs": {"data_files": {"test": str(rows.resolve())}}}
         (target / f"{task}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-    for group in _groups_under(defs, name):
+    for group in groups_under(defs, name):
         (target / f"{GROUP_PREFIX}_{group}.yaml").write_text(yaml.safe_dump(defs.group_yaml[group], sort_keys=False),
                                                              encoding="utf-8")
     return target
 
 
-def _groups_under(defs: Definitions, name: str) -> list[str]:
+def groups_under(defs: Definitions, name: str) -> list[str]:
+    """``name`` and the groups below it (none for a subtask)."""
     if name not in defs.groups:
         return []
-    return [name] + [g for child in defs.groups[name] for g in _groups_under(defs, child)]
+    return [name] + [g for child in defs.groups[name] for g in groups_under(defs, child)]
