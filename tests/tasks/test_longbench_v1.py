@@ -16,7 +16,7 @@ from tests.conftest import ROOT, compose
 from tests.helpers.longbench_v1 import write_copy
 
 pytest.importorskip("lm_eval")
-for _extra in ("jieba", "fuzzywuzzy", "rouge"):  # lm-eval's longbench extra, in this project's [test] extra
+for _extra in ("jieba", "rapidfuzz", "rouge"):  # the [longbench] extra, also in this project's [test] extra
     pytest.importorskip(_extra, reason='pip install -e ".[test]" installs lm-eval\'s LongBench metrics\' packages')
 
 
@@ -124,6 +124,21 @@ def test_reference_key_is_upstreams_then_deviations(copy, tmp_path):
     ev.bind_backend(SimpleNamespace(details={"extra_llm_api_options": json.dumps(threshold)}))
     assert ev.extra_acc_spec().startswith("sparse_attention=" + short_hash(json.dumps(threshold["sparse_attention_config"],
                                                                                     sort_keys=True)))
+
+
+def test_code_similarity_is_upstreams_rapidfuzz_ratio(copy, tmp_path):
+    """lm-eval's code metric scores the answer's first line ("return a+b") against the truth ("    return a + b")
+    by fuzz.ratio: upstream loads RapidFuzz's, the Indel similarity 2 x 10 common characters / (10 + 16) = 20/26,
+    unrounded (fuzzywuzzy's would be the whole percent 0.77)."""
+    from runner.contract.build import build
+    from runner.job.flow import typed
+
+    ev = build(typed(synthetic(copy, tmp_path, "task.lm_eval_task=longbench_lcc")).task, "task")
+    task = ev.subtasks[0].task
+    values = task.process_results(ev.docs(ev.subtasks[0])[0], ["return a+b\nprint(add(1, 2))"])
+    assert values["code_sim_score"] == values["score"] == pytest.approx(20 / 26, abs=1e-12)
+    import sys
+    assert "fuzzywuzzy" not in sys.modules  # the stand-in lives only while lm-eval loads the task files
 
 
 @pytest.mark.parametrize("model,spec,value", [

@@ -33,7 +33,8 @@ from evaluators.deviations import chat_deviation, short_hash
 from evaluators.metrics import mean
 from evaluators.tasks.harness.evaluator import HarnessEvaluator
 from evaluators.tasks.harness.loading import config_hash
-from evaluators.tasks.longbench_v1.local import check_extras, definitions, groups_under, shares, write_local_tasks
+from evaluators.tasks.longbench_v1.local import (check_extras, definitions, groups_under, rapidfuzz_as_fuzzywuzzy, shares,
+                                                 write_local_tasks)
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Sample, ScoredSample
 
@@ -61,7 +62,8 @@ class LongBenchV1Evaluator(HarnessEvaluator):
             config.include_path = str(write_local_tasks(config.local_dir, config.lm_eval_task, Path(scratch.name)))
         self.own_files = config.include_path is not None and not self.local
         try:
-            super().__init__(config)
+            with rapidfuzz_as_fuzzywuzzy():  # the metrics module binds its `fuzz` when lm-eval loads it
+                super().__init__(config)
         finally:
             if self.local:  # the written files are this object's: a config built again writes its own
                 config.include_path = None

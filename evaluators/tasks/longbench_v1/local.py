@@ -11,11 +11,18 @@ written files run no code of their own (the code they reach is lm-eval's, truste
 A local copy is a directory of ``<subset>.jsonl`` files (THUDM/LongBench's ``data.zip`` has them under
 ``data/``). The installed prompts read a ``question`` field; THUDM's rows name it ``input``: such files are
 copied into the task directory with ``question`` added (the same text).
+
+The metrics module imports ``fuzzywuzzy.fuzz`` for the code-similarity ratio; upstream's evaluator loads it with
+RapidFuzz's ``fuzz`` under that name (a float ratio; fuzzywuzzy rounds to whole percents), and so does
+:func:`rapidfuzz_as_fuzzywuzzy` here.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+import types
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -25,7 +32,7 @@ import yaml
 from runner.contract.errors import ConfigError, DataError
 
 GROUP_PREFIX = "_longbench"
-EXTRA_PACKAGES = ("jieba", "fuzzywuzzy", "rouge")  # what the installed metrics module imports
+EXTRA_PACKAGES = ("jieba", "rapidfuzz", "rouge")  # what the installed metrics module needs (fuzzywuzzy: rapidfuzz)
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,24 @@ def shares(defs: Definitions, name: str, share: float = 1.0) -> Iterator[tuple[s
         yield from shares(defs, child, share / len(children))
 
 
+@contextmanager
+def rapidfuzz_as_fuzzywuzzy() -> Iterator[None]:
+    """While lm-eval loads the task files: ``import fuzzywuzzy`` gives RapidFuzz's ``fuzz`` (upstream's choice)."""
+    from rapidfuzz import fuzz
+
+    before = sys.modules.get("fuzzywuzzy")
+    stand_in = types.ModuleType("fuzzywuzzy", "RapidFuzz's fuzz under fuzzywuzzy's name (task=longbench_v1)")
+    stand_in.fuzz = fuzz  # type: ignore[attr-defined]
+    sys.modules["fuzzywuzzy"] = stand_in
+    try:
+        yield
+    finally:
+        if before is None:
+            sys.modules.pop("fuzzywuzzy", None)
+        else:
+            sys.modules["fuzzywuzzy"] = before
+
+
 def check_extras() -> None:
     """The packages the installed LongBench metrics import, or a message saying how to install them."""
     import importlib.util
@@ -94,7 +119,7 @@ def check_extras() -> None:
     if missing:
         raise ConfigError("lm-eval's LongBench metrics need packages that are not installed",
                           where="task=longbench_v1", given="missing: " + ", ".join(missing),
-                          fix='pip install -e ".[longbench]" (jieba, fuzzywuzzy, rouge: lm-eval\'s longbench extra)')
+                          fix='pip install -e ".[longbench]" (jieba, rapidfuzz, rouge)')
 
 
 def find_file(local_dir: Path, subset: str) -> Path | None:
