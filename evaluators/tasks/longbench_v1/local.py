@@ -19,6 +19,7 @@ RapidFuzz's ``fuzz`` under that name (a float ratio; fuzzywuzzy rounds to whole 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 import types
@@ -96,7 +97,7 @@ def shares(defs: Definitions, name: str, share: float = 1.0) -> Iterator[tuple[s
 @contextmanager
 def rapidfuzz_as_fuzzywuzzy() -> Iterator[None]:
     """While lm-eval loads the task files: ``import fuzzywuzzy`` gives RapidFuzz's ``fuzz`` (upstream's choice)."""
-    from rapidfuzz import fuzz
+    from rapidfuzz import fuzz  # lazy: an optional package (the [longbench] extra), needed only here
 
     before = sys.modules.get("fuzzywuzzy")
     stand_in = types.ModuleType("fuzzywuzzy", "RapidFuzz's fuzz under fuzzywuzzy's name (task=longbench_v1)")
@@ -113,8 +114,6 @@ def rapidfuzz_as_fuzzywuzzy() -> Iterator[None]:
 
 def check_extras() -> None:
     """The packages the installed LongBench metrics import, or a message saying how to install them."""
-    import importlib.util
-
     missing = [p for p in EXTRA_PACKAGES if importlib.util.find_spec(p) is None]
     if missing:
         raise ConfigError("lm-eval's LongBench metrics need packages that are not installed",
