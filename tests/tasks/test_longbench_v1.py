@@ -141,6 +141,29 @@ def test_code_similarity_is_upstreams_rapidfuzz_ratio(copy, tmp_path):
     assert "fuzzywuzzy" not in sys.modules  # the stand-in lives only while lm-eval loads the task files
 
 
+def test_a_trtllm_pytorch_run_is_keyed_by_its_skip_softmax_sparsity(copy, tmp_path, monkeypatch):
+    """The sparsity reaches the LLM (the TensorRT-LLM double takes only the fields its manifest lists) and the key."""
+    from runner.backends.trtllm import api as trtllm_api
+    from runner.job.flow import run
+    from tests.backends.test_trtllm_backend import FakeTokenizer
+    from tests.helpers import trtllm_double
+
+    monkeypatch.setattr(trtllm_api, "_load_tokenizer", lambda path, trc, rev: FakeTokenizer())
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    calls = trtllm_double.install(trtllm_double.load(trtllm_double.manifest_paths()[0]) | {"tensorrt_llm_version": "1.2.0"})
+    try:
+        sparse = "{sparse_attention_config: {algorithm: skip_softmax, target_sparsity: 0.9}}"
+        out = run(synthetic(copy, tmp_path / "out", "backend=trtllm_pytorch", f"model.path={model}",
+                            f"backend.extra_llm_api_options={sparse}", "task.max_input_len=2048"))
+    finally:
+        trtllm_double.uninstall()
+    llm = next(kwargs for name, kwargs in calls if name == "TorchLlmArgs")  # what the LLM was given
+    assert llm["sparse_attention_config"] == {"algorithm": "skip_softmax", "target_sparsity": 0.9}
+    assert out.spec.extra_acc_spec == "target_sparsity=0.9,lm_eval_task=longbench_synthetic,max_input_len=2048"
+
+
 @pytest.mark.parametrize("model,spec,value", [
     # read by hand from upstream's references/longbench_v1.yaml (commit 0e2003a9f44b1aa98cac7dca71fba77185487782)
     ("Qwen3/Qwen3-30B-A3B-Instruct-2507", dict(extra_acc_spec="target_sparsity=0.0"), 48.383),

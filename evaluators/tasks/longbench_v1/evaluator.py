@@ -35,7 +35,7 @@ from evaluators.tasks.harness.evaluator import HarnessEvaluator
 from evaluators.tasks.harness.loading import config_hash
 from evaluators.tasks.longbench_v1.local import (check_extras, definitions, groups_under, rapidfuzz_as_fuzzywuzzy, shares,
                                                  write_local_tasks)
-from runner.contract.errors import ConfigError
+from runner.contract.errors import ConfigError, DataError
 from runner.contract.evaluator import Sample, ScoredSample
 
 UPSTREAM_TASK = "longbench"
@@ -64,6 +64,12 @@ class LongBenchV1Evaluator(HarnessEvaluator):
         try:
             with rapidfuzz_as_fuzzywuzzy():  # the metrics module binds its `fuzz` when lm-eval loads it
                 super().__init__(config)
+        except DataError as err:
+            if self.local or self.own_files:
+                raise
+            raise DataError(err.what, where=err.where, given=err.given,
+                            fix="offline, point task.local_dir at a local LongBench copy (a directory of <subset>.jsonl "
+                                "files, e.g. THUDM/LongBench's data.zip); online, unset HF_HUB_OFFLINE") from None
         finally:
             if self.local:  # the written files are this object's: a config built again writes its own
                 config.include_path = None
