@@ -114,8 +114,10 @@ class LongBenchV1Evaluator(HarnessEvaluator):
             parts.append(f"average={c.average}")
         if self.metric != "score":
             parts.append(f"metric={self.metric}")
-        if c.num_fewshot:
-            parts.append(f"num_fewshot={c.num_fewshot}")
+        if c.num_fewshot:  # upstream's subtasks are 0-shot; examples come with their sampler's seed
+            parts += [f"num_fewshot={c.num_fewshot}", f"fewshot_seed={c.fewshot_seed}"]
+        if self.filter != "none":
+            parts.append(f"filter={self.filter}")
         if c.gen_kwargs:
             parts.append("gen_kwargs=" + short_hash(c.gen_kwargs))
         if c.max_input_len != UPSTREAM_MAX_INPUT:
