@@ -124,6 +124,8 @@ def test_reference_key_is_upstreams_then_deviations(copy, tmp_path):
     ev.bind_backend(SimpleNamespace(details={"extra_llm_api_options": json.dumps(threshold)}))
     assert ev.extra_acc_spec().startswith("sparse_attention=" + short_hash(json.dumps(threshold["sparse_attention_config"],
                                                                                     sort_keys=True)))
+    ev.bind_backend(SimpleNamespace(details={}))  # a backend without sparse attention: dense again
+    assert ev.extra_acc_spec().startswith("target_sparsity=0.0,gen_kwargs=")
 
 
 def test_code_similarity_is_upstreams_rapidfuzz_ratio(copy, tmp_path):

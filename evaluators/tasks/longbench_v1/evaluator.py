@@ -89,6 +89,7 @@ class LongBenchV1Evaluator(HarnessEvaluator):
         (``backend.extra_llm_api_options``' ``sparse_attention_config``, TensorRT-LLM's
         ``SkipSoftmaxAttentionConfig``): one numeric ``target_sparsity`` is upstream's key; any other sparse
         attention (a threshold, per-phase targets, another algorithm) is keyed by a hash of its config."""
+        self.target_sparsity, self.sparse_other = DENSE, None
         options = json.loads((getattr(info, "details", None) or {}).get("extra_llm_api_options") or "{}")
         sparse = options.get("sparse_attention_config")
         if not sparse:
