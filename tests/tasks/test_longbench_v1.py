@@ -70,13 +70,16 @@ def test_local_task_files_include_the_installed_definitions(tmp_path):
         write_local_tasks(str(copy), "longbench_nothing", tmp_path / "other")
 
 
-def test_the_copy_and_own_task_files_exclude_each_other(copy, tmp_path):
+def test_bad_settings_are_config_errors(copy, tmp_path):
     from runner.contract.build import build
     from runner.job.flow import typed
 
     config = typed(synthetic(copy, tmp_path, f"task.include_path={tmp_path}"))
     with pytest.raises(ConfigError, match="not both"):
         build(config.task, "task")
+    with pytest.raises(ConfigError, match="unknown average") as err:
+        build(typed(synthetic(copy, tmp_path, "task.average=median")).task, "task")
+    assert err.value.where == "task.average" and "categories, documents" in err.value.allowed
 
 
 def test_upstreams_average_and_per_document_values(copy, tmp_path):
