@@ -61,7 +61,7 @@ def planned_job(overrides: list[str]) -> PlannedJob:
                           fix=" ".join(str(err).split())[:400]) from None
     config = typed(cfg)
     t = config.task
-    build(t, "task")  # a task whose metric and direction come from its definition (task=lm_eval) writes them first
+    built = build(t, "task")  # a task whose metric and direction come from its definition (task=lm_eval) writes them first
     check_params(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better, where="task")
     defaults = HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
     ref_dir = Path(config.reference.dir) if config.reference.dir else default_reference_dir()
@@ -75,7 +75,8 @@ def planned_job(overrides: list[str]) -> PlannedJob:
         # the dtype is known once a model loads: "auto" matches entries of any dtype, as upstream's lookup does
         spec = AccuracySpec(dtype="auto", quant_algo=config.quant.quant_algo,
                             kv_cache_quant_algo=config.quant.kv_cache_quant_algo,
-                            extra_acc_spec=",".join(p for p in (build(task, "task").extra_acc_spec(), *key_parts(task))
+                            extra_acc_spec=",".join(p for p in ((built if task is t else build(task, "task")).extra_acc_spec(),
+                                                                      *key_parts(task))
                                                     if p) or None)
         try:
             found = lookup(ref_dir, t.name, t.metric, config.model.hf_id, spec, defaults)
