@@ -23,7 +23,6 @@ cache; lm-eval's filters and ``process_results`` score each document; the runner
 from __future__ import annotations
 
 import json
-import logging
 import zlib
 from typing import Any, Sequence
 
@@ -38,7 +37,6 @@ from runner.contract.errors import ConfigError
 from runner.contract.evaluator import CORPUS_ITEM, CorpusMetric, Sample, ScoredSample
 from runner.contract.requests import Request, Response
 
-log = logging.getLogger("runner")
 # lm-eval metrics whose values are fractions of 1: shown in percent (scale 100) like our references
 FRACTION_METRICS = ("acc", "acc_norm", "acc_bytes", "acc_mutual_info", "exact_match", "f1", "mcc", "brier_score",
                     "prompt_level_strict_acc", "prompt_level_loose_acc", "inst_level_strict_acc",
