@@ -86,11 +86,13 @@ def keep_last(tokenizer: Any, ids: list[int], budget: int, added_special: bool) 
     return head + ids[len(head):][-(budget - len(head)):]
 
 
-def encode_pair(tokenizer: Any, chat: ChatFormat, context: str, continuation: str) -> tuple[list[int], list[int]]:
+def encode_pair(tokenizer: Any, chat: ChatFormat, context: str, continuation: str,
+                conversation: Sequence[tuple[str, str]] | None = None) -> tuple[list[int], list[int]]:
     """Context and continuation tokens, split the way lm-evaluation-harness splits them: trailing
     whitespace of the context moves to the continuation, and the continuation's tokens are those of
-    the whole text after the context's (so a merge across the boundary counts once)."""
-    context, special = render_prompt(tokenizer, chat, context)
+    the whole text after the context's (so a merge across the boundary counts once). ``conversation``: the
+    context as chat turns (:func:`render_prompt`)."""
+    context, special = render_prompt(tokenizer, chat, context, conversation)
     trailing = len(context) - len(context.rstrip())
     if trailing:
         continuation = context[-trailing:] + continuation
@@ -105,13 +107,14 @@ def encode_pair(tokenizer: Any, chat: ChatFormat, context: str, continuation: st
 
 
 def loglikelihood_tokens(tokenizer: Any, chat: ChatFormat, context: str, continuation: str,
-                         max_input_len: int, max_output_len: int) -> tuple[list[int], list[int]]:
+                         max_input_len: int, max_output_len: int,
+                         conversation: Sequence[tuple[str, str]] | None = None) -> tuple[list[int], list[int]]:
     """(the token sequence to score, its scored last tokens) of one log-likelihood request.
 
     With a context, the sequence is cut to its last ``max_input_len + max_output_len + 1`` tokens.
     Without one (a whole document, perplexity) it is BOS plus the document's last tokens,
     ``max_input_len`` in all, as TensorRT-LLM's left-truncating tokenizer keeps them."""
-    ctx, cont = encode_pair(tokenizer, chat, context, continuation)
+    ctx, cont = encode_pair(tokenizer, chat, context, continuation, conversation)
     if context:
         seq = (ctx + cont)[-(max_input_len + max_output_len + 1):]
     else:

@@ -53,7 +53,7 @@ def request_rows(tokenizer: Any, chat: ChatFormat, request: LoglikelihoodRequest
     """The rows that answer ``request``: its rolling windows, or its one sequence."""
     if request.rolling_window is None:
         return [loglikelihood_tokens(tokenizer, chat, request.context, request.continuation, max_input_len,
-                                     max_output_len)]
+                                     max_output_len, request.messages)]
     return rolling_rows(text_tokens(tokenizer, request.continuation), prefix_token(tokenizer), request.rolling_window)
 
 

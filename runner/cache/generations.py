@@ -77,13 +77,19 @@ def digest(value: Any) -> str:
     return hashlib.sha256(canonical(value).encode()).hexdigest()
 
 
+LATE_FIELDS = {"LoglikelihoodRequest": ("rolling_window", "messages")}
+"""Fields added to a request type after cache rows were written: keyed only when set."""
+
+
 def request_document(request: Any) -> dict[str, Any]:
     """The request's kind (class name) and every field, so a new sampling field changes the key. A field added
-    after rows were written, at its "not asked" value, is left out (``LoglikelihoodRequest.rolling_window`` None),
-    so those rows keep their keys; set, it is part of the key (another window, another answer)."""
+    after rows were written, at its "not asked" value, is left out (``LoglikelihoodRequest.rolling_window`` and
+    ``messages`` None), so those rows keep their keys; set, it is part of the key (another window or chat, another
+    answer)."""
     fields = dataclasses.asdict(request)
-    if fields.get("rolling_window", 0) is None:
-        del fields["rolling_window"]
+    for late in LATE_FIELDS.get(type(request).__name__, ()):
+        if fields.get(late, 0) is None:
+            del fields[late]
     return {"kind": type(request).__name__, **fields}
 
 

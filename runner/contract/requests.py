@@ -48,13 +48,18 @@ class LoglikelihoodRequest:
     the prefix token (BOS, else EOS), the tokens cut into lm-eval's disjoint rolling windows of at most this many
     tokens, each window scored given the tokens before it in its row, the log-probabilities summed. None: one
     sequence (``context`` + ``continuation``), cut to the task's input length. A different window is a different
-    answer, so the generation cache keys it."""
+    answer, so the generation cache keys it. ``messages``: the context as a chat ((role, content) turns: few-shot
+    turns, a system text), rendered with the chat template and its generation prompt before ``continuation``;
+    ``context`` is then the last user turn, for display. None: ``context`` is the text (or the one user turn)."""
 
     context: str
     continuation: str
     rolling_window: int | None = None
+    messages: tuple[tuple[str, str], ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.rolling_window is not None and self.messages is not None:
+            raise ValueError("a rolling request scores a whole text: it has no chat context")
         if self.rolling_window is not None and (self.context or isinstance(self.rolling_window, bool)
                                                 or not isinstance(self.rolling_window, int) or self.rolling_window < 1):
             raise ValueError(f"a rolling request scores a whole text in windows of >= 1 tokens: context "

@@ -212,6 +212,45 @@ def test_chat_requests_carry_lm_eval_turns(tasks, tmp_path):
     assert "chat_template=true" in mc.evaluator.extra_acc_spec()
 
 
+def test_multiturn_loglikelihood_context_is_lm_eval_chat_rendered(tasks, tmp_path):
+    """Few-shot turns and a system text on a multiple-choice task: the request carries the chat, and the tokens a
+    backend scores are those of lm-eval's own context (its fewshot_context rendered as its HF model renders a chat:
+    the tokenizer's template with the generation prompt) followed by the choice, split as lm-eval splits them."""
+    from types import SimpleNamespace
+
+    from lm_eval.api.model import TemplateLM
+    from transformers import AutoTokenizer
+
+    from runner.backends.rolling import request_rows
+    from runner.contract.backend import ChatFormat
+    from runner.files.assets import smollm2_checkpoint
+    from runner.job.prepare import prepare
+
+    tok = AutoTokenizer.from_pretrained(smollm2_checkpoint())
+    mc = prepare(typed(job(tasks, tmp_path, "arc_local", "task.apply_chat_template=true", "task.num_fewshot=1",
+                           "task.fewshot_as_multiturn=true", "task.system_prompt='Answer with the option.'")))
+    sample = mc.evaluator.samples(4, 0)[0]
+    requests = mc.evaluator.requests(sample)
+    assert [role for role, _ in requests[0].messages] == ["system", "user", "assistant", "user"]
+    assert requests[0].context == requests[0].messages[-1][1]
+
+    sub, doc, instances = mc.evaluator._built[sample.id]
+    sub.task.set_fewshot_seed(seed=1234)  # the sampler as it stood for the first document drawn
+
+    def render(history, add_generation_prompt=True):
+        return tok.apply_chat_template(history, tokenize=False, add_generation_prompt=add_generation_prompt)
+
+    context = sub.task.fewshot_context(doc, num_fewshot=1, system_instruction="Answer with the option.",
+                                       apply_chat_template=True, fewshot_as_multiturn=True, chat_template=render)
+    # lm-eval's own split of (context, continuation) into tokens, over its HF model's encoding (no added specials)
+    causal = SimpleNamespace(backend="causal", tok_encode=lambda text: tok(text, add_special_tokens=False)["input_ids"])
+    chat = ChatFormat(True, "Answer with the option.")
+    for request, inst in zip(requests, instances):
+        ctx, cont = TemplateLM._encode_pair(causal, context, inst.args[1])
+        seq, scored = request_rows(tok, chat, request, 4096, 256)[0]
+        assert (seq, scored) == (ctx + cont, cont)
+
+
 def test_recorded_reference_then_paired_check_and_dry_run(tasks, script, tmp_path, capsys):
     from runner.job.dry_run import dry_run
 

@@ -11,8 +11,8 @@
 
 With the chat template, lm-eval renders a chat (the system turn, few-shot turns, the question) through a
 template function; here that function records the chat as :data:`CHAT_MARK` + JSON, and the backend renders it
-with the model's template (``GenerationRequest.messages``). A log-likelihood context must then be one user turn
-(our log-likelihood requests carry no chat), else the run is refused before any request.
+with the model's template (``GenerationRequest.messages``, ``LoglikelihoodRequest.messages``). An opened
+assistant turn (lm-eval's ``gen_prefix``) is refused before any request.
 """
 
 from __future__ import annotations
@@ -57,13 +57,14 @@ def to_request(instance: Any, max_output_len: int, seed: int | None = None, roll
     if kind == "loglikelihood":
         context, continuation = args[0], args[1]
         chat = read_chat(context)
-        if chat is not None:
-            turns, generation_prompt = chat
-            if len(turns) != 1 or turns[0][0] != "user" or not generation_prompt:
-                raise _chat_error(task, "a log-likelihood context must be one user turn (no system text, "
-                                        "no few-shot turns, no gen_prefix)")
-            context = turns[0][1]
-        return LoglikelihoodRequest(context=context, continuation=continuation)
+        if chat is None:
+            return LoglikelihoodRequest(context=context, continuation=continuation)
+        turns, generation_prompt = chat
+        if not generation_prompt:
+            raise _chat_error(task, "a gen_prefix (an opened assistant turn) is not supported")
+        if len(turns) == 1 and turns[0][0] == "user":  # one user turn: the plain request, as every backend wraps it
+            return LoglikelihoodRequest(context=turns[0][1], continuation=continuation)
+        return LoglikelihoodRequest(context=turns[-1][1], continuation=continuation, messages=turns)
     if kind == "generate_until":
         context, kwargs = args[0], dict(args[1] or {})
         unknown = sorted(set(kwargs) - set(GEN_KWARGS))
