@@ -44,7 +44,7 @@ ONLY_FROM = {
 HEAVY = {
     "torch", "transformers", "mlflow", "datasets", "modelopt", "lm_eval", "tensorrt_llm", "openai",  # slow or optional
     "scipy", "numpy", "pandas", "matplotlib", "huggingface_hub", "tqdm", "ruamel", "yaml", "psutil", "jsonschema",
-    "httpx", "httpx2", "lmformatenforcer", "rouge_score", "math_verify",
+    "httpx", "httpx2", "lmformatenforcer", "rouge_score", "math_verify", "sacrebleu",
 }
 """Libraries a function may import where it needs them: slow to import (``--help`` stays under a second) or optional."""
 

@@ -41,10 +41,16 @@ the reference's per-sample scores so a paired bootstrap can recompute the metric
 class CorpusMetric:
     """A task metric computed over all samples' items at once, not as the mean of per-sample scores: corpus BLEU,
     a perplexity pooled over words or bytes. ``compute(items)`` gives the metric on the task's scale; the
-    decision then bootstraps it over samples (resampling documents, or a group's subtasks as clusters)."""
+    decision then bootstraps it over samples (resampling documents, or a group's subtasks as clusters).
+
+    Optional additive form (both or neither): ``statistics(items)``, one row of numbers per item, and
+    ``from_statistics(row sum)``, the metric from their column sums, equal to ``compute`` on any multiset of
+    items. A resample then sums rows instead of recomputing the metric (sacrebleu's own bootstrap does so)."""
 
     name: str
     compute: Callable[[Sequence[Any]], float]
+    statistics: Callable[[Sequence[Any]], Any] | None = None
+    from_statistics: Callable[[Any], float] | None = None
 
 
 class Evaluator(ABC):

@@ -48,7 +48,6 @@ def decision_at(job: Job, reference: Reference, samples: list[Sample], scored: l
                 metrics: dict[str, float], params: HypothesisParams) -> Decision:
     """The decision on ``scored`` alone (one look); the reference's per-sample scores pair where they can."""
     ev, rows = job.evaluator, job.reference_rows
-    corpus = ev.corpus_metric()
     problem = None
     if rows is not None:
         problem = pairing_problem(reference.recorded or {}, rows, scored,
@@ -56,7 +55,7 @@ def decision_at(job: Job, reference: Reference, samples: list[Sample], scored: l
     return decide_against(reference, scored, metrics[job.task.metric], params, job.config.stats,
                           ev.chance_level(samples), job.task.metric, rows, problem,
                           [*ev.extra_gates(metrics, reference), *job.gates], job.tolerance,
-                          cluster_key=job.task.cluster_key, corpus=corpus.compute if corpus else None)
+                          cluster_key=job.task.cluster_key, corpus=ev.corpus_metric())
 
 
 def acceptance_gates(job: Job) -> list[AcceptanceGate]:

@@ -18,11 +18,20 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from runner.contract.evaluator import CorpusMetric
 from runner.stats.paired import basic_bootstrap
 from runner.stats.paired_result import PairedResult
 from runner.stats.planning import _k
 
-Statistic = Callable[[Sequence[Any]], float]
+def over_resamples(metric: CorpusMetric, items: Sequence[Any]) -> Callable[[list[int]], float]:
+    """The metric on a resample of ``items`` given by its indices: the sum of the items' statistics rows when the
+    metric has an additive form (computed once), else the metric recomputed on the resampled items."""
+    if metric.statistics is not None and metric.from_statistics is not None:
+        import numpy as np
+
+        rows, score = np.asarray(metric.statistics(items)), metric.from_statistics
+        return lambda idx: score(rows[idx].sum(axis=0))
+    return lambda idx: metric.compute([items[i] for i in idx])
 
 
 def resamples(n: int, n_boot: int, seed: int, clusters: Sequence[str] | None = None) -> list[list[int]]:
@@ -48,15 +57,16 @@ def _check(n_boot: int, n: int) -> None:
         raise ValueError(f"a corpus bootstrap needs at least 2 samples, got {n}")
 
 
-def bootstrap_sigma(items: Sequence[Any], statistic: Statistic, n_boot: int, seed: int,
+def bootstrap_sigma(items: Sequence[Any], metric: CorpusMetric, n_boot: int, seed: int,
                     clusters: Sequence[str] | None = None) -> float:
     """The per-sample spread TensorRT-LLM's unpaired test assumes, for a corpus metric: the bootstrap standard
-    error of ``statistic`` over ``items`` (sd of the resampled values, ddof 1) times sqrt(n)."""
+    error of the metric over ``items`` (sd of the resampled values, ddof 1) times sqrt(n)."""
     import numpy as np
 
     n = len(items)
     _check(n_boot, n)
-    values = [statistic([items[i] for i in idx]) for idx in resamples(n, n_boot, seed, clusters)]
+    on = over_resamples(metric, items)
+    values = [on(idx) for idx in resamples(n, n_boot, seed, clusters)]
     return float(np.std(values, ddof=1)) * math.sqrt(n)
 
 
@@ -71,7 +81,7 @@ class Replicates:
     resampled: str  # "documents" or "clusters"
 
 
-def replicate(ref: Sequence[Any], new: Sequence[Any], statistic: Statistic, n_boot: int = 1000, seed: int = 0,
+def replicate(ref: Sequence[Any], new: Sequence[Any], metric: CorpusMetric, n_boot: int = 1000, seed: int = 0,
               clusters: Sequence[str] | None = None) -> Replicates:
     """``ref[i]`` and ``new[i]`` are one sample's items on both sides; each replicate recomputes the metric on
     both sides over the same resampled indices."""
@@ -81,11 +91,11 @@ def replicate(ref: Sequence[Any], new: Sequence[Any], statistic: Statistic, n_bo
         raise ValueError(f"paired items need equal lengths, got {len(ref)} and {len(new)}")
     n = len(ref)
     _check(n_boot, n)
-    ref_value, new_value = float(statistic(ref)), float(statistic(new))
+    ref_value, new_value = float(metric.compute(ref)), float(metric.compute(new))
     if not (math.isfinite(ref_value) and math.isfinite(new_value)):
         raise ValueError(f"the corpus metric is not a finite number (reference {ref_value}, new {new_value})")
-    diffs = np.asarray([statistic([new[i] for i in idx]) - statistic([ref[i] for i in idx])
-                        for idx in resamples(n, n_boot, seed, clusters)], dtype=float)
+    on_ref, on_new = over_resamples(metric, ref), over_resamples(metric, new)
+    diffs = np.asarray([on_new(idx) - on_ref(idx) for idx in resamples(n, n_boot, seed, clusters)], dtype=float)
     return Replicates(ref_value, new_value, diffs, n, "clusters" if clusters is not None else "documents")
 
 

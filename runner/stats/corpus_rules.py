@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from runner.contract.evaluator import CORPUS_ITEM
+from runner.contract.evaluator import CORPUS_ITEM, CorpusMetric
 from runner.stats import claims as claim_rules
-from runner.stats.corpus import Statistic, bootstrap_sigma, paired_corpus_test, replicate
+from runner.stats.corpus import bootstrap_sigma, paired_corpus_test, replicate
 from runner.stats.paired_result import PairedResult
 from runner.stats.pairing import unpaired_because
 from runner.stats.unpaired import HypothesisParams, Verdict, decide
@@ -45,7 +45,7 @@ def items_of(scored: Sequence[Any]) -> dict[str, Any]:
 
 
 def decide_corpus(reference: Any, scored: Sequence[Any], score: float, params: HypothesisParams, stats: Any,
-                  statistic: Statistic, metric: str, rows: Mapping[str, Any] | None, problem: str | None,
+                  corpus: CorpusMetric, metric: str, rows: Mapping[str, Any] | None, problem: str | None,
                   labels: Mapping[str, str] | None, margin: float, tolerance: float, notes: list[str]) -> CorpusDecision:
     """Both claims for a corpus metric; ``rows``: the reference's per-sample rows (each with ``item``) or None."""
     items = items_of(scored)
@@ -53,20 +53,20 @@ def decide_corpus(reference: Any, scored: Sequence[Any], score: float, params: H
     n_boot, seed = stats.corpus_bootstrap_iters, stats.bootstrap_seed
     if len(ids) >= 2:
         clusters = [labels[i] for i in ids] if labels else None
-        sigma = bootstrap_sigma([items[i] for i in ids], statistic, n_boot, seed, clusters)
+        sigma = bootstrap_sigma([items[i] for i in ids], corpus, n_boot, seed, clusters)
         notes.append(f"corpus metric {metric}: sigma {sigma:.3f} = bootstrap standard error x sqrt(n) over this run's "
                      f"{len(ids)} samples ({n_boot} resamples of the {'clusters' if clusters else 'documents'}; "
                      f"configured {params.sigma:g})")
         params = replace(params, sigma=sigma)
     verdict = decide(score, reference.value, params, None, metric=metric, tolerance=margin)
-    paired = _paired(reference, items, params, stats, statistic, rows, problem, labels, margin, tolerance, notes)
+    paired = _paired(reference, items, params, stats, corpus, rows, problem, labels, margin, tolerance, notes)
     if paired is None:
         return CorpusDecision(verdict, None, claim_rules.unpaired(verdict, margin, tolerance))
     result, within = paired
     return CorpusDecision(verdict, result, claim_rules.continuous(result, within))
 
 
-def _paired(reference: Any, items: dict[str, Any], params: HypothesisParams, stats: Any, statistic: Statistic,
+def _paired(reference: Any, items: dict[str, Any], params: HypothesisParams, stats: Any, corpus: CorpusMetric,
             rows: Mapping[str, Any] | None, problem: str | None, labels: Mapping[str, str] | None, margin: float,
             tolerance: float, notes: list[str]) -> tuple[PairedResult, PairedResult] | None:
     """The regression and non-inferiority results of the paired corpus bootstrap, or None (with the reason in
@@ -88,6 +88,6 @@ def _paired(reference: Any, items: dict[str, Any], params: HypothesisParams, sta
         notes.append(f"paired corpus bootstrap on the {len(common)} of {len(items)} samples the reference also scored")
     ref, new = [rows[i].item for i in common], [items[i] for i in common]
     clusters = [labels[i] for i in common] if labels else None
-    reps = replicate(ref, new, statistic, stats.corpus_bootstrap_iters, stats.bootstrap_seed, clusters)
+    reps = replicate(ref, new, corpus, stats.corpus_bootstrap_iters, stats.bootstrap_seed, clusters)
     return (paired_corpus_test(reps, params.alpha, params.beta, params.higher_is_better, margin, "regression"),
             paired_corpus_test(reps, params.alpha, params.beta, params.higher_is_better, tolerance, "noninferiority"))

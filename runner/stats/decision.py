@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Protocol, Sequence
 
 from runner.contract.errors import ConfigError
+from runner.contract.evaluator import CorpusMetric
 from runner.stats import claims as claim_rules, clustered_rules, clustering, paired as paired_stats, pairing, scale
-from runner.stats.corpus import Statistic
 from runner.stats.corpus_rules import decide_corpus
 from runner.stats.settings import margin_points
 from runner.stats.unpaired import HypothesisParams, Verdict, decide
@@ -317,7 +317,7 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
                    stats: Any, chance_level: float | None, metric: str, rows: Mapping[str, Any] | None = None,
                    pairing_problem: str | None = None, gates: Sequence[Any] = (),
                    tolerance: Tolerance | None = None, cluster_key: str | None = None,
-                   corpus: Statistic | None = None) -> Decision:
+                   corpus: CorpusMetric | None = None) -> Decision:
     """Apply the precedence of the module docstring; ``params.num_samples`` is the number evaluated.
 
     ``rows``: the reference's per-sample scores by sample id (each with a ``score``), when the job loaded

@@ -9,12 +9,18 @@ import math
 import numpy as np
 import pytest
 
+from runner.contract.evaluator import CorpusMetric
 from runner.stats.corpus import bootstrap_sigma, paired_corpus_test, replicate, resamples
 
 
-def pooled_perplexity(items):
+def perplexity(items):
     """exp(-sum of log-likelihoods / sum of words): lm-eval's word_perplexity over (loglikelihood, words) items."""
     return math.exp(-sum(ll for ll, _ in items) / sum(w for _, w in items))
+
+
+pooled_perplexity = CorpusMetric("word_perplexity", perplexity)
+additive_perplexity = CorpusMetric("word_perplexity", perplexity, lambda items: np.asarray(items, dtype=float),
+                                   lambda s: math.exp(-s[0] / s[1]))
 
 
 def corpus(seed, n=40, shift=0.0):
@@ -41,7 +47,7 @@ def test_resamples_draw_documents_or_whole_clusters():
 def test_bootstrap_sigma_of_a_mean_is_the_plug_in_spread():
     values = [0.0, 1.0, 4.0, 9.0, 16.0, 25.0, 36.0, 49.0]
     expected = float(np.std(values))  # the bootstrap variance of a mean is var_plugin / n: sigma = sd (ddof 0)
-    found = bootstrap_sigma(values, lambda xs: sum(xs) / len(xs), n_boot=4000, seed=0)
+    found = bootstrap_sigma(values, CorpusMetric("mean", lambda xs: sum(xs) / len(xs)), n_boot=4000, seed=0)
     assert found == pytest.approx(expected, rel=0.05)
 
 
@@ -51,9 +57,9 @@ def test_paired_interval_matches_scipy_basic_bootstrap_on_pooled_perplexity():
     ref, new = corpus(7, shift=-0.05)  # the new build loses 0.05 nats per word
     reps = replicate(ref, new, pooled_perplexity, n_boot=4000, seed=0)
     result = paired_corpus_test(reps, alpha=0.05, beta=0.2, higher_is_better=False)
-    assert result.reference_mean == pytest.approx(pooled_perplexity(ref))
-    assert result.new_mean == pytest.approx(pooled_perplexity(new))
-    assert result.mean_diff == pytest.approx(pooled_perplexity(new) - pooled_perplexity(ref))
+    assert result.reference_mean == pytest.approx(perplexity(ref))
+    assert result.new_mean == pytest.approx(perplexity(new))
+    assert result.mean_diff == pytest.approx(perplexity(new) - perplexity(ref))
 
     columns = [np.array(c, dtype=float) for c in (*zip(*ref), *zip(*new))]
 
@@ -92,15 +98,23 @@ def test_uniformly_worse_documents_give_the_smallest_p_value():
     result = paired_corpus_test(reps, 0.05, 0.2, higher_is_better=False)
     # each resample's perplexity rises by the factor e^0.5 exactly; the basic replicate 2 D - D* is extreme only if
     # a resample's reference perplexity doubled, which documents between e^2.0 and e^2.2 per word cannot do
-    assert np.allclose(reps.differences / [pooled_perplexity([ref[i] for i in r]) for r in resamples(3, 999, 0)],
+    assert np.allclose(reps.differences / [perplexity([ref[i] for i in r]) for r in resamples(3, 999, 0)],
                        math.exp(0.5) - 1)
     assert result.p_value == pytest.approx(1 / 1000) and not result.passed
+
+
+def test_the_additive_form_gives_the_same_replicates_as_recomputing():
+    ref, new = corpus(5, shift=-0.03)
+    plain = replicate(ref, new, pooled_perplexity, n_boot=300, seed=2)
+    summed = replicate(ref, new, additive_perplexity, n_boot=300, seed=2)
+    assert np.allclose(plain.differences, summed.differences, rtol=1e-12, atol=0)
+    assert bootstrap_sigma(ref, additive_perplexity, 300, 4) == pytest.approx(bootstrap_sigma(ref, pooled_perplexity, 300, 4))
 
 
 def test_too_few_samples_or_resamples_are_refused():
     with pytest.raises(ValueError, match="at least 2 samples"):
         replicate([(-1.0, 1)], [(-1.0, 1)], pooled_perplexity)
     with pytest.raises(ValueError, match="n_boot"):
-        bootstrap_sigma([1.0, 2.0], sum, n_boot=0, seed=0)
+        bootstrap_sigma([1.0, 2.0], CorpusMetric("sum", sum), n_boot=0, seed=0)
     with pytest.raises(ValueError, match="equal lengths"):
         replicate([(-1.0, 1)] * 2, [(-1.0, 1)] * 3, pooled_perplexity)

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 from evaluators.base import Evaluator
 from evaluators.deviations import chat_deviation
 from evaluators.metrics import mean
+from evaluators.tasks.harness.corpus import corpus_metric
 from evaluators.tasks.harness.loading import (Subtask, check_include_path, config_hash, lm_eval_version,
                                               load_subtasks)
 from evaluators.tasks.harness.translate import (loglikelihood_fix, needs_loglikelihood, read_chat, record_chat,
@@ -286,15 +287,9 @@ class HarnessEvaluator(Evaluator):
 
     def corpus_metric(self) -> CorpusMetric | None:
         """A metric lm-eval aggregates other than by the mean (corpus BLEU, perplexities): lm-eval's aggregation
-        over every document's value, times the scale; the decision bootstraps it."""
-        if self.mean_metric:
-            return None
-        aggregation, scale = self.aggregation, self.scale
-
-        def compute(items: Sequence[Any]) -> float:
-            return scale * float(aggregation([_lm_value(i) for i in items]))
-
-        return CorpusMetric(self.metric, compute)
+        over every document's value, times the scale (``corpus``: with its additive form where it has one); the
+        decision bootstraps it."""
+        return None if self.mean_metric else corpus_metric(self.metric, self.aggregation, self.scale, _lm_value)
 
     def chance_level(self, samples: Sequence[Sample]) -> float | None:
         """Multiple choice scored by accuracy: 100 / options; else the configured level."""
