@@ -82,6 +82,10 @@ class Rows:
         parts: dict[int, list[LoglikelihoodResult]] = {i: [] for i in range(len(self.counts))}
         for row, result in answered.items():
             parts[self.owner[row]].append(result)
-        return {i: LoglikelihoodResult(sum(r.logprob for r in got), all(r.is_greedy for r in got),
-                                       sum(r.num_tokens for r in got))
-                for i, got in parts.items() if len(got) == self.counts[i]}
+        return {i: summed(got) for i, got in parts.items() if len(got) == self.counts[i]}
+
+
+def summed(parts: Sequence[LoglikelihoodResult]) -> LoglikelihoodResult:
+    """One request's answer from its rows': log-probabilities and tokens summed, greedy only if every row is."""
+    return LoglikelihoodResult(sum(r.logprob for r in parts), all(r.is_greedy for r in parts),
+                               sum(r.num_tokens for r in parts))

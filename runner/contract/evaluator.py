@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from runner.contract.backend import Capabilities
 from runner.contract.requests import Request, Response
 
 
@@ -100,7 +101,7 @@ class Evaluator(ABC):
         """Receives the backend's token counter before ``samples()``, when the backend has one (length
         filters measured in the model's own tokens)."""
 
-    def use_capabilities(self, capabilities: Any) -> None:
+    def use_capabilities(self, capabilities: Capabilities) -> None:
         """Receives the backend's declared :class:`runner.contract.backend.Capabilities` before any model loads,
         for a task that can only tell from its samples whether the backend can answer them (a rolling text
         longer than one window), so it refuses in ``samples()``, before any request."""

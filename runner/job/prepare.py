@@ -15,6 +15,7 @@ from runner.config.schemas import RunnerConfig
 from runner.contract.backend import Capabilities, ChatFormat, TaskLimits
 from runner.contract.build import build
 from runner.contract.errors import ConfigError
+from runner.contract.evaluator import Evaluator
 from runner.contract.reasoning import check_sampling, sampled, template_kwargs
 from runner.files.paths import check_hub_id, check_name
 from runner.job.state import Job
@@ -96,7 +97,7 @@ def check_reasoning_capabilities(task: Any, capabilities: Capabilities, backend_
                           given=dict(task.chat_template_kwargs), fix="set task.apply_chat_template=true, or drop them")
 
 
-def check_corpus_looks(evaluator: Any, stats: Any, task: str) -> None:
+def check_corpus_looks(evaluator: Evaluator, stats: Any, task: str) -> None:
     """A corpus metric is decided by the bootstrap once, on every sample; repeated looks have no boundaries for it."""
     corpus = evaluator.corpus_metric()
     kind = "stats.sequential.enabled=true" if stats.sequential.enabled else \

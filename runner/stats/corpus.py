@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from runner.contract.evaluator import CorpusMetric
-from runner.stats.paired import basic_bootstrap
+from runner.stats.paired import basic_bootstrap, check_resamples
 from runner.stats.paired_result import PairedResult
 from runner.stats.planning import _k
 
@@ -51,8 +51,7 @@ def resamples(n: int, n_boot: int, seed: int, clusters: Sequence[str] | None = N
 
 
 def _check(n_boot: int, n: int) -> None:
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
-        raise ValueError(f"n_boot must be a whole number >= 1, got {n_boot!r}")
+    check_resamples(n_boot)
     if n < 2:
         raise ValueError(f"a corpus bootstrap needs at least 2 samples, got {n}")
 

@@ -202,8 +202,7 @@ def paired_continuous(
         ci_method = "paired t"
     else:
         name = "paired bootstrap"
-        if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
-            raise ValueError(f"n_boot must be a whole number >= 1, got {n_boot!r}")
+        check_resamples(n_boot)
         means = bootstrap_means(diff, n_boot, seed)
         p, ci = basic_bootstrap(mean_d, means, sign, tolerance, alpha, regression,
                                 1e-12 * max(1.0, float(np.abs(shifted).max())))
@@ -220,6 +219,12 @@ def paired_continuous(
         ci=ci,
         ci_method=ci_method,
     )
+
+
+def check_resamples(n_boot: int) -> None:
+    """A bootstrap's number of resamples is a whole number >= 1."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
+        raise ValueError(f"n_boot must be a whole number >= 1, got {n_boot!r}")
 
 
 def basic_bootstrap(observed: float, replicates, sign: float, tolerance: float, alpha: float,  # noqa: ANN001

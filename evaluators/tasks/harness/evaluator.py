@@ -34,6 +34,7 @@ from evaluators.tasks.harness.loading import (Subtask, check_include_path, confi
                                               load_subtasks)
 from evaluators.tasks.harness.translate import (loglikelihood_fix, needs_loglikelihood, read_chat, record_chat,
                                                 to_lm_eval, to_request)
+from runner.contract.backend import Capabilities
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import CORPUS_ITEM, CorpusMetric, Sample, ScoredSample
 from runner.contract.requests import Request, Response
@@ -74,7 +75,7 @@ class HarnessEvaluator(Evaluator):
                               fix="raise task.max_input_len with it (lm-eval's max_length is the model's context length)")
         # lm-eval's max_length for rolling texts: no row a backend scores is longer than the task's input length
         self.rolling_window = int(config.rolling_window or config.max_input_len)
-        self._capabilities: Any = None
+        self._capabilities: Capabilities | None = None
         if config.fewshot_as_multiturn and not config.apply_chat_template:
             raise ConfigError("few-shot turns exist only in a chat", where="task.fewshot_as_multiturn",
                               given="true with task.apply_chat_template=false", fix="set task.apply_chat_template=true")
@@ -127,6 +128,7 @@ class HarnessEvaluator(Evaluator):
         self.scale = float(self.config.scale or (100.0 if metric in FRACTION_METRICS else 1.0))
         self.config.metric, self.config.higher_is_better = metric, bool(higher)
         self.metric, self.higher_is_better = metric, bool(higher)
+        self._corpus = None if self.mean_metric else corpus_metric(metric, self.aggregation, self.scale, _lm_value)
 
     def _resolve_filter(self, task: Any) -> str:
         names = [f.name for f in task._filters]
@@ -154,7 +156,7 @@ class HarnessEvaluator(Evaluator):
         """The backend's tokenizer: rolling texts longer than one window are found before any request."""
         self._count = count
 
-    def use_capabilities(self, capabilities: Any) -> None:
+    def use_capabilities(self, capabilities: Capabilities) -> None:
         """The backend's declared capabilities: whether it scores a rolling text in several windows."""
         self._capabilities = capabilities
 
@@ -289,7 +291,7 @@ class HarnessEvaluator(Evaluator):
         """A metric lm-eval aggregates other than by the mean (corpus BLEU, perplexities): lm-eval's aggregation
         over every document's value, times the scale (``corpus``: with its additive form where it has one); the
         decision bootstraps it."""
-        return None if self.mean_metric else corpus_metric(self.metric, self.aggregation, self.scale, _lm_value)
+        return self._corpus
 
     def chance_level(self, samples: Sequence[Sample]) -> float | None:
         """Multiple choice scored by accuracy: 100 / options; else the configured level."""

@@ -315,8 +315,7 @@ class OpenAIBackend(ConfiguredBackend):
 
     def _request_rows(self, rows: list[rolling.Row]) -> LoglikelihoodResult:
         """One request's rows, scored in turn and summed."""
-        return rolling.Rows(rows, [0] * len(rows), [len(rows)]).combine(
-            {k: self._loglikelihood_one(row) for k, row in enumerate(rows)})[0]
+        return rolling.summed([self._loglikelihood_one(row) for row in rows])
 
     def _loglikelihood_one(self, item: tuple[list[int], list[int]]) -> LoglikelihoodResult:
         seq, scored = item
