@@ -5,23 +5,40 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
 from runner.contract.errors import EXIT_OK
-from runner.contract.evaluator import ScoredSample
+from runner.contract.evaluator import CORPUS_ITEM, ScoredSample
 from runner.files.paths import write_atomic
 from runner.job.state import Job, Loaded, Outcome
 from runner.references import samples as reference_samples
 from runner.reports.lm_eval import results_json
 from runner.reports.outputs import report_payload
 from runner.reports.text import report_text
+from runner.stats import clustering
+from runner.stats.corpus import bootstrap_sigma
 from runner.stats.decision import Decision
 from runner.stats.unpaired import HypothesisParams
 from runner.tracking import tables
 from runner.tracking.naming import breakdown_table, readable_tags, tracked_metrics
 
 log = logging.getLogger("runner")
+
+
+def corpus_standard_error(job: Job, scored: list[ScoredSample]) -> float | None:
+    """The bootstrap standard error of a corpus metric (lm-eval's rule for non-mean aggregations), resampled as the
+    decision resamples (``stats.corpus_bootstrap_iters``, ``stats.bootstrap_seed``, clusters where the job clusters);
+    None for a mean metric or fewer than two samples."""
+    corpus, stats = job.evaluator.corpus_metric(), job.config.stats
+    if corpus is None or len(scored) < 2:
+        return None
+    key = job.task.cluster_key if stats.cluster == "auto" else None
+    labels = clustering.labels_of(scored, key) if key else None
+    sigma = bootstrap_sigma([s.meta[CORPUS_ITEM] for s in scored], corpus, stats.corpus_bootstrap_iters,
+                            stats.bootstrap_seed, [labels[s.sample_id] for s in scored] if labels else None)
+    return sigma / math.sqrt(len(scored))
 
 
 def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[str, float], params: HypothesisParams,
@@ -34,7 +51,7 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
                              job.notes, cache_stats, job.tracker.run_id, eval_time_s)
     write_atomic(job.out_dir / "report.json", json.dumps(payload, indent=2, default=str) + "\n", 0o644)
     results = results_json(task, job.model, loaded.spec, metrics, [s.score for s in scored], loaded.info, eval_time_s,
-                           payload["decision"])
+                           payload["decision"], corpus_standard_error(job, scored))
     write_atomic(job.out_dir / "results.json", json.dumps(results, indent=2, default=str) + "\n", 0o644)
     print(text, flush=True)
     job.tracker.log_metrics(tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))

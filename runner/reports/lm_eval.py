@@ -27,12 +27,15 @@ def stderr(scores: Sequence[float]) -> float | None:
 
 
 def results_json(task: TaskConfig, model: ModelConfig, spec: AccuracySpec, metrics: dict[str, float],
-                 per_sample: Sequence[float], info: BackendInfo, eval_time_s: float, decision: dict[str, Any] | None) -> dict[str, Any]:
+                 per_sample: Sequence[float], info: BackendInfo, eval_time_s: float, decision: dict[str, Any] | None,
+                 standard_error: float | None = None) -> dict[str, Any]:
+    """``standard_error``: the task metric's, when it is not the mean of ``per_sample`` (a corpus metric's
+    bootstrap standard error); else the standard error of that mean."""
     name = task.name
     figures: dict[str, Any] = {"alias": name}
     for metric, value in metrics.items():
         figures[f"{metric},none"] = value
-    figures[f"{task.metric}_stderr,none"] = stderr(per_sample)
+    figures[f"{task.metric}_stderr,none"] = standard_error if standard_error is not None else stderr(per_sample)
     task_config = {k: v for k, v in dataclasses.asdict(task).items() if k != "_target_"}
     return {
         "results": {name: figures},

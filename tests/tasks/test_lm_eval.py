@@ -336,6 +336,15 @@ def test_corpus_metric_is_lm_eval_figure_decided_by_the_paired_corpus_bootstrap(
     pooled = math.exp(-sum(p * w for p, w in zip(good, words)) / sum(words))
     assert recorded.metrics["word_perplexity"] == pytest.approx(pooled)
     assert recorded.metrics["lm_eval/word_perplexity"] == pytest.approx(pooled)
+    # results.json's standard error is the corpus figure's bootstrap one (lm-eval's rule), checked against scipy's
+    import numpy as np
+    from scipy import stats as sps
+
+    ll, w = (np.array([p * n for p, n in zip(good, words)]), np.array(words, dtype=float))
+    oracle = sps.bootstrap((ll, w), lambda a, b, axis=-1: np.exp(-a.sum(axis) / b.sum(axis)), paired=True,
+                           vectorized=True, n_resamples=4000, random_state=np.random.default_rng(1)).standard_error
+    stderr = json.loads((tmp_path / "r" / "results.json").read_text())["results"]["lm_eval_corpus_rolling"]
+    assert stderr["word_perplexity_stderr,none"] == pytest.approx(oracle, rel=0.08)  # per-document: 22% off
     written = yaml.safe_load((tmp_path / "r" / "config.yaml").read_text())["task"]  # as resolved, not "auto"
     assert (written["metric"], written["higher_is_better"], written["cluster_key"]) == ("word_perplexity", False, None)
     entry = next(iter(refs.glob("samples/*/*.jsonl")))
