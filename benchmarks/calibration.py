@@ -1,0 +1,46 @@
+"""Every rule's claims on the calibration grid: error rates, interval coverage, advice hit rates.
+
+    python benchmarks/calibration.py                     # the whole grid, the rule x claim table (markdown)
+    python benchmarks/calibration.py --all               # every cell, not only the worst of each rule x claim
+    python benchmarks/calibration.py --family binary --trials 2000 --jobs 2
+
+Exact cells enumerate every outcome the rule can see; Monte Carlo cells print their standard error. A cell
+holds at or below alpha (exact) or alpha + 2 SE (Monte Carlo); coverage at or above its level; advice within
+its band. Exit status 1 when a cell does not hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+
+from runner.stats import calibration
+from runner.stats.calibration.run import measure, table, worst
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--family", action="append", choices=calibration.FAMILIES, help="only these rule families")
+    ap.add_argument("--trials", type=int, default=4000, help="Monte Carlo draws per cell (default 4000)")
+    ap.add_argument("--seed", type=int, default=20261127)
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes")
+    ap.add_argument("--reduced", action="store_true", help="the reduced grid the test suite runs")
+    ap.add_argument("--all", action="store_true", help="print every cell, not only the worst per rule x claim")
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+    cells = calibration.cells(calibration.Grid(full=not args.reduced), tuple(args.family or ()) or None)
+    measured = measure(cells, args.trials, args.seed, args.jobs)
+    print(table(measured if args.all else worst(measured)))
+    failed = [m for m in measured if not m.holds]
+    print(f"\n{len(measured)} cells, {len(failed)} not holding; {args.trials} trials per Monte Carlo cell; "
+          f"{time.perf_counter() - start:.0f} s on {platform.processor() or platform.machine()}, "
+          f"python {platform.python_version()}")
+    for m in failed:
+        print(f"NOT HOLDING: {m.cell.rule} | {m.cell.claim} | {m.cell.setting}: {m.rate.value:.4f}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

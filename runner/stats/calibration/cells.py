@@ -1,0 +1,88 @@
+"""One calibration cell: a claim of a rule, a setting where it is weakest, and how its rate is measured.
+
+A cell's ``measure(trials, seed)`` returns a :class:`Rate`: an exact figure (full enumeration over the
+outcomes the rule can see, ``se = 0``) or a Monte Carlo one with its standard error. Three kinds:
+
+* ``error``: the rate a false claim is made (a false NO-GO at drop = margin, a false GO at drop =
+  tolerance); it holds when at or below the nominal alpha (exact) or alpha + 2 SE (Monte Carlo);
+* ``coverage``: how often a printed interval or bound covers the truth; it holds at or above its level
+  (minus 2 SE for Monte Carlo);
+* ``advice``: how often following "about N more samples" reaches the claim; it holds within
+  ``[low, high]`` (widened by 2 SE).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+KINDS = ("error", "coverage", "advice")
+SLACK = 1e-9  # float noise in an exact rate
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A measured rate; ``se`` 0 and ``exact`` True for an enumeration."""
+
+    value: float
+    se: float = 0.0
+    exact: bool = False
+    trials: int = 0
+
+    @classmethod
+    def monte_carlo(cls, hits: int, trials: int) -> "Rate":
+        p = hits / trials
+        return cls(p, math.sqrt(max(p * (1 - p), 1.0 / trials) / trials), False, trials)
+
+    @classmethod
+    def enumerated(cls, value: float) -> "Rate":
+        return cls(float(value), 0.0, True, 0)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A claim of a rule in one setting of the grid.
+
+    ``rule``: the family and rule ("binary: McNemar / Tango"); ``claim``: what is measured
+    ("NO-GO at drop = margin", "GO at drop = tolerance", "90% CI coverage", "advice reaches GO");
+    ``setting``: the grid point in words ("n=57 d=2% m=5"); ``nominal``: alpha (error), the level
+    (coverage) or the lower end of the advice band; ``high``: the upper end of the advice band."""
+
+    rule: str
+    claim: str
+    setting: str
+    kind: str
+    nominal: float
+    measure: Callable[[int, int], Rate]
+    high: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+
+    def holds(self, rate: Rate) -> bool:
+        slack = SLACK + (0.0 if rate.exact else 2.0 * rate.se)
+        if self.kind == "error":
+            return rate.value <= self.nominal + slack
+        if self.kind == "coverage":
+            return rate.value >= self.nominal - slack
+        return self.nominal - slack <= rate.value <= self.high + slack
+
+    def excess(self, rate: Rate) -> float:
+        """How far the cell is from failing (larger: worse); orders the cells of one rule x claim."""
+        if self.kind == "error":
+            return rate.value - self.nominal
+        if self.kind == "coverage":
+            return self.nominal - rate.value
+        return max(self.nominal - rate.value, rate.value - self.high)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Which settings to build: ``full`` (benchmarks/calibration.py) or the reduced one the tests run."""
+
+    full: bool = True
+
+    def pick(self, full: list, reduced: list) -> list:  # noqa: D102 - the values for this grid
+        return full if self.full else reduced

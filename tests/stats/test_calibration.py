@@ -1,0 +1,32 @@
+"""The reduced calibration grid: every rule family's claims hold their nominal rates (runner.stats.calibration)."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.stats import calibration
+from runner.stats.calibration.cells import Cell, Rate
+from runner.stats.calibration.run import measure, table, worst
+
+TRIALS = 1500
+
+
+@pytest.mark.parametrize("family", calibration.FAMILIES)
+def test_reduced_grid_holds(family: str) -> None:
+    cells = calibration.cells(calibration.Grid(full=False), (family,))
+    assert cells, f"family {family} declares no cells"
+    measured = measure(cells, TRIALS, seed=11)
+    failed = [m for m in measured if not m.holds]
+    assert not failed, table(failed, markdown=False)
+
+
+def test_a_cell_judges_each_kind() -> None:
+    err = Cell("r", "c", "s", "error", 0.05, lambda t, s: Rate.enumerated(0.05))
+    assert err.holds(Rate.enumerated(0.05)) and not err.holds(Rate.enumerated(0.0501))
+    assert err.holds(Rate(0.06, 0.006)) and not err.holds(Rate(0.07, 0.006))
+    cov = Cell("r", "c", "s", "coverage", 0.9, lambda t, s: Rate.enumerated(0.9))
+    assert cov.holds(Rate.enumerated(0.9)) and not cov.holds(Rate.enumerated(0.89))
+    adv = Cell("r", "c", "s", "advice", 0.75, lambda t, s: Rate.enumerated(0.8), high=0.85)
+    assert adv.holds(Rate.enumerated(0.8)) and not adv.holds(Rate.enumerated(0.9))
+    rows = worst([m for m in measure([err, cov], 10)])
+    assert [m.cell.kind for m in rows] == ["error", "coverage"]
