@@ -24,7 +24,7 @@ def test_a_cell_judges_each_kind() -> None:
     err = Cell("r", "c", "s", "error", 0.05, lambda t, s: Rate.enumerated(0.05))
     assert err.holds(Rate.enumerated(0.05)) and not err.holds(Rate.enumerated(0.0501))
     assert err.holds(Rate(0.06, 0.006)) and not err.holds(Rate(0.07, 0.006))
-    cov = Cell("r", "c", "s", "coverage", 0.9, lambda t, s: Rate.enumerated(0.9))
+    cov = Cell("r", "c2", "s", "coverage", 0.9, lambda t, s: Rate.enumerated(0.9))
     assert cov.holds(Rate.enumerated(0.9)) and not cov.holds(Rate.enumerated(0.89))
     adv = Cell("r", "c", "s", "advice", 0.75, lambda t, s: Rate.enumerated(0.8), high=0.85)
     assert adv.holds(Rate.enumerated(0.8)) and not adv.holds(Rate.enumerated(0.9))
