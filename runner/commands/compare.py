@@ -17,9 +17,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
-from runner.contract.errors import EXIT_ERROR, UserError
+from runner.contract.errors import EXIT_ERROR, EXIT_INTERRUPTED, UserError
 
-EPILOG = """exit status: 0 GO, 3 NO-GO, 4 INCONCLUSIVE (see --on-inconclusive), 1 bad input.
+EPILOG = """exit status: 0 GO, 3 NO-GO, 4 INCONCLUSIVE (0 or 3 with --on-inconclusive pass|fail), 1 error (input that
+cannot be compared), 130 stopped by SIGINT (Ctrl-C), 143 stopped by SIGTERM.
 examples:
   python -m runner.compare outputs/2026-01-01/10-00-00-ab12cd-base outputs/2026-01-02/10-00-00-ef34ab-int8 --tolerance 2
   python -m runner.compare lm_eval_out/base/samples_arc_easy_2026-01-01T10-00-00.000000.jsonl \\
@@ -83,6 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as err:
         print(err.render(), file=sys.stderr, flush=True)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("runner.compare: interrupted (Ctrl-C), nothing written past this point", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     print(text)
     print(f"outputs: {out_dir} (report.txt, report.json, junit.xml)", flush=True)
     return result.decision.exit_status
