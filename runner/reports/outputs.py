@@ -30,7 +30,7 @@ def report_payload(task: TaskConfig, model: ModelConfig, spec: AccuracySpec, met
                    decision: Decision | None, info: BackendInfo, notes: list[str], cache_stats: Any, run_id: str | None,
                    eval_time_s: float) -> dict[str, Any]:
     """report.json: the decision as written everywhere, and what was evaluated with what."""
-    return {"task": task.name, "model": model.hf_id, "spec": asdict(spec), "metrics": metrics,
+    return {"task": task.name, "metric": task.metric, "model": model.hf_id, "spec": asdict(spec), "metrics": metrics,
             "num_evaluated": evaluated, "decision": decision.to_dict() if decision else None,
             "verdict": decision.outcome if decision else None,
             "unpaired_test": decision.verdict.to_dict() if decision else None,

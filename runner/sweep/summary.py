@@ -293,8 +293,9 @@ def _read_row(job_dir: Path) -> dict[str, Any]:
 
         decision = payload.get("decision")
         cache = payload.get("generation_cache") or {}  # None with cache=off
-        row |= {"spec": AccuracySpec(**payload["spec"]).describe(), "n": payload.get("num_evaluated"),
-                "score": payload["metrics"].get(asked.task.metric), "mlflow_run_id": payload.get("mlflow_run_id"),
+        metric = payload.get("metric") or asked.task.metric  # as the task resolved it (task=lm_eval: never auto)
+        row |= {"spec": AccuracySpec(**payload["spec"]).describe(), "n": payload.get("num_evaluated"), "metric": metric,
+                "score": payload["metrics"].get(metric), "mlflow_run_id": payload.get("mlflow_run_id"),
                 "cache_hits": cache.get("hits"), "cache_misses": cache.get("misses")}
         if decision:
             row |= {k: decision[k] for k in ("reference", "difference", "ci_low", "ci_high", "threshold", "theta",

@@ -513,3 +513,16 @@ def test_joblib_gpu_launcher_runs_one_job_per_visible_gpu(monkeypatch):
     assert launcher.n_jobs == 1  # no GPU: one job at a time
     monkeypatch.setitem(sys.modules, "torch", None)  # torch not importable
     assert gpu_count() == 1
+
+
+def test_summary_shows_the_metric_as_the_task_resolved_it(tmp_path):
+    # task=lm_eval asks for metric "auto" and resolves it when the task loads; report.json says which
+    fake_job(tmp_path, 0, "w8a16", p=0.5, task="lm_eval")
+    config = tmp_path / "0-smollm2_135m-w8a16-lm_eval" / ".hydra" / "config.yaml"
+    config.write_text(config.read_text().replace("metric: accuracy", "metric: auto"))
+    report = tmp_path / "0-smollm2_135m-w8a16-lm_eval" / "report.json"
+    payload = json.loads(report.read_text())
+    report.write_text(json.dumps(payload | {"metric": "acc", "metrics": {"acc": 62.5, "acc_stderr": 1.2}}))
+    row = sweep_summary.build(tmp_path, "holm", None).rows[0]
+    assert (row["metric"], row["score"]) == ("acc", 62.5)
+    assert '"metric": "acc"' in (tmp_path / "summary.json").read_text()
