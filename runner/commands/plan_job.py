@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from runner.contract.errors import ConfigError, ReferenceError_
+from runner.contract.errors import ConfigError, ReferenceError_, UserError
 from runner.contract.reasoning import key_parts
 from runner.contract.spec import AccuracySpec
 from runner.references.store import Reference
@@ -50,7 +50,7 @@ def planned_job(overrides: list[str]) -> PlannedJob:
     from runner.config.store import register_schemas  # lazy: --help stays cheap
     from runner.contract.build import build  # lazy: --help stays cheap
     from runner.job.flow import asked_num_samples, typed  # lazy: --help stays cheap
-    from runner.references.store import default_reference_dir, lookup  # lazy: --help stays cheap
+    from runner.references.store import default_reference_dir, judged_key, lookup  # lazy: --help stays cheap
 
     register_schemas()
     try:
@@ -71,20 +71,31 @@ def planned_job(overrides: list[str]) -> PlannedJob:
         tries = [(own, f"the benchmark's own ({t.dataset.hub_id}; task.dataset.source=packaged plans the packaged "
                        "copy's entry)"), (t, "the packaged copy (no entry is keyed on the benchmark's own dataset)")]
     first: ReferenceError_ | None = None
+    unreachable: UserError | None = None  # the benchmark's own dataset, when it cannot be read (offline)
     for task, dataset in tries:
-        # the dtype is known once a model loads: "auto" matches entries of any dtype, as upstream's lookup does
-        spec = AccuracySpec(dtype="auto", quant_algo=config.quant.quant_algo,
-                            kv_cache_quant_algo=config.quant.kv_cache_quant_algo,
-                            extra_acc_spec=",".join(p for p in ((built if task is t else build(task, "task")).extra_acc_spec(),
-                                                                      *key_parts(task))
-                                                    if p) or None)
         try:
+            # the benchmark's own dataset may be out of reach (offline): the packaged copy's key is tried next
+            extra = (built if task is t else build(task, "task")).extra_acc_spec()
+            # the dtype is known once a model loads: "auto" matches entries of any dtype, as upstream's lookup does
+            spec = AccuracySpec(dtype="auto", quant_algo=config.quant.quant_algo,
+                                kv_cache_quant_algo=config.quant.kv_cache_quant_algo,
+                                extra_acc_spec=",".join(p for p in (extra, *key_parts(task)) if p) or None)
+            spec = judged_key(spec, config.reference.against)
             found = lookup(ref_dir, t.name, t.metric, config.model.hf_id, spec, defaults)
         except ReferenceError_ as err:
             first = first or err
             continue
+        except UserError as err:
+            if task is t:
+                raise
+            unreachable = err
+            continue
         if asked_num_samples(cfg, config) is not None:  # an n the run sets wins over the entry's, as in a run
             found = replace(found, params=replace(found.params, num_samples=t.num_samples))
+        if config.reference.against == "baseline":
+            dataset += "; reference.against=baseline: the unquantized entry"
         return PlannedJob(t.name, config.model.hf_id, t.metric, found, spec, dataset)
+    if first is None and unreachable is not None:
+        raise unreachable
     assert first is not None
     raise first

@@ -27,9 +27,8 @@ def find_reference(job: Job, spec: AccuracySpec) -> tuple[Reference | None, Hypo
             job.notes.append(note)
     if job.mode != "check":
         return None, job.defaults
-    key = spec
+    key = references.judged_key(spec, settings.against)
     if settings.against == "baseline":
-        key = replace(spec, quant_algo=None, kv_cache_quant_algo=None)
         job.notes.append(f"compared with the unquantized baseline reference [{key.describe()}]")
     reference = references.lookup(job.ref_dir, job.task.name, job.task.metric, job.model.hf_id, key, job.defaults)
     job.reference = reference

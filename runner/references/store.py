@@ -19,7 +19,7 @@ import errno
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -229,6 +229,12 @@ def list_specs(ref_dir: str | os.PathLike[str], task: str, model: str) -> list[A
     if data is None:
         return []
     return [_entry_spec(e) for e in _entries(data, model, path)]
+
+
+def judged_key(spec: AccuracySpec, against: str) -> AccuracySpec:
+    """The key a run's entry is found under: its own spec, or (``reference.against=baseline``) the unquantized
+    baseline's, the same spec without its weight and KV-cache quantization."""
+    return replace(spec, quant_algo=None, kv_cache_quant_algo=None) if against == "baseline" else spec
 
 
 def lookup(

@@ -50,3 +50,15 @@ def test_bad_overrides_are_messages():
     assert res.returncode == 1 and "do not compose" in res.stderr and "Traceback" not in res.stderr
     res = plan("task=mmlu", "--task", "mmlu", "--model", "x/y")
     assert res.returncode == 2 and "not both" in res.stderr
+
+
+def test_the_job_at_hand_offline_against_its_baseline():
+    # the newcomer's command: the Hub corpus is out of reach (offline), so the packaged corpus's entry is planned,
+    # and reference.against=baseline plans against the unquantized entry, as the run would be judged
+    res = plan("task=perplexity", "quant=w4a16", "reference.against=baseline", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    # references/perplexity.yaml entry 0, SmolLM2-135M unquantized on the packaged corpus: 15.4044 over 40 documents
+    assert (out["reference"], out["num_samples"], out["alpha"], out["sigma"]) == (15.4044, 40, 0.01, 4.48)
+    res = plan("task=perplexity", "quant=w4a16", "reference.against=baseline")
+    assert "the unquantized entry" in res.stdout and "quant_algo=W4A16" not in res.stdout
