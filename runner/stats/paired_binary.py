@@ -9,7 +9,9 @@ parameter (the total discordance).
 
 * :func:`tango_statistic`, :func:`tango_p`, :func:`tango_bounds`: Tango's score test (Tango 1998,
   Statistics in Medicine 17:891-908) and the score interval that inverts it exactly.
-* :func:`exact_upper`, :func:`exact_lower`: bounds that invert McNemar's exact one-sided test at 0.
+* :func:`exact_upper`, :func:`exact_lower`: bounds that invert McNemar's exact one-sided test at 0 only
+  (conditional on the discordance, they are no confidence bounds elsewhere; the report prints the
+  inversions of the GO and margin tests instead).
 * :func:`go_p`, :func:`go_lower`: the tolerance (GO) test the project uses, an exact unconditional
   version of Tango's test (see :func:`go_p` for why plain Tango is not enough).
 
