@@ -1,10 +1,9 @@
-"""The two claims of each statistical rule, with the interval that inverts them (runner.stats.verdicts).
+"""The two claims of each statistical rule, with the two one-sided bounds that invert them (runner.stats.verdicts).
 
 * unpaired (TensorRT-LLM's z-test): the Wald interval ``diff +- |z(alpha)| sqrt(2 sigma^2 / n)``;
-* paired 0/100 scores: the regression side is McNemar's exact test (margin 0, bound: the exact
-  conditional bound of :func:`runner.stats.paired_binary.exact_upper`) or Tango's score test (margin
-  > 0); the tolerance side is always Tango's score test, so zero discordant pairs do not prove a
-  tolerance by themselves;
+* paired 0/100 scores: the regression claim is McNemar's exact test (margin 0) or Tango's score test
+  backed by the exact unconditional one (margin > 0), the tolerance claim the latter at the tolerance,
+  so zero discordant pairs do not prove a tolerance by themselves; both bounds invert the latter family;
 * paired continuous scores: the paired t (or bootstrap) test's own interval, both sides;
 * sequential looks: the repeated confidence interval of the look where the job stopped (for 0/100
   scores its tolerance side is Tango's bound at that look's critical value).
@@ -36,39 +35,46 @@ def binary(b: int, c: int, n: int, alpha: float, higher_is_better: bool, margin:
            regression: bool, z_crit: float | None = None) -> Claims:
     """Paired 0/100 scores: ``b`` samples the reference got right and the new run wrong, ``c`` the reverse.
 
-    ``regression``: what the deciding regression test said; the interval's bound on that side is its
-    inversion (exact conditional for margin 0, Tango's score bound otherwise). ``z_crit``: a critical
-    value other than ``z(1 - alpha)`` (a sequential look's)."""
+    ``regression``: what the deciding regression test said (McNemar exact at margin 0, else
+    :func:`runner.stats.paired_binary.regression_p`). Each bound is a one-sided ``1 - alpha`` bound that
+    inverts Tango's score test backed by the exact unconditional one, the same family at every ``delta0``
+    (GO side: :func:`~runner.stats.paired_binary.go_lower`; NO-GO side: its mirror
+    :func:`~runner.stats.paired_binary.regression_upper`), so each covers the true difference with
+    probability >= 1 - alpha whatever it is; each is then pinned to the side of its threshold that the
+    deciding test chose (McNemar's at margin 0). ``z_crit``: a critical value other than
+    ``z(1 - alpha)`` (a sequential look's): Tango's score bounds at it, both sides."""
 
-    delta0 = -tolerance / 100.0
-    if z_crit is None:  # Tango's test backed by the exact unconditional one: false passes stay <= alpha
-        p_within = max(pb.tango_p(b, c, n, delta0, "greater"), pb.go_p(b, c, n, delta0))
+    delta0, margin0 = -tolerance / 100.0, -margin / 100.0
+    if z_crit is None:
+        p_within = pb.go_test_p(b, c, n, delta0)
         within = p_within < alpha
-        low = _pinned(pb.go_lower(b, c, n, alpha), delta0, within)
-        good = "Tango score with exact unconditional check"
+        low = _pinned(pb.go_lower(b, c, n, alpha), delta0, within, above=True)
+        high = _pinned(pb.regression_upper(b, c, n, alpha), margin0, regression, above=False)
+        method = "one-sided bounds inverting Tango's score test with its exact unconditional check" + (
+            "; NO-GO decided by McNemar exact, its bound pinned to that verdict at 0" if margin == 0 else "")
     else:
-        low, good, p_within = pb.tango_bounds(b, c, n, z_crit)[0], "Tango score", None
-        within = low > delta0
-    if margin == 0 and z_crit is None:
-        high, how = pb.exact_upper(b, c, n, alpha), "exact conditional (McNemar)"
-    else:
-        high, how = pb.tango_bounds(b, c, n, z(1 - alpha) if z_crit is None else z_crit)[1], "Tango score"
+        low, high = pb.tango_bounds(b, c, n, z_crit)
+        p_within, within = None, low > delta0
+        method = "Tango score at the look's critical value"
     ci = oriented(100.0 * low, 100.0 * high, higher_is_better)
-    return Claims(regression=regression, within=within, low=ci[0], high=ci[1],
-                  method=f"bad side: {how}; good side: {good}", p_within=p_within)
+    return Claims(regression=regression, within=within, low=ci[0], high=ci[1], method=method, p_within=p_within)
 
 
-def _pinned(low: float, delta0: float, within: bool) -> float:
-    """The GO bound, kept on the side of ``delta0`` that the GO test decided.
+def _pinned(bound: float, threshold: float, shown: bool, above: bool) -> float:
+    """A bound kept on the side of its threshold that the deciding test chose (``above``: the claim is shown
+    when the bound is above the threshold, a GO bound; else below, a NO-GO bound).
 
-    The exact unconditional p-value is not monotone in ``delta0`` for a few tables, so its inverted bound
-    can fall on the other side of the tolerance than the test at the tolerance itself; the test decides,
-    and the printed bound is pinned to the tolerance then."""
-    if within and low <= delta0:
-        return delta0 + 1e-12
-    if not within and low > delta0:
-        return delta0
-    return low
+    The exact unconditional p-value is not monotone in ``delta0`` for a few tables, and McNemar's exact test
+    at margin 0 is not the family the bound inverts, so the inverted bound can fall on the other side of the
+    threshold than the test at the threshold itself; the test decides, and the bound is moved to the
+    threshold (just past it when the claim was shown)."""
+    sign = 1.0 if above else -1.0
+    past = sign * (bound - threshold) > 0
+    if shown and not past:
+        return threshold + sign * 1e-12
+    if not shown and past:
+        return threshold
+    return bound
 
 
 def continuous(result: Any, within_result: Any) -> Claims:

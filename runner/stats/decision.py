@@ -29,7 +29,8 @@ from runner.stats import claims as claim_rules, clustered_rules, clustering, pai
 from runner.stats.corpus_rules import decide_corpus
 from runner.stats.settings import margin_points
 from runner.stats.unpaired import HypothesisParams, Verdict, decide
-from runner.stats.verdicts import GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, exit_status, reported
+from runner.stats.verdicts import (GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, decisive, exit_status,
+                                   reported)
 
 RULES = ("explicit_threshold", "exact", "paired", "unpaired")
 STATISTICAL_RULES = ("paired", "unpaired")
@@ -148,7 +149,33 @@ class Decision:
 
     @property
     def ci(self) -> tuple[float, float] | None:
-        return self.claims.ci if self.claims is not None else None
+        """The two one-sided 1 - alpha bounds for new - reference (low, high), each on the side of its
+        threshold that its claim decided (:meth:`Claims.agreeing`)."""
+        if self.claims is None:
+            return None
+        tol = self.tolerance.points if self.tolerance is not None else 0.0
+        return self.claims.agreeing(self.margin, tol, self.verdict.params.higher_is_better).ci
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """``(GO bound, NO-GO bound)`` for new - reference: the ends of :attr:`ci` that the two claims invert."""
+        ci = self.ci
+        if ci is None:
+            return None
+        return ci if self.verdict.params.higher_is_better else (ci[1], ci[0])
+
+    def bounds_text(self) -> str:
+        """Both bounds in words, each with the threshold it must pass and the digits that decide."""
+        go, no_go = self.bounds
+        hib = self.verdict.params.higher_is_better
+        tol = self.tolerance.points if self.tolerance is not None else 0.0
+        # new - reference: GO needs the GO bound past -t (an increase: below +t), NO-GO the other bound past -m
+        go_b, go_t = decisive(go, -tol if hib else tol, self.claims.within, above=hib)
+        ng_b, ng_t = decisive(no_go, -self.margin if hib else self.margin, self.claims.regression, above=not hib)
+        gt, lt = (">", "<") if hib else ("<", ">")
+        return (f"one-sided {1 - self.alpha:.0%} bounds: GO bound {go_b} (GO iff {gt} {go_t}), "
+                f"NO-GO bound {ng_b} (NO-GO iff {lt} {ng_t}); together a {1 - 2 * self.alpha:.0%} interval "
+                f"({self.ci_method})")
 
     @property
     def ci_method(self) -> str:
@@ -214,6 +241,8 @@ class Decision:
             "alpha": self.alpha, "beta": v.params.beta, "sigma": v.params.sigma, "n": self.n,
             "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
             "ci_level": 1 - 2 * self.alpha, "ci_method": self.ci_method,
+            "go_bound": self.bounds[0] if ci else None, "no_go_bound": self.bounds[1] if ci else None,
+            "bound_level": 1 - self.alpha,
             "advice": self.advice.to_dict() if self.advice is not None else None,
             "tests": self.tests(),
             "sequential": self.sequential.to_dict() if self.sequential is not None else None,
@@ -290,8 +319,7 @@ class Decision:
         lines.append(f"p-value:     {'n/a (deterministic rule)' if p is None else f'{p:.4g}'}"
                      + ("" if self.p_within is None else f" (regression); {self.p_within:.4g} (within tolerance)"))
         if ci is not None:
-            lines.append(f"difference:  {self.difference:+.3f} (new - reference), "
-                         f"{1 - 2 * self.alpha:.0%} CI [{ci[0]:+.3f}, {ci[1]:+.3f}] ({self.ci_method})")
+            lines.append(f"difference:  {self.difference:+.3f} (new - reference); {self.bounds_text()}")
         else:
             lines.append(f"difference:  {self.difference:+.3f} (new - reference); no interval ({self._no_interval})")
         if self.clustering is not None:

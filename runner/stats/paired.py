@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from runner.stats.paired_binary import tango_p
+from runner.stats.paired_binary import regression_p
 from runner.stats.paired_result import PairedResult, min_discordant_to_reject
 from runner.stats.pairing import PairedScores, is_binary
 from runner.stats.planning import _binary_theta, _k
@@ -85,7 +85,8 @@ def mcnemar_exact(
     """McNemar's exact one-sided test on binary per-sample scores (0/100 or 0/1, or booleans).
 
     With a ``margin`` (points, > 0; regression gate only) the regression claim "drop > margin" is
-    tested with Tango's (1998) score test for paired proportions instead, which has a margin.
+    tested with Tango's (1998) score test for paired proportions instead, which has a margin, backed by
+    the exact unconditional test (:func:`runner.stats.paired_binary.regression_p`): both must reject.
 
     ``b`` = samples the reference got right and the new run wrong, ``c`` = the reverse ("right"
     is the high value, or the low one when ``higher_is_better`` is false). Regression gate:
@@ -104,7 +105,7 @@ def mcnemar_exact(
         if gate != "regression":
             raise ValueError("a margin belongs to the regression claim (gate 'regression')")
 
-        p = tango_p(b, c, len(ref_v), -margin / 100.0, "less")
+        p = regression_p(b, c, n, -margin / 100.0)
     elif b + c == 0:
         p = 1.0
     elif gate == "regression":
@@ -121,7 +122,7 @@ def mcnemar_exact(
     new_mean = sum(new_v) / n * to_points
     return PairedResult.gated(
         p, alpha, beta, higher_is_better, gate, margin,
-        method=f"Tango score test (margin {margin:g})" if margin else "McNemar exact",
+        method=f"Tango score test with exact unconditional check (margin {margin:g})" if margin else "McNemar exact",
         n=n,
         mean_diff=new_mean - ref_mean,
         theta_paired=theta,

@@ -7,6 +7,8 @@ plain Tango and of the method the project uses. The runner itself never enumerat
 
 from __future__ import annotations
 
+import functools
+
 from runner.stats.paired_binary import _check_delta, nuisance_grid, tango_array
 from runner.stats.unpaired import z
 
@@ -83,3 +85,78 @@ def go_regions(n: int, drop: float, alpha: float):  # noqa: ANN201 - two boolean
     tango[b, c] = t_go
     exact[b, c] = t_go & (p < alpha)
     return tango, exact
+
+
+# --------------------------------------------------------------------------- regions as cut-offs per discordance
+
+
+@functools.lru_cache(maxsize=256)
+def go_cutoffs(n: int, delta0: float, alpha: float):  # noqa: ANN201 - numpy int array
+    """``k[M]`` for ``M = 0..n``: the GO test at ``delta0`` (:func:`runner.stats.paired_binary.go_test_p` below
+    alpha) holds for a table with ``b + c = M`` exactly when its losses ``b < k[M]``.
+
+    ``go_p`` depends on a table only through its statistic ``T`` and does not increase with it, and Tango's
+    normal p-value neither, so the GO tables are those with ``T`` at or above one value, found by bisection
+    over the distinct statistics with the product's own p-values (:func:`runner.stats.paired_binary.go_p_at`,
+    ``tango_p``'s normal tail); ``T`` decreases in the losses at fixed ``M``, so each ``M`` keeps a prefix.
+    The mirror (NO-GO with a margin m) is ``go_cutoffs(n, m / 100, alpha)`` applied to the wins ``c``."""
+    import numpy as np
+
+    from runner.stats import paired_binary as pb
+
+    d0 = float(delta0)
+    b, c = _tables(n)
+    t = pb.tango_array(b, c, n, d0)
+    values = np.unique(t)[::-1]  # descending; rejection holds on a prefix
+
+    def rejects(v: float) -> bool:
+        return max(pb._phi(-v), pb.go_p_at(v - pb._tie(v), n, d0)) < alpha
+
+    lo, hi = 0, values.size  # rejects(values[:lo]) all hold; values[hi:] all fail
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if rejects(float(values[mid])):
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == 0:
+        return np.zeros(n + 1, dtype=np.int64)
+    go = t >= values[lo - 1]
+    return np.bincount((b + c)[go], minlength=n + 1).astype(np.int64)
+
+
+@functools.lru_cache(maxsize=64)
+def mcnemar_cutoffs(n: int, alpha: float):  # noqa: ANN201 - numpy int array
+    """``k[M]``: McNemar's exact test (p = P(X >= b), X ~ Bin(M, 1/2)) says NO-GO for a table with ``b + c = M``
+    exactly when its wins ``c < k[M]`` (the p-value of :func:`runner.stats.paired._upper_tail_half`)."""
+    import numpy as np
+
+    from runner.stats.paired import _upper_tail_half
+
+    b, c = _tables(n)
+    m = b + c
+    reject = (m > 0) & (_upper_tail_half(b, m) < alpha)
+    return np.bincount(m[reject], minlength=n + 1).astype(np.int64)
+
+
+def _tables(n: int):  # noqa: ANN202 - two numpy int arrays
+    """Every table ``(b, c)`` with ``b + c <= n``."""
+    import numpy as np
+
+    b, c = np.divmod(np.arange((n + 1) * (n + 1)), n + 1)
+    keep = b + c <= n
+    return b[keep], c[keep]
+
+
+def region_rate(cutoffs, n: int, d: float, share: float) -> float:  # noqa: ANN001 - numpy int array
+    """Exact chance of the region "counted cell < ``cutoffs[M]``" when ``M ~ Bin(n, d)`` pairs are discordant and
+    each discordant pair is the counted kind with chance ``share`` (losses: ``(d - Delta) / (2d)``; wins:
+    ``(d + Delta) / (2d)`` for a true difference ``Delta``)."""
+    import numpy as np
+    from scipy import stats
+
+    m = np.arange(n + 1)
+    k = np.asarray(cutoffs)
+    share = min(max(share, 0.0), 1.0)
+    cond = np.where(k <= 0, 0.0, stats.binom.cdf(k - 1, m, share))
+    return float(np.sum(stats.binom.pmf(m, n, d) * cond))

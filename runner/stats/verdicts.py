@@ -15,7 +15,7 @@ INCONCLUSIVE) and ``stats.on_inconclusive`` maps INCONCLUSIVE to a pass or a fai
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from runner.contract.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
@@ -82,20 +82,37 @@ def validate(stats: Any) -> None:
 
 @dataclass(frozen=True)
 class Claims:
-    """The two one-sided claims of a statistical rule, and the two-sided 1 - 2 alpha interval for
-    new - reference that inverts them: NO-GO exactly when the interval lies past -m on the bad side,
-    GO exactly when it lies inside -t."""
+    """The two one-sided claims of a statistical rule, and the two one-sided ``1 - alpha`` bounds for
+    new - reference that invert them: the NO-GO bound lies past -m on the bad side exactly when NO-GO
+    is shown, the GO bound inside -t exactly when GO is. Each bound covers the true difference with
+    probability at least 1 - alpha, so the two together are a two-sided interval of level at least
+    1 - 2 alpha (90% at alpha 0.05)."""
 
     regression: bool  # D > m shown
     within: bool  # D < t shown
-    low: float | None  # interval for new - reference, metric units (None: no interval)
-    high: float | None
+    low: float | None  # the lower bound for new - reference, metric units (None: no bounds)
+    high: float | None  # the upper bound
     method: str  # how each bound was built
     p_within: float | None  # p-value of H0: D >= t (None: the claim has no p-value, e.g. a repeated interval)
 
     @property
     def ci(self) -> tuple[float, float] | None:
         return None if self.low is None or self.high is None else (self.low, self.high)
+
+    def agreeing(self, margin: float, tolerance: float, higher_is_better: bool) -> "Claims":
+        """The bounds moved, by the least float step, to the side of -m and -t that the claims decided.
+
+        A bound is computed apart from its test's p-value (a quantile, a bisection), so at an exact tie the
+        two can disagree in the last bit; the test decides, and the bound follows it."""
+        if self.ci is None:
+            return self
+        gain_low, gain_high = oriented(self.low, self.high, higher_is_better)
+        if self.within != (gain_low > -tolerance):
+            gain_low = math.nextafter(-tolerance, math.inf) if self.within else -tolerance
+        if self.regression != (gain_high < -margin):
+            gain_high = math.nextafter(-margin, -math.inf) if self.regression else -margin
+        low, high = oriented(gain_low, gain_high, higher_is_better)
+        return self if (low, high) == (self.low, self.high) else replace(self, low=low, high=high)
 
 
 def oriented(low: float, high: float, higher_is_better: bool) -> tuple[float, float]:
@@ -133,3 +150,24 @@ def exit_status(verdict: str, mode: str, on_inconclusive: str) -> int:
     if verdict == GO or mode == "two_way":
         return EXIT_OK
     return {"pass": EXIT_OK, "fail": EXIT_REGRESSION}.get(on_inconclusive, EXIT_INCONCLUSIVE)
+
+
+def decisive(bound: float, threshold: float, shown: bool, above: bool, decimals: int = 3) -> tuple[str, str]:
+    """A bound and its threshold in print, with the digits that decide: ``(bound, threshold)`` as signed decimals.
+
+    ``above``: the claim is shown when the bound is above the threshold (a lower bound, rounded down),
+    else below it (an upper bound, rounded up); the threshold is rounded to nearest. Rounding the bound
+    outwards never puts an unshown claim's bound on the deciding side; digits are added (from
+    ``decimals``) until a shown claim's bound prints strictly past its printed threshold, so a GO bound
+    never prints equal to the tolerance."""
+    from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+
+    threshold += 0.0  # -0.0 prints as 0
+    exact_b, exact_t = Decimal(bound), Decimal(threshold)
+    for k in range(decimals, 40):
+        q = Decimal(1).scaleb(-k)
+        b = exact_b.quantize(q, ROUND_FLOOR if above else ROUND_CEILING)
+        t = exact_t.quantize(q, ROUND_HALF_EVEN)
+        if shown == (b > t if above else b < t):
+            return f"{b:+f}", f"{t:+f}"
+    return f"{exact_b:+f}", f"{exact_t:+f}"

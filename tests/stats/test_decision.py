@@ -234,6 +234,33 @@ def test_paired_binary_interval_inverts_the_exact_test_and_the_verdict_agrees(tm
     assert d.to_dict()["verdict"] == "NO-GO" and d.exit_status == 3
 
 
+def test_a_tie_at_the_margin_prints_a_bound_that_agrees_with_the_verdict(tmp_path):
+    """The score exactly at the unpaired threshold: the p-value and the Wald bound tie, and computed apart
+    they disagreed in the last bit (bound -0.020000000000003 < -0.02 with no NO-GO)."""
+    s = math.sqrt(2 * 2500 / 100)
+    for margin in (0.02, 0.03, 0.06, 0.5, 1.25):
+        d = decide(reference(tmp_path, None, 60.0), ref_scores(), 60 - margin - Z05 * s, tmp_path,
+                   st=stats(margin=margin))
+        assert (d.ci[1] < -margin) == (d.outcome == "NO-GO") == (not d.passed), margin
+        assert (d.to_dict()["no_go_bound"] < -margin) == (not d.passed)
+
+
+def test_the_printed_go_bound_is_never_the_tolerance(tmp_path):
+    """A GO bound just inside the tolerance prints with the digits that show it; one just outside never prints
+    inside (the score at the GO threshold, tolerances around it)."""
+    s = math.sqrt(2 * 2500 / 100)
+    for k in range(40):
+        tol = 2.0 + 0.0137 * k
+        for nudge in (-1e-9, 0.0, 1e-9):
+            d = decide(reference(tmp_path, None, 60.0), ref_scores(), 60 - tol + Z05 * s + nudge, tmp_path,
+                       tol=Tolerance(tol, "test"))
+            line = next(x for x in d.render().splitlines() if x.startswith("difference:"))
+            bound, thr = line.split("GO bound ")[1].split(" (GO iff > ")
+            thr = thr.split(")")[0]
+            assert (float(bound) > float(thr)) == (d.outcome == "GO") == d.claims.within, line
+            assert d.outcome != "GO" or bound != thr
+
+
 def test_b4_c0_is_not_a_pass_with_an_interval_below_zero(tmp_path):
     """The audit's case: b=4, c=0, n=100: exact p = 1/16 = 0.0625, so no regression is shown, and the
     interval must not lie below 0 (Newcombe's did, at -0.78)."""

@@ -23,7 +23,7 @@ from runner.stats.paired_binary import (
     tango_p,
     tango_statistic,
 )
-from runner.stats.paired_binary_enumeration import false_pass_rate, go_p_table, go_regions
+from runner.stats.paired_binary_enumeration import false_pass_rate, go_cutoffs, go_p_table, go_regions, mcnemar_cutoffs
 
 Z95 = 1.6448536269514722  # z_{0.95}
 
@@ -155,3 +155,79 @@ def test_zero_discordance_is_not_a_go_at_small_n() -> None:
     assert not go_lower(0, 0, 100, 0.05) > -0.0275
     assert not go_lower(0, 0, 107, 0.05) > -0.0275
     assert go_lower(0, 0, 108, 0.05) > -0.0275
+
+
+# ----------------------------------------------------------------------------- NO-GO with a margin
+
+
+def _no_go_wins_cutoffs(n: int, margin: float) -> list[int]:
+    """For each number M of discordant pairs, how many win counts c = 0, 1, ... the product's paired test
+    (runner.stats.paired.mcnemar_exact with this margin) calls a regression; the region is a prefix in c
+    (fewer wins, more losses), found by bisection on the product's own verdicts."""
+    from runner.stats.paired import mcnemar_exact
+
+    def regression(b: int, c: int) -> bool:
+        ref = [100.0] * b + [0.0] * c + [100.0] * (n - b - c)
+        new = [0.0] * b + [100.0] * c + [100.0] * (n - b - c)
+        return not mcnemar_exact(ref, new, 0.05, 0.2, margin=margin).passed
+
+    out = []
+    for m in range(n + 1):
+        lo, hi = 0, m + 1  # regression(m - c, c) holds for c < lo, fails for c >= hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if regression(m - mid, mid):
+                lo = mid + 1
+            else:
+                hi = mid
+        out.append(lo)
+    return out
+
+
+def test_margin_no_go_false_rate_at_most_alpha_n57_m5() -> None:
+    """The audit's case: plain Tango says NO-GO in 7.7% of runs whose true drop is exactly the 5-point margin
+    (n = 57; the worst discordance). Under drop = m and discordance d the wins of M discordant pairs are
+    Bin(M, (d - m) / 2d), M ~ Bin(n, d): the exact rate is a sum of binomial terms (scipy as the oracle)."""
+    n, m = 57, 0.05
+    cut = np.array(_no_go_wins_cutoffs(n, 5.0))
+    mm = np.arange(n + 1)
+    worst = 0.0
+    for d in np.linspace(m, 0.6, 56):
+        cond = np.where(cut > 0, stats.binom.cdf(cut - 1, mm, (d - m) / (2 * d)), 0.0)
+        worst = max(worst, float(np.sum(stats.binom.pmf(mm, n, d) * cond)))
+    assert worst <= 0.05 + 1e-9, worst
+    # the plain Tango region of the same tables is too liberal (the bug): its worst rate is above alpha
+    tango = [sum(1 for c in range(k + 1) if tango_p(k - c, c, n, -m, "less") < 0.05) for k in range(n + 1)]
+    rates = [float(np.sum(stats.binom.pmf(mm, n, d) * np.where(np.array(tango) > 0, stats.binom.cdf(
+        np.array(tango) - 1, mm, (d - m) / (2 * d)), 0.0))) for d in np.linspace(m, 0.6, 56)]
+    assert max(rates) > 0.07
+
+
+def test_regression_upper_mirrors_go_lower_and_the_margin_verdict() -> None:
+    from runner.stats.paired_binary import regression_p, regression_upper
+
+    assert regression_upper(7, 2, 60, 0.05) == -go_lower(2, 7, 60, 0.05)
+    for b, c, n in [(10, 0, 57), (12, 3, 100), (3, 12, 100), (30, 10, 200)]:
+        up = regression_upper(b, c, n, 0.05)
+        for m in (0.01, 0.0275, 0.05):
+            if abs(up + m) > 1e-6:
+                assert (up < -m) == (regression_p(b, c, n, -m) < 0.05), (b, c, n, m, up)
+
+
+@pytest.mark.parametrize(("n", "delta0"), [(57, -0.0275), (57, 0.05), (100, 0.01)])
+def test_go_cutoffs_are_the_products_verdicts(n: int, delta0: float) -> None:
+    """The enumeration's GO region (a cut-off per number of discordant pairs) is the product's GO test at the
+    boundary of every cut-off: the last table inside holds, the first outside does not."""
+    from runner.stats.paired_binary import go_test_p
+
+    k = go_cutoffs(n, delta0, 0.05)
+    for m in range(n + 1):
+        for b in (int(k[m]) - 1, int(k[m])):
+            if 0 <= b <= m:
+                assert (go_test_p(b, m - b, n, delta0) < 0.05) == (b < k[m]), (m, b, k[m])
+
+
+def test_mcnemar_cutoffs_by_hand() -> None:
+    # M = 5: b = 5 only (1/32 = 0.031); M = 20: P(X >= 15) = 0.0207 < 0.05 <= P(X >= 14) = 0.0577, so c <= 5
+    k = mcnemar_cutoffs(40, 0.05)
+    assert (k[4], k[5], k[20]) == (0, 1, 6)

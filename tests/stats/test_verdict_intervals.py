@@ -13,7 +13,10 @@ import pytest
 from runner.stats import claims as claim_rules
 from runner.stats import paired as paired_stats
 from runner.stats.unpaired import HypothesisParams, decide
-from runner.stats.verdicts import oriented
+import math
+from decimal import Decimal
+
+from runner.stats.verdicts import Claims, decisive, oriented
 
 
 def _agrees(c, higher_is_better: bool, margin: float, tolerance: float) -> None:
@@ -39,7 +42,7 @@ def test_unpaired_interval_agrees_with_both_claims():
 
 def test_paired_binary_interval_agrees_with_mcnemar_tango_and_the_exact_go_test():
     rng = np.random.default_rng(2)
-    for _ in range(150):
+    for _ in range(80):
         n = int(rng.integers(8, 90))
         b = int(rng.integers(0, n // 3 + 1))
         c = int(rng.integers(0, n // 3 + 1))
@@ -67,3 +70,32 @@ def test_paired_continuous_interval_agrees_with_both_tests(method):
         reg = paired_stats.paired_continuous(ref, new, 0.05, 0.2, hib, tolerance=margin, gate="regression", **kw)
         ni = paired_stats.paired_continuous(ref, new, 0.05, 0.2, hib, tolerance=tol, gate="noninferiority", **kw)
         _agrees(claim_rules.continuous(reg, ni), hib, margin, tol)
+
+
+def test_printed_bounds_carry_the_digits_that_decide():
+    """Rounded to three decimals a GO bound of -2.7466 (shown: > -2.747) would print as the tolerance itself."""
+    assert decisive(-2.7466, -2.747, True, above=True) == ("-2.7466", "-2.7470")
+    assert decisive(-2.7469999999, -2.747, True, above=True) == ("-2.7469999999", "-2.7470000000")
+    # a bound that did not decide is rounded outwards, never onto the deciding side
+    assert decisive(-2.7470001, -2.747, False, above=True) == ("-2.748", "-2.747")
+    assert decisive(-2.747, -2.747, False, above=True) == ("-2.747", "-2.747")
+    # an upper bound (a NO-GO bound, or a GO bound when lower is better) rounds up
+    assert decisive(-0.0004, -0.0, True, above=False) == ("-0.0004", "+0.0000")
+    assert decisive(2.7466, 2.747, True, above=False) == ("+2.7466", "+2.7470")
+    rng = np.random.default_rng(7)
+    for _ in range(3000):
+        thr = float(rng.uniform(-10, 10))
+        bound = thr + float(rng.choice([-1, 1])) * 10 ** float(rng.uniform(-15, 0))
+        above = bool(rng.integers(2))
+        shown = bound > thr if above else bound < thr
+        b, t = decisive(bound, thr, shown, above)
+        assert shown == ((Decimal(b) > Decimal(t)) if above else (Decimal(b) < Decimal(t))), (bound, thr, above)
+
+
+def test_bounds_agree_with_the_claims_at_exact_ties():
+    """A bound one float step on the wrong side of its threshold (the test's p-value decided) is moved to it."""
+    c = Claims(regression=False, within=True, low=-2.75, high=-0.020000000000003126, method="m", p_within=0.04)
+    low, high = c.agreeing(0.02, 2.75, True).ci
+    assert low > -2.75 and low == math.nextafter(-2.75, math.inf) and high == -0.02
+    lo_better = c.agreeing(0.02, 2.75, False)  # lower is better: the GO bound is the upper end, +t
+    assert lo_better.ci == c.ci or (lo_better.high < 2.75) == c.within
