@@ -3,7 +3,8 @@
 Unpaired test (TensorRT-LLM's, sigma 50, reference of n = 400 fixed), tolerance 2.75 points, alpha 0.05, up to
 3 extensions. Three ways to add samples after an INCONCLUSIVE first look:
 - planned: `stats.extensions=3`, each extension adds 400 samples (runner.stats.extension);
-- planned, sized by the advice: each extension adds what the report's "to decide" line suggests (capped at 1600);
+- planned, sized by the advice: each extension adds what the fixed-look advice would suggest (capped at 1600): a
+  size that follows the data, which the runner now refuses (stats.extend must repeat look 1's size);
 - naive: a fresh fixed test at full alpha on all samples after each extension (what the runner refuses).
 Rates at drop 0 (a NO-GO is a false alarm) and drop = the tolerance (a GO is a false pass).
 

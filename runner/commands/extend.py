@@ -1,10 +1,11 @@
-"""``python -m runner.extend RUN_DIR [N]``: evaluate N more samples of a finished job as its next planned look.
+"""``python -m runner.extend RUN_DIR [N]``: evaluate the next planned look of a finished job.
 
 The job must have planned its extensions at its first look (``stats.extensions=K``): only then is alpha
 left for a further look (runner/stats/extension.py). The command reruns the job with the same overrides
 and ``stats.extend`` one size longer, in ``RUN_DIR-extend<k>``; the earlier looks come back from the
-generation cache. N defaults to the first look's size: extensions sized from the observed difference
-raise the false-alarm rate a little (benchmarks/extension_simulation.py).
+generation cache. Every extension adds as many samples as the first look: sizes are planned, since a
+size chosen from the observed difference raises the false-alarm rate above alpha
+(benchmarks/extension_simulation.py). N, if given, must be that size.
 """
 
 from __future__ import annotations
@@ -34,19 +35,34 @@ def overrides_for(run_dir: Path, more: int | None) -> list[str]:
                         given=f"stats.extensions={planned}, {len(done)} done",
                         fix="a further look needs alpha planned for it at the first look: run the larger n as a "
                             "new job, or plan extensions from the start with stats.extensions=3")
-    step = more if more is not None else int(cfg.task.num_samples)
-    if step < 1:
-        raise UserError("an extension adds at least one sample", where="N", given=str(step), allowed="a number >= 1")
+    first = _first_look(run_dir)
+    step = first if first is not None else int(cfg.task.num_samples)
+    if more is not None and more != step:
+        raise UserError("an extension adds the planned number of samples: as many as the first look",
+                        where="N", given=str(more), allowed=str(step),
+                        fix=f"python -m runner.extend {run_dir} (adds {step}); a size chosen from the data would "
+                            "raise the false-alarm rate above alpha")
     keep = [o for o in OmegaConf.load(asked) if not str(o).startswith(("stats.extend=", "hydra.run.dir=", "output_dir="))]
     extended = [*done, step]
     target = run_dir.with_name(f"{run_dir.name.split('-extend')[0]}-extend{len(extended)}")
     return [*keep, f"stats.extend=[{','.join(map(str, extended))}]", f"hydra.run.dir={target}"]
 
 
+def _first_look(run_dir: Path) -> int | None:
+    """The first look's size as the job recorded it (report.json), None when it wrote none."""
+    import json
+
+    try:
+        seq = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))["decision"]["sequential"]
+        return int(seq["looks"][0]["n"])
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runner.extend", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a job's output directory (its report's outputs: line)")
-    parser.add_argument("n", type=int, nargs="?", help="samples to add (default: the first look's size)")
+    parser.add_argument("n", type=int, nargs="?", help="samples to add: the first look's size, as planned")
     args = parser.parse_args(argv)
     try:
         overrides = overrides_for(args.run_dir.resolve(), args.n)

@@ -33,8 +33,8 @@ def decide(job: Job, reference: Reference | None, samples: list[Sample], scored:
                 counts = seq.counts
                 if seq.reason == "undecided" and seq.extensions_left:
                     job.notes.append(f"{seq.extensions_left} of {seq.planned} planned extension(s) left: "
-                                     f"python -m runner.extend {job.out_dir} [N] adds N samples (default: as many as "
-                                      "the first look) as the next look")
+                                     f"python -m runner.extend {job.out_dir} adds the next look (as many samples "
+                                     f"as the first: {seq.looks[0].n})")
             else:
                 counts = (*p.discordant, p.n) if p is not None and p.discordant is not None else None
             assert decision.tolerance is not None

@@ -3,7 +3,9 @@
 An extendable run (``stats.extensions=K``) evaluates its first ``task.num_samples`` samples as look 1 and
 each of ``stats.extend``'s sizes as a further look, drawn as the task would draw the larger subset: the
 looks must be nested (every earlier sample is also in the larger draw), so the earlier looks keep their
-data and come back from the generation cache."""
+data and come back from the generation cache. The sizes are planned at look 1: every extension adds as
+many samples as look 1 had. A size chosen after seeing the data (a small look when Z is just under its
+bound) raises the false-alarm rate (0.060 at alpha 0.05), so any other size is refused."""
 
 from __future__ import annotations
 
@@ -48,6 +50,13 @@ def monitor_for(job: Job, reference: Reference | None, params: HypothesisParams,
 def nested_looks(evaluator: Evaluator, first: list[Sample], extend: list[int], seed: int,
                  task: str) -> tuple[list[Sample], list[int]]:
     """``first`` then, per extension, the samples the task's larger seeded draw adds; the cumulative sizes."""
+    planned = [e for e in extend if e != len(first)]
+    if planned:
+        raise ConfigError("an extension adds the planned number of samples: as many as the first look",
+                          where="stats.extend", given=f"{extend} after a first look of {len(first)} samples",
+                          fix=f"stats.extend=[{','.join([str(len(first))] * len(extend))}]: python -m runner.extend "
+                              "RUN_DIR adds the planned size; a size chosen from the data would raise the "
+                              "false-alarm rate above alpha")
     ordered, seen, sizes = list(first), {s.id for s in first}, [len(first)]
     for total in itertools.accumulate(extend, initial=len(first)):
         if total == len(first):

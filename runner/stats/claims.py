@@ -87,17 +87,15 @@ def continuous(result: Any, within_result: Any) -> Claims:
 def sequential(regression: bool, crit: float | None, rci: tuple[float, float] | None, higher_is_better: bool,
                alpha: float, margin: float, tolerance: float, counts: tuple[int, int, int] | None) -> Claims | None:
     """A look of a sequential or extendable job: its repeated interval (``rci`` at critical value ``crit``)
-    decides both ways. ``counts``: (b, c, n) at that look for 0/100 scores, whose good side uses Tango's
-    bound at the same critical value; None for the other kinds."""
+    decides both ways. ``counts``: (b, c, n) at that look for 0/100 scores, whose two sides are Tango's
+    bounds at the same critical value (the look's statistic is Tango's at the margin, so the bad side is
+    below ``-margin`` exactly when the look showed a regression); None for the other kinds."""
     if rci is None or crit is None or not math.isfinite(crit):
         return None
     if counts is not None:
         b, c, n = counts
         claims = binary(b, c, n, alpha, higher_is_better, margin, tolerance, regression, z_crit=crit)
-        gain_low = oriented(claims.low, claims.high, higher_is_better)[0]
-        high = oriented(*rci, higher_is_better)[1]
-        ci = oriented(gain_low, high, higher_is_better)
-        return Claims(regression, claims.within, ci[0], ci[1],
-                      "repeated CI, group-sequential; good side: Tango score at the look's bound", None)
+        return Claims(regression, claims.within, claims.low, claims.high,
+                      "repeated CI, group-sequential: Tango score at the look's bound", None)
     gain_low, _ = oriented(*rci, higher_is_better)
     return Claims(regression, gain_low > -tolerance, rci[0], rci[1], "repeated CI, group-sequential", None)

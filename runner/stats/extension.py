@@ -4,7 +4,8 @@ A fixed test at full alpha leaves no alpha for a later look: after it did not re
 adds false alarms (re-testing at 0.05 after doubling n gives about 0.08). So extensions are planned
 when the first look runs: with ``stats.extensions=K`` the run is look 1 of up to ``K + 1`` looks, and
 look ``k`` may spend alpha up to ``spend(k / (K + 1))`` (Lan-DeMets, ``stats.sequential.efficacy``),
-whatever sizes the extensions turn out to have. Each look's bound comes from the looks' observed
+with every extension as large as look 1 (planned sizes: a size chosen from the data raises the
+false-alarm rate, so the job refuses any other, :mod:`runner.job.looks`). Each look's bound comes from the looks' observed
 information (``runner.stats.sequential``'s recursive integration), the same bound decides both claims
 (the repeated confidence interval, Jennison & Turnbull ch. 9): NO-GO when ``Z >= b_k``, GO when the
 interval lies inside the tolerance. The job stops at the first look that decides; a look that added no
@@ -89,7 +90,8 @@ class Extensions:
         tested = tested_looks(self.looks)
         if not tested:
             return ExtensionResult(self.kind or "unpaired", list(self.looks), self.planned, None, None,
-                                   "undecided" if fixed_passed else "regression", fixed_p, None, None)
+                                   "undecided" if fixed_passed else "regression", fixed_p, None, None,
+                                   alpha=self.alpha, spending=self.spending)
         last = tested[-1]
         top = last.info
         p = gs.stagewise_p([lk.info / top for lk in tested], [lk.efficacy for lk in tested],
@@ -98,7 +100,7 @@ class Extensions:
         i = self.looks.index(last)
         return ExtensionResult(self.kind or "unpaired", list(self.looks), self.planned, last.efficacy,
                                (last.estimate - half, last.estimate + half), self.stopped or "undecided", p,
-                               self.counts[i], i + 1)
+                               self.counts[i], i + 1, alpha=self.alpha, spending=self.spending)
 
 
 @lru_cache(maxsize=256)
@@ -128,6 +130,39 @@ class ExtensionResult:
     counts: tuple[int, int, int] | None  # (b, c, n) at that look, 0/100 scores
     look: int | None  # 1-based index of that look
     theta: float | None = None
+    alpha: float = 0.05
+    spending: str = "obf"
+
+    def next_looks(self) -> list[tuple[int, float]]:
+        """The planned looks left, each as (samples in all, the bound it will test at), for the advice.
+
+        Every extension adds look 1's size; a future look's information is projected from the last look's
+        (samples for the paired kinds; ``1 / (1/n + 1/n_1)`` for the unpaired test, whose reference is
+        fixed), and each bound is the one :class:`Extensions` will compute there if the looks before it
+        go on undecided."""
+        if not self.looks or self.extensions_left <= 0:
+            return []
+        step, last = self.looks[0].n, self.looks[-1]
+        tested = tested_looks(self.looks)
+        if self.kind == "unpaired":
+            def info_at(n: int) -> float:
+                return 1.0 / (1.0 / n + 1.0 / step)
+            scale = (last.info / info_at(last.n)) if last.info > 0 else 1.0
+        else:
+            def info_at(n: int) -> float:
+                return float(n)
+            scale = (last.info / last.n) if last.info > 0 else 1.0
+        infos = [lk.info for lk in tested]
+        index = [next(k for k, x in enumerate(self.looks, 1) if x is lk) for lk in tested]
+        spent = [gs.spend(self.spending, k / (self.planned + 1), self.alpha) for k in index]
+        out = []
+        for j in range(1, self.extensions_left + 1):
+            n = last.n + j * step
+            infos.append(scale * info_at(n))
+            spent.append(gs.spend(self.spending, (len(self.looks) + j) / (self.planned + 1), self.alpha))
+            top = infos[-1]
+            out.append((n, efficacy_bounds(tuple(round(i / top, 12) for i in infos), tuple(spent))[-1]))
+        return out
 
     @property
     def passed(self) -> bool:

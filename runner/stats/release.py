@@ -6,11 +6,12 @@ A release policy gives every task a tier:
 * **supporting**: more than ``max_supporting_failures`` (K) NO-GOs block the release;
 * **advisory**: reported only; never blocks.
 
-Multiplicity: the regression claims (NO-GO) of the critical tier are one family, corrected with Holm at
-each test's own alpha (:func:`runner.stats.multiple_testing.adjust`), so the chance that a release whose
-critical tasks all hold their reference is blocked by a false alarm stays within the tests' alphas
-however many critical tasks there are. The supporting tier is a family of its own, corrected the same
-way. Advisory tasks keep each job's own verdict (no correction: they decide nothing). The GO claims need
+Multiplicity: every regression claim (NO-GO) that can block the release, those of the critical and of
+the supporting tier together, is one family, corrected with Holm at each test's own alpha
+(:func:`runner.stats.multiple_testing.adjust`), so the chance that a release where nothing regressed
+is blocked by a false alarm stays within the tests' alphas however many tasks and tiers there are
+(one family per tier would add the tiers' alphas: 0.0975 for one critical and one supporting task at
+0.05). Advisory tasks keep each job's own verdict (no correction: they decide nothing). The GO claims need
 no correction: the release is GO only when *every* critical task shows GO, an intersection-union test,
 whose chance of a false GO is at most the largest alpha of its tests (Berger 1982) without any
 adjustment. Deterministic rules (an explicit threshold, the exact rule) keep their verdict.
@@ -101,14 +102,15 @@ def decide_release(evidence: Sequence[TaskEvidence], max_supporting_failures: in
 
 
 def _corrected(evidence: Sequence[TaskEvidence], correction: str) -> tuple[dict[int, list[bool]], dict[int, float]]:
-    """Per task: which of its statistical claims are rejected after its tier's correction, and its smallest
-    adjusted p-value. Critical and supporting tiers are a family each; advisory claims stand alone."""
+    """Per task: which of its statistical claims are rejected after the correction, and its smallest adjusted
+    p-value. The claims that can block (critical and supporting tiers) are one family; advisory claims stand
+    alone."""
     rejected: dict[int, list[bool]] = {}
     smallest: dict[int, float] = {}
-    for tier in TIERS:
-        family = [(e, c) for e in evidence if e.tier == tier and e.error is None
+    for tiers in ((CRITICAL, SUPPORTING), (ADVISORY,)):
+        family = [(e, c) for e in evidence if e.tier in tiers and e.error is None
                   for c in e.claims if c.p_value is not None]
-        method = "none" if tier == ADVISORY else correction
+        method = "none" if tiers == (ADVISORY,) else correction
         adjusted = adjust([c.p_value for _, c in family], [c.alpha for _, c in family], method)
         for (e, _), reject, p in zip(family, adjusted.reject, adjusted.p_adjusted):
             rejected.setdefault(id(e), []).append(reject)
@@ -149,7 +151,7 @@ def _release(tasks: list[TaskVerdict], k: int, correction: str) -> Release:
     no_go = [t for t in critical if t.verdict == "no-go"]
     if no_go:
         return blocked(no_go, NO_GO, f"critical task {names(no_go)} is NO-GO"
-                       + (f" (p adjusted {_p(no_go[0].p_adjusted)}, Holm across the critical tier)"
+                       + (f" (p adjusted {_p(no_go[0].p_adjusted)}, Holm across the critical and supporting tiers)"
                           if no_go[0].p_adjusted is not None and correction == "holm" else ""))
     supporting_no_go = [t for t in supporting if t.verdict == "no-go"]
     if len(supporting_no_go) > k:

@@ -7,11 +7,16 @@ regression) and its information, and compares it with the bounds of :mod:`runner
 * unpaired (TensorRT-LLM's test): ``Z = -(gain + tolerance) / sqrt(sigma^2/n_k + sigma^2/n)``; the
   reference mean is fixed, so the information fraction is ``2 s / (1 + s)`` at sample fraction ``s``
   and the bounds are the planned ones.
-* paired, 0/100 scores: the normal approximation of McNemar's test, ``Z = (b - c) / sqrt(b + c)``,
-  with the information measured in discordant pairs ``m_k = b + c``: the looks' correlations are
-  ``sqrt(m_j / m_k)`` as observed, and each look's bound is computed when it is reached (error
-  spending at the sample fraction, the expected share of discordant pairs; the last look spends
-  what is left). A look that added no discordant pair tests nothing and spends nothing; if that is the
+* paired, 0/100 scores: Tango's score statistic at the margin ``m`` (proportion units; ``b`` the samples
+  the new run lost, ``c`` those it won), ``Z = (b - c - n m) / sqrt(n v)`` with ``v = q_b + q_c - m^2``
+  from the restricted MLE under ``drop = m`` (:func:`runner.stats.paired_binary.restricted_mle`); at
+  ``m = 0`` it is McNemar's ``(b - c) / sqrt(b + c)``. Its numerator is a sum of independent
+  increments of null variance ``v`` per sample, so the information is ``n v`` (``m_k = b + c``, the
+  discordant pairs, at margin 0): the looks' correlations are ``sqrt(I_j / I_k)`` as observed, and
+  each look's bound is computed when it is reached (error spending at the sample fraction; the last
+  look spends what is left). With the margin inside the statistic, the look's NO-GO is the claim "a drop
+  larger than the margin", and Tango's interval at the look's bound (:func:`runner.stats.claims.sequential`)
+  inverts it. A look that added no discordant pair tests nothing and spends nothing; if that is the
   last look, it spends what is left of alpha on the same statistic as the last informative look.
 * paired, continuous scores: ``Z = -(mean diff + tolerance) / (sd / sqrt(n_k))``, information in samples.
 
@@ -82,11 +87,23 @@ def statistic(decision: Any, n_k: int, n_max: int) -> tuple[str, Look]:
     if p.discordant is not None:
         b, c = p.discordant
         m = b + c
-        return "mcnemar", Look(n_k, (b - c) / math.sqrt(m) if m else None, float(m), p.mean_diff,
-                               100.0 * math.sqrt(m) / n_k)
+        z_k, info = _tango_at_margin(b, c, n_k, float(getattr(p, "tolerance", 0.0) or 0.0) / 100.0)
+        return "mcnemar", Look(n_k, z_k, info, p.mean_diff, 100.0 * math.sqrt(m) / n_k)
     se = (p.sd_diff or 0.0) / math.sqrt(n_k)
     z_k = -(sign * p.mean_diff + p.tolerance) / se if se > 0 else None
     return "paired_mean", Look(n_k, z_k, float(n_k), p.mean_diff, se)
+
+
+def _tango_at_margin(b: int, c: int, n: int, margin: float) -> tuple[float | None, float]:
+    """Tango's statistic for H0 ``drop <= margin`` (large: a drop beyond it) and its information ``n v``."""
+    from runner.stats.paired_binary import restricted_mle, tango_statistic
+
+    if margin == 0.0:
+        m = b + c
+        return ((b - c) / math.sqrt(m) if m else None), float(m)
+    q_b, q_c = restricted_mle(b, c, n, -margin)
+    info = n * max(q_b + q_c - margin * margin, 0.0)
+    return (-tango_statistic(b, c, n, -margin) if info > 0 else None), info
 
 
 @dataclass

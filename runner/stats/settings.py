@@ -95,6 +95,16 @@ def validate_extensions(stats: Any) -> None:
                               "stats.extensions=0 the first look was a fixed test at full alpha and nothing is "
                               "left: run the extended n as a new run, or plan extensions from the start "
                               "(stats.extensions=3)")
+    margin = stats.margin
+    if (k or stats.sequential.enabled) and isinstance(margin, (int, float)) and not isinstance(margin, bool) \
+            and margin > 0:
+        looks = f"stats.extensions={k}" if k else "stats.sequential.enabled=true"
+        raise ConfigError("a margin cannot be tested across looks", where="stats.margin",
+                          given=f"stats.margin={margin:g} with {looks}",
+                          fix="stats.margin=0 (the looks then show any drop), or a fixed test with the margin "
+                              "(stats.extensions=0, stats.sequential.enabled=false): for 0/100 scores the "
+                              "looks' normal statistic at a margin exceeds alpha with few discordant samples "
+                              "(docs/statistics.md, Extending a run)")
     if k and stats.sequential.enabled:
         raise ConfigError("extensions and planned sequential looks are two designs; choose one",
                           where="stats.extensions", given=f"{k} with stats.sequential.enabled=true",

@@ -44,7 +44,7 @@ class GateConfig:
 
     name: str = MISSING
     max_supporting_failures: int = 0  # K: more than K supporting tasks NO-GO blocks the release
-    correction: str = "holm"  # holm | bh | none: the NO-GO claims within the critical tier, and within the supporting tier
+    correction: str = "holm"  # holm | bh | none: over the NO-GO claims of the critical and supporting tiers, one family
     unlisted: str = "error"  # a task run but not listed: error (the release fails) | advisory (reported only)
     tasks: dict[str, GateTask] = field(default_factory=dict)
 

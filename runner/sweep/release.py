@@ -2,7 +2,7 @@
 
 Each job's row carries its own tests (``report.json``'s decision); they are read here, before the sweep's
 own correction, into the plain evidence :func:`runner.stats.release.decide_release` judges (Holm across
-the critical tier, the supporting tier as its own family, advisory reported only). A sweep that varies
+the NO-GO claims of the critical and supporting tiers together, advisory reported only). A sweep that varies
 more than the task (``quant=w8a16,w4a16``) holds one release per configuration: its overrides other than
 the task's. A policy task that did not run is a failed job of its tier; a task run but not listed is an
 error (``gate.unlisted: error``: the release fails) or advisory with a note.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 from tests.conftest import ROOT, run_cli
 
@@ -36,6 +37,10 @@ def test_a_planned_extension_adds_the_next_nested_look_and_the_last_one_is_final
     assert proc.returncode == 4, proc.stderr[-3000:]  # INCONCLUSIVE at 57 questions
     assert "1 of 1 planned extension(s) left: python -m runner.extend" in proc.stdout
 
+    # a size other than the planned one (the first look's) is refused before anything runs
+    other = extend(str(first), "20", cwd=tmp_path)
+    assert other.returncode == 1 and "the planned number of samples" in other.stderr and "allowed: 57" in other.stderr
+
     done = extend(str(first), "57", cwd=tmp_path)
     assert done.returncode in (0, 3, 4), done.stderr[-3000:]
     second = tmp_path / "look1-extend1"
@@ -56,3 +61,22 @@ def test_a_planned_extension_adds_the_next_nested_look_and_the_last_one_is_final
 def test_an_unplanned_extension_is_refused_before_anything_runs(tmp_path):
     proc = run_cli(["backend=fake", "task=mmlu_0shot", "tracking=none", "stats.extend=[57]"], tmp_path)
     assert proc.returncode == 1 and "more extensions than were planned at the first look" in proc.stderr
+
+
+def test_an_extension_of_another_size_than_the_first_look_is_refused_by_the_job():
+    """Sizes are planned at look 1: stats.extend entries other than the first look's size are refused."""
+    import pytest
+
+    from runner.contract.errors import ConfigError
+    from runner.job.looks import nested_looks
+
+    class Draws:
+        def samples(self, n, seed):
+            return [SimpleNamespace(id=i) for i in range(n)]
+
+    first = Draws().samples(57, 0)
+    ordered, sizes = nested_looks(Draws(), first, [57, 57], 0, "mmlu")
+    assert sizes == [57, 114, 171] and [s.id for s in ordered] == list(range(171))
+    with pytest.raises(ConfigError, match="the planned number of samples") as err:
+        nested_looks(Draws(), first, [57, 20], 0, "mmlu")
+    assert "stats.extend=[57,57]" in str(err.value.fix)

@@ -109,3 +109,84 @@ def test_extending_while_undecided_keeps_both_error_rates_at_alpha():
     false_alarm, _ = _process(rng, 0.0, 4000)
     _, false_pass = _process(rng, 2.75, 4000)
     assert false_alarm <= 0.05 + 0.007 and false_pass <= 0.05 + 0.007
+
+
+def binary(b: int, c: int, n: int, margin: float) -> SimpleNamespace:
+    """What a look reads of a paired 0/100 decision: b samples lost, c won, the margin in points."""
+    paired = SimpleNamespace(discordant=(b, c), mean_diff=100.0 * (c - b) / n, tolerance=margin, n=n)
+    return SimpleNamespace(rule="paired", paired=paired,
+                           verdict=SimpleNamespace(params=SimpleNamespace(higher_is_better=True)))
+
+
+def test_a_margin_is_inside_the_looks_statistic_and_the_interval_agrees_with_the_verdict():
+    """The audit's look: b=120 lost, c=60 won of 500, margin 5, look 1 of 4 (bound 3.75). McNemar's Z = 60 /
+    sqrt(180) = 4.47 crosses it, but a drop beyond 5 is not shown: Tango's statistic at the margin is
+    (b - c - n m) / sqrt(n v) = 35 / sqrt(500 v), v = q_b + q_c - m^2 at the restricted MLE (from its
+    quadratic, solved here with numpy), about 2.6 < 3.75. The printed bound agrees: Tango's upper bound at
+    3.75 is above -5."""
+    from runner.stats.claims import sequential
+
+    b, c, n, m = 120, 60, 500, 0.05
+    # restricted MLE of q_b under q_c - q_b = -m: 2n q^2 + B q + C = 0 (Tango 1998 eq. 4), the larger root
+    big_b, big_c = -m * (2 * n + b - c) - (b + c), b * m * (1 + m)
+    q_b = max(np.roots([2 * n, big_b, big_c]).real)
+    z_margin = (b - c - n * m) / math.sqrt(n * (2 * q_b - m - m * m))
+    ext = Extensions(3, [500], 0.05, "obf", 10.0, True)
+    look = ext.observe(binary(b, c, n, 5.0), n)
+    assert look.efficacy == pytest.approx(stats.norm.isf(obf(1 / 4)), abs=1e-6)
+    assert look.z == pytest.approx(z_margin, rel=1e-9) and look.z < look.efficacy
+    assert ext.stopped is None
+    result = ext.result(True, None)
+    claims = sequential(not result.passed, *result.bound(), True, 0.05, 5.0, 10.0, result.counts)
+    assert not claims.regression and claims.high > -5.0
+    # margin 0: McNemar's statistic, which crosses, and the interval's bad side is below 0
+    ext0 = Extensions(3, [500], 0.05, "obf", 10.0, True)
+    assert ext0.observe(binary(b, c, n, 0.0), n).z == pytest.approx(60 / math.sqrt(180))
+    r0 = ext0.result(True, None)
+    c0 = sequential(not r0.passed, *r0.bound(), True, 0.05, 0.0, 10.0, r0.counts)
+    assert ext0.stopped == "regression" and c0.regression and c0.high < 0
+
+
+def test_a_margin_with_looks_is_refused():
+    with pytest.raises(ConfigError, match="a margin cannot be tested across looks"):
+        validate(StatsConfig(extensions=3, margin=5.0))
+    seq = StatsConfig().sequential.__class__(enabled=True)
+    with pytest.raises(ConfigError, match="stats.margin"):
+        validate(StatsConfig(margin=1.0, sequential=seq))
+    validate(StatsConfig(extensions=3, margin=0.0))
+
+
+def test_the_advice_of_an_extendable_run_is_for_the_bound_and_n_of_the_look_it_names():
+    """Unpaired, sigma 50, reference of 4000, look 1 of 4 at n=4000 observed a drop of 0.5 (tolerance 2.75).
+    The advice names a planned look and its probability; by simulation (the observed drop true, the looks
+    before it evaluated as planned), that look reaches GO as often as stated (+- 0.03: 3 SE at 2000 runs)."""
+    from runner.stats.advice import more_samples
+
+    n1, drop, tol = 4000, 0.5, 2.75
+    ext = Extensions(3, [n1], 0.05, "obf", tol, True)
+    ext.observe(unpaired(-drop), n1)
+    looks = ext.result(True, None).next_looks()
+    assert [n for n, _ in looks] == [8000, 12000, 16000] and all(c > stats.norm.isf(0.05) for c, in
+                                                                [(c,) for _, c in looks[:-1]])
+    advice = more_samples(drop, SIGMA, n1, 0.0, tol, 0.05, n_ref=n1, looks=looks)
+    assert advice.target == "GO" and advice.extensions is not None and advice.probability >= 0.8
+    j = advice.extensions
+    crit = looks[j - 1][1]
+    # the stated probability by hand: P(Z at n_total below the GO bound), se 50 sqrt(1/N + 1/n1)
+    se = SIGMA * math.sqrt(1 / advice.n_total + 1 / n1)
+    assert advice.probability == pytest.approx(stats.norm.cdf((tol - drop) / se - crit), abs=1e-12)
+    rng = np.random.default_rng(3)
+    hits = 0
+    for _ in range(2000):
+        run = Extensions(3, [n1], 0.05, "obf", tol, True)
+        ref, total = rng.normal(0, SIGMA / math.sqrt(n1)), 0.0
+        for k in range(j + 1):
+            run.stopped = None
+            total += rng.normal(-drop * n1, SIGMA * math.sqrt(n1))
+            run.observe(unpaired(total / (n1 * (k + 1)) - ref), n1 * (k + 1))
+        hits += run.stopped == "go"
+    assert abs(hits / 2000 - advice.probability) < 0.03
+    # the fixed-look advice (critical value z(0.95)) names fewer samples: following it at these bounds falls short
+    fixed = more_samples(drop, SIGMA, n1, 0.0, tol, 0.05, n_ref=n1)
+    short = stats.norm.cdf((tol - drop) / (SIGMA * math.sqrt(1 / fixed.n_total + 1 / n1)) - looks[0][1])
+    assert fixed.n_total < advice.n_total and short < 0.7

@@ -4,6 +4,8 @@ derived by hand in the comments, from Holm's step-down on u = p / alpha (k-th sm
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from runner.stats.release import FAILED, Claim, TaskEvidence, decide_release
@@ -22,14 +24,15 @@ GO_TASK = {"p": 0.9, "within": True}  # no regression (u = 18), the drop shown w
 
 
 def test_a_critical_no_go_blocks_the_release_even_when_everything_else_is_go():
-    # critical family: u = 0.001/0.05 = 0.02 and 18 -> 2 x 0.02 = 0.04 < 1: rejected; p_adj = 0.05 x 0.04 = 0.002
+    # one family of the critical and supporting claims: u = 0.001/0.05 = 0.02, 18, 18 -> 3 x 0.02 = 0.06 < 1:
+    # rejected; p_adj = 0.05 x 0.06 = 0.003 (the advisory claim stands alone)
     release = decide_release([task("mmlu", "critical", 0.001, False), task("gsm8k", "critical", **GO_TASK),
                               task("ppl", "supporting", **GO_TASK), task("arc", "advisory", **GO_TASK)], 0)
     assert release.verdict == "NO-GO"
     assert release.reason.startswith("critical task mmlu is NO-GO")
     verdicts = {t.name: (t.verdict, t.blocking) for t in release.tasks}
     assert verdicts == {"mmlu": ("no-go", True), "gsm8k": ("go", False), "ppl": ("go", False), "arc": ("go", False)}
-    assert release.tasks[0].p_adjusted == pytest.approx(0.002)
+    assert release.tasks[0].p_adjusted == pytest.approx(0.003)
 
 
 def test_more_than_k_supporting_no_gos_block_and_k_of_them_do_not():
@@ -77,10 +80,39 @@ def test_holm_at_each_tests_own_alpha():
     release = decide_release(tasks, 0)
     assert [t.p_adjusted for t in release.tasks] == pytest.approx([0.06, 0.0024])
     assert release.verdict == "INCONCLUSIVE" and [t.name for t in release.need_samples] == ["mmlu", "cnn"]
-    # the supporting tier is its own family: the same two there do not dilute the critical one
+    # a supporting claim can block the release too, so it is in the same family: the same two, one per tier,
+    # give the same adjusted p-values and neither is rejected
     mixed = decide_release([task("mmlu", "critical", 0.03, False), task("cnn", "supporting", 0.0015, False,
                                                                         alpha=0.002)], 0)
-    assert mixed.verdict == "NO-GO" and mixed.reason.startswith("critical task mmlu is NO-GO (p adjusted 0.03")
+    assert [t.p_adjusted for t in mixed.tasks] == pytest.approx([0.06, 0.0024])
+    assert mixed.verdict == "INCONCLUSIVE" and [t.verdict for t in mixed.tasks] == ["inconclusive", "inconclusive"]
+
+
+def _false_no_go(tiers: list[str], k: int, alpha: float = 0.05) -> float:
+    """P(release NO-GO) when nothing regressed, each task's regression p-value independent and uniform, no GO
+    claim shown: exact, since the verdict is constant on each cell of the grid cut at alpha / j (j = 1..m),
+    the only thresholds Holm (or no correction) compares a p-value with."""
+    import itertools
+
+    m = len(tiers)
+    cuts = sorted({0.0, 1.0, *(alpha / j for j in range(1, m + 1))})
+    cells = list(zip(cuts, cuts[1:]))
+    total = 0.0
+    for box in itertools.product(cells, repeat=m):
+        evidence = [task(f"t{i}", tier, (lo + hi) / 2, False) for i, (tier, (lo, hi)) in enumerate(zip(tiers, box))]
+        if decide_release(evidence, k).verdict == "NO-GO":
+            total += math.prod(hi - lo for lo, hi in box)
+    return total
+
+
+def test_nothing_regressed_one_critical_and_one_supporting_task_block_the_release_at_most_alpha():
+    # one Holm family of two: NO-GO exactly when the smaller p < alpha / 2: 1 - (1 - 0.025)^2 = 0.049375
+    # (one family per tier gave 1 - 0.95^2 = 0.0975)
+    assert _false_no_go(["critical", "supporting"], 0) == pytest.approx(1 - 0.975 ** 2, abs=1e-12)
+    for tiers, k in ((["critical", "critical", "supporting", "supporting"], 0),
+                     (["critical", "supporting", "supporting", "supporting"], 1),
+                     (["critical", "supporting", "advisory"], 0)):
+        assert _false_no_go(tiers, k) <= 0.05 + 1e-12
 
 
 def test_a_failed_critical_job_fails_the_release_and_a_failed_supporting_one_counts_as_a_possible_no_go():
