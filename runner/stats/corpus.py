@@ -161,8 +161,7 @@ class Replicates:
         moved = self.differences - (self.new - self.reference)
         with np.errstate(divide="ignore", invalid="ignore"):
             t = moved / self.spreads
-        still = self.spreads == 0
-        t[still] = np.where(moved[still] == 0, 0.0, np.sign(moved[still]) * np.inf)
+        t[(self.spreads == 0) & (moved == 0)] = 0.0
         return t
 
 
