@@ -45,13 +45,15 @@ class CorpusMetric:
     decision then bootstraps it over samples (resampling documents, or a group's subtasks as clusters).
 
     Optional additive form (both or neither): ``statistics(items)``, one row of numbers per item, and
-    ``from_statistics(row sum)``, the metric from their column sums, equal to ``compute`` on any multiset of
-    items. A resample then sums rows instead of recomputing the metric (sacrebleu's own bootstrap does so)."""
+    ``from_statistics(sums)``, the metric from their column sums, equal to ``compute`` on any multiset of
+    items; ``sums`` is an array whose last axis holds the statistics (shape ``(..., k)``, one value returned per
+    row), so many resamples are scored in one call. A resample then sums rows instead of recomputing the metric
+    (sacrebleu's own bootstrap does so), and the paired rule takes the metric's gradient from it."""
 
     name: str
     compute: Callable[[Sequence[Any]], float]
     statistics: Callable[[Sequence[Any]], Any] | None = None
-    from_statistics: Callable[[Any], float] | None = None
+    from_statistics: Callable[[Any], Any] | None = None
 
 
 class Evaluator(ABC):

@@ -1,4 +1,4 @@
-"""Corpus metrics (corpus BLEU, a perplexity pooled over words): the bootstrap rule.
+"""Corpus metrics (corpus BLEU, a perplexity pooled over words): the studentized bootstrap rule.
 
 A corpus metric is not a mean of per-sample scores, so the t and McNemar tests do not apply to it. As
 lm-evaluation-harness does for its standard errors, the documents are resampled with replacement and the
@@ -7,9 +7,12 @@ spread keeps their correlation.
 
 - Unpaired (TensorRT-LLM's z-test): the per-sample spread it assumes is the bootstrap standard error of the
   metric times sqrt(n), so its theta and threshold speak of the corpus metric.
-- Paired: one set of joint resamples gives the difference of the metric on both sides for each replicate; the
-  p-value and the interval are the basic bootstrap's, the interval at the order statistic that inverts the
-  p-value (:func:`runner.stats.paired.basic_bootstrap`), so the interval always agrees with the verdict.
+- Paired: one set of joint resamples gives the difference of the metric on both sides for each replicate, and
+  its standard error within that replicate (the delta method on the summed statistics of an additive metric,
+  the jackknife influence of each unit otherwise). The p-values and the interval are the bootstrap-t's
+  (studentized; equal-tailed and symmetric, a claim needing both), the interval at the order statistics that
+  invert the p-values, so it always agrees with the verdict. The plain basic bootstrap let heavy-tailed
+  corpora through: its false GO reached 0.11 at 57 documents.
 """
 
 from __future__ import annotations
@@ -23,37 +26,103 @@ from runner.stats.paired import basic_bootstrap, check_resamples
 from runner.stats.paired_result import PairedResult
 from runner.stats.planning import _k
 
-def over_resamples(metric: CorpusMetric, items: Sequence[Any]) -> Callable[[list[int]], float]:
-    """The metric on a resample of ``items`` given by its indices: the sum of the items' statistics rows when the
-    metric has an additive form (computed once), else the metric recomputed on the resampled items."""
-    if metric.statistics is not None and metric.from_statistics is not None:
-        import numpy as np
+CHUNK = 1 << 20  # resample x unit cells held at once
 
-        rows, score = np.asarray(metric.statistics(items)), metric.from_statistics
-        return lambda idx: score(rows[idx].sum(axis=0))
-    return lambda idx: metric.compute([items[i] for i in idx])
+
+def units_of(n: int, clusters: Sequence[str] | None) -> list[list[int]]:
+    """The resampled units: each sample alone, or each cluster's samples (in first-seen order)."""
+    if clusters is None:
+        return [[i] for i in range(n)]
+    members: dict[str, list[int]] = {}
+    for i, label in enumerate(clusters):
+        members.setdefault(label, []).append(i)
+    return list(members.values())
+
+
+def draws(units: int, n_boot: int, seed: int) -> Any:
+    """``n_boot`` x ``units`` unit indices, each row a resample with replacement, seeded by ``seed``."""
+    import numpy as np
+
+    return np.random.default_rng(seed).integers(0, units, size=(n_boot, units))
+
+
+def counts(drawn: Any, units: int) -> Any:
+    """How often each unit is drawn in each resample (rows of ``drawn``)."""
+    import numpy as np
+
+    rows = drawn.shape[0]
+    flat = (drawn + units * np.arange(rows)[:, None]).ravel()
+    return np.bincount(flat, minlength=rows * units).reshape(rows, units).astype(float)
 
 
 def resamples(n: int, n_boot: int, seed: int, clusters: Sequence[str] | None = None) -> list[list[int]]:
     """``n_boot`` index lists, each a resample with replacement of ``n`` samples, or of the clusters (every
     sample of a drawn cluster, as often as it is drawn), from a generator seeded by ``seed``."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    if clusters is None:
-        return [list(map(int, rng.integers(0, n, size=n))) for _ in range(n_boot)]
-    members: dict[str, list[int]] = {}
-    for i, label in enumerate(clusters):
-        members.setdefault(label, []).append(i)
-    groups = list(members.values())
-    return [[i for g in rng.integers(0, len(groups), size=len(groups)) for i in groups[int(g)]]
-            for _ in range(n_boot)]
+    groups = units_of(n, clusters)
+    return [[i for g in row for i in groups[int(g)]] for row in draws(len(groups), n_boot, seed)]
 
 
 def _check(n_boot: int, n: int) -> None:
     check_resamples(n_boot)
     if n < 2:
         raise ValueError(f"a corpus bootstrap needs at least 2 samples, got {n}")
+
+
+def _additive(metric: CorpusMetric) -> bool:
+    return metric.statistics is not None and metric.from_statistics is not None
+
+
+def _unit_rows(metric: CorpusMetric, items: Sequence[Any], groups: list[list[int]]) -> Any:
+    """Each unit's summed statistics rows (units x k)."""
+    import numpy as np
+
+    rows = np.asarray(metric.statistics(items), dtype=float).reshape(len(items), -1)
+    if len(groups) == len(items):  # every sample its own unit, in order
+        return rows
+    out = np.zeros((len(groups), rows.shape[1]))
+    for u, group in enumerate(groups):
+        out[u] = rows[group].sum(axis=0)
+    return out
+
+
+def _values(metric: CorpusMetric, items: Sequence[Any], groups: list[list[int]], drawn: Any) -> Any:
+    """The metric on each resample: from summed unit rows when additive, else recomputed on the items."""
+    import numpy as np
+
+    if _additive(metric):
+        rows = _unit_rows(metric, items, groups)
+        return _on_sums(metric, counts(drawn, len(groups)) @ rows)
+    return np.asarray([metric.compute([items[i] for g in row for i in groups[int(g)]]) for row in drawn], dtype=float)
+
+
+def _on_sums(metric: CorpusMetric, sums: Any) -> Any:
+    import numpy as np
+
+    return np.asarray(metric.from_statistics(sums), dtype=float).reshape(sums.shape[:-1])
+
+
+def _gradient(metric: CorpusMetric, sums: Any) -> Any:
+    """d metric / d summed statistics at each row of ``sums`` (central differences of the metric's own
+    ``from_statistics``, one vectorised call per column and side)."""
+    import numpy as np
+
+    out = np.empty_like(sums)
+    for j in range(sums.shape[-1]):
+        h = 1e-6 * np.maximum(np.abs(sums[:, j]), 1.0)
+        up, down = sums.copy(), sums.copy()
+        up[:, j] += h
+        down[:, j] -= h
+        out[:, j] = (_on_sums(metric, up) - _on_sums(metric, down)) / (2 * h)
+    return out
+
+
+def _spread(weights: Any, influence: Any) -> Any:
+    """The linearised standard error of a resample (rows): sqrt(sum_u w_u (a_u - mean_w a)^2), ``weights`` the
+    times each unit is drawn and ``influence`` each unit's influence on the difference."""
+    import numpy as np
+
+    mean = (weights * influence).sum(axis=-1, keepdims=True) / weights.sum(axis=-1, keepdims=True)
+    return np.sqrt((weights * (influence - mean) ** 2).sum(axis=-1))
 
 
 def bootstrap_sigma(items: Sequence[Any], metric: CorpusMetric, n_boot: int, seed: int,
@@ -64,26 +133,42 @@ def bootstrap_sigma(items: Sequence[Any], metric: CorpusMetric, n_boot: int, see
 
     n = len(items)
     _check(n_boot, n)
-    on = over_resamples(metric, items)
-    values = [on(idx) for idx in resamples(n, n_boot, seed, clusters)]
+    groups = units_of(n, clusters)
+    values = _values(metric, items, groups, draws(len(groups), n_boot, seed))
     return float(np.std(values, ddof=1)) * math.sqrt(n)
 
 
 @dataclass(frozen=True)
 class Replicates:
-    """One paired bootstrap of a corpus metric: its value on both sides and each resample's difference."""
+    """One paired bootstrap of a corpus metric: its value on both sides, each resample's difference and that
+    difference's standard error within the resample (and the observed difference's)."""
 
     reference: float
     new: float
     differences: Any  # numpy array: statistic(new[idx]) - statistic(ref[idx]) per resample
+    spreads: Any  # numpy array: the standard error of each resample's difference, computed within it
+    spread: float  # the same standard error on the observed samples
     n: int
     resampled: str  # "documents" or "clusters"
+    studentized_by: str  # "delta method" or "jackknife influence"
+
+    @property
+    def studentized(self) -> Any:
+        """The bootstrap-t replicates (difference* - difference) / se*, a resample whose se* is 0 counted as
+        infinitely far (0 when it did not move)."""
+        import numpy as np
+
+        moved = self.differences - (self.new - self.reference)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = moved / self.spreads
+        t[(self.spreads == 0) & (moved == 0)] = 0.0
+        return t
 
 
 def replicate(ref: Sequence[Any], new: Sequence[Any], metric: CorpusMetric, n_boot: int = 1000, seed: int = 0,
               clusters: Sequence[str] | None = None) -> Replicates:
     """``ref[i]`` and ``new[i]`` are one sample's items on both sides; each replicate recomputes the metric on
-    both sides over the same resampled indices."""
+    both sides over the same resampled units, and the standard error of their difference within it."""
     import numpy as np
 
     if len(ref) != len(new):
@@ -93,30 +178,81 @@ def replicate(ref: Sequence[Any], new: Sequence[Any], metric: CorpusMetric, n_bo
     ref_value, new_value = float(metric.compute(ref)), float(metric.compute(new))
     if not (math.isfinite(ref_value) and math.isfinite(new_value)):
         raise ValueError(f"the corpus metric is not a finite number (reference {ref_value}, new {new_value})")
-    on_ref, on_new = over_resamples(metric, ref), over_resamples(metric, new)
-    diffs = np.asarray([on_new(idx) - on_ref(idx) for idx in resamples(n, n_boot, seed, clusters)], dtype=float)
-    return Replicates(ref_value, new_value, diffs, n, "clusters" if clusters is not None else "documents")
+    groups = units_of(n, clusters)
+    drawn = draws(len(groups), n_boot, seed)
+    if _additive(metric):
+        diffs, spreads, spread = _delta(metric, ref, new, groups, drawn)
+        how = "delta method"
+    else:
+        diffs = _values(metric, new, groups, drawn) - _values(metric, ref, groups, drawn)
+        influence = _jackknife(metric, ref, new, groups)
+        spreads = np.concatenate([_spread(counts(part, len(groups)), influence)
+                                  for part in np.array_split(drawn, max(1, drawn.size // CHUNK))])
+        spread = float(_spread(np.ones(len(groups)), influence))
+        how = "jackknife influence"
+    return Replicates(ref_value, new_value, diffs, spreads, spread, n,
+                      "clusters" if clusters is not None else "documents", how)
+
+
+def _delta(metric: CorpusMetric, ref: Sequence[Any], new: Sequence[Any], groups: list[list[int]],
+           drawn: Any) -> tuple[Any, Any, float]:
+    """Differences and their delta-method standard errors, each resample's at its own summed statistics."""
+    import numpy as np
+
+    a_ref, a_new = _unit_rows(metric, ref, groups), _unit_rows(metric, new, groups)
+    diffs, spreads = [], []
+    for part in np.array_split(drawn, max(1, drawn.size // CHUNK)):
+        weights = counts(part, len(groups))
+        s_ref, s_new = weights @ a_ref, weights @ a_new
+        diffs.append(_on_sums(metric, s_new) - _on_sums(metric, s_ref))
+        influence = _gradient(metric, s_new) @ a_new.T - _gradient(metric, s_ref) @ a_ref.T
+        spreads.append(_spread(weights, influence))
+    ones = np.ones((1, len(groups)))
+    influence = _gradient(metric, ones @ a_new) @ a_new.T - _gradient(metric, ones @ a_ref) @ a_ref.T
+    return np.concatenate(diffs), np.concatenate(spreads), float(_spread(ones, influence)[0])
+
+
+def _jackknife(metric: CorpusMetric, ref: Sequence[Any], new: Sequence[Any], groups: list[list[int]]) -> Any:
+    """Each unit's influence on the difference, from the metric recomputed with that unit left out."""
+    import numpy as np
+
+    def without(items: Sequence[Any], g: int) -> list[Any]:
+        return [items[i] for h, group in enumerate(groups) if h != g for i in group]
+
+    left_out = np.asarray([metric.compute(without(new, g)) - metric.compute(without(ref, g))
+                           for g in range(len(groups))], dtype=float)
+    units = len(groups)
+    return (units - 1) / units * (left_out.mean() - left_out)
 
 
 def paired_corpus_test(reps: Replicates, alpha: float, beta: float, higher_is_better: bool = True,
                        tolerance: float = 0.0, gate: str = "regression") -> PairedResult:
-    """The paired bootstrap test of a corpus metric on the replicates of :func:`replicate`.
+    """The paired bootstrap-t test of a corpus metric on the replicates of :func:`replicate`.
 
     The observed difference ``new - reference`` is oriented so that negative is worse (its sign flipped when
     lower is better) and shifted by ``tolerance`` (points): regression gate, H0 the shifted difference >= 0;
-    non-inferiority gate, H0 <= 0; each rejected when ``p < alpha``. ``sd_diff`` is the replicates' sd times
-    sqrt(n) (a per-sample spread, as the sample-size advice reads it), ``theta_paired`` the drop the design
-    detects at this n."""
+    non-inferiority gate, H0 <= 0; each rejected when ``p < alpha``. Two bootstrap-t constructions judge it,
+    the equal-tailed one (studentized replicates ``t*``) and the symmetric one (``t*`` and ``-t*``): each
+    p-value counts the replicates at least as extreme as ``(observed + tolerance) / se``, each bound is
+    ``observed - se t*`` at the order statistic that inverts it, and the claim needs both (``p`` the larger,
+    each end of the interval the more cautious). The equal-tailed one corrects for skewness, the symmetric
+    one holds where heavy-tailed document lengths make the studentized spread itself unstable; the claim is
+    wrong no more often than the better of the two. ``sd_diff`` is the replicates' sd times sqrt(n) (a
+    per-sample spread, as the sample-size advice reads it), ``theta_paired`` the drop the design detects at
+    this n."""
     import numpy as np
 
     observed = reps.new - reps.reference
     sign = 1.0 if higher_is_better else -1.0
-    slack = 1e-12 * max(1.0, abs(observed), float(np.abs(reps.differences).max()))
-    p, ci = basic_bootstrap(observed, reps.differences, sign, tolerance, alpha, gate == "regression", slack)
+    t = reps.studentized
+    found = [_bootstrap_t(observed, reps.spread, draws, sign, tolerance, alpha, gate == "regression")
+             for draws in (t, np.concatenate([t, -t]))]
+    p = max(p for p, _ in found)
+    ci = (min(c[0] for _, c in found), max(c[1] for _, c in found))
     se = float(reps.differences.std(ddof=1))
     return PairedResult.gated(
         p, alpha, beta, higher_is_better, gate, tolerance,
-        method=f"paired corpus bootstrap ({reps.differences.size} resamples of the {reps.resampled})",
+        method=f"paired corpus bootstrap-t ({reps.differences.size} resamples of the {reps.resampled})",
         n=reps.n,
         mean_diff=observed,
         theta_paired=_k(alpha, beta) * se,
@@ -124,6 +260,21 @@ def paired_corpus_test(reps: Replicates, alpha: float, beta: float, higher_is_be
         new_mean=reps.new,
         sd_diff=se * math.sqrt(reps.n),
         ci=ci,
-        ci_method=f"bootstrap basic over resampled {reps.resampled} (inverts its p-value)",
+        ci_method=f"bootstrap-t, equal-tailed and symmetric (the wider), over resampled {reps.resampled}, "
+                  f"se by the {reps.studentized_by} (inverts its p-values)",
         pooled=True,
     )
+
+
+def _bootstrap_t(observed: float, spread: float, t: Any, sign: float, tolerance: float, alpha: float,
+                 regression: bool) -> tuple[float, tuple[float, float]]:
+    """The p-value and interval of one bootstrap-t construction: the basic bootstrap's order statistics on
+    the pseudo-replicates ``observed + se t*``, whose basic replicates are ``observed - se t*``."""
+    import numpy as np
+
+    with np.errstate(invalid="ignore"):
+        pseudo = observed + spread * t
+    pseudo[np.isnan(pseudo)] = observed  # se 0 on the observed samples: nothing to scale
+    finite = pseudo[np.isfinite(pseudo)]
+    slack = 1e-12 * max(1.0, abs(observed), float(np.abs(finite).max()) if finite.size else 0.0)
+    return basic_bootstrap(observed, pseudo, sign, tolerance, alpha, regression, slack)

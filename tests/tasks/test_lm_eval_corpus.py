@@ -34,10 +34,12 @@ def test_sacrebleu_metrics_from_summed_statistics_equal_lm_eval(name):
     found = corpus_metric(name, aggregation, 1.0, _lm_value)
     assert found.statistics is not None and found.compute(stored(items)) == pytest.approx(aggregation(items))
     rows = np.asarray(found.statistics(stored(items)))
-    for _ in range(20):
-        idx = [rng.randrange(len(items)) for _ in items]
-        assert found.from_statistics(rows[idx].sum(axis=0)) == pytest.approx(aggregation([items[i] for i in idx]),
-                                                                             rel=1e-9, abs=1e-9)
+    draws = [[rng.randrange(len(items)) for _ in items] for _ in range(20)]
+    expected = [aggregation([items[i] for i in idx]) for idx in draws]
+    for idx, value in zip(draws, expected):
+        assert found.from_statistics(rows[idx].sum(axis=0)) == pytest.approx(value, rel=1e-9, abs=1e-9)
+    many = np.stack([rows[idx].sum(axis=0) for idx in draws])  # many resamples in one call, one value each
+    assert np.asarray(found.from_statistics(many)) == pytest.approx(expected, rel=1e-9, abs=1e-9)
 
 
 @pytest.mark.parametrize("name", ["weighted_perplexity", "bits_per_byte"])
@@ -49,9 +51,11 @@ def test_pooled_perplexities_from_summed_pairs_equal_lm_eval(name):
     items = [(-rng.uniform(20, 300), rng.randint(10, 90)) for _ in range(25)]
     found = corpus_metric(name, aggregation, 1.0, _lm_value)
     rows = np.asarray(found.statistics(stored(items)))
-    for _ in range(20):
-        idx = [rng.randrange(len(items)) for _ in items]
-        assert found.from_statistics(rows[idx].sum(axis=0)) == pytest.approx(aggregation([items[i] for i in idx]))
+    draws = [[rng.randrange(len(items)) for _ in items] for _ in range(20)]
+    expected = [aggregation([items[i] for i in idx]) for idx in draws]
+    for idx, value in zip(draws, expected):
+        assert found.from_statistics(rows[idx].sum(axis=0)) == pytest.approx(value)
+    assert np.asarray(found.from_statistics(np.stack([rows[idx].sum(axis=0) for idx in draws]))) == pytest.approx(expected)
 
 
 def test_other_aggregations_are_recomputed_and_scaled():

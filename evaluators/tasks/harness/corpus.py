@@ -6,6 +6,8 @@ additive form where the metric is a function of summed per-document statistics.
   sacrebleu's per-sentence statistics of the same metric object (after lm-eval's own ``_sacreformat``), and the
   score comes from their sums, as sacrebleu's paired bootstrap computes it.
 
+Each score takes the sums as an array whose last axis is the statistics (one row, or many resamples at once).
+
 Any other aggregation is recomputed whole on each resample. The additive forms are tested equal to lm-eval's
 functions on resampled items (``tests/tasks/test_lm_eval_corpus.py``).
 """
@@ -34,8 +36,8 @@ def corpus_metric(name: str, aggregation: Callable[[Sequence[Any]], float], scal
     def statistics(items: Sequence[Any]) -> Any:
         return rows([as_lm_eval(i) for i in items])
 
-    def from_statistics(summed: Any) -> float:
-        return scale * float(score(summed))
+    def from_statistics(summed: Any) -> Any:
+        return scale * score(summed)
 
     return CorpusMetric(name, compute, statistics, from_statistics)
 
@@ -46,9 +48,9 @@ def _additive(aggregation: Callable[..., float]) -> tuple[Callable[[list[Any]], 
     from lm_eval.api import metrics
 
     if aggregation is metrics.weighted_perplexity:
-        return _pairs, lambda s: math.exp(-s[0] / s[1])
+        return _pairs, lambda s: np.exp(-np.asarray(s)[..., 0] / np.asarray(s)[..., 1])
     if aggregation is metrics.bits_per_byte:
-        return _pairs, lambda s: -s[0] / s[1] / math.log(2)
+        return _pairs, lambda s: -np.asarray(s)[..., 0] / np.asarray(s)[..., 1] / math.log(2)
     sacre = _sacrebleu_metric(aggregation)
     if sacre is None:
         return None
@@ -57,7 +59,11 @@ def _additive(aggregation: Callable[..., float]) -> tuple[Callable[[list[Any]], 
         refs, preds = metrics._sacreformat([i[0] for i in items], [i[1] for i in items])
         return np.asarray(sacre._extract_corpus_statistics(preds, refs))
 
-    return rows, lambda s: sacre._compute_score_from_stats(s).score
+    def score(summed: Any) -> Any:  # sacrebleu scores one row of sums at a time
+        return np.apply_along_axis(lambda row: sacre._compute_score_from_stats(list(row)).score, -1,
+                                   np.asarray(summed, dtype=float))
+
+    return rows, score
 
 
 def _pairs(items: list[Any]) -> Any:

@@ -1,0 +1,134 @@
+"""Calibration of the corpus-metric rule on a pooled word perplexity (lm-eval's ``word_perplexity``).
+
+Documents: word counts lognormal (median 150, log-sd 1: a few long documents carry much of the pool), per-word
+loss normal around 3 nats (sd 0.5, kept within 1-5); the new build adds ``delta + e_i`` nats per word to each
+document, ``e_i`` normal (sd 0.15), so the population's pooled perplexity rises from e^3 to e^(3 + delta): the
+drop is ``e^3 (e^delta - 1)`` perplexity points. Both claims are measured at their least favourable truth (NO-GO
+at drop 0, GO at drop = tolerance) through the product's own functions: the paired rule by
+:func:`runner.stats.corpus.replicate` and :func:`~runner.stats.corpus.paired_corpus_test` (as
+``corpus_rules._paired`` calls them), the unpaired one by :func:`~runner.stats.corpus.bootstrap_sigma`,
+TensorRT-LLM's z-test and its claims (as ``corpus_rules.decide_corpus``), the reference figure recorded on other
+documents of the same corpus.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+from runner.contract.evaluator import CorpusMetric
+from runner.stats.calibration.cells import Cell, Grid, Rate
+
+ALPHA, BETA = 0.05, 0.2
+LOSS, LOSS_SD, WORDS_LOG_SD, CHANGE_SD = 3.0, 0.5, 1.0, 0.15
+TOLERANCE = 1.0  # perplexity points (about 5% of e^3)
+
+
+def _perplexity(items):  # noqa: ANN001, ANN202 - (log-likelihood, words) rows
+    import numpy as np
+
+    rows = np.asarray(items, dtype=float)
+    return float(np.exp(-rows[:, 0].sum() / rows[:, 1].sum()))
+
+
+def _from_sums(sums):  # noqa: ANN001, ANN202
+    import numpy as np
+
+    sums = np.asarray(sums, dtype=float)
+    return np.exp(-sums[..., 0] / sums[..., 1])
+
+
+def _rows(items):  # noqa: ANN001, ANN202
+    import numpy as np
+
+    return np.asarray(items, dtype=float)
+
+
+PERPLEXITY = CorpusMetric("word_perplexity", _perplexity, _rows, _from_sums)
+
+
+def drop_of(delta: float) -> float:
+    """The population's perplexity drop (points) when every document's per-word loss rises by ``delta``."""
+    return math.exp(LOSS) * math.expm1(delta)
+
+
+def delta_for(drop: float) -> float:
+    return math.log1p(drop / math.exp(LOSS))
+
+
+def documents(rng, n: int, delta: float):  # noqa: ANN001, ANN201 - numpy generator in, (ref, new) rows out
+    """``n`` documents' (log-likelihood, words) on the reference and the new build."""
+    import numpy as np
+
+    words = np.maximum(5.0, np.round(rng.lognormal(math.log(150), WORDS_LOG_SD, n)))
+    loss = np.clip(rng.normal(LOSS, LOSS_SD, n), LOSS - 2, LOSS + 2)
+    change = delta + rng.normal(0.0, CHANGE_SD, n)
+    return np.column_stack([-words * loss, words]), np.column_stack([-words * (loss + change), words])
+
+
+def _paired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed: int) -> Rate:
+    """How often the paired rule makes ``claim`` (go, nogo) or its 90% interval covers ``drop`` (cover)."""
+    import numpy as np
+
+    from runner.stats.corpus import paired_corpus_test, replicate
+
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for t in range(trials):
+        ref, new = documents(rng, n, delta_for(drop))
+        reps = replicate(ref, new, PERPLEXITY, n_boot, seed + t)
+        if claim == "cover":
+            low, high = paired_corpus_test(reps, ALPHA, BETA, False, 0.0, "regression").ci
+            hits += low <= drop <= high
+        elif claim == "nogo":
+            hits += not paired_corpus_test(reps, ALPHA, BETA, False, 0.0, "regression").passed
+        else:
+            hits += paired_corpus_test(reps, ALPHA, BETA, False, TOLERANCE, "noninferiority").passed
+    return Rate.monte_carlo(hits, trials)
+
+
+def _unpaired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed: int) -> Rate:
+    """How often TensorRT-LLM's z-test (sigma from the corpus bootstrap) makes ``claim`` (go, nogo)."""
+    import numpy as np
+
+    from runner.stats import claims as claim_rules
+    from runner.stats.corpus import bootstrap_sigma
+    from runner.stats.unpaired import HypothesisParams, decide
+
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for t in range(trials):
+        recorded, _ = documents(rng, n, 0.0)
+        _, new = documents(rng, n, delta_for(drop))
+        sigma = bootstrap_sigma(new, PERPLEXITY, n_boot, seed + t)
+        params = HypothesisParams(ALPHA, BETA, sigma, n, higher_is_better=False)
+        verdict = decide(_perplexity(new), _perplexity(recorded), params, None, metric="word_perplexity")
+        said = claim_rules.unpaired(verdict, 0.0, TOLERANCE)
+        hits += said.regression if claim == "nogo" else said.within
+    return Rate.monte_carlo(hits, trials)
+
+
+def cells(grid: Grid) -> list[Cell]:
+    """The full grid: n in {57, 100, 500}, 999 resamples, both rules' claims and the paired interval's coverage;
+    the reduced one: the paired rule's two claims at n=57 with 99 resamples (the test suite's budget)."""
+    out: list[Cell] = []
+    n_boot = 999 if grid.full else 99
+    for n in grid.pick([57, 100, 500], [57]):
+        where = f"n={n} pooled word perplexity, {n_boot} resamples"
+        paired, unpaired = "corpus: paired bootstrap-t", "corpus: unpaired z-test, bootstrap sigma"
+        out += [
+            Cell(paired, "NO-GO at drop = margin", f"{where}, margin 0", "error", ALPHA,
+                 partial(_paired_rate, n, 0.0, "nogo", n_boot)),
+            Cell(paired, "GO at drop = tolerance", f"{where}, tolerance {TOLERANCE:g}", "error", ALPHA,
+                 partial(_paired_rate, n, TOLERANCE, "go", n_boot)),
+        ]
+        if grid.full:
+            out += [
+                Cell(paired, "90% CI coverage", f"{where}, drop {TOLERANCE:g}", "coverage", 1 - 2 * ALPHA,
+                     partial(_paired_rate, n, TOLERANCE, "cover", n_boot)),
+                Cell(unpaired, "NO-GO at drop = margin", f"{where}, margin 0", "error", ALPHA,
+                     partial(_unpaired_rate, n, 0.0, "nogo", n_boot)),
+                Cell(unpaired, "GO at drop = tolerance", f"{where}, tolerance {TOLERANCE:g}", "error", ALPHA,
+                     partial(_unpaired_rate, n, TOLERANCE, "go", n_boot)),
+            ]
+    return out
