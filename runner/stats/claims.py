@@ -46,10 +46,10 @@ def binary(b: int, c: int, n: int, alpha: float, higher_is_better: bool, margin:
 
     delta0, margin0 = -tolerance / 100.0, -margin / 100.0
     if z_crit is None:
-        p_within = pb.go_test_p(b, c, n, delta0)
+        p_within = pb.go_test_p(b, c, n, delta0, alpha)
         within = p_within < alpha
-        low = _pinned(pb.go_lower(b, c, n, alpha), delta0, within, above=True)
-        high = _pinned(pb.regression_upper(b, c, n, alpha), margin0, regression, above=False)
+        low = _pinned(pb.go_lower(b, c, n, alpha, delta0), delta0, within, above=True)
+        high = _pinned(pb.regression_upper(b, c, n, alpha, margin0), margin0, regression, above=False)
         method = "one-sided bounds inverting Tango's score test with its exact unconditional check" + (
             "; NO-GO decided by McNemar exact, its bound pinned to that verdict at 0" if margin == 0 else "")
     else:

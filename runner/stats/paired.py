@@ -105,7 +105,7 @@ def mcnemar_exact(
         if gate != "regression":
             raise ValueError("a margin belongs to the regression claim (gate 'regression')")
 
-        p = regression_p(b, c, n, -margin / 100.0)
+        p = regression_p(b, c, n, -margin / 100.0, alpha)
     elif b + c == 0:
         p = 1.0
     elif gate == "regression":

@@ -182,21 +182,12 @@ def exact_lower(b: int, c: int, n: int, alpha: float) -> float:
 
 # --------------------------------------------------------------------------- the tolerance (GO) test
 
-_GRID_POINTS = 200
-"""Nuisance values in the supremum of :func:`go_p` (plus the two ends of the range)."""
-
-
 def nuisance_grid(delta0: float):  # noqa: ANN201 - numpy array
-    """Total discordance values ``d`` over which :func:`go_p` takes its supremum.
+    """Total discordance values ``d`` over which :func:`go_p` takes its supremum before refining it
+    (:func:`runner.stats.paired_binary_exact.support`)."""
+    from runner.stats.paired_binary_exact import support
 
-    Under ``Delta = delta0`` the discordance ranges over ``[|delta0|, 1]``; the grid is uniform in
-    ``sqrt(d - |delta0|)``, so dense near the lower end, where the worst case of small discordance
-    lies (every discordant pair a loss), and contains both ends.
-    """
-    import numpy as np
-
-    lo = abs(float(delta0))
-    return lo + (1.0 - lo) * np.linspace(0.0, 1.0, _GRID_POINTS + 1) ** 2
+    return support(delta0)
 
 
 def tango_array(b, c, n: int, delta0: float):  # noqa: ANN001, ANN201 - numpy arrays
@@ -220,166 +211,100 @@ def tango_array(b, c, n: int, delta0: float):  # noqa: ANN001, ANN201 - numpy ar
 
 def _tie(t_obs: float) -> float:
     """Cells whose statistic is within this of the observed one count as "as extreme" (rounding)."""
-    return 1e-10 * max(1.0, abs(t_obs))
+    from runner.stats.paired_binary_exact import tie
+
+    return tie(t_obs)
 
 
-def _loss_share(d, delta0: float):  # noqa: ANN001, ANN202
-    """Chance that a discordant pair is a loss, ``q_b / d = (d - delta0) / (2 d)``, clipped to [0, 1]."""
-    import numpy as np
-
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.clip(np.where(d > 0, (d - delta0) / (2.0 * d), 0.5), 0.0, 1.0)
-
-
-def _cond_tail(k: int, m: int, pi: float) -> float:
-    """``P(losses <= k - 1)`` for ``Bin(m, pi)``."""
-    from scipy import special
-
-    if k <= 0:
-        return 0.0
-    if k >= m + 1 or pi <= 0.0:
-        return 1.0
-    if pi >= 1.0:
-        return 0.0
-    return float(special.bdtr(k - 1, m, pi))
-
-
-def go_p(b: int, c: int, n: int, delta0: float) -> float:
+def go_p(b: int, c: int, n: int, delta0: float, alpha: float) -> float:
     """Exact unconditional p-value for H0: ``Delta <= delta0`` against ``Delta > delta0`` (the GO claim).
 
     Plain Tango compares its statistic with a normal quantile; at small discordance the count of
     losses is a skewed, discrete variable and the false-pass rate exceeds alpha (6.2% for 2.75
     points at n = 100 when every discordance is a loss; see benchmarks/tango_enumeration.py).
-    Here the same statistic only orders the tables: ``p = sup_d P_{delta0, d}(T >= T_observed)``
-    over the nuisance total discordance ``d`` in ``[|delta0|, 1]`` (:func:`nuisance_grid`), the
-    exact unconditional construction (Berger & Boos 1994, JASA 89:1012, without their restriction
-    step; Chan 1998, Statistics in Medicine 17:1403, for the score ordering). Given ``m``
-    discordant pairs the losses are ``Bin(m, (d - delta0) / (2 d))`` and ``T`` decreases in the
-    losses, so each ``m`` contributes one binomial tail.
+    Here Tango's score bound at ``z_{1-alpha}`` only orders the tables: ``p = max P(S >= S_observed)``
+    over the whole null ``Delta <= delta0`` and the nuisance total discordance (Berger & Boos 1994,
+    JASA 89:1012, without their restriction step), computed by :mod:`runner.stats.paired_binary_exact`,
+    whose Buehler bound (:func:`go_lower`) inverts it at every ``delta0``.
     """
     _check_table(b, c, n)
     d0 = _check_delta(delta0)
+    _check_alpha(alpha)
     if d0 >= 1.0:
         return 1.0
     if d0 <= -1.0:
         return 1.0 if b == n else 0.0
-    t = tango_statistic(b, c, n, d0)
-    return go_p_at(t - _tie(t), n, d0)
+    return go_p_at(tango_bounds(b, c, n, z(1.0 - alpha))[0], n, d0, alpha)
 
 
-def go_p_at(t_obs: float, n: int, d0: float) -> float:
-    """:func:`go_p` of a table whose statistic is ``t_obs`` (ties already widened): ``sup_d P(T >= t_obs)``.
+def go_p_at(s_obs: float, n: int, d0: float, alpha: float, at: float | None = None) -> float:
+    """:func:`go_p` of a table whose Tango lower bound at ``z_{1-alpha}`` is ``s_obs``, for H0: ``Delta <= at``
+    (default ``d0``) on the nuisance grid of the threshold ``d0``.
 
-    The p-value depends on the table only through ``t_obs``, and is non-increasing in it, so the GO tables
-    of a ``(n, delta0)`` are those with ``T`` above one threshold (used by the exact enumerations)."""
-    import numpy as np
-    from scipy import special
+    The p-value depends on a table only through ``s_obs`` and does not increase with it, so the GO tables of
+    a ``(n, d0)`` are those with ``s_obs`` at or above one value (the exact enumerations use this); it does
+    not decrease in ``at`` (:mod:`runner.stats.paired_binary_exact`)."""
+    from runner.stats.paired_binary_exact import p_value
 
-    m = np.arange(n + 1)
-    # k(m) = number of loss counts 0..k-1 whose table is as extreme as the observed one
-    lo = np.zeros(n + 1, dtype=np.int64)  # tango_array(lo - 1) >= t_obs holds (vacuous at 0)
-    hi = m + 1  # everything at or beyond hi fails
-    while np.any(hi - lo > 0):
-        mid = (lo + hi) // 2
-        ok = tango_array(mid, m - mid, n, d0) >= t_obs
-        active = hi > lo
-        lo = np.where(active & ok, mid + 1, lo)
-        hi = np.where(active & ~ok, mid, hi)
-    k = lo
-    log_choose = special.gammaln(n + 1) - special.gammaln(m + 1) - special.gammaln(n - m + 1)
-    grid = nuisance_grid(d0)
-    grid = grid[(grid > 0.0) & (grid < 1.0)]
-    best = 1.0 if k[0] >= 1 and d0 == 0.0 else 0.0  # d = 0: every pair concordant
-    best = max(best, _cond_tail(int(k[n]), n, float(_loss_share(1.0, d0))))  # d = 1: m = n
-    # all windows m in mean +- 9 sd of Bin(n, d) at once (the rest weighs < 1e-18)
-    sd = np.sqrt(n * grid * (1.0 - grid))
-    w0 = np.maximum(0, (n * grid - 9 * sd - 2).astype(np.int64))
-    w1 = np.minimum(n, (n * grid + 9 * sd + 2).astype(np.int64))
-    sizes = w1 - w0 + 1
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    row = np.repeat(np.arange(grid.size), sizes)
-    mm = np.arange(sizes.sum()) - np.repeat(starts, sizes) + np.repeat(w0, sizes)
-    km = k[mm]
-    dd = grid[row]
-    pi = np.clip((dd - d0) / (2.0 * dd), 0.0, 1.0)
-    with np.errstate(invalid="ignore"):
-        tail = special.bdtr(np.maximum(km - 1, 0), mm, np.minimum(pi, 1.0 - 1e-300))
-    cond = np.where(km <= 0, 0.0, np.where(km >= mm + 1, 1.0, np.where(pi >= 1.0, 0.0, tail)))
-    pmf = np.exp(log_choose[mm] + mm * np.log(dd) + (n - mm) * np.log1p(-dd))
-    if grid.size:
-        best = max(best, float(np.max(np.add.reduceat(pmf * cond, starts))))
-    return min(1.0, best)
+    return p_value(float(s_obs), int(n), z(1.0 - alpha), float(d0), float(d0 if at is None else at))
 
 
-def go_lower(b: int, c: int, n: int, alpha: float) -> float:
-    """Lower ``1 - alpha`` bound on ``Delta`` for the GO (tolerance) claim: GO for tolerance t iff it is ``> -t/100``.
-
-    The smaller of Tango's lower bound at ``z_{1-alpha}`` and the inversion of :func:`go_p`, meant
-    so that ``go_lower > delta0`` iff Tango rejects at ``delta0`` *and* the exact unconditional test
-    does (:func:`go_rejects`). KNOWN LIMITATION: ``go_p`` is not always monotone in ``delta0`` and
-    only its value at Tango's bound is checked, so the equivalence can fail (b=5 c=20 n=109; the
-    strict xfail in the tests); the enumerated false-pass rates are those of :func:`go_rejects`.
-    The aim:
-    the false-pass rate is at most alpha at every discordance (intersection with an exact test), and
-    where the exact test already backs Tango's rejection the bound is Tango's own. ``go_p`` is
-    checked at Tango's bound first; only when it does not reject there is it inverted by bisection (to 1e-12).
-    """
-
-    _check_table(b, c, n)
+def _check_alpha(alpha: float) -> None:
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    tango_low = tango_bounds(b, c, n, z(1.0 - alpha))[0]
-    if tango_low <= -1.0 or go_p(b, c, n, tango_low) < alpha:
-        return tango_low
-    if go_p(b, c, n, -1.0) >= alpha:
-        return -1.0
-    # the exact bound is usually just below Tango's: widen a bracket downwards, then bisect
-    hi, step = tango_low, 1e-4
-    lo = max(-1.0, hi - step)
-    while lo > -1.0 and go_p(b, c, n, lo) >= alpha:
-        hi, step = lo, step * 4
-        lo = max(-1.0, hi - step)
-    while hi - lo > 1e-12:
-        mid = 0.5 * (lo + hi)
-        if go_p(b, c, n, mid) < alpha:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+
+
+def go_lower(b: int, c: int, n: int, alpha: float, delta0: float) -> float:
+    """Lower ``1 - alpha`` bound on ``Delta`` for the GO claim at ``delta0`` (a tolerance t: ``-t/100``).
+
+    The smaller of Tango's score bound at ``z_{1-alpha}`` and the Buehler bound of the exact unconditional
+    test (:func:`runner.stats.paired_binary_exact.lower_bound`, on the nuisance grid of ``delta0``). Both
+    invert monotone families, so at every ``delta`` -- ``delta0`` itself included -- the bound is above
+    ``delta`` exactly when Tango's test and the exact test (:func:`go_p_at` with ``at=delta``) both reject
+    there: above ``delta0`` exactly when :func:`go_rejects` says GO. It covers ``Delta`` with probability
+    at least ``1 - alpha`` whatever ``Delta`` and the discordance are (the exact part alone does).
+    """
+    from runner.stats.paired_binary_exact import lower_bound
+
+    _check_table(b, c, n)
+    _check_alpha(alpha)
+    d0 = _check_delta(delta0)
+    s_obs = tango_bounds(b, c, n, z(1.0 - alpha))[0]
+    return lower_bound(s_obs, n, z(1.0 - alpha), d0, alpha)
 
 
 def go_rejects(b: int, c: int, n: int, delta0: float, alpha: float) -> bool:
     """The GO test at ``delta0``: Tango's statistic beyond ``z_{1-alpha}`` and ``go_p < alpha``."""
 
-    return tango_statistic(b, c, n, delta0) > z(1.0 - alpha) and go_p(b, c, n, delta0) < alpha
+    return tango_statistic(b, c, n, delta0) > z(1.0 - alpha) and go_p(b, c, n, delta0, alpha) < alpha
 
 
-def go_test_p(b: int, c: int, n: int, delta0: float) -> float:
+def go_test_p(b: int, c: int, n: int, delta0: float, alpha: float) -> float:
     """p-value of the GO test at ``delta0``: the larger of Tango's normal p-value and :func:`go_p`.
 
-    Rejecting when it is below alpha is :func:`go_rejects`; the exact unconditional part keeps the
-    false-pass rate at or below alpha at every discordance, Tango's part keeps the bound Tango's where
-    the exact test already backs it."""
-    return max(tango_p(b, c, n, delta0, "greater"), go_p(b, c, n, delta0))
+    Rejecting when it is below alpha is :func:`go_rejects`, and :func:`go_lower` above ``delta0``; the
+    exact unconditional part keeps the false-pass rate at or below alpha at every discordance, Tango's part
+    keeps the bound Tango's where the exact test already backs it."""
+    return max(tango_p(b, c, n, delta0, "greater"), go_p(b, c, n, delta0, alpha))
 
 
 # --------------------------------------------------------------------------- the margin (NO-GO) test
 
 
-def regression_p(b: int, c: int, n: int, delta0: float) -> float:
+def regression_p(b: int, c: int, n: int, delta0: float, alpha: float) -> float:
     """p-value of H0: ``Delta >= delta0`` against ``Delta < delta0`` (NO-GO with a margin, ``delta0 = -m/100``).
 
     The mirror of :func:`go_test_p`: swapping the counts (``b`` <-> ``c``) turns ``Delta`` into ``-Delta``,
     so this is the GO test of the swapped table at ``-delta0``, Tango's ordering backed by the exact
     unconditional p-value maximised over the discordance. Plain Tango alone falsely says NO-GO more often
     than alpha at a drop of exactly the margin (0.077 at n = 57, m = 5 points, by enumeration)."""
-    return go_test_p(c, b, n, -delta0)
+    return go_test_p(c, b, n, -delta0, alpha)
 
 
-def regression_upper(b: int, c: int, n: int, alpha: float) -> float:
-    """Upper ``1 - alpha`` bound on ``Delta`` that inverts :func:`regression_p`: ``-go_lower`` of the swapped table.
+def regression_upper(b: int, c: int, n: int, alpha: float, delta0: float) -> float:
+    """Upper ``1 - alpha`` bound on ``Delta`` that inverts :func:`regression_p` at ``delta0`` (a margin m:
+    ``-m/100``): ``-go_lower`` of the swapped table at ``-delta0``.
 
-    It is below ``delta0`` when :func:`regression_p` at ``delta0`` is below alpha, with :func:`go_lower`'s
-    caveat (the exact p-value is not monotone in ``delta0`` for a few tables; the printed bound is then pinned
-    to the side the test at the margin decided, :func:`runner.stats.claims.binary`)."""
-    return -go_lower(c, b, n, alpha)
+    At every ``delta`` it is below ``delta`` exactly when the margin test's family rejects there, so at
+    ``delta0`` it is below the margin exactly when :func:`regression_p` is below alpha (NO-GO)."""
+    return -go_lower(c, b, n, alpha, -delta0)
