@@ -9,43 +9,8 @@ from __future__ import annotations
 
 import functools
 
-from runner.stats.paired_binary import _check_delta, nuisance_grid, tango_array
+from runner.stats.paired_binary import tango_array
 from runner.stats.unpaired import z
-
-
-def go_p_table(n: int, delta0: float):  # noqa: ANN201 - (b, c, p) numpy arrays
-    """:func:`go_p` for every table ``b + c <= n`` at once (for enumerations of the false-pass rate).
-
-    Sorts the tables by Tango's statistic once; for each nuisance value of :func:`nuisance_grid`
-    the tail probability of every table is a cumulative sum in that order (ties share one).
-    """
-    import numpy as np
-    from scipy import special
-
-    d0 = _check_delta(delta0)
-    if not -1.0 < d0 < 1.0:
-        raise ValueError("go_p_table needs -1 < delta0 < 1")
-    b, c = np.triu_indices(n + 1)  # c >= b; both triangles below
-    b, c = np.concatenate([b, c[c != b]]), np.concatenate([c, b[c != b]])
-    b, c = b[b + c <= n], c[b + c <= n]
-    t = tango_array(b, c, n, d0)
-    order = np.argsort(-t, kind="stable")
-    t_sorted = t[order]
-    # last position (in descending order) of a table at least as extreme as each table
-    last = np.searchsorted(-t_sorted, -(t_sorted - 1e-10 * np.maximum(1.0, np.abs(t_sorted))), side="right") - 1
-    bs, cs = b[order], c[order]
-    a = n - bs - cs
-    log_mult = special.gammaln(n + 1) - special.gammaln(bs + 1) - special.gammaln(cs + 1) - special.gammaln(a + 1)
-    best = np.zeros(t.size)
-    for d in nuisance_grid(d0):
-        qb, qc = (d - d0) / 2.0, (d + d0) / 2.0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lp = (log_mult + special.xlogy(bs, qb) + special.xlogy(cs, qc) + special.xlogy(a, 1.0 - d))
-        tail = np.cumsum(np.exp(lp))[last]
-        np.maximum(best, tail, out=best)
-    p = np.empty(t.size)
-    p[order] = np.minimum(best, 1.0)
-    return b, c, p
 
 
 def false_pass_rate(n: int, drop: float, d: float, go) -> float:  # noqa: ANN001 - boolean array over (b, c)
@@ -74,16 +39,17 @@ def go_regions(n: int, drop: float, alpha: float):  # noqa: ANN201 - two boolean
     """GO tables ``(plain Tango, the method of go_lower)`` for a tolerance ``drop`` (proportion units).
 
     Plain Tango: ``T(b, c; -drop) > z_{1-alpha}`` (the same as ``tango_bounds(...)[0] > -drop``);
-    the method of :func:`go_lower`: that and ``go_p < alpha``. Neither depends on the discordance.
+    the method of :func:`go_lower`: that and the exact test (:func:`go_cutoffs`). Neither depends on the
+    discordance.
     """
     import numpy as np
 
-    b, c, p = go_p_table(n, -drop)
+    b, c = _tables(n)
     tango = np.zeros((n + 1, n + 1), dtype=bool)
     exact = np.zeros((n + 1, n + 1), dtype=bool)
-    t_go = tango_array(b, c, n, -drop) > z(1.0 - alpha)
-    tango[b, c] = t_go
-    exact[b, c] = t_go & (p < alpha)
+    tango[b, c] = tango_array(b, c, n, -drop) > z(1.0 - alpha)
+    k = go_cutoffs(n, -drop, alpha)
+    exact[b, c] = b < k[b + c]
     return tango, exact
 
 
@@ -91,38 +57,48 @@ def go_regions(n: int, drop: float, alpha: float):  # noqa: ANN201 - two boolean
 
 
 @functools.lru_cache(maxsize=256)
-def go_cutoffs(n: int, delta0: float, alpha: float):  # noqa: ANN201 - numpy int array
-    """``k[M]`` for ``M = 0..n``: the GO test at ``delta0`` (:func:`runner.stats.paired_binary.go_test_p` below
-    alpha) holds for a table with ``b + c = M`` exactly when its losses ``b < k[M]``.
+def go_cutoffs(n: int, delta0: float, alpha: float, at: float | None = None):  # noqa: ANN201 - numpy int array
+    """``k[M]`` for ``M = 0..n``: the GO bound (:func:`runner.stats.paired_binary.go_lower` with threshold
+    ``delta0``) is above ``at`` (default ``delta0``: the GO test, :func:`~runner.stats.paired_binary.go_test_p`
+    below alpha) for a table with ``b + c = M`` exactly when its losses ``b < k[M]``.
 
-    ``go_p`` depends on a table only through its statistic ``T`` and does not increase with it, and Tango's
-    normal p-value neither, so the GO tables are those with ``T`` at or above one value, found by bisection
-    over the distinct statistics with the product's own p-values (:func:`runner.stats.paired_binary.go_p_at`,
-    ``tango_p``'s normal tail); ``T`` decreases in the losses at fixed ``M``, so each ``M`` keeps a prefix.
-    The mirror (NO-GO with a margin m) is ``go_cutoffs(n, m / 100, alpha)`` applied to the wins ``c``."""
-    import numpy as np
-
+    The bound is above ``at`` exactly when Tango's bound ``S`` is and the exact p-value at ``at`` is below
+    alpha; that p-value depends on a table only through ``S`` and does not increase with it, so the tables
+    are those with ``S`` at or above one value ``v``, found by bisection with the product's own p-value
+    (:func:`runner.stats.paired_binary.go_p_at`) until the set ``{S >= v}`` no longer changes. ``S``
+    decreases in the losses at fixed ``M``, so each ``M`` keeps a prefix. The mirror (the NO-GO bound below
+    ``-at`` with a margin m) is ``go_cutoffs(n, m / 100, alpha, -at)`` applied to the wins ``c``."""
     from runner.stats import paired_binary as pb
+    from runner.stats.paired_binary_exact import cutoffs, tie
 
     d0 = float(delta0)
-    b, c = _tables(n)
-    t = pb.tango_array(b, c, n, d0)
-    values = np.unique(t)[::-1]  # descending; rejection holds on a prefix
+    x = d0 if at is None else float(at)
+    zc = z(1.0 - alpha)
 
-    def rejects(v: float) -> bool:
-        return max(pb._phi(-v), pb.go_p_at(v - pb._tie(v), n, d0)) < alpha
+    def region(v: float):  # noqa: ANN202 - numpy int array: the tables with S >= v
+        return cutoffs(zc - tie(zc), n, v)
 
-    lo, hi = 0, values.size  # rejects(values[:lo]) all hold; values[hi:] all fail
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if rejects(float(values[mid])):
-            lo = mid + 1
+    def go(v: float) -> bool:
+        return v > x and pb.go_p_at(v, n, d0, alpha, at=x) < alpha
+
+    lo, hi = x, 1.0  # go(lo) fails; go(1.0) holds (no table has S >= 1 but the impossible ones)
+    k_lo, k_hi = region(lo), region(hi)
+    while True:
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        k_mid = region(mid)  # the p-value depends on v only through this set of tables
+        if (k_mid == k_hi).all():
+            hi, k_hi = mid, k_mid
+            continue
+        if lo > x and (k_mid == k_lo).all():
+            lo, k_lo = mid, k_mid
+            continue
+        if go(mid):
+            hi, k_hi = mid, k_mid
         else:
-            hi = mid
-    if lo == 0:
-        return np.zeros(n + 1, dtype=np.int64)
-    go = t >= values[lo - 1]
-    return np.bincount((b + c)[go], minlength=n + 1).astype(np.int64)
+            lo, k_lo = mid, k_mid
+    return k_hi
 
 
 @functools.lru_cache(maxsize=64)

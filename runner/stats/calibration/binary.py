@@ -10,8 +10,8 @@ The nuisance is the total discordance ``d``: the grid's values at or above the d
 drop itself (every discordant pair a loss), the least favourable point of the null. Each region is the
 product's own test, reduced to a cut-off per number of discordant pairs
 (:func:`runner.stats.paired_binary_enumeration.go_cutoffs`, :func:`~runner.stats.paired_binary_enumeration.mcnemar_cutoffs`).
-A bound is counted as covering exactly where the test it inverts, at the true difference, does not reject
-(``go_lower``'s few non-monotone tables aside, tests/stats/test_paired_binary.py).
+A bound misses the true difference exactly where the test it inverts (same ordering, same nuisance grid as the
+printed bound) rejects at the true difference: the bounds are Buehler bounds, monotone in ``delta``.
 """
 
 from __future__ import annotations
@@ -65,14 +65,14 @@ def tolerance_go(n: int, tolerance: float, d: float, trials: int, seed: int) -> 
 def go_bound_coverage(n: int, tolerance: float, truth: float, d: float, trials: int, seed: int) -> Rate:
     """Coverage of the printed GO bound L (new - reference > L) at a true difference ``truth`` (points).
 
-    Pinned to the GO test at -t: below -t it misses when GO was shown or the test at the truth rejects, at
-    or above -t only when both hold."""
+    It misses exactly when the exact test on the grid of -t rejects at the truth (GO at -t included, the
+    bound inverting it at every delta); the pinning to the GO test is kept (a no-op but at float ties)."""
     import numpy as np
 
     from runner.stats import paired_binary_enumeration as en
 
     t, x = tolerance / 100.0, truth / 100.0
-    k_go, k_x = en.go_cutoffs(n, -t, ALPHA), en.go_cutoffs(n, x, ALPHA)
+    k_go, k_x = en.go_cutoffs(n, -t, ALPHA), en.go_cutoffs(n, -t, ALPHA, x)
     k = np.maximum(k_go, k_x) if x < -t else np.minimum(k_go, k_x)
     return Rate.enumerated(1.0 - en.region_rate(k, n, d, (d - x) / (2.0 * d)))
 
@@ -80,14 +80,15 @@ def go_bound_coverage(n: int, tolerance: float, truth: float, d: float, trials: 
 def no_go_bound_coverage(n: int, margin: float, truth: float, d: float, trials: int, seed: int) -> Rate:
     """Coverage of the printed NO-GO bound U (new - reference < U) at a true difference ``truth`` (points).
 
-    Pinned to the deciding NO-GO test at -m (McNemar's at m = 0): above -m it misses when NO-GO was shown or
-    the bound's own test at the truth rejects, at or below -m only when both hold."""
+    Pinned to the deciding NO-GO test at -m (McNemar's at m = 0; for m > 0 the bound inverts that test and
+    the pinning is a no-op): above -m it misses when NO-GO was shown or the bound's own test at the truth
+    rejects, at or below -m only when both hold."""
     import numpy as np
 
     from runner.stats import paired_binary_enumeration as en
 
     m, x = margin / 100.0, truth / 100.0
-    k_no, k_x = _no_go_cutoffs(n, margin), en.go_cutoffs(n, -x, ALPHA)
+    k_no, k_x = _no_go_cutoffs(n, margin), en.go_cutoffs(n, m, ALPHA, -x)
     k = np.maximum(k_no, k_x) if x > -m else np.minimum(k_no, k_x)
     return Rate.enumerated(1.0 - en.region_rate(k, n, d, (d + x) / (2.0 * d)))
 
