@@ -293,6 +293,9 @@ def _crossings(terms: Curves, cols, alpha: float, upper: float):  # noqa: ANN001
         slope = terms.slopes(x[idx], cols[idx])
         with np.errstate(divide="ignore", invalid="ignore"):
             step = np.where(slope > 0, x[idx] - f / slope, np.nan)
+        # a step that lands next to x is pushed a little past it, so that the root is bracketed from both sides
+        tiny = 4e-14 * np.maximum(1.0, np.abs(x[idx]))
+        step = np.where(np.abs(step - x[idx]) < tiny, step + np.where(f < 0, tiny, -tiny), step)
         inside = (step > lo[idx]) & (step < hi[idx])
         x[idx] = np.where(inside, step, 0.5 * (lo[idx] + hi[idx]))
     return hi
@@ -342,6 +345,9 @@ def lower_bound(s_obs: float, n: int, z_crit: float, delta0: float, alpha: float
         cand = reach  # the curves at alpha at the new b = a are the only ones that matter between
         b, step = a, step * 16
     at_b, _ = terms.above(b, alpha, cand)
+    if at_b.size == 0:  # the crossing found was not one (rounding): the candidates reach alpha at upper
+        b = upper
+        at_b, _ = terms.above(b, alpha, cand)
     while True:  # q(a) < alpha <= q(b); between them only the curves at alpha at b can reach it
         mid = 0.5 * (a + b)
         if mid <= a or mid >= b:
