@@ -41,13 +41,19 @@ def test_unpaired_interval_agrees_with_both_claims():
 
 
 def test_paired_binary_interval_agrees_with_mcnemar_tango_and_the_exact_go_test():
+    """Random tables, and the edge ones: no discordance, all one way. Beyond the printed (pinned) bounds, the
+    raw bounds must already lie on the side their test decided (they invert it; only McNemar's NO-GO at
+    margin 0 is another family, and pinned)."""
+    from runner.stats import paired_binary as pb
+
     rng = np.random.default_rng(2)
-    for _ in range(80):
+    cases = [(0, 0, 57, 0.0, 2.75), (0, 0, 108, 3.0, 2.75), (5, 0, 57, 3.0, 5.0), (0, 6, 60, 0.0, 1.0)]
+    for _ in range(32):
         n = int(rng.integers(8, 90))
-        b = int(rng.integers(0, n // 3 + 1))
-        c = int(rng.integers(0, n // 3 + 1))
+        cases.append((int(rng.integers(0, n // 3 + 1)), int(rng.integers(0, n // 3 + 1)), n,
+                      float(rng.choice([0.0, 0.0, 3.0])), float(rng.uniform(1, 15))))
+    for b, c, n, margin, tol in cases:
         hib = bool(rng.integers(2))
-        margin, tol = float(rng.choice([0.0, 0.0, 3.0])), float(rng.uniform(1, 15))
         good, bad = (100.0, 0.0) if hib else (0.0, 100.0)
         ref = [good] * b + [bad] * c + [good] * (n - b - c)
         new = [bad] * b + [good] * c + [good] * (n - b - c)
@@ -55,6 +61,10 @@ def test_paired_binary_interval_agrees_with_mcnemar_tango_and_the_exact_go_test(
         assert result.discordant == (b, c)
         claims = claim_rules.binary(b, c, n, 0.05, hib, margin, tol, not result.passed)
         _agrees(claims, hib, margin, tol)
+        assert (pb.go_lower(b, c, n, 0.05, -tol / 100) > -tol / 100) == claims.within, (b, c, n, tol)
+        if margin:
+            up = pb.regression_upper(b, c, n, 0.05, -margin / 100)
+            assert (up < -margin / 100) == claims.regression, (b, c, n, margin)
 
 
 @pytest.mark.parametrize("method", ["t", "bootstrap"])
