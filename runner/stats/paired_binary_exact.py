@@ -334,20 +334,19 @@ def lower_bound(s_obs: float, n: int, z_crit: float, delta0: float, alpha: float
     j = int(pick[int(np.argmin(roots))])
     near = np.arange(max(0, j - _COARSE), min(cand.size, j + _COARSE + 1))
     b = float(min(roots.min(), _crossings(terms, cand[near], alpha, upper).min()))
+    at_b, _ = terms.above(b, alpha, cand)  # the others stay below alpha at b, so below it all the way down
+    if at_b.size == 0:  # the crossing found was not one (rounding): the candidates reach alpha at upper
+        b = upper
+        at_b, _ = terms.above(b, alpha, cand)
     step = 1e-12 * max(1.0, abs(b))
     while True:
         a = max(-1.0, b - step)
-        reach, _ = terms.above(a, alpha, cand)
+        reach = at_b[terms.at(a, at_b) >= alpha]
         if reach.size == 0:
             break
         if a <= -1.0:
             return -1.0
-        cand = reach  # the curves at alpha at the new b = a are the only ones that matter between
-        b, step = a, step * 16
-    at_b, _ = terms.above(b, alpha, cand)
-    if at_b.size == 0:  # the crossing found was not one (rounding): the candidates reach alpha at upper
-        b = upper
-        at_b, _ = terms.above(b, alpha, cand)
+        b, at_b, step = a, reach, step * 16
     while True:  # q(a) < alpha <= q(b); between them only the curves at alpha at b can reach it
         mid = 0.5 * (a + b)
         if mid <= a or mid >= b:
