@@ -3,7 +3,7 @@
 A false pass is a GO when the true drop is exactly t: cells (b, c) are trinomial with
 P(b) = (d + t)/2, P(c) = (d - t)/2, P(concordant) = 1 - d. Prints plain Tango's rate and that of
 runner.stats.paired_binary.go_rejects at delta0 = -t (Tango and the exact unconditional
-test; go_lower agrees with it only where go_p is monotone in delta0, see its tests).
+test, whose bound go_lower inverts it at every delta0).
 
 Run: python benchmarks/tango_enumeration.py   (about 15 s for n = 100, 500 on one core)
 """

@@ -12,8 +12,10 @@ parameter (the total discordance).
 * :func:`exact_upper`, :func:`exact_lower`: bounds that invert McNemar's exact one-sided test at 0 only
   (conditional on the discordance, they are no confidence bounds elsewhere; the report prints the
   inversions of the GO and margin tests instead).
-* :func:`go_p`, :func:`go_lower`: the tolerance (GO) test the project uses, an exact unconditional
-  version of Tango's test (see :func:`go_p` for why plain Tango is not enough).
+* :func:`go_p`, :func:`go_test_p`, :func:`go_lower`: the tolerance (GO) test the project uses, Tango's
+  test backed by an exact unconditional test (see :func:`go_p` for why plain Tango is not enough), and
+  its Buehler bound, which inverts it at every ``delta0`` (:mod:`runner.stats.paired_binary_exact`);
+  :func:`regression_p`, :func:`regression_upper`: their mirror for NO-GO with a margin.
 
 numpy and scipy are imported inside the functions that need them, so importing this module stays fast.
 """

@@ -180,7 +180,7 @@ def test_go_lower_covers_at_every_truth_n12() -> None:
 def test_no_discordance_bound_is_the_edge_of_the_null() -> None:
     """b = c = 0 is the likeliest table when every discordant pair is a loss: under Delta = -e and d = e its chance
     is (1 - e)^n, above alpha for e < 1 - alpha^(1/n), so the bound must stay at or below -(1 - alpha^(1/n))
-    whatever n (a nuisance grid without that edge printed -0.000675 at n = 4096, above -0.000731)."""
+    whatever n (a nuisance grid without that edge gives -0.000675 at n = 4096, above -0.000731)."""
     for n in (57, 500, 4096):
         edge = 1 - 0.05 ** (1 / n)
         low = go_lower(0, 0, n, 0.05, -0.0275)
