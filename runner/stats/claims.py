@@ -64,10 +64,10 @@ def _pinned(bound: float, threshold: float, shown: bool, above: bool) -> float:
     """A bound kept on the side of its threshold that the deciding test chose (``above``: the claim is shown
     when the bound is above the threshold, a GO bound; else below, a NO-GO bound).
 
-    The exact unconditional p-value is not monotone in ``delta0`` for a few tables, and McNemar's exact test
-    at margin 0 is not the family the bound inverts, so the inverted bound can fall on the other side of the
-    threshold than the test at the threshold itself; the test decides, and the bound is moved to the
-    threshold (just past it when the claim was shown)."""
+    McNemar's exact test at margin 0 is not the family the bound inverts, so that bound can fall on the other
+    side of the threshold than the test; the test decides, and the bound is moved to the threshold (just past
+    it when the claim was shown). The Tango + exact bounds invert their tests at every ``delta``
+    (:mod:`runner.stats.paired_binary_exact`): for them this only settles a bound equal to its threshold."""
     sign = 1.0 if above else -1.0
     past = sign * (bound - threshold) > 0
     if shown and not past:
