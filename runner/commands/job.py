@@ -66,9 +66,18 @@ def run_job(cfg: DictConfig) -> int:
         if failure is not None:
             record_failure(cfg, failure)
         return status  # the sweep writes the CI reports of all its jobs
-    if failure is not None or not cfg.dry_run:  # a dry run that worked reports nothing
-        for path in publish_job(job_label(cfg), outcome, failure):
-            print(f"report: {path}", flush=True)
+    unwritable = isinstance(failure, UserError) and str(failure.where or "").startswith("report.")
+    if (failure is not None or not cfg.dry_run) and not unwritable:  # a dry run that worked reports nothing
+        try:
+            for path in publish_job(job_label(cfg), outcome, failure):
+                print(f"report: {path}", flush=True)
+        except OSError as err:  # checked before the job; the place changed since: the job's own outputs are kept
+            print(UserError("the CI report could not be written; the job's results are in its output directory",
+                            where=str(err.filename or "report.junit / report.markdown"),
+                            given=f"{type(err).__name__}: {err.strerror or err}",
+                            fix="choose a writable file for report.junit / report.markdown").render(),
+                  file=sys.stderr, flush=True)
+            status = status or EXIT_ERROR
     sys.exit(status)
 
 

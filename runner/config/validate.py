@@ -17,6 +17,7 @@ import dataclasses
 from omegaconf import DictConfig, OmegaConf
 
 from runner.contract.errors import ConfigError
+from runner.files.writable import check_output_file
 from runner.stats.multiple_testing import validate as validate_correction
 
 POSITIVE = ("task.default_num_samples", "task.num_samples", "task.max_input_len", "task.max_output_len",
@@ -39,6 +40,7 @@ def check_job(cfg: DictConfig) -> None:
         _check_int(cfg, key, 0, "a whole number >= 0")
     _check_sigma(cfg)
     _check_metric(cfg)
+    _check_report_paths(cfg)
     sweep = cfg.get("sweep")
     if isinstance(sweep, DictConfig):
         validate_correction(sweep.get("correction"), sweep.get("alpha"))
@@ -108,3 +110,15 @@ def _check_metric(cfg: DictConfig) -> None:
         raise ConfigError(f"task {task.get('name')} does not compute this metric", where="task.metric",
                           given=repr(task.metric), allowed=", ".join(str(m) for m in allowed),
                           fix="drop the override, or choose one of the allowed metrics")
+
+
+def _check_report_paths(cfg: DictConfig) -> None:
+    """``report.junit`` and ``report.markdown`` are written after the job: a directory or an unwritable place is
+    refused now, before any request, not when the results are in."""
+    report = cfg.get("report")
+    if not isinstance(report, DictConfig):
+        return
+    for key in ("junit", "markdown"):
+        value = report.get(key)
+        if value:
+            check_output_file(str(value), f"report.{key}")
