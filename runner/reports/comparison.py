@@ -20,9 +20,9 @@ from runner.references.samples import RunProvenance, SampleRow, pairing_problem,
 from runner.reports.runs import RunSample, RunSamples
 from runner.stats import advice, scale
 from runner.stats.decision import Decision, decide_against
-from runner.stats.settings import StatsConfig, validate
+from runner.stats.settings import StatsConfig, margin_points, validate
 from runner.stats.unpaired import HypothesisParams
-from runner.stats.verdicts import INCONCLUSIVE, Tolerance
+from runner.stats.verdicts import INCONCLUSIVE, Tolerance, check_binary_range
 
 BERNOULLI_SIGMA = 50.0  # the largest spread of a 0/100 score, when the runs show none
 
@@ -138,6 +138,8 @@ def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta
     new_samples = [b.samples[i] for i in common] if problem is None else list(b.samples.values())
     reference = Reference(_mean(ref_samples), a.where)
     tolerance = tolerance_for(stats, a, reference.value)
+    if all(s.score in (0.0, 100.0) for s in ref_samples + new_samples):
+        check_binary_range(tolerance.points, margin_points(stats, reference.value), "--tolerance / --margin")
     params = HypothesisParams(alpha, beta, _sigma(ref_samples + new_samples), len(new_samples), hib)
     rows = {s.sample_id: SampleRow(s.score, None) for s in ref_samples}
     scored = [_scored(s.sample_id, s.prompt or "", s.score) for s in new_samples]
