@@ -83,10 +83,12 @@ def run_job(cfg: DictConfig) -> int:
 
 def job_label(cfg: DictConfig) -> JobLabel:
     """How the job's CI reports name it, read from the composed config (typed or not: it may be the mistake)."""
-    report = cfg.get("report") or {}
-    return JobLabel(cfg.quant.name, cfg.task.name, cfg.model.name, cfg.model.hf_id, cfg.reference.mode,
-                    cfg.stats.verdicts, cfg.stats.on_inconclusive,
-                    ReportConfig(report.get("junit"), report.get("markdown")))
+    def value(key: str) -> object:  # a value that does not resolve (a missing ???) is shown as such
+        return OmegaConf.select(cfg, key, default="???", throw_on_missing=False, throw_on_resolution_failure=False)
+
+    return JobLabel(*(value(k) for k in ("quant.name", "task.name", "model.name", "model.hf_id", "reference.mode",
+                                         "stats.verdicts", "stats.on_inconclusive")),
+                    ReportConfig(value("report.junit"), value("report.markdown")))
 
 
 def environment_error(err: OSError) -> UserError:

@@ -31,6 +31,7 @@ SKIPPED = ("hydra",)
 def check_job(cfg: DictConfig) -> None:
     """Raise :class:`ConfigError` for the first unknown key or out-of-range value."""
     _check_top_level_keys(cfg)
+    _check_missing(cfg, "")
     for key in cfg.keys():
         if key not in SKIPPED and isinstance(cfg.get(key), DictConfig):
             check_known_keys(cfg[key], str(key))
@@ -122,3 +123,20 @@ def _check_report_paths(cfg: DictConfig) -> None:
         value = report.get(key)
         if value:
             check_output_file(str(value), f"report.{key}")
+
+
+def _check_missing(node: DictConfig, where: str) -> None:
+    """A mandatory value left unset (``???``: ``task=lm_eval`` without ``task.lm_eval_task``) is named, not
+    found by a traceback when the config is typed."""
+    for key in node.keys():
+        path = f"{where}.{key}" if where else str(key)
+        if path in SKIPPED:
+            continue
+        if OmegaConf.is_missing(node, key):
+            raise ConfigError("a required setting is not given", where=path, given="nothing (???)",
+                              fix=f"add {path}=VALUE to the command line"
+                                  + (" (the lm-evaluation-harness task's name, e.g. task.lm_eval_task=arc_easy)"
+                                     if path == "task.lm_eval_task" else ""))
+        child = node._get_node(key)
+        if isinstance(child, DictConfig) and not OmegaConf.is_interpolation(node, key):
+            _check_missing(child, path)
