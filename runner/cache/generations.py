@@ -191,7 +191,8 @@ class CacheWriteError(ConfigError):
 
     def __init__(self, path: Path, kept: int, lost: int, err: sqlite3.OperationalError) -> None:
         super().__init__(f"the generation cache could not store new answers, so the job stopped; the {kept} answers "
-                         f"stored before stay in it (the last {lost} computed were not stored)", where=str(path),
+                         f"stored stay in it (of the last {lost} computed, those not stored are asked again)",
+                         where=str(path),
                          given=f"sqlite3.OperationalError: {err}",
                          fix="free space on that disk (or set cache.path / RUNNER_CACHE_DIR to one with room) and "
                              "rerun the same command: the stored answers are read back, only the rest is computed")
