@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from runner.contract.errors import EXIT_ERROR, UserError
+from runner.files.writable import check_output_dir, check_output_file
 
 EPILOG = """exit status: 0 GO, 3 NO-GO, 4 INCONCLUSIVE (see --on-inconclusive), 1 bad input.
 examples:
@@ -70,7 +71,6 @@ def default_output_dir() -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from runner.files.writable import check_output_dir, check_output_file
     from runner.reports import comparison, comparison_report, runs  # lazy: --help stays fast (no statistics loaded)
 
     try:

@@ -26,6 +26,9 @@ POSITIVE = ("task.default_num_samples", "task.num_samples", "task.max_input_len"
             "backend.tensor_parallel_size", "backend.pipeline_parallel_size")
 NON_NEGATIVE = ("seed", "task.num_fewshot", "quant.calib_seed", "stats.bootstrap_seed", "backend.num_threads")
 SKIPPED = ("hydra",)
+REQUIRED_NAMES = ("task.lm_eval_task",)
+"""Required settings whose schema default is empty rather than ``???``: Hydra resolves the run directory, which
+names the task, before the job starts, and a ``???`` there would end in its traceback instead of this message."""
 
 
 def check_job(cfg: DictConfig) -> None:
@@ -132,8 +135,8 @@ def _check_missing(node: DictConfig, where: str) -> None:
         path = f"{where}.{key}" if where else str(key)
         if path in SKIPPED:
             continue
-        if OmegaConf.is_missing(node, key):
-            raise ConfigError("a required setting is not given", where=path, given="nothing (???)",
+        if OmegaConf.is_missing(node, key) or (path in REQUIRED_NAMES and not node.get(key)):
+            raise ConfigError("a required setting is not given", where=path, given="nothing",
                               fix=f"add {path}=VALUE to the command line"
                                   + (" (the lm-evaluation-harness task's name, e.g. task.lm_eval_task=arc_easy)"
                                      if path == "task.lm_eval_task" else ""))

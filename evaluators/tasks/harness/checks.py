@@ -11,13 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from evaluators.tasks.harness.loading import Subtask, load_subtasks
 from runner.contract.errors import ConfigError, DataError, UserError
 
 
-def load_checked(name: str, include: Path | None) -> list[Any]:
+def load_checked(name: str, include: Path | None) -> list[Subtask]:
     """:func:`loading.load_subtasks`, with lm-eval's and ``datasets``' bare exceptions as messages."""
-    from evaluators.tasks.harness.loading import load_subtasks
-
     try:
         return load_subtasks(name, include)
     except UserError:
