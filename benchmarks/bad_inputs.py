@@ -1,7 +1,8 @@
-"""Replay the bad-input list of the red-team rounds (issues 20 and 30) through ``python -m runner`` and
+"""Replay the bad-input list of the red-team rounds (issues 20, 30 and 39) through ``python -m runner`` and
 count how each one ends.
 
-Each case is one command line, run as a user runs it (a fresh process, the scripted fake backend and
+Each case is one command line (``python -m runner``, or ``runner.compare`` / ``runner.extend`` for a case whose
+first word is ``@compare`` / ``@extend``), run as a user runs it (a fresh process, the scripted fake backend and
 ``tracking=none`` where the case allows, a fresh working directory with the files the case needs).
 An outcome is one of:
 
@@ -200,8 +201,87 @@ def cases() -> list[Case]:
         Case("openai: api_key_env holds a key", [*FAST[1:], "backend=openai", "backend.base_url=http://127.0.0.1:9/v1",
                                                  "backend.api_key_env=sk-abcdefghijklmnopqrstuvwxyz123456"],
              "api_key_env"),
+        # ---- round 4 (issue 39): inputs checked before they change a verdict, no tracebacks
+        *[Case(f"tolerance {' '.join(o)}", [*FAST[:-2], "task.num_samples=6", "tracking=none", "reference.dir={tmp}/refs",
+                                            *o], want, _recorded)
+          for o, want in ((["stats.tolerance=1000"], "range"), (["stats.tolerance=0.05"], "fraction"),
+                          (["stats.tolerance=500", "stats.tolerance_unit=percent"], "whole score"),
+                          (["stats.tolerance=0.05", "stats.tolerance_unit=percent"], "fraction"))],
+        Case("sequential looks of 2 samples", ["backend=fake", "task=perplexity", "tracking=none", "reference.dir={tmp}/refs",
+                                               "task.num_samples=12", "stats.sequential.enabled=true",
+                                               "stats.sequential.looks=6"], "too few samples", _ppl_reference),
+        Case("task=lm_eval without lm_eval_task", ["backend=fake", "task=lm_eval", *QUIET], "task.lm_eval_task"),
+        *[Case(f"lm-eval {name}", ["backend=fake", "task=lm_eval", f"task.lm_eval_task={name}",
+                                   "task.include_path={tmp}/tasks", "task.num_samples=2", *QUIET, *extra], want, _lm_tasks)
+          for name, extra, want in (("unknown_key", [], "refuses the task's definition"),
+                                    ("not_a_dataset", [], "could not"),
+                                    ("no_bleu", ["task.metric=bleu"], "does not compute this metric"))],
+        Case("report.junit a directory", [*FAST, "report.junit={tmp}"], "report.junit"),
+        Case("report.markdown unwritable", [*FAST, f"report.markdown={UNWRITABLE}/r.md"], "report.markdown"),
+        Case("refs: reference.dir a file", [*FAST[:-1], "reference.mode=check", "reference.dir={tmp}/refs.yaml"],
+             "not a directory", _write("refs.yaml", "x: 1\n")),
+        *[Case(f"compare: {name}", ["@compare", "{tmp}/a", "{tmp}/b", "--tolerance", "2", "--output-dir", "{tmp}/out"],
+               want, _compare_runs(**change)) for name, change, want in (
+            ("duplicated sample_id", {"b_rows": [*_ROWS, _ROWS[0] | {"score": 100.0}]}, "twice"),
+            ("task: 5", {"b_config": {"task": 5}}, "task"),
+            ("meta: 5", {"b_rows": [_ROWS[0] | {"meta": 5}, *_ROWS[1:]]}, "meta"),
+            ("string decision", {"b_report": {"decision": "GO"}}, "decision"))],
+        *[Case(f"compare: lm-eval {field}", ["@compare", "{tmp}/samples_t_2026-01-01T10-00-00.000000.jsonl",
+                                             "{tmp}/samples_t_2026-01-01T10-00-00.000000.jsonl", "--tolerance", "2",
+                                             "--output-dir", "{tmp}/out"], field, _lm_samples(field, value))
+          for field, value in (("metrics", 5), ("arguments", "x"))],
+        Case("compare: unwritable --output-dir", ["@compare", "{tmp}/a", "{tmp}/a", "--output-dir", f"{UNWRITABLE}"],
+             "--output-dir", _compare_runs()),
+        Case("compare: unwritable --markdown", ["@compare", "{tmp}/a", "{tmp}/a", "--tolerance", "2", "--output-dir",
+                                                "{tmp}/out", "--markdown", f"{UNWRITABLE}/r.md"], "--markdown", _compare_runs()),
+        *[Case(f"extend: {name}", ["@extend", "{tmp}/run", "4"], "config.yaml", _all(
+            _write("run/config.yaml", text), _write("run/.hydra/overrides.yaml", "[]\n")))
+          for name, text in (("unparsable config", "stats: {extensions: ["), ("incomplete config", "task: {}\n"))],
     ]
     return out
+
+
+_ROWS = [{"sample_id": f"s{i}", "score": s, "prompt": f"q{i}"} for i, s in enumerate((0.0, 100.0, 100.0, 0.0))]
+
+
+def _compare_runs(b_rows: list | None = None, b_config: dict | None = None,
+                  b_report: dict | None = None) -> Callable[[Path], None]:
+    config = {"task": {"name": "gsm8k", "metric": "accuracy"}, "seed": 0}
+    return _all(_jsonl("a/samples.jsonl", *_ROWS), _write("a/config.yaml", json.dumps(config)),
+                _jsonl("b/samples.jsonl", *(b_rows or _ROWS)), _write("b/config.yaml", json.dumps(b_config or config)),
+                _write("b/report.json", json.dumps(b_report or {})))
+
+
+def _lm_samples(field: str, value: object) -> Callable[[Path], None]:
+    rows = [{"doc_id": i, "metrics": ["acc"], "acc": 1.0, "arguments": {}} for i in range(2)]
+    rows[1][field] = value
+    return _jsonl("samples_t_2026-01-01T10-00-00.000000.jsonl", *rows)
+
+
+def _recorded(tmp: Path) -> None:
+    subprocess.run([sys.executable, "-m", "runner", *FAST[:-2], "task.num_samples=6", "tracking=none",
+                    "reference.mode=record", f"reference.dir={tmp}/refs", f"cache.path={tmp}/gen.sqlite",
+                    f"hydra.run.dir={tmp}/rec"], cwd=tmp, env=_env({}), capture_output=True, check=True)
+
+
+def _ppl_reference(tmp: Path) -> None:
+    (tmp / "refs").mkdir()
+    (tmp / "refs" / "perplexity.yaml").write_text(
+        "HuggingFaceTB/SmolLM2-135M-Instruct:\n  - extra_acc_spec: corpus=pydoc_topics-32e8236b,min_tokens=256,"
+        "max_input_len=512\n    perplexity: 1.0078\n    num_samples: 37\n")
+
+
+def _lm_tasks(tmp: Path) -> None:
+    sys.path.insert(0, str(ROOT))
+    from tests.helpers.lm_eval_tasks import write_tasks
+
+    tasks = write_tasks(tmp)
+    arc = (tasks / "arc_local.yaml").read_text()
+    (tasks / "unknown_key.yaml").write_text(arc.replace("task: arc_local", "task: unknown_key") + "bogus_key: 1\n")
+    (tasks / "not_a_dataset.yaml").write_text(arc.replace("task: arc_local", "task: not_a_dataset")
+                                              .replace("dataset_path: json", "dataset_path: /etc/hostname"))
+    (tasks / "no_bleu.yaml").write_text(arc.replace("task: arc_local", "task: no_bleu")
+                                        .replace("metric: acc_norm", "metric: bleu"))
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:
@@ -232,7 +312,10 @@ def run_case(case: Case, verbose: bool) -> str:
             args.append(f"cache.path={name}/gen.sqlite")
         if "--cfg" in args:
             args = [a for a in args if not a.startswith("cache.path")]
-        command = [sys.executable, "-m", "runner", *args]
+        module = {"@compare": "runner.compare", "@extend": "runner.extend"}.get(args[0] if args else "", "runner")
+        if module != "runner":
+            args = [a for a in args[1:] if not a.startswith("cache.path")]
+        command = [sys.executable, "-m", module, *args]
         if case.read_only:
             (tmp / case.read_only).mkdir()
             command = ["unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o ro none "$1" && shift && exec "$@"', "sh",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from runner.contract.errors import EXIT_ERROR, EXIT_INTERRUPTED, UserError
+from runner.files.writable import check_output_dir, check_output_file
 
 EPILOG = """exit status: 0 GO, 3 NO-GO, 4 INCONCLUSIVE (0 or 3 with --on-inconclusive pass|fail), 1 error (input that
 cannot be compared), 130 stopped by SIGINT (Ctrl-C), 143 stopped by SIGTERM.
@@ -76,10 +77,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         stats = comparison.stats_config(args.alpha, args.margin, args.margin_unit, args.tolerance, args.tolerance_unit,
                                         args.paired_test, args.gate, args.on_inconclusive)
+        out_dir = args.output_dir or default_output_dir()
+        check_output_dir(out_dir, "--output-dir")
+        if args.markdown:
+            check_output_file(args.markdown, "--markdown")
         a = runs.read_run(args.a, args.metric, args.filter_name, args.tracking_uri)
         b = runs.read_run(args.b, args.metric, args.filter_name, args.tracking_uri)
         result = comparison.compare(a, b, stats, args.alpha, args.beta, args.higher_is_better, args.unpaired)
-        out_dir = args.output_dir or default_output_dir()
         text, _ = comparison_report.write_reports(result, out_dir, args.markdown)
     except UserError as err:
         print(err.render(), file=sys.stderr, flush=True)

@@ -21,6 +21,24 @@ from omegaconf import OmegaConf
 from runner.contract.errors import EXIT_ERROR, UserError
 
 
+def saved_plan(saved: Path) -> tuple[int, list[int], int]:
+    """The saved config's planned extensions, those done and the first look's n; a :class:`UserError` when the
+    file does not parse or lacks them (a config.yaml a job did not write, or one edited since)."""
+    try:
+        cfg = OmegaConf.load(saved)
+        planned, done, first = cfg.stats.extensions, list(cfg.stats.extend), cfg.task.num_samples
+    except Exception as err:  # yaml's and OmegaConf's errors, a missing key, a value of another type
+        raise UserError("the run's config.yaml cannot be read as a job's config", where=str(saved),
+                        given=f"{type(err).__name__}: {' '.join(str(err).split())}"[:300],
+                        allowed="the config.yaml a job wrote (stats.extensions, stats.extend, task.num_samples)",
+                        fix="give the directory of a job, unmodified") from None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (planned, first, *done)):
+        raise UserError("the run's config.yaml holds planned extensions that are not whole numbers", where=str(saved),
+                        given=f"stats.extensions={planned!r}, stats.extend={done!r}, task.num_samples={first!r}"[:300],
+                        fix="give the directory of a job, unmodified")
+    return planned, done, first
+
+
 def overrides_for(run_dir: Path, more: int | None) -> list[str]:
     """The job's own overrides with one more extension; refuses a run that cannot be extended."""
 
@@ -28,15 +46,14 @@ def overrides_for(run_dir: Path, more: int | None) -> list[str]:
     if not saved.is_file() or not asked.is_file():
         raise UserError("not a job directory", where=str(run_dir), given="no config.yaml and .hydra/overrides.yaml",
                         fix="give the directory a job wrote its report.txt in (its outputs: line)")
-    cfg = OmegaConf.load(saved)
-    planned, done = int(cfg.stats.extensions), list(cfg.stats.extend)
+    planned, done, first = saved_plan(saved)
     if len(done) >= planned:
         raise UserError("this run has no planned extension left", where=str(run_dir),
                         given=f"stats.extensions={planned}, {len(done)} done",
                         fix="a further look needs alpha planned for it at the first look: run the larger n as a "
                             "new job, or plan extensions from the start with stats.extensions=3")
-    first = _first_look(run_dir)
-    step = first if first is not None else int(cfg.task.num_samples)
+    look1 = _first_look(run_dir)
+    step = look1 if look1 is not None else first
     if more is not None and more != step:
         raise UserError("an extension adds the planned number of samples: as many as the first look",
                         where="N", given=str(more), allowed=str(step),

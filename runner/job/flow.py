@@ -33,7 +33,8 @@ from runner.job.state import Job, Outcome
 from runner.reports.outputs import write_failure, write_samples
 from runner.reports.text import summary_line
 from runner.stats.extension import ExtensionResult
-from runner.stats.verdicts import INCONCLUSIVE, resolve_tolerance
+from runner.stats.settings import margin_points
+from runner.stats.verdicts import INCONCLUSIVE, check_binary_range, resolve_tolerance
 from runner.tracking.naming import run_identity
 from runner.tracking.provenance import flatten
 from runner.tracking.trackers import parent_run_id
@@ -94,6 +95,15 @@ def redact_hydra_files(out_dir: Path) -> None:
             write_atomic(path, redact_text(text), 0o644)
 
 
+def check_scale(job: Job, reference: float) -> None:
+    """Before any request: a tolerance or margin outside a 0/100 metric's range (the reference's per-sample scores
+    tell the scale) is refused, not met by a traceback or a certain verdict after the run."""
+    rows = job.reference_rows or {}
+    if job.tolerance is not None and rows and all(r.score in (0.0, 100.0) for r in rows.values()):
+        where = f"stats.margin, or the tolerance ({job.tolerance.source})"
+        check_binary_range(job.tolerance.points, margin_points(job.config.stats, reference), where)
+
+
 def evaluate(job: Job) -> Outcome:
     with job.backend:
         loaded = load(job)
@@ -101,6 +111,7 @@ def evaluate(job: Job) -> Outcome:
         samples = select_samples(job, params, reference is not None)
         if reference is not None and job.tolerance is None:
             job.tolerance = resolve_tolerance(job.config.stats, job.task, reference.value)
+            check_scale(job, reference.value)
         samples, monitor = monitor_for(job, reference, params, samples)
         scored, eval_time_s, cache_stats = answer(job, loaded.info, samples, monitor, reference, params)
         job.gates = acceptance_gates(job)

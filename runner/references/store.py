@@ -176,6 +176,11 @@ def preflight(ref_dir: str | os.PathLike[str], task: str, model: str, writing: b
     """Before any model loads: the task's reference file parses and, to check, registers the model;
     to record (``writing``), the file or its directory can be written. A bad references file never
     costs an evaluation."""
+    if Path(ref_dir).exists() and not Path(ref_dir).is_dir():
+        raise ReferenceError_("reference.dir is not a directory", where="reference.dir", given=f"{ref_dir} (a file)",
+                              allowed="the directory that holds <task>.yaml reference files",
+                              fix="give the directory, not a file in it (e.g. reference.dir="
+                                  f"{Path(ref_dir).parent})")
     path = reference_path(ref_dir, task)
     data = _load(path)
     if not writing:

@@ -11,6 +11,7 @@ run with a few extra samples is still compared pair for pair; the samples only o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from runner.contract.errors import UserError
@@ -19,9 +20,9 @@ from runner.references.samples import RunProvenance, SampleRow, pairing_problem,
 from runner.reports.runs import RunSample, RunSamples
 from runner.stats import advice, scale
 from runner.stats.decision import Decision, decide_against
-from runner.stats.settings import StatsConfig, validate
+from runner.stats.settings import StatsConfig, margin_points, validate
 from runner.stats.unpaired import HypothesisParams
-from runner.stats.verdicts import INCONCLUSIVE, Tolerance
+from runner.stats.verdicts import INCONCLUSIVE, Tolerance, check_binary_range
 
 BERNOULLI_SIGMA = 50.0  # the largest spread of a 0/100 score, when the runs show none
 
@@ -124,6 +125,9 @@ def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta
     notes = list(dict.fromkeys(a.notes + b.notes))
     if a.metric != b.metric:
         notes.append(f"A's metric is {a.metric} and B's is {b.metric}: check that they measure the same thing")
+    same = same_run(a, b)
+    if same:
+        notes.append(same)
     problem = provenance_problem(a, b, common) if common else "A and B have no sample id in common"
     if problem is not None and not allow_unpaired:
         raise UserError("A and B cannot be paired", where=f"A: {a.describe()}; B: {b.describe()}", given=problem,
@@ -134,6 +138,8 @@ def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta
     new_samples = [b.samples[i] for i in common] if problem is None else list(b.samples.values())
     reference = Reference(_mean(ref_samples), a.where)
     tolerance = tolerance_for(stats, a, reference.value)
+    if all(s.score in (0.0, 100.0) for s in ref_samples + new_samples):
+        check_binary_range(tolerance.points, margin_points(stats, reference.value), "--tolerance / --margin")
     params = HypothesisParams(alpha, beta, _sigma(ref_samples + new_samples), len(new_samples), hib)
     rows = {s.sample_id: SampleRow(s.score, None) for s in ref_samples}
     scored = [_scored(s.sample_id, s.prompt or "", s.score) for s in new_samples]
@@ -147,6 +153,17 @@ def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta
                      "--unpaired asked")
     worse, better = flips(a, b, common, hib) if problem is None else ([], [])
     return Comparison(a, b, common, a_only, b_only, problem, decision, hib, worse, better, notes)
+
+
+def same_run(a: RunSamples, b: RunSamples) -> str | None:
+    """A note when B is A itself (the same path) or a copy of it (every sample's id, score and prompt equal):
+    such a comparison says nothing about a change, whatever its verdict."""
+    if Path(a.where).expanduser().resolve() == Path(b.where).expanduser().resolve():
+        return f"A and B are the same run ({a.where}): the comparison says nothing about a change"
+    if a.samples == b.samples:
+        return ("A and B hold the same samples with the same scores and prompts: a run compared with a copy of "
+                "itself says nothing about a change")
+    return None
 
 
 def _direction(a: RunSamples, b: RunSamples, asked: bool | None) -> bool:

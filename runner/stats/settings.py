@@ -10,7 +10,7 @@ from runner.contract.errors import ConfigError
 from runner.stats.clustering import CLUSTER_MODES
 from runner.stats.sequential import SequentialConfig, validate as validate_sequential
 from runner.stats.unpaired import GATES
-from runner.stats.verdicts import validate as validate_verdicts
+from runner.stats.verdicts import check_percent, validate as validate_verdicts
 
 METHODS = ("auto", "unpaired", "paired")
 PAIRED_TESTS = ("auto", "mcnemar", "t", "bootstrap")
@@ -77,6 +77,8 @@ def validate(stats: Any) -> None:
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin < 0:
         raise ConfigError("the margin must be a finite number >= 0", where="stats.margin", given=repr(margin),
                           allowed="0 (upstream's rule) or a tolerated drop, e.g. 1 (points) or 2 with margin_unit=percent")
+    if stats.margin_unit == "percent":
+        check_percent(float(margin), "stats.margin", fraction_below=None)
 
 
 def validate_extensions(stats: Any) -> None:

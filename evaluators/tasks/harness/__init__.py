@@ -8,8 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
-from omegaconf import MISSING
-
 from runner.contract.task_config import TaskConfig
 
 
@@ -19,7 +17,7 @@ class HarnessTaskConfig(TaskConfig):
 
     METRICS_FROM_DEFINITION: ClassVar[bool] = True  # lm-eval's metric_list, checked when the task loads
     # a task or group name known to lm-eval's TaskManager (installed tasks, or the YAMLs under include_path)
-    lm_eval_task: str = MISSING
+    lm_eval_task: str = ""  # required: empty (not ???) so that the run directory, which names the task, resolves
     include_path: Optional[str] = None  # a directory of local task YAMLs, searched before the installed tasks
     # YAMLs under include_path may run Python (!function) only when this is true (as model.trust_remote_code)
     trust_include_code: bool = False

@@ -29,9 +29,9 @@ from typing import Any, Sequence
 from evaluators.base import Evaluator
 from evaluators.deviations import chat_deviation
 from evaluators.metrics import mean
+from evaluators.tasks.harness.checks import load_checked, missing_metric
 from evaluators.tasks.harness.corpus import corpus_metric
-from evaluators.tasks.harness.loading import (Subtask, check_include_path, config_hash, lm_eval_version,
-                                              load_subtasks)
+from evaluators.tasks.harness.loading import Subtask, check_include_path, config_hash, lm_eval_version
 from evaluators.tasks.harness.translate import (loglikelihood_fix, needs_loglikelihood, read_chat, record_chat,
                                                 to_lm_eval, to_request)
 from runner.contract.backend import Capabilities
@@ -80,7 +80,7 @@ class HarnessEvaluator(Evaluator):
             raise ConfigError("few-shot turns exist only in a chat", where="task.fewshot_as_multiturn",
                               given="true with task.apply_chat_template=false", fix="set task.apply_chat_template=true")
         include = check_include_path(config.include_path, config.trust_include_code)
-        self.subtasks: list[Subtask] = load_subtasks(config.lm_eval_task, include)
+        self.subtasks: list[Subtask] = load_checked(config.lm_eval_task, include)
         for sub in self.subtasks:
             self._configure(sub.task)
         if len(self.subtasks) == 1 and config.cluster_key == "subtask":
@@ -257,6 +257,8 @@ class HarnessEvaluator(Evaluator):
     def _scored(self, sample: Sample) -> ScoredSample:
         sub, doc, instances = self._instances(sample)
         values = sub.task.process_results(doc, [inst.filtered_resps[self.filter] for inst in instances])
+        if self.metric not in values:
+            raise missing_metric(self.metric, values, sub.name)
         raw = values[self.metric]
         one = raw if self.mean_metric else self.aggregation([raw])
         meta = dict(sample.meta) | {"lm_eval": {k: _plain(v) for k, v in values.items()}, "filter": self.filter}
