@@ -1,6 +1,7 @@
 """The two claims of each statistical rule, with the interval that inverts them (runner.stats.verdicts).
 
-* unpaired (TensorRT-LLM's z-test): the Wald interval ``diff +- |z(alpha)| sqrt(2 sigma^2 / n)``;
+* unpaired (TensorRT-LLM's z-test): the Wald interval ``diff +- |z(alpha)| scale`` (``sqrt(2 sigma^2 / n)``,
+  or ``sigma sqrt(1/n + 1/n_ref)`` for a reference measured on another n);
 * paired 0/100 scores: the regression side is McNemar's exact test (margin 0, bound: the exact
   conditional bound of :func:`runner.stats.paired_binary.exact_upper`) or Tango's score test (margin
   > 0); the tolerance side is always Tango's score test, so zero discordant pairs do not prove a
@@ -28,7 +29,7 @@ def unpaired(verdict: Any, margin: float, tolerance: float) -> Claims:
     low, high = gain - za * s, gain + za * s
     ci = oriented(low, high, p.higher_is_better)
     return Claims(regression=not verdict.passed, within=low > -tolerance, low=ci[0], high=ci[1],
-                  method="Wald, sigma as configured (inverts the z-test both ways)",
+                  method=f"Wald, sigma as configured, {p.scale_formula} (inverts the z-test both ways)",
                   p_within=phi(-(gain + tolerance) / s))
 
 
