@@ -97,3 +97,17 @@ def both(clustered: Claims, independent: Claims, df: str) -> Claims:
                   low=min(clustered.low, independent.low), high=max(clustered.high, independent.high),
                   method=f"the less decisive of clustered paired t (CR2, {df}) and {independent.method}",
                   p_within=p_within)
+
+
+def too_few(claims: Claims, deff: clustering.DesignEffect | None, stats: Any, notes: list[str]) -> Claims:
+    """No claim where the samples fall in fewer than ``stats.min_clusters`` clusters of more than one sample: the
+    clustered variance then rests on too few cluster sums for any claim to hold its alpha (the interval is still
+    printed, as a description)."""
+    least = getattr(stats, "min_clusters", 10)
+    if deff is None or deff.trivial or deff.clusters >= least or not (claims.regression or claims.within):
+        return claims
+    notes.append(f"clustered errors: {deff.clusters} clusters by {deff.key}, fewer than stats.min_clusters={least}: "
+                 "too few cluster sums for a claim at alpha, so neither claim is made (INCONCLUSIVE); "
+                 "stats.cluster=off treats the samples as independent")
+    return replace(claims, regression=False, within=False,
+                   method=f"{claims.method}; no claim: {deff.clusters} clusters < stats.min_clusters={least}")

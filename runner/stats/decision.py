@@ -393,10 +393,13 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
         if unpaired_deff is not None and unpaired_deff.applied != 1.0:
             claims = replace(claims, method="Wald, sigma x sqrt(design effect) (inverts the z-test both ways)")
 
-    decision = Decision("paired" if result is not None else "unpaired",
-                        result.passed if result is not None else verdict.passed, verdict, result, list(gates), notes,
-                        claims=claims, tolerance=tolerance, **common,
-                        clustering=(result.design_effect if result is not None else unpaired_deff))
+    deff = result.design_effect if result is not None else unpaired_deff
+    shown = claims.regression
+    claims = clustered_rules.too_few(claims, deff, stats, notes)
+    passed = result.passed if result is not None else verdict.passed
+    decision = Decision("paired" if result is not None else "unpaired", passed or shown != claims.regression,
+                        verdict, result, list(gates), notes, claims=claims, tolerance=tolerance, **common,
+                        clustering=deff)
     if chance_level is not None:
         # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
         # reference at or past chance is then worth a warning
