@@ -297,3 +297,23 @@ def test_plan_command_takes_a_design_effect(capsys):
     assert out["min_num_samples"] == math.ceil(2 * 2500 * 1.8 * k ** 2 / 9)
     with pytest.raises(SystemExit):
         main(["--design-effect", "0.5"])
+
+
+def test_few_clusters_make_no_claim():
+    # GPQA diamond's three domains, ICC 0.3, a true drop of exactly the tolerance (5 points): the unpaired test with
+    # sigma sqrt(deff) and a normal quantile showed GO in about 15% of runs; with fewer clusters than
+    # stats.min_clusters no claim is made
+    from runner.stats.calibration.clustered import _unpaired_rate
+
+    rate = _unpaired_rate(300, 4, shape="3 (GPQA)", icc=0.3, drop=5.0, tolerance=5.0, claim="GO")
+    assert rate.value <= 0.05
+
+
+def test_min_clusters_is_checked(tmp_path):
+    with pytest.raises(ConfigError, match="min_clusters"):
+        validate(st(min_clusters=1))
+    _, new, clusters, ids = data()
+    d = run(tmp_path, new, clusters, value=40.0, min_clusters=30)  # 20 clusters: no claim
+    assert not d.claims.regression and not d.claims.within and d.outcome == "INCONCLUSIVE" and d.passed
+    assert any("stats.min_clusters=30" in n for n in d.notes)
+    assert run(tmp_path, new, clusters, value=40.0).outcome == "GO"  # 20 clusters >= the default 10
