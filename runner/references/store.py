@@ -63,6 +63,13 @@ class Reference:
     index: int  # position of the entry in the model's list
     recorded: Mapping[str, Any] | None = None  # provenance written by reference.mode=record
 
+    @property
+    def samples_measured(self) -> int | None:
+        """The n the value was measured on (``recorded.num_samples``, written by reference.mode=record); None
+        for an entry that does not record it (upstream's files)."""
+        n = (self.recorded or {}).get("num_samples")
+        return int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 1 and n == int(n) else None
+
 
 def metric_key(metric: str) -> str:
     """The entry key holding the metric value: ``accuracy`` or the metric name in lower case."""

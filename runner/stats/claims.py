@@ -1,6 +1,7 @@
 """The two claims of each statistical rule, with the two one-sided bounds that invert them (runner.stats.verdicts).
 
-* unpaired (TensorRT-LLM's z-test): the Wald interval ``diff +- |z(alpha)| sqrt(2 sigma^2 / n)``;
+* unpaired (TensorRT-LLM's z-test): the Wald interval ``diff +- |z(alpha)| scale`` (``sqrt(2 sigma^2 / n)``,
+  or ``sigma sqrt(1/n + 1/n_ref)`` for a reference measured on another n);
 * paired 0/100 scores: the regression claim is McNemar's exact test (margin 0) or Tango's score test
   backed by the exact unconditional one (margin > 0), the tolerance claim the latter at the tolerance,
   so zero discordant pairs do not prove a tolerance by themselves; both bounds invert the latter family;
@@ -27,7 +28,7 @@ def unpaired(verdict: Any, margin: float, tolerance: float) -> Claims:
     low, high = gain - za * s, gain + za * s
     ci = oriented(low, high, p.higher_is_better)
     return Claims(regression=not verdict.passed, within=low > -tolerance, low=ci[0], high=ci[1],
-                  method="Wald, sigma as configured (inverts the z-test both ways)",
+                  method=f"Wald, sigma as configured, {p.scale_formula} (inverts the z-test both ways)",
                   p_within=phi(-(gain + tolerance) / s))
 
 

@@ -370,6 +370,11 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
     if tolerance is None:
         raise ValueError("a statistical rule needs the tolerance of the GO claim")
 
+    n_ref = getattr(reference, "samples_measured", None)
+    if n_ref is not None and n_ref != params.num_samples:
+        params = replace(params, reference_samples=n_ref)
+        notes.append(f"unpaired test: the reference was measured on {n_ref} samples and this run on "
+                     f"{params.num_samples}: scale sigma sqrt(1/n + 1/n_ref)")
     if stats.method == "unpaired":
         rows = None
     key = cluster_key if stats.cluster == "auto" else None
@@ -416,10 +421,13 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
         if unpaired_deff is not None and unpaired_deff.applied != 1.0:
             claims = replace(claims, method="Wald, sigma x sqrt(design effect) (inverts the z-test both ways)")
 
-    decision = Decision("paired" if result is not None else "unpaired",
-                        result.passed if result is not None else verdict.passed, verdict, result, list(gates), notes,
-                        claims=claims, tolerance=tolerance, **common,
-                        clustering=(result.design_effect if result is not None else unpaired_deff))
+    deff = result.design_effect if result is not None else unpaired_deff
+    shown = claims.regression
+    claims = clustered_rules.too_few(claims, deff, stats, notes)
+    passed = result.passed if result is not None else verdict.passed
+    decision = Decision("paired" if result is not None else "unpaired", passed or shown != claims.regression,
+                        verdict, result, list(gates), notes, claims=claims, tolerance=tolerance, **common,
+                        clustering=deff)
     if chance_level is not None:
         # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
         # reference at or past chance is then worth a warning
@@ -433,15 +441,12 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
 def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float,
             clusters: tuple[str, list[str]] | None, notes: list[str]) -> tuple[Any, Claims]:
     """The paired test of the regression claim, and both claims with their interval; ``clusters``: the cluster
-    key and each pair's cluster, when the job clusters (a clustered test of the mean difference decides then,
-    unless every cluster holds one sample or the differences do not vary)."""
+    key and each pair's cluster, when the job clusters (each claim then needs both the clustered test of the mean
+    difference and the independent test: :func:`runner.stats.clustered_rules.paired`)."""
 
     if clusters is not None:
-        deff, found = clustered_rules.paired(pairs, params, stats, margin, tolerance, *clusters, notes)
-        if found is not None:
-            return found
-        result, claims = _paired(pairs, params, stats, margin, tolerance, None, notes)
-        return replace(result, design_effect=deff), claims
+        independent = _paired(pairs, params, stats, margin, tolerance, None, notes)
+        return clustered_rules.paired(pairs, params, stats, margin, tolerance, *clusters, notes, independent)
     kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed)
     result = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=margin,
                                       gate="regression", **kw)

@@ -46,6 +46,10 @@ class StatsConfig:
     # clustered standard errors: auto (the task's cluster_key, when it declares one: MMLU subjects, GPQA domains)
     # | off (every sample independent). It changes the figures, so it is recorded (MLflow params, report.json).
     cluster: str = "auto"
+    # fewer clusters than this (of more than one sample): no clustered claim, the verdict is INCONCLUSIVE. A clustered
+    # variance rests on the cluster sums alone; with GPQA's 3 domains its false GO rate is 0.1-0.4 even with CR2 and
+    # t(C-1) (docs/statistics.md, "Clustered questions")
+    min_clusters: int = 10
 
 
 def validate(stats: Any) -> None:
@@ -65,6 +69,11 @@ def validate(stats: Any) -> None:
         raise ConfigError("unknown clustering mode", where="stats.cluster", given=repr(stats.cluster),
                           allowed=", ".join(CLUSTER_MODES),
                           fix="auto: cluster-robust errors by the task's cluster_key; off: samples independent")
+    mc = getattr(stats, "min_clusters", 10)
+    if isinstance(mc, bool) or not isinstance(mc, int) or mc < 2:
+        raise ConfigError("the fewest clusters a clustered claim needs is a whole number >= 2",
+                          where="stats.min_clusters", given=repr(mc),
+                          fix="10 (the default, from the calibration); 2 accepts any clustered variance")
     iters = stats.corpus_bootstrap_iters
     if isinstance(iters, bool) or not isinstance(iters, int) or iters < 99:
         raise ConfigError("too few bootstrap resamples for a corpus metric", where="stats.corpus_bootstrap_iters",
