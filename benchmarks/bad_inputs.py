@@ -13,6 +13,10 @@ An outcome is one of:
 - ``accepted``: exit status 0: the input ran as if it were fine;
 - ``traceback``: a Python traceback on the terminal.
 
+A case whose input is legal but hostile (a password in a URL, a control character in a sample id) has a
+``check`` instead: it reads what the run left and says ``message`` when the outputs hold what they should
+(no password in any file, well-formed XML, no raw escape on the terminal) and ``weak`` when they do not.
+
 Usage: ``python benchmarks/bad_inputs.py [--only SUBSTRING] [--verbose]``; prints one line per case and
 the counts table docs/reliability.md quotes. Takes about two minutes on two cores (each case is a new
 interpreter: the point is what a user sees).
@@ -52,6 +56,8 @@ class Case:
     intact: list[str] = field(default_factory=list)  # files (under {tmp}) the run must leave as they were
     env: dict[str, str] = field(default_factory=dict)
     read_only: str | None = None  # a directory (under {tmp}) mounted read-only for the run (``unshare -rm``, Linux)
+    check: Callable[[Path, int, str], bool] | None = None  # (tmp, exit status, output): the outputs are right
+    command: str = "runner"  # the module run: runner, runner.compare
 
 
 def _write(rel: str, content: str | bytes) -> Callable[[Path], None]:
@@ -99,9 +105,47 @@ def _model_dirs(tmp: Path) -> None:
         "AutoConfig": "x.Cfg", "AutoModelForCausalLM": "x.M"}}))
 
 
+PASSWORDS = ("Pw1-first-f00", "Pw2-second-b4r", "Pw3-third-n4me")
+CREDENTIALS = [f"backend.default_answer=http://a:{PASSWORDS[0]}@h1:8000/v1",
+               f"backend.default_answer=https://b:{PASSWORDS[1]}@h2/v1"]
+
+
+def _no_password(tmp: Path, rc: int, text: str) -> bool:
+    """The run ended well and no password is in any file it left, nor on the terminal."""
+    files = [p for p in tmp.rglob("*") if p.is_file()]
+    return rc == 0 and not any(pw.encode() in p.read_bytes() for p in files for pw in PASSWORDS) and \
+        not any(pw in text for pw in PASSWORDS)
+
+
+def _well_formed(tmp: Path, rc: int, text: str) -> bool:
+    """junit.xml parses, and no raw control character reached the terminal or a report."""
+    from xml.etree import ElementTree as ET
+
+    raw = ("\x1b", "\r", "\x00")
+    try:
+        ET.parse(tmp / "cmp" / "junit.xml")
+    except (OSError, ET.ParseError):
+        return False
+    written = "".join((tmp / "cmp" / name).read_text() for name in ("report.txt", "junit.xml"))
+    return not any(c in text + written for c in raw)
+
+
+def _control_character_runs(tmp: Path) -> None:
+    ids = [f"q{i:02d}" for i in range(30)] + [f"evil\x1b[31m{i}\r\x00" for i in range(10)]
+    for name, wrong in (("a", False), ("b", True)):
+        run = tmp / name
+        run.mkdir()
+        rows = [{"sample_id": i, "prediction": "", "target": "", "meta": {}, "prompt": f"question {i}?",
+                 "score": 0.0 if wrong and i.startswith("evil") else 100.0} for i in ids]
+        (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (run / "config.yaml").write_text("seed: 0\ntask: {name: toy, metric: accuracy, higher_is_better: true}\n")
+        (run / "report.json").write_text(json.dumps({"task": "toy", "spec": {"extra_acc_spec": "dataset=local"}}))
+
+
 MMLU_LOCAL = ["backend=fake", "task=mmlu", *QUIET, "task.dataset.source=local", "task.num_fewshot=0",
               "task.num_samples=2"]
 UNWRITABLE = "/proc/sys/runner-x"
+MMLU_SCORED = [*MMLU_LOCAL, f"task.dataset.local_path={MMLU_DIR}", "task.scoring=loglikelihood"]
 
 
 def cases() -> list[Case]:
@@ -237,6 +281,17 @@ def cases() -> list[Case]:
         *[Case(f"extend: {name}", ["@extend", "{tmp}/run", "4"], "config.yaml", _all(
             _write("run/config.yaml", text), _write("run/.hydra/overrides.yaml", "[]\n")))
           for name, text in (("unparsable config", "stats: {extensions: ["), ("incomplete config", "task: {}\n"))],
+        # ---- issue 39: secrets in every output, well-formed outputs
+        # (a log-likelihood task: the fake backend's default_answer is never an answer, so only config holds it)
+        Case("secrets: two URL overrides with passwords", [*MMLU_SCORED, *CREDENTIALS, "report.junit={tmp}/j.xml",
+                                                           "report.markdown={tmp}/m.md", "hydra.run.dir={tmp}/run"],
+             check=_no_password),
+        Case("secrets: a sweep of URLs with passwords", ["-m", *MMLU_SCORED, CREDENTIALS[0] + f",http://c:{PASSWORDS[2]}@h3/v1",
+                                                         "report.junit={tmp}/j.xml", "hydra.sweep.dir={tmp}/sweep"],
+             check=_no_password),
+        Case("compare: control characters in sample ids", ["{tmp}/a", "{tmp}/b", "--tolerance", "2",
+                                                            "--output-dir", "{tmp}/cmp"],
+             setup=_control_character_runs, check=_well_formed, command="runner.compare"),
     ]
     return out
 
@@ -308,13 +363,15 @@ def run_case(case: Case, verbose: bool) -> str:
             case.setup(tmp)
         before = {rel: (tmp / rel).read_bytes() for rel in case.intact}
         args = [a.replace("{tmp}", name) for a in case.args]
-        if not any(a.startswith("cache.path") for a in args):
+        if case.command == "runner" and not any(a.startswith("cache.path") for a in args):
             args.append(f"cache.path={name}/gen.sqlite")
         if "--cfg" in args:
             args = [a for a in args if not a.startswith("cache.path")]
-        module = {"@compare": "runner.compare", "@extend": "runner.extend"}.get(args[0] if args else "", "runner")
+        module = {"@compare": "runner.compare", "@extend": "runner.extend"}.get(args[0] if args else "", case.command)
+        if args and args[0] in ("@compare", "@extend"):
+            args = args[1:]
         if module != "runner":
-            args = [a for a in args[1:] if not a.startswith("cache.path")]
+            args = [a for a in args if not a.startswith("cache.path")]
         command = [sys.executable, "-m", module, *args]
         if case.read_only:
             (tmp / case.read_only).mkdir()
@@ -327,6 +384,8 @@ def run_case(case: Case, verbose: bool) -> str:
         except subprocess.TimeoutExpired:
             rc, text = 124, "timed out"
         outcome = classify(case, tmp, rc, text, before)
+        if case.check is not None and outcome != "traceback":
+            outcome = "message" if case.check(tmp, rc, text) else "weak"
         if verbose and outcome != "message":
             print("\n".join("    " + line for line in text.strip().splitlines()[-12:]))
         return outcome

@@ -18,8 +18,9 @@ from omegaconf import DictConfig, OmegaConf
 from runner.config.gate import apply_policy
 from runner.config.schemas import RunnerConfig
 from runner.config.validate import check_job
-from runner.contract.secrets import redact_text, redact_tree
+from runner.contract.secrets import redact_tree
 from runner.files.paths import write_atomic
+from runner.files.redaction import redact_saved_configs
 from runner.job.answer import answer
 from runner.job.decide import acceptance_gates, advise, decide
 from runner.job.load import load
@@ -89,10 +90,7 @@ def run(cfg: DictConfig) -> Outcome:
 def redact_hydra_files(out_dir: Path) -> None:
     """Hydra saved the composed config and the overrides (``.hydra/``) before the job ran: rewrite them
     with URL credentials and secret query parameters redacted (:mod:`runner.contract.secrets`)."""
-    for path in sorted((out_dir / ".hydra").glob("*.yaml")):
-        text = path.read_text(encoding="utf-8")
-        if redact_text(text) != text:
-            write_atomic(path, redact_text(text), 0o644)
+    redact_saved_configs(out_dir / ".hydra")
 
 
 def check_scale(job: Job, reference: float) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 
 from runner.contract.errors import EXIT_OK
 from runner.contract.evaluator import CORPUS_ITEM, ScoredSample
+from runner.contract.printable import printable
+from runner.contract.secrets import redact_text, redact_tree
 from runner.files.paths import write_atomic
 from runner.job.state import Job, Loaded, Outcome
 from runner.references import samples as reference_samples
@@ -45,13 +47,14 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
             decision: Decision | None, record_path: Path | None, eval_time_s: float,
             cache_stats: dict[str, Any] | None) -> Outcome:
     task, score = job.task, metrics[job.task.metric]
-    text = report_text(task, job.model, loaded.spec, score, len(scored), params, decision, job.mode, job.notes)
+    text = printable(redact_text(report_text(task, job.model, loaded.spec, score, len(scored), params, decision,
+                                             job.mode, job.notes)))
     write_atomic(job.out_dir / "report.txt", text + "\n", 0o644)
-    payload = report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
-                             job.notes, cache_stats, job.tracker.run_id, eval_time_s)
+    payload = redact_tree(report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
+                                         job.notes, cache_stats, job.tracker.run_id, eval_time_s))
     write_atomic(job.out_dir / "report.json", json.dumps(payload, indent=2, default=str) + "\n", 0o644)
-    results = results_json(task, job.model, loaded.spec, metrics, [s.score for s in scored], loaded.info, eval_time_s,
-                           payload["decision"], corpus_standard_error(job, scored))
+    results = redact_tree(results_json(task, job.model, loaded.spec, metrics, [s.score for s in scored], loaded.info,
+                                       eval_time_s, payload["decision"], corpus_standard_error(job, scored)))
     write_atomic(job.out_dir / "results.json", json.dumps(results, indent=2, default=str) + "\n", 0o644)
     print(text, flush=True)
     job.tracker.log_metrics(tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))

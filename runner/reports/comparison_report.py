@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from runner.contract.printable import printable
+from runner.contract.secrets import redact_text
 from runner.files.paths import write_atomic
 from runner.reports.cases import Case
 from runner.reports.comparison import Comparison, summary
@@ -94,7 +96,7 @@ def case(result: Comparison, text: str) -> Case:
 
 def write_reports(result: Comparison, out_dir: Path, markdown_path: str | None = None) -> tuple[str, list[Path]]:
     """report.txt, report.json and junit.xml in ``out_dir`` (and the markdown summary when asked); the text."""
-    text = report_text(result, result.decision.exit_status)
+    text = printable(redact_text(report_text(result, result.decision.exit_status)))  # printed too
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(out_dir / "report.txt", text + "\n", 0o644)
     write_atomic(out_dir / "report.json", json.dumps(report_payload(result), indent=2, default=str) + "\n", 0o644)

@@ -10,6 +10,7 @@ from typing import Any
 from runner.contract.backend import BackendInfo
 from runner.contract.spec import AccuracySpec
 from runner.contract.task_config import ModelConfig, TaskConfig
+from runner.contract.secrets import redact_text
 from runner.files.paths import write_atomic
 from runner.stats.decision import Decision
 
@@ -17,7 +18,7 @@ from runner.stats.decision import Decision
 def write_failure(out_dir: Path, err: BaseException, run_id: str | None) -> None:
     """``failure.json`` in the job's directory: what a sweep summary lists for a job that did not finish."""
     write_atomic(out_dir / "failure.json", json.dumps(
-        {"error": f"{type(err).__name__}: {err}"[:5000], "mlflow_run_id": run_id}, indent=2) + "\n", 0o644)
+        {"error": redact_text(f"{type(err).__name__}: {err}")[:5000], "mlflow_run_id": run_id}, indent=2) + "\n", 0o644)
 
 
 def write_samples(path: Path, scored: list[Any]) -> None:

@@ -63,6 +63,7 @@ class Summary:
     mode: str = "three_way"  # stats.verdicts of the sweep
     on_inconclusive: str = "inconclusive"
     releases: list[release.ReleaseResult] = field(default_factory=list)  # under a release policy (gate=...)
+    stop_status: int | None = None  # a signal stopped the sweep: its exit status (143 SIGTERM, 130 SIGINT)
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -92,7 +93,10 @@ class Summary:
     def exit_status(self) -> int:
         """1 when a job failed or the sweep stopped early, else the verdict's status as a job's
         (0 GO, 3 NO-GO, 4 INCONCLUSIVE unless ``stats.verdicts``/``stats.on_inconclusive`` map it).
-        Under a release policy: the release's (runner/sweep/release.py)."""
+        Under a release policy: the release's (runner/sweep/release.py). A sweep a signal stopped: the
+        signal's status (143 SIGTERM, 130 SIGINT), as the process exits with it."""
+        if self.stop_status is not None:
+            return self.stop_status
         if self.releases:
             return release.release_exit(self.releases)
         if self.verdict == "FAILED":
@@ -135,8 +139,8 @@ class Summary:
         lines.append(f"sweep verdict: {reported(self.verdict, self.mode) if self.verdict in VERDICTS else self.verdict}"
                      f" ({self.correction} correction {self.alpha_text}; {len(self.flagged)} NO-GO, "
                      f"{len(self.undecided)} INCONCLUSIVE, {len(self.failed)} failed)"
-                     + (" -> the release verdict below decides the exit status" if self.releases
-                        else f" -> exit {self.exit_status}"))
+                     + (" -> the release verdict below decides the exit status"
+                        if self.releases and self.stop_status is None else f" -> exit {self.exit_status}"))
         advice = [r for r in self.undecided if r.get("advice")]
         for r in advice:
             lines.append(f"  {r['job']}: {r['advice']}")
@@ -202,20 +206,21 @@ def _clip(text: str, width: int) -> str:
 
 def build(sweep_dir: Path, correction: str, alpha: float | None, client: Any = None, parent_id: str | None = None,
           stopped: str | None = None, mode: str = "three_way", on_inconclusive: str = "inconclusive",
-          policy: Any = None) -> Summary:
+          policy: Any = None, stop_status: int | None = None) -> Summary:
     """Collect the jobs' rows, correct their tests for multiplicity, and write summary.{csv,html,json,png}
     in ``sweep_dir``. ``alpha``: None tests each at its task's alpha; a number replaces them all.
-    ``stopped``: why the multirun ended before all its jobs returned; the sweep then fails.
+    ``stopped``: why the multirun ended before all its jobs returned; the sweep then fails, with
+    ``stop_status`` when a signal stopped it (the releases too).
     ``policy``: a release policy (``gate``): the release verdicts, from the jobs' own tests."""
     dirs = sorted(_job_dirs(sweep_dir), key=_job_order)
     rows = [_row(d) for d in dirs]
     _label_configurations(rows, dirs)
     if client is not None and parent_id:
         rows += _orphans(client, parent_id, dict(zip(dirs, rows)))
-    releases = release.judge_releases(policy, rows, mode, on_inconclusive, stopped) if policy is not None else []
+    releases = release.judge_releases(policy, rows, mode, on_inconclusive, stopped, stop_status) if policy is not None else []
     judge(rows, correction, alpha)
     summary = Summary(rows, correction, alpha, sweep_dir, stopped=stopped, mode=mode, on_inconclusive=on_inconclusive,
-                      releases=releases)
+                      releases=releases, stop_status=stop_status)
     summary.files = write(summary)
     return summary
 
