@@ -20,21 +20,12 @@ from runner.references.samples import RunProvenance, SampleRow, pairing_problem,
 from runner.reports.runs import RunSample, RunSamples
 from runner.stats import advice, scale
 from runner.stats.decision import Decision, decide_against
+from runner.stats.entry import Entry
 from runner.stats.settings import StatsConfig, margin_points, validate
 from runner.stats.unpaired import HypothesisParams
 from runner.stats.verdicts import INCONCLUSIVE, Tolerance, check_binary_range
 
 BERNOULLI_SIGMA = 50.0  # the largest spread of a 0/100 score, when the runs show none
-
-
-@dataclass(frozen=True)
-class Reference:
-    """Run A as the reference :func:`decide_against` reads: its mean, no registered threshold."""
-
-    value: float
-    path: str
-    index: int = 0
-    threshold: float | None = None
 
 
 def _scored(sample_id: str, prompt: str, score: float) -> ScoredSample:
@@ -136,7 +127,8 @@ def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta
                             "--unpaired for TensorRT-LLM's unpaired test of the two means (far less power)")
     ref_samples = [a.samples[i] for i in common] if problem is None else list(a.samples.values())
     new_samples = [b.samples[i] for i in common] if problem is None else list(b.samples.values())
-    reference = Reference(_mean(ref_samples), a.where)
+    # run A as the reference: its mean over the samples it contributes, measured on that many
+    reference = Entry(_mean(ref_samples), samples_measured=len(ref_samples), path=a.where)
     tolerance = tolerance_for(stats, a, reference.value)
     if all(s.score in (0.0, 100.0) for s in ref_samples + new_samples):
         check_binary_range(tolerance.points, margin_points(stats, reference.value), "--tolerance / --margin")

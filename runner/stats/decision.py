@@ -27,6 +27,7 @@ from runner.contract.errors import ConfigError
 from runner.contract.evaluator import CorpusMetric
 from runner.stats import claims as claim_rules, clustered_rules, clustering, paired as paired_stats, pairing, scale
 from runner.stats.corpus_rules import decide_corpus
+from runner.stats.entry import ReferenceEntry
 from runner.stats.settings import margin_points
 from runner.stats.unpaired import HypothesisParams, Verdict, decide
 from runner.stats.verdicts import (GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, decisive, exit_status,
@@ -333,7 +334,7 @@ class Decision:
 _CLUSTER_KEYS = ("cluster_key", "clusters", "clustered_n", "design_effect", "design_effect_estimated")
 
 
-def _deterministic_rule(reference: Any, params: HypothesisParams) -> str | None:
+def _deterministic_rule(reference: ReferenceEntry, params: HypothesisParams) -> str | None:
     if reference.threshold is not None:
         return "explicit_threshold"
     if params.sigma == 0:
@@ -341,7 +342,7 @@ def _deterministic_rule(reference: Any, params: HypothesisParams) -> str | None:
     return None
 
 
-def decide_against(reference: Any, scored: Sequence[Any], score: float, params: HypothesisParams,
+def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: float, params: HypothesisParams,
                    stats: Any, chance_level: float | None, metric: str, rows: Mapping[str, Any] | None = None,
                    pairing_problem: str | None = None, gates: Sequence[Any] = (),
                    tolerance: Tolerance | None = None, cluster_key: str | None = None,
@@ -370,7 +371,7 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
     if tolerance is None:
         raise ValueError("a statistical rule needs the tolerance of the GO claim")
 
-    n_ref = getattr(reference, "samples_measured", None)
+    n_ref = reference.samples_measured
     if n_ref is not None and n_ref != params.num_samples:
         params = replace(params, reference_samples=n_ref)
         notes.append(f"unpaired test: the reference was measured on {n_ref} samples and this run on "

@@ -60,8 +60,7 @@ def _decide(ref: Any, new: Any, labels: list[str], tolerance: float, paired: boo
     """The job's decision on one simulated run: ``ref`` per-sample scores (paired) or None (unpaired, with the
     reference value ``ref`` as a number)."""
     from runner.contract.evaluator import ScoredSample
-    from runner.contract.spec import AccuracySpec
-    from runner.references.store import Reference
+    from runner.stats.entry import Entry
     from runner.stats.decision import decide_against
     from runner.stats.settings import StatsConfig
     from runner.stats.unpaired import HypothesisParams
@@ -72,7 +71,7 @@ def _decide(ref: Any, new: Any, labels: list[str], tolerance: float, paired: boo
     params = HypothesisParams(ALPHA, 0.2, 50.0, n)
     scored = [ScoredSample(i, "", "", "", float(v), {"cluster": c}) for i, v, c in zip(ids, new, labels)]
     value = float(sum(ref) / n) if paired else float(ref)
-    reference = Reference("calibration", "m", AccuracySpec(), value, params, None, None, None, 0, None)  # type: ignore[arg-type]
+    reference = Entry(value)
     rows = {i: SimpleNamespace(score=float(v)) for i, v in zip(ids, ref)} if paired else None
     return decide_against(reference, scored, float(sum(new) / n), params, StatsConfig(), None, "accuracy", rows,
                           None, (), Tolerance(tolerance, "calibration"), cluster_key="cluster")

@@ -25,16 +25,14 @@ def product_params(n: int, n_ref: int) -> Any:
     """The unpaired test's parameters as the job builds them for a run of ``n`` against an entry recorded on
     ``n_ref`` samples."""
     from runner.contract.evaluator import ScoredSample
-    from runner.contract.spec import AccuracySpec
-    from runner.references.store import Reference
+    from runner.stats.entry import Entry
     from runner.stats.decision import decide_against
     from runner.stats.settings import StatsConfig
     from runner.stats.unpaired import HypothesisParams
     from runner.stats.verdicts import Tolerance
 
     params = HypothesisParams(ALPHA, 0.2, SIGMA, n)
-    reference = Reference("calibration", "m", AccuracySpec(), 50.0, params, None, None, None, 0,  # type: ignore[arg-type]
-                          {"num_samples": n_ref})
+    reference = Entry(50.0, samples_measured=n_ref)
     scored = [ScoredSample(f"s{i}", "", "", "", 100.0 * (i % 2), {}) for i in range(n)]
     decision = decide_against(reference, scored, 50.0, params, StatsConfig(), None, "accuracy", None, None, (),
                               Tolerance(1.0, "calibration"))
