@@ -12,7 +12,7 @@ import importlib
 
 from runner.stats.calibration.cells import Cell, Grid, Rate
 
-FAMILIES: tuple[str, ...] = ()  # module names under runner.stats.calibration, one per rule family
+FAMILIES: tuple[str, ...] = ("continuous",)  # module names under runner.stats.calibration, one per rule family
 
 
 def cells(grid: Grid, families: tuple[str, ...] | None = None) -> list[Cell]:
