@@ -55,7 +55,7 @@ def decision_at(job: Job, reference: Reference, samples: list[Sample], scored: l
     return decide_against(reference, scored, metrics[job.task.metric], params, job.config.stats,
                           ev.chance_level(samples), job.task.metric, rows, problem,
                           [*ev.extra_gates(metrics, reference), *job.gates], job.tolerance,
-                          cluster_key=job.task.cluster_key, corpus=ev.corpus_metric())
+                          cluster_key=job.task.cluster_key, corpus=ev.corpus_metric(), score_bounds=ev.score_bounds())
 
 
 def acceptance_gates(job: Job) -> list[AcceptanceGate]:

@@ -5,7 +5,7 @@
 * paired 0/100 scores: the regression claim is McNemar's exact test (margin 0) or Tango's score test
   backed by the exact unconditional one (margin > 0), the tolerance claim the latter at the tolerance,
   so zero discordant pairs do not prove a tolerance by themselves; both bounds invert the latter family;
-* paired continuous scores: the paired t (or bootstrap) test's own interval, both sides;
+* paired continuous scores: the bounds that invert the paired betting (or t, or bootstrap) test, each side its own;
 * sequential looks: the repeated confidence interval of the look where the job stopped (for 0/100
   scores its tolerance side is Tango's bound at that look's critical value).
 """
@@ -79,8 +79,13 @@ def _pinned(bound: float, threshold: float, shown: bool, above: bool) -> float:
 
 
 def continuous(result: Any, within_result: Any) -> Claims:
-    """Paired t or bootstrap: ``result`` tested the margin, ``within_result`` the tolerance (same interval)."""
-    low, high = result.ci
+    """Paired betting, t or bootstrap: ``result`` tested the margin, ``within_result`` the tolerance; each side of
+    the interval is the bound that inverts its own test (the bad side from ``result``, the good side from
+    ``within_result``)."""
+    hib = result.higher_is_better
+    gain_low = oriented(*within_result.ci, hib)[0]
+    gain_high = oriented(*result.ci, hib)[1]
+    low, high = oriented(gain_low, gain_high, hib)
     return Claims(regression=not result.passed, within=within_result.passed, low=low, high=high,
                   method=f"{result.ci_method} (both sides)", p_within=within_result.p_value)
 

@@ -8,7 +8,7 @@ Precedence (the first rule that applies decides):
    so one lost passkey of 20 fails, as upstream.
 3. **paired**: the reference kept per-sample scores for the same samples (same ids, seed,
    dataset source and prompts; ``stats.method=auto|paired``): McNemar's exact test for 0/100
-   scores, a paired t-test (or bootstrap) otherwise. It needs far fewer samples for the same power.
+   scores, the finite-sample betting test for other bounded scores, a paired t-test for unbounded ones. It needs far fewer samples for the same power.
 4. **unpaired**: TensorRT-LLM's threshold test.
 
 Rules 3 and 4 test two claims (:mod:`runner.stats.verdicts`): a drop beyond ``stats.margin`` (NO-GO)
@@ -346,7 +346,7 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
                    stats: Any, chance_level: float | None, metric: str, rows: Mapping[str, Any] | None = None,
                    pairing_problem: str | None = None, gates: Sequence[Any] = (),
                    tolerance: Tolerance | None = None, cluster_key: str | None = None,
-                   corpus: CorpusMetric | None = None) -> Decision:
+                   corpus: CorpusMetric | None = None, score_bounds: tuple[float, float] | None = None) -> Decision:
     """Apply the precedence of the module docstring; ``params.num_samples`` is the number evaluated.
 
     ``rows``: the reference's per-sample scores by sample id (each with a ``score``), when the job loaded
@@ -355,7 +355,8 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
     task's (a field of each sample's meta); with ``stats.cluster=auto`` the statistical rules use
     cluster-robust standard errors (:mod:`runner.stats.clustering`). ``corpus``: the task's corpus metric over
     the samples' ``meta[CORPUS_ITEM]`` (None: the metric is the mean of the scores); its rules are the bootstrap's
-    (:mod:`runner.stats.corpus`), resampling clusters where the job clusters."""
+    (:mod:`runner.stats.corpus`), resampling clusters where the job clusters. ``score_bounds``: the range of every
+    per-sample score (the task's); with them a continuous metric's paired test is the finite-sample betting test."""
 
     notes: list[str] = []
     margin = margin_points(stats, reference.value)
@@ -407,7 +408,8 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
             complete = pairs.n_matched == len(new_scores)
             if complete or stats.method == "paired":
                 clusters = None if labels is None else (key, [labels[i] for i in pairs.ids])
-                result, claims = _paired(pairs, params, stats, margin, tolerance.points, clusters, notes)
+                result, claims = _paired(pairs, params, stats, margin, tolerance.points, clusters, notes,
+                                         score_bounds)
                 if not complete:
                     notes.append(f"paired test on the {pairs.n_matched} of {len(new_scores)} samples the reference also scored")
             else:
@@ -440,15 +442,17 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
 
 
 def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float,
-            clusters: tuple[str, list[str]] | None, notes: list[str]) -> tuple[Any, Claims]:
+            clusters: tuple[str, list[str]] | None, notes: list[str],
+            bounds: tuple[float, float] | None = None) -> tuple[Any, Claims]:
     """The paired test of the regression claim, and both claims with their interval; ``clusters``: the cluster
     key and each pair's cluster, when the job clusters (each claim then needs both the clustered test of the mean
-    difference and the independent test: :func:`runner.stats.clustered_rules.paired`)."""
+    difference and the independent test: :func:`runner.stats.clustered_rules.paired`); ``bounds``: the task's score
+    bounds."""
 
     if clusters is not None:
-        independent = _paired(pairs, params, stats, margin, tolerance, None, notes)
+        independent = _paired(pairs, params, stats, margin, tolerance, None, notes, bounds)
         return clustered_rules.paired(pairs, params, stats, margin, tolerance, *clusters, notes, independent)
-    kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed)
+    kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed, bounds=bounds)
     result = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=margin,
                                       gate="regression", **kw)
     if result.discordant is not None:
@@ -457,5 +461,16 @@ def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tol
                                           not result.passed)
     within = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=tolerance,
                                       gate="noninferiority", **kw)
+    if result.method != paired_stats.BETTING:
+        notes.append(_asymptotic_note(stats.paired_test, paired_stats.score_bounds(pairs, bounds) is not None))
     return result, claim_rules.continuous(result, within)
+
+
+def _asymptotic_note(chosen: str, bounded: bool) -> str:
+    """Why a continuous metric's verdict rests on a test whose alpha holds only for large n."""
+    if bounded:
+        return (f"stats.paired_test={chosen}: an asymptotic test; with few changed samples or skewed differences its "
+                "false GO / NO-GO rate can exceed alpha (stats.paired_test=auto uses the finite-sample betting test)")
+    return ("the task declares no score bounds (an unbounded metric): the paired t-test decides, and its alpha holds "
+            "only for large n; no test of an unbounded mean holds it at every n (Bahadur & Savage 1956)")
 

@@ -13,7 +13,7 @@ from runner.stats.unpaired import GATES
 from runner.stats.verdicts import check_percent, validate as validate_verdicts
 
 METHODS = ("auto", "unpaired", "paired")
-PAIRED_TESTS = ("auto", "mcnemar", "t", "bootstrap")
+PAIRED_TESTS = ("auto", "mcnemar", "betting", "t", "bootstrap")
 MARGIN_UNITS = ("points", "percent")
 
 
@@ -22,7 +22,9 @@ class StatsConfig:
     """How the verdict is decided: the rules, the margin and tolerance, and how the exit status reads it."""
 
     method: str = "auto"  # auto (paired when possible) | unpaired (TensorRT-LLM's threshold) | paired
-    paired_test: str = "auto"  # auto (McNemar for 0/1 scores, t otherwise) | mcnemar | t | bootstrap
+    # auto: McNemar for 0/100 scores, the finite-sample betting test for other bounded scores (the task's
+    # score_bounds), the t-test for unbounded ones | mcnemar | betting | t | bootstrap (t and bootstrap: asymptotic)
+    paired_test: str = "auto"
     bootstrap_seed: int = 0
     # resamples of a corpus metric's bootstrap (corpus BLEU, pooled perplexity): each recomputes the metric on both
     # sides; its p-value resolves 1 / (this + 1)

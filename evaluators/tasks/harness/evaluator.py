@@ -43,6 +43,8 @@ from runner.contract.requests import Request, Response
 FRACTION_METRICS = ("acc", "acc_norm", "acc_bytes", "acc_mutual_info", "exact_match", "f1", "mcc", "brier_score",
                     "prompt_level_strict_acc", "prompt_level_loose_acc", "inst_level_strict_acc",
                     "inst_level_loose_acc", "em", "contains")
+# those whose per-document value lies within [0, 1] (a Brier score reaches 2; MCC is a corpus figure)
+BOUNDED_FRACTIONS = tuple(m for m in FRACTION_METRICS if m not in ("brier_score", "mcc"))
 
 
 def allocate(sizes: dict[str, int], n: int) -> dict[str, int]:
@@ -294,6 +296,11 @@ class HarnessEvaluator(Evaluator):
         over every document's value, times the scale (``corpus``: with its additive form where it has one); the
         decision bootstraps it."""
         return self._corpus
+
+    def score_bounds(self) -> tuple[float, float] | None:
+        """A per-document fraction of 1 (accuracy, exact match, F1) lies within 0 and the scale; other metrics'
+        ranges are not known here."""
+        return (0.0, self.scale) if self.mean_metric and self.metric in BOUNDED_FRACTIONS else None
 
     def chance_level(self, samples: Sequence[Sample]) -> float | None:
         """Multiple choice scored by accuracy: 100 / options; else the configured level."""
