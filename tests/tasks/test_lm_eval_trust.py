@@ -137,3 +137,42 @@ def test_a_billion_laughs_task_is_refused_quickly(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("loading the task ran for 60 s")
     assert "aliases" in proc.stdout and "task.yaml_max_nodes" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+
+
+def foreign_run(tmp_path: Path, *consent: str) -> Path:
+    """A run directory handed over by someone else: its saved overrides grant consent to run its task's code."""
+    import yaml
+
+    tasks = tmp_path / "tasks"
+    evil(tasks, tmp_path / "marker")
+    (tasks / "t.yaml").write_text(task("t", "!function"))
+    run_dir = tmp_path / "foreign"
+    (run_dir / ".hydra").mkdir(parents=True, exist_ok=True)
+    overrides = ["task=lm_eval", "task.lm_eval_task=t", f"task.include_path={tasks}", *consent, "backend=fake",
+                 "tracking=none", "reference.mode=skip", "stats.extensions=1", "task.num_samples=2",
+                 f"cache.path={tmp_path / 'gen.sqlite'}"]
+    (run_dir / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({
+        "task": {"num_samples": 2, "trust_include_code": "task.trust_include_code=true" in consent, "include_allow": []},
+        "model": {"trust_remote_code": False}, "stats": {"extensions": 1, "extend": []}}))
+    return run_dir
+
+
+def test_runner_extend_never_inherits_trust_from_a_run_directory(tmp_path):
+    run_dir = foreign_run(tmp_path, "task.trust_include_code=true")
+    proc = subprocess.run([sys.executable, "-m", "runner.extend", str(run_dir), "2"], cwd=tmp_path, timeout=300,
+                          capture_output=True, text=True,
+                          env=os.environ | {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
+    assert "does not inherit consent" in proc.stderr and "--trust-include-code" in proc.stderr, proc.stderr
+    assert not (tmp_path / "marker").exists()
+
+
+def test_runner_extend_takes_consent_from_its_own_command_line_only(tmp_path):
+    from runner.commands.extend import Consent, overrides_for
+
+    quiet = foreign_run(tmp_path)  # saved without consent, but its config could still compose it: false is appended
+    assert overrides_for(quiet, 2)[-5:-2] == ["model.trust_remote_code=false", "task.trust_include_code=false",
+                                              "task.include_allow=[]"]
+    granted = overrides_for(foreign_run(tmp_path, "task.trust_include_code=true"), 2, Consent(trust_include_code=True))
+    assert granted.count("task.trust_include_code=true") == 1 and granted[-4] == "task.trust_include_code=true"
