@@ -176,3 +176,18 @@ def test_runner_extend_takes_consent_from_its_own_command_line_only(tmp_path):
                                               "task.include_allow=[]"]
     granted = overrides_for(foreign_run(tmp_path, "task.trust_include_code=true"), 2, Consent(trust_include_code=True))
     assert granted.count("task.trust_include_code=true") == 1 and granted[-4] == "task.trust_include_code=true"
+
+
+def test_a_prompt_template_cannot_reach_python(tmp_path):
+    """A template is a plain string, no tag: lm-eval renders it in Jinja, whose globals reach ``os``."""
+    from runner.job.flow import run
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    hostile = "{{ cycler.__init__.__globals__.os.system('touch " + str(tmp_path / "marker") + "') }}"
+    (tasks / "t.yaml").write_text(task("t").replace("doc_to_text: \"Question:", f"doc_to_text: \"{hostile}Question:"))
+    with pytest.raises(ConfigError, match="sandbox") as err:
+        run(compose(["task=lm_eval", "task.lm_eval_task=t", f"task.include_path={tasks}", "backend=fake",
+                     "tracking=none", "reference.mode=skip", f"output_dir={tmp_path / 'out'}", "task.num_samples=2"]))
+    assert "doc_to_text" in str(err.value) or "template" in str(err.value)
+    assert not (tmp_path / "marker").exists()

@@ -94,8 +94,40 @@ def load_subtasks(name: str, policy: Policy | None) -> list[Subtask]:
     Local YAMLs are indexed alone first (indexing lm-eval's thousands of installed tasks takes seconds);
     a name they do not define is looked up among the installed tasks."""
     check_installed()
+    sandbox_templates()
     with _reading(policy):
         return _load_subtasks(name, None if policy is None else policy.include_path)
+
+
+def sandbox_templates() -> None:
+    """lm-eval's prompt templates rendered in Jinja's immutable sandbox: a template is a plain string in a task
+    file, and in lm-eval's own environment ``{{ cycler.__init__.__globals__.os.system(...) }}`` runs anything.
+    The sandbox refuses private attributes, unsafe calls and mutation (a ConfigError, wherever lm-eval renders);
+    prompts built from data render as before."""
+    import lm_eval.utils
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+    def refused(what: str) -> ConfigError:
+        return ConfigError("an lm-eval prompt template reaches Python beyond the data (refused by Jinja's sandbox)",
+                           where="a template of the task (doc_to_text, doc_to_target, doc_to_choice, ...)",
+                           given=what[:200], fix="templates may read the document's fields and call Jinja's filters")
+
+    class Sandbox(ImmutableSandboxedEnvironment):
+        def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+            raise refused(f"{type(obj).__name__}.{attribute}")
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - jinja's
+            try:
+                return super().call(__context, __obj, *args, **kwargs)
+            except SecurityError as err:
+                raise refused(str(err)) from None
+
+    current = lm_eval.utils.env
+    if type(current).__name__ == "Sandbox":
+        return
+    sandbox = Sandbox(loader=current.loader, undefined=current.undefined, keep_trailing_newline=current.keep_trailing_newline)
+    sandbox.filters.update(current.filters)
+    lm_eval.utils.env = sandbox
 
 
 @contextlib.contextmanager
