@@ -105,7 +105,7 @@ def sandbox_templates() -> None:
     The sandbox refuses private attributes, unsafe calls and mutation (a ConfigError, wherever lm-eval renders);
     prompts built from data render as before."""
     import lm_eval.utils
-    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError  # lazy: comes with lm-eval, needed with it
 
     def refused(what: str) -> ConfigError:
         return ConfigError("an lm-eval prompt template reaches Python beyond the data (refused by Jinja's sandbox)",
