@@ -10,7 +10,8 @@ An outcome is one of:
   the case expects (what the input is: "symlink loop", "sqlite:///", ...);
 - ``weak``: exit status != 0 without a traceback, but the message misses where the problem is or
   what it is (a symlink loop reported as a missing file), or a file the user owned was changed;
-- ``accepted``: exit status 0: the input ran as if it were fine;
+- ``accepted``: exit status 0: the input ran as if it were fine; or code the case's task files name ran
+  (their module writes a marker file on import), whatever the exit status;
 - ``traceback``: a Python traceback on the terminal.
 
 A case whose input is legal but hostile (a password in a URL, a control character in a sample id) has a
@@ -57,7 +58,8 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     read_only: str | None = None  # a directory (under {tmp}) mounted read-only for the run (``unshare -rm``, Linux)
     check: Callable[[Path, int, str], bool] | None = None  # (tmp, exit status, output): the outputs are right
-    command: str = "runner"  # the module run: runner, runner.compare
+    absent: list[str] = field(default_factory=list)  # files (under {tmp}) whose existence after the run means code ran
+    module: str = "runner"  # python -m MODULE ARGS
 
 
 def _write(rel: str, content: str | bytes) -> Callable[[Path], None]:
@@ -141,6 +143,52 @@ def _control_character_runs(tmp: Path) -> None:
         (run / "config.yaml").write_text("seed: 0\ntask: {name: toy, metric: accuracy, higher_is_better: true}\n")
         (run / "report.json").write_text(json.dumps({"task": "toy", "spec": {"extra_acc_spec": "dataset=local"}}))
 
+
+
+ARC = ROOT / "tests" / "data" / "arc_easy" / "test.jsonl"
+LM_EVAL = ["backend=fake", "task=lm_eval", "task.lm_eval_task=t", "task.include_path={tmp}/tasks", *QUIET,
+           "task.num_samples=2"]
+MARKER_MODULE = "import pathlib\npathlib.Path(__file__).parent.parent.joinpath('marker').write_text('ran')\n\n\n" \
+                "def process_docs(dataset):\n    return dataset\n"
+
+
+def _lm_eval_task(name: str = "t", code: str = "", extra: str = "") -> str:
+    """A task over the ARC fixture; ``code``: the tag of a ``process_docs`` naming evil.process_docs (whose module
+    writes {tmp}/marker on import)."""
+    return (f"task: {name}\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {ARC}\ntest_split: test\n"
+            "output_type: multiple_choice\ndoc_to_text: \"Question: {{question}}\\nAnswer:\"\n"
+            "doc_to_target: \"{{choices.label.index(answerKey)}}\"\ndoc_to_choice: \"{{choices.text}}\"\n"
+            "metric_list:\n  - metric: acc\n" + (f"process_docs: {code} evil.process_docs\n" if code else "") + extra)
+
+
+def _tasks(files: dict[str, str | bytes], evil_in: tuple[str, ...] = ("tasks",)) -> Callable[[Path], None]:
+    """Task files under {tmp} (``{tmp}`` in their text replaced), and the marker-writing module in ``evil_in``."""
+    def setup(tmp: Path) -> None:
+        for rel, content in files.items():
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content if isinstance(content, bytes) else content.replace("{tmp}", str(tmp)).encode())
+        for rel in evil_in:
+            (tmp / rel).mkdir(parents=True, exist_ok=True)
+            (tmp / rel / "evil.py").write_text(MARKER_MODULE)
+    return setup
+
+
+def _foreign_run(tmp: Path) -> None:
+    """A run directory from someone else whose saved overrides grant trust to its task's code."""
+    _tasks({"tasks/t.yaml": _lm_eval_task(code="!function")})(tmp)
+    (tmp / "run" / ".hydra").mkdir(parents=True)
+    overrides = [o.replace("{tmp}", str(tmp)) for o in LM_EVAL] + [
+        "task.trust_include_code=true", "stats.extensions=1", f"cache.path={tmp}/gen.sqlite"]
+    (tmp / "run" / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    (tmp / "run" / "config.yaml").write_text(
+        "task: {num_samples: 2, trust_include_code: true}\nmodel: {trust_remote_code: false}\n"
+        "stats: {extensions: 1, extend: []}\n")
+
+
+BOMB = "metadata:\n  a0: &a0 [" + ", ".join(["lol"] * 10) + "]\n" + "".join(
+    f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 10))
+SSTI = "{{ cycler.__init__.__globals__.os.system('touch {tmp}/marker') }}"
 
 MMLU_LOCAL = ["backend=fake", "task=mmlu", *QUIET, "task.dataset.source=local", "task.num_fewshot=0",
               "task.num_samples=2"]
@@ -291,7 +339,33 @@ def cases() -> list[Case]:
              check=_no_password),
         Case("compare: control characters in sample ids", ["{tmp}/a", "{tmp}/b", "--tolerance", "2",
                                                             "--output-dir", "{tmp}/cmp"],
-             setup=_control_character_runs, check=_well_formed, command="runner.compare"),
+             setup=_control_character_runs, check=_well_formed, module="runner.compare"),
+        # ---- lm-eval task files (issue 39): code runs only with task.trust_include_code=true on this command line
+        *[Case(f"lm-eval: {what}", LM_EVAL, want, _tasks(files, evil_in), absent=["marker"]) for what, want, files, evil_in in (
+            ("include ../ outside the include path", "outside the include path",
+             {"tasks/t.yaml": "include: ../outside/base.yaml\ntask: t\n",
+              "outside/base.yaml": _lm_eval_task("base", "!function")}, ("outside",)),
+            ("include of an absolute path", "outside the include path",
+             {"tasks/t.yaml": "include: {tmp}/outside/base.yaml\ntask: t\n",
+              "outside/base.yaml": _lm_eval_task("base", "!function")}, ("outside",)),
+            ("%TAG directive (!f!ction)", "trust_include_code",
+             {"tasks/t.yaml": "%TAG !f! !fun\n---\n" + _lm_eval_task(code="!f!ction")}, ("tasks",)),
+            ("URI-escaped tag (!fun%63tion)", "trust_include_code", {"tasks/t.yaml": _lm_eval_task(code="!fun%63tion")},
+             ("tasks",)),
+            ("UTF-16 task file", "trust_include_code", {"tasks/t.yaml": _lm_eval_task(code="!function").encode("utf-16")},
+             ("tasks",)),
+            ("'#' in a quoted string before the tag", "trust_include_code",
+             {"tasks/t.yaml": "{" + ", ".join(["task: t", "dataset_path: json", f"dataset_kwargs: {{data_files: {{test: '{ARC}'}}}}",
+                                               "test_split: test", "output_type: multiple_choice",
+                                               "doc_to_text: 'Q # {{question}}'", "doc_to_target: 0",
+                                               "doc_to_choice: '{{choices.text}}'", "metric_list: [{metric: acc}]",
+                                               "process_docs: !function evil.process_docs"]) + "}\n"}, ("tasks",)),
+            ("billion laughs in metadata", "task.yaml_max_nodes", {"tasks/t.yaml": _lm_eval_task(extra=BOMB)}, ()),
+            ("prompt template reaching Python", "sandbox",
+             {"tasks/t.yaml": _lm_eval_task().replace('doc_to_text: "', 'doc_to_text: "' + SSTI)},
+             ()))],
+        Case("runner.extend: a foreign run's trust_include_code", ["{tmp}/run", "2"], "does not inherit", _foreign_run,
+             absent=["marker"], module="runner.extend"),
     ]
     return out
 
@@ -347,7 +421,7 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
 def classify(case: Case, tmp: Path, rc: int, text: str, before: dict[str, bytes]) -> str:
     if "Traceback (most recent call last)" in text:
         return "traceback"
-    if rc == 0:
+    if rc == 0 or any((tmp / rel).exists() for rel in case.absent):
         return "accepted"
     changed = [rel for rel, data in before.items() if not (tmp / rel).exists() or (tmp / rel).read_bytes() != data]
     clear = "error:" in text and "where:" in text and case.expect.lower() in text.lower()
@@ -363,11 +437,11 @@ def run_case(case: Case, verbose: bool) -> str:
             case.setup(tmp)
         before = {rel: (tmp / rel).read_bytes() for rel in case.intact}
         args = [a.replace("{tmp}", name) for a in case.args]
-        if case.command == "runner" and not any(a.startswith("cache.path") for a in args):
+        if case.module == "runner" and not any(a.startswith("cache.path") for a in args):
             args.append(f"cache.path={name}/gen.sqlite")
         if "--cfg" in args:
             args = [a for a in args if not a.startswith("cache.path")]
-        module = {"@compare": "runner.compare", "@extend": "runner.extend"}.get(args[0] if args else "", case.command)
+        module = {"@compare": "runner.compare", "@extend": "runner.extend"}.get(args[0] if args else "", case.module)
         if args and args[0] in ("@compare", "@extend"):
             args = args[1:]
         if module != "runner":

@@ -8,17 +8,16 @@ and a few others only). Each is named with the task, not left as a traceback.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from evaluators.tasks.harness.loading import Subtask, load_subtasks
+from evaluators.tasks.harness.loading import Policy, Subtask, load_subtasks
 from runner.contract.errors import ConfigError, DataError, UserError
 
 
-def load_checked(name: str, include: Path | None) -> list[Subtask]:
+def load_checked(name: str, policy: Policy | None) -> list[Subtask]:
     """:func:`loading.load_subtasks`, with lm-eval's and ``datasets``' bare exceptions as messages."""
     try:
-        return load_subtasks(name, include)
+        return load_subtasks(name, policy)
     except UserError:
         raise
     except TypeError as err:  # TaskConfig(**yaml): a key lm-eval does not know

@@ -81,7 +81,8 @@ class HarnessEvaluator(Evaluator):
         if config.fewshot_as_multiturn and not config.apply_chat_template:
             raise ConfigError("few-shot turns exist only in a chat", where="task.fewshot_as_multiturn",
                               given="true with task.apply_chat_template=false", fix="set task.apply_chat_template=true")
-        include = check_include_path(config.include_path, config.trust_include_code)
+        include = check_include_path(config.include_path, config.trust_include_code, list(config.include_allow),
+                                     config.yaml_max_kb, config.yaml_max_nodes)
         self.subtasks: list[Subtask] = load_checked(config.lm_eval_task, include)
         for sub in self.subtasks:
             self._configure(sub.task)
