@@ -21,6 +21,7 @@ from typing import Any
 from runner.contract.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
 from runner.contract.task_config import TaskConfig
 from runner.stats.unpaired import compute_theta
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
 GO, NO_GO, INCONCLUSIVE = "GO", "NO-GO", "INCONCLUSIVE"
 VERDICTS = (GO, NO_GO, INCONCLUSIVE)
@@ -206,7 +207,6 @@ def decisive(bound: float, threshold: float, shown: bool, above: bool, decimals:
     outwards never puts an unshown claim's bound on the deciding side; digits are added (from
     ``decimals``) until a shown claim's bound prints strictly past its printed threshold, so a GO bound
     never prints equal to the tolerance."""
-    from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
     threshold += 0.0  # -0.0 prints as 0
     exact_b, exact_t = Decimal(bound), Decimal(threshold)
