@@ -12,7 +12,10 @@ spread keeps their correlation.
   the jackknife influence of each unit otherwise). The p-values and the interval are the bootstrap-t's
   (studentized; equal-tailed and symmetric, a claim needing both), the interval at the order statistics that
   invert the p-values, so it always agrees with the verdict. The plain basic bootstrap let heavy-tailed
-  corpora through: its false GO reached 0.11 at 57 documents.
+  corpora through: its false GO reached 0.11 at 57 documents. A resample that drew no changed unit (a
+  document whose items differ between the runs) says nothing of the change and counts against every claim:
+  with no changed document nothing is shown at any n (a pooled metric has no range that bounds a change no
+  document showed), and a claim needs about (1 - k/n)^n < alpha, k the changed documents (3 or more).
 """
 
 from __future__ import annotations
@@ -151,6 +154,8 @@ class Replicates:
     n: int
     resampled: str  # "documents" or "clusters"
     studentized_by: str  # "delta method" or "jackknife influence"
+    changed: int = -1  # units whose items (or statistics) differ between the sides; -1: not counted
+    blind: Any = None  # numpy bool array: the resamples that drew no changed unit
 
     @property
     def studentized(self) -> Any:
@@ -183,6 +188,7 @@ def replicate(ref: Sequence[Any], new: Sequence[Any], metric: CorpusMetric, n_bo
     if _additive(metric):
         diffs, spreads, spread = _delta(metric, ref, new, groups, drawn)
         how = "delta method"
+        changed = (_unit_rows(metric, ref, groups) != _unit_rows(metric, new, groups)).any(axis=1)
     else:
         diffs = _values(metric, new, groups, drawn) - _values(metric, ref, groups, drawn)
         influence = _jackknife(metric, ref, new, groups)
@@ -190,8 +196,20 @@ def replicate(ref: Sequence[Any], new: Sequence[Any], metric: CorpusMetric, n_bo
                                   for part in np.array_split(drawn, max(1, drawn.size // CHUNK))])
         spread = float(_spread(np.ones(len(groups)), influence))
         how = "jackknife influence"
+        changed = np.asarray([any(_plain(ref[i]) != _plain(new[i]) for i in group) for group in groups])
+    blind = ~changed[drawn].any(axis=1)
     return Replicates(ref_value, new_value, diffs, spreads, spread, n,
-                      "clusters" if clusters is not None else "documents", how)
+                      "clusters" if clusters is not None else "documents", how, int(changed.sum()), blind)
+
+
+def _plain(item: Any) -> Any:
+    """An item as plain nested lists and scalars, so a tuple, a list and a numpy row with equal entries compare
+    equal (items read back from JSON are lists)."""
+    if hasattr(item, "tolist"):
+        item = item.tolist()
+    if isinstance(item, (list, tuple)):
+        return [_plain(x) for x in item]
+    return item
 
 
 def _delta(metric: CorpusMetric, ref: Sequence[Any], new: Sequence[Any], groups: list[list[int]],
@@ -245,8 +263,9 @@ def paired_corpus_test(reps: Replicates, alpha: float, beta: float, higher_is_be
     observed = reps.new - reps.reference
     sign = 1.0 if higher_is_better else -1.0
     t = reps.studentized
-    found = [_bootstrap_t(observed, reps.spread, draws, sign, tolerance, alpha, gate == "regression")
-             for draws in (t, np.concatenate([t, -t]))]
+    blind = reps.blind if reps.blind is not None else np.zeros(t.size, dtype=bool)
+    found = [_bootstrap_t(observed, reps.spread, draws, unseen, sign, tolerance, alpha, gate == "regression")
+             for draws, unseen in ((t, blind), (np.concatenate([t, -t]), np.concatenate([blind, blind])))]
     p = max(p for p, _ in found)
     ci = (min(c[0] for _, c in found), max(c[1] for _, c in found))
     se = float(reps.differences.std(ddof=1))
@@ -255,26 +274,35 @@ def paired_corpus_test(reps: Replicates, alpha: float, beta: float, higher_is_be
         method=f"paired corpus bootstrap-t ({reps.differences.size} resamples of the {reps.resampled})",
         n=reps.n,
         mean_diff=observed,
-        theta_paired=_k(alpha, beta) * se,
+        theta_paired=_k(alpha, beta) * se if reps.changed != 0 else math.inf,
         reference_mean=reps.reference,
         new_mean=reps.new,
         sd_diff=se * math.sqrt(reps.n),
         ci=ci,
         ci_method=f"bootstrap-t, equal-tailed and symmetric (the wider), over resampled {reps.resampled}, "
-                  f"se by the {reps.studentized_by} (inverts its p-values)",
+                  f"se by the {reps.studentized_by} (inverts its p-values)"
+                  + (f"; no {reps.resampled[:-1]} differs between the runs, so nothing is shown" if reps.changed == 0
+                     else ""),
         pooled=True,
     )
 
 
-def _bootstrap_t(observed: float, spread: float, t: Any, sign: float, tolerance: float, alpha: float,
+def _bootstrap_t(observed: float, spread: float, t: Any, blind: Any, sign: float, tolerance: float, alpha: float,
                  regression: bool) -> tuple[float, tuple[float, float]]:
     """The p-value and interval of one bootstrap-t construction: the basic bootstrap's order statistics on
-    the pseudo-replicates ``observed + se t*``, whose basic replicates are ``observed - se t*``."""
+    the pseudo-replicates ``observed + se t*``, whose basic replicates are ``observed - se t*``. A ``blind``
+    resample (it drew no changed unit, so it says nothing of the change) counts against every claim: at the
+    far end for the p-value of the gate at hand and for each end of the interval."""
     import numpy as np
 
     with np.errstate(invalid="ignore"):
         pseudo = observed + spread * t
     pseudo[np.isnan(pseudo)] = observed  # se 0 on the observed samples: nothing to scale
-    finite = pseudo[np.isfinite(pseudo)]
+    finite = pseudo[np.isfinite(pseudo) & ~blind]
     slack = 1e-12 * max(1.0, abs(observed), float(np.abs(finite).max()) if finite.size else 0.0)
-    return basic_bootstrap(observed, pseudo, sign, tolerance, alpha, regression, slack)
+    found = []
+    for far in (1.0, -1.0):  # basic replicate +inf (counts for the regression gate, the interval's top), -inf
+        pseudo[blind] = -far * sign * math.inf
+        found.append(basic_bootstrap(observed, pseudo, sign, tolerance, alpha, regression, slack))
+    p = found[0][0] if regression else found[1][0]
+    return p, (min(c[0] for _, c in found), max(c[1] for _, c in found))

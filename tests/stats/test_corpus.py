@@ -165,3 +165,33 @@ def test_too_few_samples_or_resamples_are_refused():
         bootstrap_sigma([1.0, 2.0], CorpusMetric("sum", sum), n_boot=0, seed=0)
     with pytest.raises(ValueError, match="equal lengths"):
         replicate([(-1.0, 1)] * 2, [(-1.0, 1)] * 3, pooled_perplexity)
+
+
+@pytest.mark.parametrize("metric", [additive_perplexity, pooled_perplexity], ids=["delta", "jackknife"])
+def test_identical_sides_show_nothing_at_any_n(metric):
+    """No document changed: every resample is blind to a change, so neither claim can be made, however many
+    documents there are (a pooled metric has no range that would bound a change no document showed); the interval
+    is unbounded. Before: every replicate was 0 and GO came at p = 1/(B+1)."""
+    ref, _ = corpus(7, n=400)
+    reps = replicate(ref, list(ref), metric, n_boot=199, seed=1)
+    assert reps.changed == 0
+    go = paired_corpus_test(reps, 0.05, 0.2, higher_is_better=False, tolerance=1.0, gate="noninferiority")
+    nogo = paired_corpus_test(reps, 0.05, 0.2, higher_is_better=False, tolerance=0.0, gate="regression")
+    assert not go.passed and go.p_value == 1.0
+    assert nogo.passed and nogo.p_value == 1.0
+    assert go.ci == (-math.inf, math.inf)
+
+
+def test_a_resample_without_a_changed_document_counts_against_both_claims():
+    """Two of 60 documents changed (both better): about (1 - 2/60)^60 = 13% of resamples draw neither; each of
+    them counts as extreme for GO and for NO-GO, so both p-values are at least that fraction."""
+    ref, _ = corpus(8, n=60)
+    new = list(ref)
+    new[3] = (ref[3][0] + 5.0, ref[3][1])  # a better log-likelihood: lower perplexity
+    new[40] = (ref[40][0] + 5.0, ref[40][1])
+    reps = replicate(ref, new, additive_perplexity, n_boot=999, seed=2)
+    blind = np.mean([3 not in r and 40 not in r for r in resamples(60, 999, 2)])
+    assert reps.changed == 2 and 0.08 < blind < 0.2
+    for tolerance, gate in ((0.0, "regression"), (0.0, "noninferiority")):
+        p = paired_corpus_test(reps, 0.05, 0.2, higher_is_better=False, tolerance=tolerance, gate=gate).p_value
+        assert p >= blind * 999 / 1000
