@@ -122,6 +122,16 @@ def test_false_go_at_57_documents_holds_alpha():
     assert rate.value <= 0.05 + 2 * rate.se, rate
 
 
+def test_unpaired_false_go_at_100_documents_holds_alpha():
+    """Against a reference figure without items (calibration's corpus, recorded on other documents): TensorRT-LLM's
+    normal threshold on the bootstrap spread said GO at drop = tolerance about 0.08 of the time; the studentized
+    rule must stay within alpha + 2 Monte Carlo SE."""
+    from runner.stats.calibration.corpus import TOLERANCE, _unpaired_rate
+
+    rate = _unpaired_rate(100, TOLERANCE, "go", 99, trials=1200, seed=4)
+    assert rate.value <= 0.05 + 2 * rate.se, rate
+
+
 @pytest.mark.parametrize("shift", [-0.08, -0.02, 0.0, 0.03])
 def test_verdict_and_interval_agree_for_both_claims(shift):
     ref, new = corpus(3, shift=shift)
@@ -195,3 +205,23 @@ def test_a_resample_without_a_changed_document_counts_against_both_claims():
     for tolerance, gate in ((0.0, "regression"), (0.0, "noninferiority")):
         p = paired_corpus_test(reps, 0.05, 0.2, higher_is_better=False, tolerance=tolerance, gate=gate).p_value
         assert p >= blind * 999 / 1000
+
+
+@pytest.mark.parametrize("shift", [-0.1, -0.03, 0.0, 0.03])
+def test_unpaired_verdict_threshold_and_claims_agree(shift):
+    """The unpaired corpus rule's threshold, p-value, interval and claims come from one studentized test: the score
+    is past the threshold exactly when no regression is shown, and each bound sits on the side its claim decided."""
+    from runner.stats.corpus_rules import unpaired
+    from runner.stats.unpaired import HypothesisParams
+
+    recorded, _ = corpus(9, n=60)
+    _, new = corpus(10, n=60, shift=shift)
+    params = HypothesisParams(0.05, 0.2, 1.0, 60, higher_is_better=False)
+    notes: list[str] = []
+    verdict, claims = unpaired(new, perplexity(new), perplexity(recorded), params, additive_perplexity, 499, 3, None,
+                               0.0, 0.5, "word_perplexity", notes)
+    diff = perplexity(new) - perplexity(recorded)
+    assert verdict.passed == (not claims.regression) == (verdict.room >= 0) == (verdict.p_value >= 0.05)
+    assert claims.regression == (claims.low > 0.0) and claims.within == (claims.high < 0.5)
+    assert claims.low <= diff <= claims.high
+    assert verdict.params.sigma > 0 and "studentized" in notes[0]

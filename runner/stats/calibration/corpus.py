@@ -6,9 +6,8 @@ document, ``e_i`` normal (sd 0.15), so the population's pooled perplexity rises 
 drop is ``e^3 (e^delta - 1)`` perplexity points. Both claims are measured at their least favourable truth (NO-GO
 at drop 0, GO at drop = tolerance) through the product's own functions: the paired rule by
 :func:`runner.stats.corpus.replicate` and :func:`~runner.stats.corpus.paired_corpus_test` (as
-``corpus_rules._paired`` calls them), the unpaired one by :func:`~runner.stats.corpus.bootstrap_sigma`,
-TensorRT-LLM's z-test and its claims (as ``corpus_rules.decide_corpus``), the reference figure recorded on other
-documents of the same corpus.
+``corpus_rules._paired`` calls them), the unpaired one by :func:`runner.stats.corpus_rules.unpaired` (as
+``corpus_rules.decide_corpus`` calls it), the reference figure recorded on other documents of the same corpus.
 """
 
 from __future__ import annotations
@@ -88,22 +87,21 @@ def _paired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed
 
 
 def _unpaired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed: int) -> Rate:
-    """How often TensorRT-LLM's z-test (sigma from the corpus bootstrap) makes ``claim`` (go, nogo)."""
+    """How often the unpaired rule (:func:`runner.stats.corpus_rules.unpaired`, the reference a figure recorded
+    on other documents) makes ``claim`` (go, nogo)."""
     import numpy as np
 
-    from runner.stats import claims as claim_rules
-    from runner.stats.corpus import bootstrap_sigma
-    from runner.stats.unpaired import HypothesisParams, decide
+    from runner.stats.corpus_rules import unpaired
+    from runner.stats.unpaired import HypothesisParams
 
     rng = np.random.default_rng(seed)
     hits = 0
     for t in range(trials):
         recorded, _ = documents(rng, n, 0.0)
         _, new = documents(rng, n, delta_for(drop))
-        sigma = bootstrap_sigma(new, PERPLEXITY, n_boot, seed + t)
-        params = HypothesisParams(ALPHA, BETA, sigma, n, higher_is_better=False)
-        verdict = decide(_perplexity(new), _perplexity(recorded), params, None, metric="word_perplexity")
-        said = claim_rules.unpaired(verdict, 0.0, TOLERANCE)
+        params = HypothesisParams(ALPHA, BETA, 1.0, n, higher_is_better=False)
+        _, said = unpaired(new, _perplexity(new), _perplexity(recorded), params, PERPLEXITY, n_boot, seed + t, None,
+                           0.0, TOLERANCE, "word_perplexity", [])
         hits += said.regression if claim == "nogo" else said.within
     return Rate.monte_carlo(hits, trials)
 
