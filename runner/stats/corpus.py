@@ -106,7 +106,8 @@ def _on_sums(metric: CorpusMetric, sums: Any) -> Any:
 
 def _gradient(metric: CorpusMetric, sums: Any) -> Any:
     """d metric / d summed statistics at each row of ``sums`` (central differences of the metric's own
-    ``from_statistics``, one vectorised call per column and side)."""
+    ``from_statistics``, one vectorised call per column and side). A non-negative sum (a count) is never stepped
+    below 0, where a count's metric may be undefined (BLEU's log of a zero match count): one-sided there."""
     import numpy as np
 
     out = np.empty_like(sums)
@@ -114,8 +115,8 @@ def _gradient(metric: CorpusMetric, sums: Any) -> Any:
         h = 1e-6 * np.maximum(np.abs(sums[:, j]), 1.0)
         up, down = sums.copy(), sums.copy()
         up[:, j] += h
-        down[:, j] -= h
-        out[:, j] = (_on_sums(metric, up) - _on_sums(metric, down)) / (2 * h)
+        down[:, j] = np.where(sums[:, j] >= 0, np.maximum(sums[:, j] - h, 0.0), sums[:, j] - h)
+        out[:, j] = (_on_sums(metric, up) - _on_sums(metric, down)) / (up[:, j] - down[:, j])
     return out
 
 
