@@ -209,6 +209,8 @@ def decisive(bound: float, threshold: float, shown: bool, above: bool, decimals:
     never prints equal to the tolerance."""
 
     threshold += 0.0  # -0.0 prints as 0
+    if not math.isfinite(bound):  # an unbounded side (nothing can be shown): no digits decide
+        return ("+inf" if bound > 0 else "-inf"), f"{Decimal(threshold).quantize(Decimal(1).scaleb(-decimals)):+f}"
     exact_b, exact_t = Decimal(bound), Decimal(threshold)
     for k in range(decimals, 40):
         q = Decimal(1).scaleb(-k)
