@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 from runner.contract.evaluator import CORPUS_ITEM, CorpusMetric
 from runner.stats import claims as claim_rules
 from runner.stats.corpus import paired_corpus_test, replicate, side, unpaired_corpus_test
+from runner.stats.entry import ReferenceEntry
 from runner.stats.paired_result import PairedResult
 from runner.stats.pairing import unpaired_because
 from runner.stats.unpaired import HypothesisParams, Verdict, decide
@@ -46,7 +47,7 @@ def items_of(scored: Sequence[Any]) -> dict[str, Any]:
     return out
 
 
-def decide_corpus(reference: Any, scored: Sequence[Any], score: float, params: HypothesisParams, stats: Any,
+def decide_corpus(reference: ReferenceEntry, scored: Sequence[Any], score: float, params: HypothesisParams, stats: Any,
                   corpus: CorpusMetric, metric: str, rows: Mapping[str, Any] | None, problem: str | None,
                   labels: Mapping[str, str] | None, margin: float, tolerance: float, notes: list[str]) -> CorpusDecision:
     """Both claims for a corpus metric; ``rows``: the reference's per-sample rows (each with ``item``) or None."""
@@ -56,7 +57,7 @@ def decide_corpus(reference: Any, scored: Sequence[Any], score: float, params: H
     if len(ids) >= 2:
         clusters = [labels[i] for i in ids] if labels else None
         verdict, claims = unpaired([items[i] for i in ids], score, reference.value, params, corpus, n_boot, seed,
-                                   clusters, margin, tolerance, metric, notes)
+                                   clusters, margin, tolerance, metric, notes, reference.samples_measured)
     else:
         verdict = decide(score, reference.value, params, None, metric=metric, tolerance=margin)
         claims = claim_rules.unpaired(verdict, margin, tolerance)
