@@ -22,13 +22,13 @@ ALPHA = 0.05
 
 
 def test_capital_by_hand_truncated_bets() -> None:
-    # x = [1, 1], m = 1/2: the plug-in bet sqrt(2 ln 20 / (2 s2)) exceeds c / m = 1.5 both times, so each
-    # factor is 1 + 1.5 * 0.5 = 1.75 and the capital 3.0625
-    assert betting.upper_p([1.0, 1.0], 0.5, ALPHA) == pytest.approx(1 / 1.75**2, rel=1e-12)
+    # x = [1, 1], m = 1/2: the plug-in bet sqrt(2 ln 20 / (2 s2)) exceeds c / m = 1.8 (c = 0.9) both times, so each
+    # factor is 1 + 1.8 * 0.5 = 1.9 and the capital 3.61
+    assert betting.upper_p([1.0, 1.0], 0.5, ALPHA) == pytest.approx(1 / 1.9**2, rel=1e-12)
 
 
 def test_capital_by_hand_plug_in_bets() -> None:
-    # x = [0.2, 0.2], m = 0.1 (c / m = 7.5 does not bind): s2_0 = 1/4; mu_1 = (0.5 + 0.2) / 2 = 0.35,
+    # x = [0.2, 0.2], m = 0.1 (c / m = 9 does not bind): s2_0 = 1/4; mu_1 = (0.5 + 0.2) / 2 = 0.35,
     # s2_1 = (0.25 + 0.15^2) / 2 = 0.13625; bets sqrt(2 ln 20 / (2 s2))
     b1 = math.sqrt(2 * math.log(20) / (2 * 0.25))
     b2 = math.sqrt(2 * math.log(20) / (2 * 0.13625))
