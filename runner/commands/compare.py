@@ -50,7 +50,12 @@ def parser() -> argparse.ArgumentParser:
     direction.add_argument("--higher-is-better", dest="higher_is_better", action="store_true", default=None,
                            help="the metric's direction (default: the runs' config, else higher is better)")
     direction.add_argument("--lower-is-better", dest="higher_is_better", action="store_false")
-    p.add_argument("--paired-test", choices=("auto", "mcnemar", "t", "bootstrap"), default="auto")
+    p.add_argument("--paired-test", choices=("auto", "mcnemar", "betting", "t", "bootstrap"), default="auto",
+                   help="auto: McNemar for 0/100 scores, the finite-sample betting test for other bounded scores "
+                        "(the bounds a job recorded, or --score-bounds), the t-test for unbounded ones")
+    p.add_argument("--score-bounds", nargs=2, type=float, metavar=("LO", "HI"),
+                   help="the range every per-sample score lies in (default: the bounds the runs' jobs recorded; an "
+                        "lm-eval file records none, e.g. --score-bounds 0 1 for a fraction)")
     p.add_argument("--gate", choices=("regression", "noninferiority"), default="regression",
                    help="what the verdict follows when a drop > margin and one < tolerance are both shown")
     p.add_argument("--on-inconclusive", choices=("inconclusive", "pass", "fail"), default="inconclusive",
@@ -83,7 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_output_file(args.markdown, "--markdown")
         a = runs.read_run(args.a, args.metric, args.filter_name, args.tracking_uri)
         b = runs.read_run(args.b, args.metric, args.filter_name, args.tracking_uri)
-        result = comparison.compare(a, b, stats, args.alpha, args.beta, args.higher_is_better, args.unpaired)
+        result = comparison.compare(a, b, stats, args.alpha, args.beta, args.higher_is_better, args.unpaired,
+                                    tuple(args.score_bounds) if args.score_bounds else None)
         text, _ = comparison_report.write_reports(result, out_dir, args.markdown)
     except UserError as err:
         print(err.render(), file=sys.stderr, flush=True)

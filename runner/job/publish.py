@@ -51,7 +51,8 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
                                              job.mode, job.notes)))
     write_atomic(job.out_dir / "report.txt", text + "\n", 0o644)
     payload = redact_tree(report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
-                                         job.notes, cache_stats, job.tracker.run_id, eval_time_s))
+                                         job.notes, cache_stats, job.tracker.run_id, eval_time_s,
+                                         job.evaluator.score_bounds()))
     write_atomic(job.out_dir / "report.json", json.dumps(payload, indent=2, default=str) + "\n", 0o644)
     results = redact_tree(results_json(task, job.model, loaded.spec, metrics, [s.score for s in scored], loaded.info,
                                        eval_time_s, payload["decision"], corpus_standard_error(job, scored)))

@@ -10,6 +10,7 @@ run with a few extra samples is still compared pair for pair; the samples only o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,9 +108,12 @@ def tolerance_for(stats: StatsConfig, a: RunSamples, reference: float) -> Tolera
 
 
 def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta: float,
-            higher_is_better: bool | None, allow_unpaired: bool) -> Comparison:
-    """Pair B with A and decide; a :class:`UserError` when they cannot be compared as asked."""
+            higher_is_better: bool | None, allow_unpaired: bool,
+            score_bounds: tuple[float, float] | None = None) -> Comparison:
+    """Pair B with A and decide; a :class:`UserError` when they cannot be compared as asked. ``score_bounds``
+    (``--score-bounds``): the range of every per-sample score, else the one the runs' jobs recorded."""
     hib = _direction(a, b, higher_is_better)
+    bounds = bounds_for(a, b, score_bounds)
     common = sorted(set(a.samples) & set(b.samples))
     a_only = sorted(set(a.samples) - set(b.samples))
     b_only = sorted(set(b.samples) - set(a.samples))
@@ -135,8 +139,9 @@ def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta
     params = HypothesisParams(alpha, beta, _sigma(ref_samples + new_samples), len(new_samples), hib)
     rows = {s.sample_id: SampleRow(s.score, None) for s in ref_samples}
     scored = [_scored(s.sample_id, s.prompt or "", s.score) for s in new_samples]
+    check_within(ref_samples + new_samples, bounds, tolerance.points)
     decision = decide_against(reference, scored, _mean(new_samples), params, stats, None, a.metric, rows,
-                              problem, tolerance=tolerance)
+                              problem, tolerance=tolerance, score_bounds=bounds)
     if decision.outcome == INCONCLUSIVE:
         decision.advice = advice.for_decision(decision, len(ref_samples))
     notes += decision.notes
@@ -145,6 +150,39 @@ def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta
                      "--unpaired asked")
     worse, better = flips(a, b, common, hib) if problem is None else ([], [])
     return Comparison(a, b, common, a_only, b_only, problem, decision, hib, worse, better, notes)
+
+
+def bounds_for(a: RunSamples, b: RunSamples, asked: tuple[float, float] | None) -> tuple[float, float] | None:
+    """``--score-bounds``, else the bounds the runs' jobs recorded (both must agree where both recorded some)."""
+    if asked is not None:
+        lo, hi = (float(v) for v in asked)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise UserError("score bounds must be two finite numbers, the lower first", where="--score-bounds",
+                            given=f"{lo:g} {hi:g}", allowed="LO HI with LO < HI, e.g. 0 100 or 0 1")
+        return (lo, hi)
+    recorded = {r.score_bounds for r in (a, b) if r.score_bounds is not None}
+    if len(recorded) > 1:
+        raise UserError("A's and B's jobs recorded different score bounds", where="report.json of each run",
+                        given=f"A: {a.score_bounds}, B: {b.score_bounds}",
+                        fix="check that A and B ran the same task; pass --score-bounds LO HI to say which holds")
+    return recorded.pop() if recorded else None
+
+
+def check_within(samples: list[RunSample], bounds: tuple[float, float] | None, tolerance: float) -> None:
+    """Every score within the bounds the betting test relies on (a score outside them is a wrong bound), and the
+    tolerance, in the scores' own units, smaller than their range."""
+    if bounds is None:
+        return
+    if tolerance >= bounds[1] - bounds[0]:
+        raise UserError("the tolerance is not smaller than the scores' range", where="--tolerance",
+                        given=f"{tolerance:g} for scores within [{bounds[0]:g}, {bounds[1]:g}]",
+                        fix="give the tolerance in the scores' own units (e.g. 0.01 for a 1-point drop of a "
+                            "fraction)")
+    outside = [s for s in samples if not bounds[0] <= s.score <= bounds[1]]
+    if outside:
+        raise UserError("a per-sample score lies outside the score bounds", where=f"sample {outside[0].sample_id}",
+                        given=f"score {outside[0].score:g}, bounds [{bounds[0]:g}, {bounds[1]:g}]",
+                        fix="pass the metric's true range with --score-bounds LO HI (e.g. 0 1 for a fraction)")
 
 
 def same_run(a: RunSamples, b: RunSamples) -> str | None:

@@ -29,9 +29,11 @@ def write_samples(path: Path, scored: list[Any]) -> None:
 
 def report_payload(task: TaskConfig, model: ModelConfig, spec: AccuracySpec, metrics: dict[str, float], evaluated: int,
                    decision: Decision | None, info: BackendInfo, notes: list[str], cache_stats: Any, run_id: str | None,
-                   eval_time_s: float) -> dict[str, Any]:
-    """report.json: the decision as written everywhere, and what was evaluated with what."""
+                   eval_time_s: float, score_bounds: tuple[float, float] | None = None) -> dict[str, Any]:
+    """report.json: the decision as written everywhere, and what was evaluated with what; ``score_bounds``: the
+    range every per-sample score of the task lies in (None: unbounded), which runner.compare's betting test needs."""
     return {"task": task.name, "metric": task.metric, "model": model.hf_id, "spec": asdict(spec), "metrics": metrics,
+            "score_bounds": list(score_bounds) if score_bounds is not None else None,
             "num_evaluated": evaluated, "decision": decision.to_dict() if decision else None,
             "verdict": decision.outcome if decision else None,
             "unpaired_test": decision.verdict.to_dict() if decision else None,

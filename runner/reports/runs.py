@@ -61,6 +61,7 @@ class RunSamples:
     seed: int | None = None
     dataset_source: str | None = None
     tolerance: float | None = None  # the tolerance its job decided with (report.json), if any
+    score_bounds: tuple[float, float] | None = None  # the task's score range its job recorded (report.json), if any
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -159,7 +160,21 @@ def read_run_dir(path: Path, metric: str | None, where: str) -> RunSamples:
     return RunSamples(where, "runner run", str(task.get("name") or report.get("task") or "") or None, task_metric,
                       samples, hib if isinstance(hib, bool) else None,
                       int(config["seed"]) if isinstance(config.get("seed"), int) else None,
-                      _dataset_source(spec), tolerance)
+                      _dataset_source(spec), tolerance, _bounds(report.get("score_bounds"), path / "report.json"))
+
+
+def _bounds(value: Any, path: Path) -> tuple[float, float] | None:
+    """The score bounds a job recorded: None (unbounded, or a report written before they were recorded) or
+    ``[low, high]``, finite with low < high."""
+    if value is None:
+        return None
+    if (isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                            and math.isfinite(v) for v in value)
+            and value[0] < value[1]):
+        return (float(value[0]), float(value[1]))
+    raise UserError("the run's report.json holds score bounds that are not two finite numbers low < high",
+                    where=f"{path}, score_bounds", given=repr(value)[:100], allowed="[low, high], e.g. [0, 100], or null",
+                    fix="give the report.json a job wrote, unmodified, or pass --score-bounds LO HI")
 
 
 def _yaml(path: Path) -> dict[str, Any]:

@@ -21,6 +21,9 @@ no number of new samples decides and the reference must be recorded again with m
 With clustered samples (``stats.cluster``) the spread is the independent one times ``sqrt(deff)``, so
 the samples needed are multiplied by the design effect: the unpaired sigma already carries it
 (:mod:`runner.stats.clustered_rules`), a paired test's result carries its own.
+
+A fixed-look betting test (bounded continuous scores) is sized by simulating that test on resamples of the
+observed differences (:mod:`runner.stats.betting_advice`): its critical value grows as n falls.
 """
 
 from __future__ import annotations
@@ -80,14 +83,16 @@ class Advice:
 
 def more_samples(drop: float, spread: float, n: int, margin: float, tolerance: float, alpha: float, *,
                  n_ref: int | None = None, discordance: float | None = None,
-                 available: int | None = None, looks: list[tuple[int, float]] | None = None) -> Advice | None:
+                 available: int | None = None, looks: list[tuple[int, float]] | None = None,
+                 crit: float | None = None) -> Advice | None:
     """The advice for an undecided verdict; None when no claim is reachable (a margin at or past the tolerance
     with the drop between them cannot happen) or the spread is unknown.
 
     ``drop``: the observed D in points (positive is worse); ``spread``: the per-sample standard deviation
     of the difference (paired), or sigma of one run's score (unpaired, then ``n_ref`` is the reference's
     fixed n); ``discordance``: the share of samples the two runs score differently (paired 0/100);
-    ``looks``: an extendable run's planned looks left, (samples in all, the bound each will test at)."""
+    ``looks``: an extendable run's planned looks left, (samples in all, the bound each will test at); ``crit``:
+    the fixed-look test's critical value (``z_{1-alpha}`` when None)."""
     candidates = []
     if drop > margin:
         candidates.append((NO_GO, drop - margin))
@@ -97,7 +102,7 @@ def more_samples(drop: float, spread: float, n: int, margin: float, tolerance: f
         return None
     if looks:
         return _planned(candidates, spread, n, n_ref, discordance, available, looks)
-    k2 = (z(1 - alpha) + z(POWER)) ** 2
+    k2 = ((z(1 - alpha) if crit is None else crit) + z(POWER)) ** 2
     best: tuple[float, str, int | None] | None = None
     for target, gap in candidates:
         if n_ref is None:
@@ -168,6 +173,11 @@ def for_decision(decision: Decision, n_ref: int | None) -> Advice | None:
     if p is not None and p.discordant is not None:
         spread, share = binary_spread(p.discordant[0], p.discordant[1], p.n)
         return more_samples(spread=spread * inflate, n=p.n, discordance=share, **common)
+    if p is not None and p.betting is not None and p.design_effect is None and looks is None:
+        from runner.stats import betting_advice
+
+        return betting_advice.more_samples(p.betting, p.n, params.higher_is_better, drop, decision.margin,
+                                           decision.tolerance.points, params.alpha)
     if p is not None:
         return more_samples(spread=(p.sd_diff or 0.0) * inflate, n=p.n, **common)
     return more_samples(spread=params.sigma, n=params.num_samples, n_ref=n_ref or params.num_samples, **common)

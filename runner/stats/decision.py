@@ -452,7 +452,8 @@ def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tol
     if clusters is not None:
         independent = _paired(pairs, params, stats, margin, tolerance, None, notes, bounds)
         return clustered_rules.paired(pairs, params, stats, margin, tolerance, *clusters, notes, independent)
-    kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed, bounds=bounds)
+    kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed, bounds=bounds,
+              truncation=getattr(stats, "betting_truncation", None))
     result = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=margin,
                                       gate="regression", **kw)
     if result.discordant is not None:

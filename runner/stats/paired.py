@@ -41,7 +41,7 @@ import math
 from collections.abc import Sequence
 
 from runner.stats.paired_binary import regression_p
-from runner.stats.paired_result import PairedResult, min_discordant_to_reject
+from runner.stats.paired_result import BettingSample, PairedResult, min_discordant_to_reject
 from runner.stats.pairing import PairedScores, is_binary
 from runner.stats.planning import _binary_theta, _k
 
@@ -155,6 +155,7 @@ def paired_continuous(
     tolerance: float = 0.0,
     gate: str = "regression",
     bounds: tuple[float, float] | None = None,
+    truncation: float | None = None,
 ) -> PairedResult:
     """One-sided paired test on per-sample score differences (ROUGE, perplexity; 0/100 with a tolerance).
 
@@ -167,7 +168,11 @@ def paired_continuous(
       in ``[-w, w]`` with ``w = bounds[1] - bounds[0]`` (every score within ``bounds``); each end of the
       interval is the confidence bound that inverts its side's test. Its rate holds at any n, for sparse and
       skewed differences (the t-test's does not); differences that never vary cannot show a small tolerance
-      below the n where a rare change the size of the range would have shown up.
+      below the n where a rare change the size of the range would have shown up. The differences are bet on in
+      an order drawn by a generator seeded by ``seed`` (the test holds for any order fixed before the scores
+      are seen; a random one makes it hold when the dataset is sorted, by subject or by difficulty);
+      ``truncation``: the largest bet's share of the most the capital allows (:data:`runner.stats.betting.TRUNCATION`
+      when None).
     * ``method="t"``: paired t-test; interval ``mean +- t_{1-alpha, n-1} sd / sqrt(n)``. Its rate holds only
       asymptotically; the one rule for unbounded scores (no finite-sample test of a mean exists for them:
       Bahadur & Savage 1956). Differences that do not vary (``sd = 0``) show nothing: ``p = 1``, no interval.
@@ -206,7 +211,7 @@ def paired_continuous(
     regression = gate == "regression"
     if method == "betting":
         name = BETTING
-        p, ci, width = _betting(sign * diff, bounds, alpha, tolerance, regression)
+        p, ci, width = _betting(sign * diff, bounds, alpha, tolerance, regression, seed, truncation)
         k = math.sqrt(2.0 * math.log(1.0 / alpha)) + abs(_z(beta))
         ci = ci if sign > 0 else (-ci[1], -ci[0])
         ci_method = f"betting bounds, differences within +-{width:g}"
@@ -240,11 +245,14 @@ def paired_continuous(
         sd_diff=sd,
         ci=ci,
         ci_method=ci_method,
+        betting=BettingSample(tuple(float(v) for v in diff), width, _truncation(truncation), seed)
+        if method == "betting" else None,
     )
 
 
 def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: float,  # noqa: ANN001
-             regression: bool) -> tuple[float, tuple[float, float], float]:
+             regression: bool, seed: int = 0,
+             truncation: float | None = None) -> tuple[float, tuple[float, float], float]:
     """The betting test of the oriented differences ``gain`` (negative is worse) against ``-tolerance``, and the
     interval for the gain whose side of the test inverts it: ``(p, (low, high), w)``, ``w`` the score range."""
     import numpy as np
@@ -259,16 +267,24 @@ def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: 
         raise ValueError(f"score bounds must be finite with low < high, got {bounds!r}")
     if not 0 <= tolerance < w:
         raise ValueError(f"the tolerance must be within [0, {w:g}) for scores within {bounds!r}, got {tolerance!r}")
+    c = _truncation(truncation)
     x = np.clip((np.asarray(gain, dtype=float) + w) / (2.0 * w), 0.0, 1.0)
-    low = 2.0 * w * betting.lower_bound(x, alpha) - w
-    high = w - 2.0 * w * betting.lower_bound(1.0 - x, alpha)
+    x = x[np.random.default_rng(seed).permutation(x.size)]
+    low = 2.0 * w * betting.lower_bound(x, alpha, c) - w
+    high = w - 2.0 * w * betting.lower_bound(1.0 - x, alpha, c)
     if regression:  # H0: mean gain >= -tolerance, i.e. mean of 1 - x <= (w + tolerance) / (2 w)
-        p = betting.upper_p(1.0 - x, (w + tolerance) / (2.0 * w), alpha)
+        p = betting.upper_p(1.0 - x, (w + tolerance) / (2.0 * w), alpha, c)
         high = _pin(high, -tolerance, p < alpha, below=True)
     else:  # H0: mean gain <= -tolerance, i.e. mean of x <= (w - tolerance) / (2 w)
-        p = betting.upper_p(x, (w - tolerance) / (2.0 * w), alpha)
+        p = betting.upper_p(x, (w - tolerance) / (2.0 * w), alpha, c)
         low = _pin(low, -tolerance, p < alpha, below=False)
     return p, (low, high), w
+
+
+def _truncation(truncation: float | None) -> float:
+    from runner.stats import betting
+
+    return betting.check_truncation(betting.TRUNCATION if truncation is None else truncation)
 
 
 def _pin(bound: float, edge: float, shown: bool, below: bool) -> float:
@@ -351,6 +367,7 @@ def paired_test(
     tolerance: float = 0.0,
     gate: str = "regression",
     bounds: tuple[float, float] | None = None,
+    truncation: float | None = None,
 ) -> PairedResult:
     """Run the fitting paired test: McNemar for binary scores, the betting test for other bounded scores, the
     t-test for unbounded ones.
@@ -373,7 +390,7 @@ def paired_test(
                           where="stats.paired_test", given="betting",
                           fix="stats.paired_test=auto (the t-test for an unbounded metric such as perplexity)")
     return paired_continuous(pairs.reference, pairs.new, alpha, beta, higher_is_better, method=method, seed=seed,
-                             tolerance=tolerance, gate=gate, bounds=bounds)
+                             tolerance=tolerance, gate=gate, bounds=bounds, truncation=truncation)
 
 
 def score_bounds(pairs: PairedScores, declared: tuple[float, float] | None) -> tuple[float, float] | None:

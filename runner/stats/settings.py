@@ -25,7 +25,11 @@ class StatsConfig:
     # auto: McNemar for 0/100 scores, the finite-sample betting test for other bounded scores (the task's
     # score_bounds), the t-test for unbounded ones | mcnemar | betting | t | bootstrap (t and bootstrap: asymptotic)
     paired_test: str = "auto"
+    # seeds the paired bootstrap's resamples and the order the betting test bets on the differences in
     bootstrap_seed: int = 0
+    # the betting test's largest bet, as a share of the most the capital allows (0 < c < 1; the paper's 1/2 to 3/4
+    # bet less and decide less at small n; docs/statistics.md, "Continuous scores")
+    betting_truncation: float = 0.9
     # resamples of a corpus metric's bootstrap (corpus BLEU, pooled perplexity): each recomputes the metric on both
     # sides; its p-value resolves 1 / (this + 1)
     corpus_bootstrap_iters: int = 1000
@@ -76,6 +80,11 @@ def validate(stats: Any) -> None:
         raise ConfigError("the fewest clusters a clustered claim needs is a whole number >= 2",
                           where="stats.min_clusters", given=repr(mc),
                           fix="10 (the default, from the calibration); 2 accepts any clustered variance")
+    c = getattr(stats, "betting_truncation", 0.9)
+    if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0.0 < c < 1.0:
+        raise ConfigError("the betting test's truncation must be a number strictly between 0 and 1",
+                          where="stats.betting_truncation", given=repr(c),
+                          fix="0.9 (the default); 0.75 or 0.5 (the paper's) bet less and decide less at small n")
     iters = stats.corpus_bootstrap_iters
     if isinstance(iters, bool) or not isinstance(iters, int) or iters < 99:
         raise ConfigError("too few bootstrap resamples for a corpus metric", where="stats.corpus_bootstrap_iters",

@@ -10,6 +10,10 @@ them into two runs' scores within [0, 100] (``50 -+ d / 2``) and asks the job's 
   case for GO: a rare large loss that a small sample misses);
 * ``skewed``: 95% of the samples move a little one way, 5% by 60 points the other, against the claim measured
   (rare large losses for GO, rare large gains for NO-GO), plus a uniform +-1.
+
+The advice cells follow "about N more samples" of an undecided job whose observed differences have exactly the
+true mean and sd (dense): the job's advice (:func:`runner.stats.betting_advice.more_samples`, from the job's
+own paired result), then fresh runs of N samples from the truth, each decided by the job's rule.
 """
 
 from __future__ import annotations
@@ -77,6 +81,36 @@ def _rate(claim: str, shape: str, n: int, tolerance: float, margin: float, trial
     return Rate.monte_carlo(hits, trials)
 
 
+def advice_for(n: int, drop: float, tolerance: float, margin: float, seed: int):  # noqa: ANN201 - Advice
+    """The advice of a job at ``n`` whose dense differences have mean ``-drop`` and sd 10 exactly."""
+    import numpy as np
+
+    from runner.stats import betting_advice
+    from runner.stats.decision import _paired
+    from runner.stats.pairing import PairedScores
+    from runner.stats.settings import StatsConfig
+    from runner.stats.unpaired import HypothesisParams
+
+    e = np.random.default_rng(seed).standard_normal(n)
+    d = -drop + 10.0 * (e - e.mean()) / e.std(ddof=1)
+    pairs = PairedScores(tuple(str(i) for i in range(n)), tuple(50.0 - d / 2.0), tuple(50.0 + d / 2.0), (), ())
+    result = _paired(pairs, HypothesisParams(ALPHA, 0.2, 10.0, n, True), StatsConfig(), margin, tolerance, None, [],
+                     (0.0, 100.0))[0]
+    return betting_advice.more_samples(result.betting, n, True, drop, margin, tolerance, ALPHA)
+
+
+def _advice_rate(n: int, drop: float, tolerance: float, margin: float, trials: int, seed: int) -> Rate:
+    import numpy as np
+
+    advice = advice_for(n, drop, tolerance, margin, seed)
+    rng = np.random.default_rng([seed, 1])
+    hits = 0
+    for _ in range(trials):
+        c = _claims(draw("dense", -drop, advice.n_total, rng), tolerance, margin)
+        hits += c.within if advice.target == "GO" else c.regression
+    return Rate.monte_carlo(hits, trials)
+
+
 def cells(grid: Grid) -> list[Cell]:
     """The full grid: n x shape x (margins 0, 2.75; tolerances 1, 2.75, 5; coverage at drop 0). The reduced one:
     the three settings where the paired t-test failed the audit, at n = 57."""
@@ -98,4 +132,8 @@ def cells(grid: Grid) -> list[Cell]:
                                 partial(_rate, "go", shape, n, t, 0.0)))
             out.append(Cell(RULE, f"{1 - 2 * ALPHA:.0%} CI coverage", f"n={n} {shape} drop 0", "coverage",
                             1 - 2 * ALPHA, partial(_rate, "cover", shape, n, 5.0, 0.0)))
+    for n, drop, t, m, target in ((100, 0.0, 2.75, 0.0, "GO"), (57, 0.0, 5.0, 0.0, "GO"),
+                                  (100, 2.75, 5.0, 0.0, "NO-GO"), (500, 0.0, 1.0, 0.0, "GO")):
+        out.append(Cell(RULE, f"advice reaches {target}", f"n={n} dense sd 10 drop {drop:g} t={t:g} m={m:g}",
+                        "advice", 0.75, partial(_advice_rate, n, drop, t, m), high=0.85))
     return out
