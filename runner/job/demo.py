@@ -10,6 +10,7 @@ directory, would change what the demo compares against. Only record jobs replaci
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -76,7 +77,13 @@ def demo_jobs() -> tuple[DemoJob, ...]:
 
 def _job(experiment: str, point: tuple[str, ...]) -> DemoJob:
     cfg = _composed([f"experiment={experiment}", *point])
-    apply_policy(cfg)
+    runner_log = logging.getLogger("runner")
+    level = runner_log.level
+    runner_log.setLevel(logging.WARNING)  # the policy's INFO lines describe the demo's jobs, not this one
+    try:
+        apply_policy(cfg)
+    finally:
+        runner_log.setLevel(level)
     config = OmegaConf.to_object(cfg)
     assert isinstance(config, RunnerConfig)
     task, quant = config.task, config.quant
