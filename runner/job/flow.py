@@ -23,6 +23,7 @@ from runner.files.paths import write_atomic
 from runner.files.redaction import redact_saved_configs
 from runner.job.answer import answer
 from runner.job.decide import acceptance_gates, advise, decide
+from runner.job.expect import expectation
 from runner.job.load import load
 from runner.job.looks import monitor_for
 from runner.job.prepare import prepare
@@ -102,7 +103,16 @@ def check_scale(job: Job, reference: float) -> None:
         check_binary_range(job.tolerance.points, margin_points(job.config.stats, reference), where)
 
 
+def expect(job: Job) -> None:
+    """Before the model loads: a job expected to take more than a minute says how long (:mod:`runner.job.expect`)."""
+    note = expectation(job)
+    if note:
+        log.warning(note)
+        job.notes.append(note)
+
+
 def evaluate(job: Job) -> Outcome:
+    expect(job)
     with job.backend:
         loaded = load(job)
         reference, params = find_reference(job, loaded.spec)

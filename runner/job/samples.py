@@ -26,7 +26,7 @@ def select_samples(job: Job, params: HypothesisParams, checked: bool) -> list[Sa
     else:
         samples = job.evaluator.samples(params.num_samples, seed)
     notes = sample_count_notes(job.task.default_num_samples, job.asked_num_samples is None, params.num_samples,
-                               len(samples), checked)
+                               len(samples), checked, entry_words(job))
     if reference_n is not None:
         notes.insert(0, asked_n_note(params, reference_n, None if pool is None else len(pool)))
     for note in notes:
@@ -34,6 +34,18 @@ def select_samples(job: Job, params: HypothesisParams, checked: bool) -> list[Sa
         job.notes.append(note)
     log.info("evaluating %d %s samples (seed %d)", len(samples), job.task.name, seed)
     return samples
+
+
+def entry_words(job: Job) -> str:
+    """The matched reference entry in words: its file and position, and when and on how many samples it was
+    recorded (a re-recorded entry changes the n of every later run that inherits it)."""
+    ref = job.reference
+    if ref is None:
+        return ""
+    recorded = ref.recorded or {}
+    when = f", recorded {recorded['date']}" if recorded.get("date") else ""
+    on = f" on {ref.samples_measured} samples" if ref.samples_measured else ""
+    return f"{ref.path.name}, entry {ref.index}{when}{on}"
 
 
 def reference_pool(job: Job, reference_n: int) -> list[Sample] | None:
