@@ -23,6 +23,7 @@ from runner.files.paths import write_atomic
 from runner.files.redaction import redact_saved_configs
 from runner.job.answer import answer
 from runner.job.decide import acceptance_gates, advise, decide
+from runner.job.extension_check import check_job as check_extension
 from runner.job.load import load
 from runner.job.looks import monitor_for
 from runner.job.prepare import prepare
@@ -103,6 +104,7 @@ def check_scale(job: Job, reference: float) -> None:
 
 
 def evaluate(job: Job) -> Outcome:
+    check_extension(job)  # a reference that cannot pair an extension's looks: before the model loads
     with job.backend:
         loaded = load(job)
         reference, params = find_reference(job, loaded.spec)
