@@ -24,6 +24,7 @@ from runner.files.redaction import redact_saved_configs
 from runner.job.answer import answer
 from runner.job.decide import acceptance_gates, advise, decide
 from runner.job.expect import expectation
+from runner.job.extension_check import check_job as check_extension
 from runner.job.load import load
 from runner.job.looks import monitor_for
 from runner.job.prepare import prepare
@@ -112,6 +113,7 @@ def expect(job: Job) -> None:
 
 
 def evaluate(job: Job) -> Outcome:
+    check_extension(job)  # a reference that cannot pair an extension's looks: before the model loads
     expect(job)
     with job.backend:
         loaded = load(job)

@@ -51,6 +51,8 @@ def monitor_for(job: Job, reference: Reference | None, params: HypothesisParams,
     for note in extension_notes(list(stats.extend), sizes):
         log.warning(note)
         job.notes.append(note)
+    if stats.extend:
+        job.notes.append(looks_note(sizes, ordered, job.reference_rows, stats.method))
     tolerance = job.tolerance.points if job.tolerance is not None else 0.0
     return ordered, Extensions(stats.extensions, sizes, params.alpha, stats.sequential.efficacy, tolerance,
                                params.higher_is_better)
@@ -80,6 +82,18 @@ def extension_notes(extend: list[int], sizes: list[int]) -> list[str]:
             notes.append(f"extension {k} asked for {asked} more samples; the task's draw added {high - low} ({why}): "
                          f"look {k + 1} decides on n={high}")
     return notes
+
+
+def looks_note(sizes: list[int], ordered: list[Sample], rows: dict | None, method: str) -> str:
+    """What each look of an extended run evaluates, and what it is compared with."""
+    looks = [f"look 1 n={sizes[0]} (look 1's samples)"]
+    looks += [f"look {k} n={high} ({high - low} added by the task's draw of {high})"
+              for k, (low, high) in enumerate(zip(sizes, sizes[1:]), 2)]
+    if method != "unpaired" and rows and all(s.id in rows for s in ordered):
+        compared = "every look paired with the reference's scores of the same samples"
+    else:
+        compared = "every look the unpaired test against the entry's score"
+    return f"looks: {', '.join(looks)}; {compared}"
 
 
 def nested_looks(evaluator: Evaluator, first: list[Sample], extend: list[int], seed: int,

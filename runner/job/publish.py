@@ -29,6 +29,17 @@ from runner.tracking.naming import breakdown_table, readable_tags, tracked_metri
 log = logging.getLogger("runner")
 
 
+def reference_entry(job: Job) -> dict[str, Any] | None:
+    """The entry the run was judged against, as ``runner.extend`` checks a later look still uses it."""
+    ref = job.reference
+    if ref is None:
+        return None
+    recorded = ref.recorded or {}
+    return {"file": ref.path.name, "dir": str(ref.path.parent), "index": ref.index, "value": ref.value,
+            "num_samples": ref.params.num_samples, "samples": recorded.get("samples"),
+            "samples_sha256": recorded.get("samples_sha256"), "seed": recorded.get("seed")}
+
+
 def corpus_standard_error(job: Job, scored: list[ScoredSample]) -> float | None:
     """The bootstrap standard error of a corpus metric (lm-eval's rule for non-mean aggregations), resampled as the
     decision resamples (``stats.corpus_bootstrap_iters``, ``stats.bootstrap_seed``, clusters where the job clusters);
@@ -53,6 +64,7 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
     payload = redact_tree(report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
                                          job.notes, cache_stats, job.tracker.run_id, eval_time_s,
                                          job.evaluator.score_bounds()))
+    payload["reference_entry"] = reference_entry(job)
     write_atomic(job.out_dir / "report.json", json.dumps(payload, indent=2, default=str) + "\n", 0o644)
     results = redact_tree(results_json(task, job.model, loaded.spec, metrics, [s.score for s in scored], loaded.info,
                                        eval_time_s, payload["decision"], corpus_standard_error(job, scored)))
