@@ -218,7 +218,7 @@ def compared(d: Decision) -> str:
     f, v = figures(d), d.verdict
     used = "paired samples" if f.rule == "paired" else "samples"
     line = f"new {f.score:.3f} vs reference {f.reference:.3f} on the {f.n} {used} the {f.rule.replace('_', ' ')} rule used"
-    if f.rule == "paired" and (f.n != v.params.num_samples or not math.isclose(f.reference, v.reference, abs_tol=1e-9)):
+    if f.rule == "paired" and (f.n != v.params.num_samples or f"{f.reference:.3f}" != f"{v.reference:.3f}"):
         line += (f" (the reference entry's value {v.reference:.3f} and this run's {v.score:.3f} on its "
                  f"{v.params.num_samples} are not what it compares)")
     return line
