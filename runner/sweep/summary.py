@@ -202,9 +202,8 @@ class Summary:
                 for r in self.releases]
 
 
-COLUMN_NOTE = ("n, score, ref, delta: the deciding rule's, on the samples it used; bound: its one-sided bound for "
-               "delta of the claim the verdict rests on (the nearer one when INCONCLUSIVE); thresh: the line of a rule "
-               "that compares the score itself; p: that claim's p-value, p_adj after the sweep's correction")
+COLUMN_NOTE = ("n score ref delta: the deciding rule's, on the samples it used; bound: the one-sided bound of the\n"
+               "claim the verdict rests on (INCONCLUSIVE: the nearer); thresh: a threshold rule's line; p: that claim's")
 
 
 def _names(rows: list[dict[str, Any]]) -> list[str]:
