@@ -42,7 +42,8 @@ def mde_line(result: Comparison) -> str:
 def report_text(result: Comparison, exit_status: int) -> str:
     d, a, b = result.decision, result.a, result.b
     direction = "higher is better" if result.higher_is_better else "lower is better"
-    on = f"on the {d.n} paired samples" if result.paired else "each on all its samples (unpaired)"
+    shown = d.figures()  # the deciding rule's figures, on the samples it used
+    on = f"on the {shown.n} paired samples" if result.paired else "each on all its samples (unpaired)"
     lines = [
         "=" * 72,
         "runner.compare: B (candidate) against A (reference)",
@@ -50,7 +51,7 @@ def report_text(result: Comparison, exit_status: int) -> str:
         f"B (candidate): {b.describe()}",
         f"paired:      {len(result.common) if result.paired else 0} samples; dropped {len(result.a_only)} only in A, "
         f"{len(result.b_only)} only in B" + ("" if result.paired else f" (not paired: {result.problem})"),
-        f"scores:      A {d.verdict.reference:.3f}, B {d.verdict.score:.3f} ({a.metric}, {direction}; {on})",
+        f"scores:      A {shown.reference:.3f}, B {shown.score:.3f} ({a.metric}, {direction}; {on})",
         f"MDE:         {mde_line(result)}",
         d.render(),
     ]

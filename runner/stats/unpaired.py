@@ -290,8 +290,9 @@ class Verdict:
             "gate": self.gate,
         }
 
-    def render(self) -> str:
-        """A report block a person can read in a CI log without knowing the method."""
+    def render(self, heading: str = "Hypothesis test report") -> str:
+        """A report block a person can read in a CI log without knowing the method; ``heading`` names it (a
+        decision that another rule made labels it as not deciding)."""
         p = self.params
         direction = "higher is better" if p.higher_is_better else "lower is better"
         if self.explicit_threshold:
@@ -309,7 +310,7 @@ class Verdict:
         rule = "=" * 64
         lines = [
             rule,
-            f"Hypothesis test report: {self.metric} ({direction})",
+            f"{heading}: {self.metric} ({direction})",
             rule,
             f"  reference    {self.reference:10.3f}",
             f"  score        {self.score:10.3f}",

@@ -277,7 +277,7 @@ def test_oracle_two_lm_eval_cli_runs_pair_and_flip_as_recounted(tmp_path, capsys
     assert report["paired"] is True and report["n_common"] == 20 and report["only_in_a"] == report["only_in_b"] == 0
     assert report["flipped"] == {"worse": worse, "better": better}
     assert math.isclose(report["reference"]["mean"], 100 * sum(acc[0].values()) / 20)
-    assert math.isclose(report["decision"]["p_value"], mcnemar_p(len(worse), len(better)))
+    assert math.isclose(report["decision"]["p_regression"], mcnemar_p(len(worse), len(better)))
     # sane: a regression is claimed exactly when McNemar's exact test rejects, and 20 questions cannot show a
     # drop below 5 points
     assert (report["verdict"] == "NO-GO") == (mcnemar_p(len(worse), len(better)) < 0.05)
