@@ -12,7 +12,7 @@ from runner.references.samples import RunProvenance, pairing_problem
 from runner.references.acceptance import entry as acceptance_entry
 from runner.references.store import Reference
 from runner.stats.acceptance import AcceptanceGate
-from runner.stats import advice, claims as claim_rules
+from runner.stats import advising, claims as claim_rules
 from runner.stats.decision import Decision, decide_against
 from runner.stats.extension import ExtensionResult
 from runner.stats.unpaired import HypothesisParams
@@ -81,7 +81,7 @@ def advise(job: Job, decision: Decision) -> None:
     """How many more samples would decide; the backend is still open, so the task can say whether it has them."""
     recorded = (job.reference.recorded or {}) if job.reference is not None else {}
     first_look = decision.sequential.looks[0].n if isinstance(decision.sequential, ExtensionResult) else None
-    found = advice.for_decision(decision, recorded.get("num_samples") or first_look)
+    found = advising.for_decision(decision, recorded.get("num_samples") or first_look)
     if found is not None and found.n_total is not None:
         have = len(job.evaluator.samples(found.n_total, job.config.seed))
         found = replace(found, available=have if have < found.n_total else None)

@@ -19,7 +19,7 @@ from runner.contract.errors import UserError
 from runner.contract.evaluator import ScoredSample
 from runner.references.samples import RunProvenance, SampleRow, pairing_problem, prompt_hash
 from runner.reports.runs import RunSample, RunSamples
-from runner.stats import advice, scale
+from runner.stats import advising, scale
 from runner.stats.decision import Decision, decide_against
 from runner.stats.entry import Entry
 from runner.stats.settings import StatsConfig, margin_points, validate
@@ -143,7 +143,7 @@ def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta
     decision = decide_against(reference, scored, _mean(new_samples), params, stats, None, a.metric, rows,
                               problem, tolerance=tolerance, score_bounds=bounds)
     if decision.outcome == INCONCLUSIVE:
-        decision.advice = advice.for_decision(decision, len(ref_samples))
+        decision.advice = advising.for_decision(decision, len(ref_samples))
     notes += decision.notes
     if problem is not None:
         notes.append(f"unpaired comparison of all {len(ref_samples)} samples of A and {len(new_samples)} of B, as "

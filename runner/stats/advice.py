@@ -23,20 +23,16 @@ the samples needed are multiplied by the design effect: the unpaired sigma alrea
 (:mod:`runner.stats.clustered_rules`), a paired test's result carries its own.
 
 A fixed-look betting test (bounded continuous scores) is sized by simulating that test on resamples of the
-observed differences (:mod:`runner.stats.betting_advice`): its critical value grows as n falls.
+observed differences (:mod:`runner.stats.betting_advice`): its critical value grows as n falls. Which sizing a
+decision gets is :func:`runner.stats.advising.for_decision`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
-
 from runner.stats.unpaired import phi, z
 from runner.stats.verdicts import GO, NO_GO
-
-if TYPE_CHECKING:
-    from runner.stats.decision import Decision
 
 POWER = 0.8
 
@@ -154,30 +150,3 @@ def binary_spread(b: int, c: int, n: int) -> tuple[float, float]:
     d = max(b + c, 1) / n
     diff = (c - b) / n
     return 100.0 * math.sqrt(max(d - diff * diff, d / n)), d
-
-
-def for_decision(decision: Decision, n_ref: int | None) -> Advice | None:
-    """The advice for a decision from the observed data (``n_ref``: the unpaired reference's own n); the job
-    asks for it at a fixed-n test and at an extendable run's look (not at a planned sequential design), where
-    it is computed for the planned looks left and their bounds."""
-    if decision.claims is None or decision.tolerance is None:
-        return None
-    params = decision.verdict.params
-    drop = -decision.difference if params.higher_is_better else decision.difference
-    seq = decision.sequential
-    looks = seq.next_looks() if seq is not None and hasattr(seq, "next_looks") else None
-    common = dict(drop=drop, margin=decision.margin, tolerance=decision.tolerance.points, alpha=params.alpha,
-                  looks=looks)
-    p = decision.paired
-    inflate = math.sqrt(p.design_effect.applied) if p is not None and p.design_effect is not None else 1.0
-    if p is not None and p.discordant is not None:
-        spread, share = binary_spread(p.discordant[0], p.discordant[1], p.n)
-        return more_samples(spread=spread * inflate, n=p.n, discordance=share, **common)
-    if p is not None and p.betting is not None and p.design_effect is None and looks is None:
-        from runner.stats import betting_advice
-
-        return betting_advice.more_samples(p.betting, p.n, params.higher_is_better, drop, decision.margin,
-                                           decision.tolerance.points, params.alpha)
-    if p is not None:
-        return more_samples(spread=(p.sd_diff or 0.0) * inflate, n=p.n, **common)
-    return more_samples(spread=params.sigma, n=params.num_samples, n_ref=n_ref or params.num_samples, **common)

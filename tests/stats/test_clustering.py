@@ -25,7 +25,7 @@ from runner.contract.spec import AccuracySpec
 from runner.references import samples as reference_samples
 from runner.references.samples import RunProvenance, pairing_problem
 from runner.references.store import Reference
-from runner.stats import advice
+from runner.stats import advising
 from runner.stats.clustering import clustered_variance_of_mean, design_effect, iid_variance_of_mean
 from runner.stats.decision import decide_against
 from runner.stats.planning import paired_min_samples, paired_theta
@@ -266,7 +266,7 @@ def test_paired_advice_is_multiplied_by_the_design_effect(tmp_path):
     k = sps.norm.ppf(0.95) + sps.norm.ppf(0.8)
     gaps = [g for g in (drop - 0.0, 3.0 - drop) if g > 0]
     need = min((k * sd / g) ** 2 for g in gaps)
-    assert deff > 3 and advice.for_decision(d, None).n_total == max(61, math.ceil(deff * need))
+    assert deff > 3 and advising.for_decision(d, None).n_total == max(61, math.ceil(deff * need))
 
 
 def test_missing_cluster_and_bad_setting_are_config_errors(tmp_path):
