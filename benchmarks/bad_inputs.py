@@ -1,7 +1,8 @@
-"""Replay the bad-input list of the red-team rounds (issues 20 and 30) through ``python -m runner`` and
+"""Replay the bad-input list of the red-team rounds (issues 20, 30 and 39) through ``python -m runner`` and
 count how each one ends.
 
-Each case is one command line, run as a user runs it (a fresh process, the scripted fake backend and
+Each case is one command line (``python -m runner``, or ``runner.compare`` / ``runner.extend`` for a case whose
+first word is ``@compare`` / ``@extend``), run as a user runs it (a fresh process, the scripted fake backend and
 ``tracking=none`` where the case allows, a fresh working directory with the files the case needs).
 An outcome is one of:
 
@@ -9,8 +10,13 @@ An outcome is one of:
   the case expects (what the input is: "symlink loop", "sqlite:///", ...);
 - ``weak``: exit status != 0 without a traceback, but the message misses where the problem is or
   what it is (a symlink loop reported as a missing file), or a file the user owned was changed;
-- ``accepted``: exit status 0: the input ran as if it were fine;
+- ``accepted``: exit status 0: the input ran as if it were fine; or code the case's task files name ran
+  (their module writes a marker file on import), whatever the exit status;
 - ``traceback``: a Python traceback on the terminal.
+
+A case whose input is legal but hostile (a password in a URL, a control character in a sample id) has a
+``check`` instead: it reads what the run left and says ``message`` when the outputs hold what they should
+(no password in any file, well-formed XML, no raw escape on the terminal) and ``weak`` when they do not.
 
 Usage: ``python benchmarks/bad_inputs.py [--only SUBSTRING] [--verbose]``; prints one line per case and
 the counts table docs/reliability.md quotes. Takes about two minutes on two cores (each case is a new
@@ -51,6 +57,9 @@ class Case:
     intact: list[str] = field(default_factory=list)  # files (under {tmp}) the run must leave as they were
     env: dict[str, str] = field(default_factory=dict)
     read_only: str | None = None  # a directory (under {tmp}) mounted read-only for the run (``unshare -rm``, Linux)
+    check: Callable[[Path, int, str], bool] | None = None  # (tmp, exit status, output): the outputs are right
+    absent: list[str] = field(default_factory=list)  # files (under {tmp}) whose existence after the run means code ran
+    module: str = "runner"  # python -m MODULE ARGS
 
 
 def _write(rel: str, content: str | bytes) -> Callable[[Path], None]:
@@ -98,9 +107,93 @@ def _model_dirs(tmp: Path) -> None:
         "AutoConfig": "x.Cfg", "AutoModelForCausalLM": "x.M"}}))
 
 
+PASSWORDS = ("Pw1-first-f00", "Pw2-second-b4r", "Pw3-third-n4me")
+CREDENTIALS = [f"backend.default_answer=http://a:{PASSWORDS[0]}@h1:8000/v1",
+               f"backend.default_answer=https://b:{PASSWORDS[1]}@h2/v1"]
+
+
+def _no_password(tmp: Path, rc: int, text: str) -> bool:
+    """The run ended well and no password is in any file it left, nor on the terminal."""
+    files = [p for p in tmp.rglob("*") if p.is_file()]
+    return rc == 0 and not any(pw.encode() in p.read_bytes() for p in files for pw in PASSWORDS) and \
+        not any(pw in text for pw in PASSWORDS)
+
+
+def _well_formed(tmp: Path, rc: int, text: str) -> bool:
+    """junit.xml parses, and no raw control character reached the terminal or a report."""
+    from xml.etree import ElementTree as ET
+
+    raw = ("\x1b", "\r", "\x00")
+    try:
+        ET.parse(tmp / "cmp" / "junit.xml")
+    except (OSError, ET.ParseError):
+        return False
+    written = "".join((tmp / "cmp" / name).read_text() for name in ("report.txt", "junit.xml"))
+    return not any(c in text + written for c in raw)
+
+
+def _control_character_runs(tmp: Path) -> None:
+    ids = [f"q{i:02d}" for i in range(30)] + [f"evil\x1b[31m{i}\r\x00" for i in range(10)]
+    for name, wrong in (("a", False), ("b", True)):
+        run = tmp / name
+        run.mkdir()
+        rows = [{"sample_id": i, "prediction": "", "target": "", "meta": {}, "prompt": f"question {i}?",
+                 "score": 0.0 if wrong and i.startswith("evil") else 100.0} for i in ids]
+        (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (run / "config.yaml").write_text("seed: 0\ntask: {name: toy, metric: accuracy, higher_is_better: true}\n")
+        (run / "report.json").write_text(json.dumps({"task": "toy", "spec": {"extra_acc_spec": "dataset=local"}}))
+
+
+
+ARC = ROOT / "tests" / "data" / "arc_easy" / "test.jsonl"
+LM_EVAL = ["backend=fake", "task=lm_eval", "task.lm_eval_task=t", "task.include_path={tmp}/tasks", *QUIET,
+           "task.num_samples=2"]
+MARKER_MODULE = "import pathlib\npathlib.Path(__file__).parent.parent.joinpath('marker').write_text('ran')\n\n\n" \
+                "def process_docs(dataset):\n    return dataset\n"
+
+
+def _lm_eval_task(name: str = "t", code: str = "", extra: str = "") -> str:
+    """A task over the ARC fixture; ``code``: the tag of a ``process_docs`` naming evil.process_docs (whose module
+    writes {tmp}/marker on import)."""
+    return (f"task: {name}\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {ARC}\ntest_split: test\n"
+            "output_type: multiple_choice\ndoc_to_text: \"Question: {{question}}\\nAnswer:\"\n"
+            "doc_to_target: \"{{choices.label.index(answerKey)}}\"\ndoc_to_choice: \"{{choices.text}}\"\n"
+            "metric_list:\n  - metric: acc\n" + (f"process_docs: {code} evil.process_docs\n" if code else "") + extra)
+
+
+def _tasks(files: dict[str, str | bytes], evil_in: tuple[str, ...] = ("tasks",)) -> Callable[[Path], None]:
+    """Task files under {tmp} (``{tmp}`` in their text replaced), and the marker-writing module in ``evil_in``."""
+    def setup(tmp: Path) -> None:
+        for rel, content in files.items():
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content if isinstance(content, bytes) else content.replace("{tmp}", str(tmp)).encode())
+        for rel in evil_in:
+            (tmp / rel).mkdir(parents=True, exist_ok=True)
+            (tmp / rel / "evil.py").write_text(MARKER_MODULE)
+    return setup
+
+
+def _foreign_run(tmp: Path) -> None:
+    """A run directory from someone else whose saved overrides grant trust to its task's code."""
+    _tasks({"tasks/t.yaml": _lm_eval_task(code="!function")})(tmp)
+    (tmp / "run" / ".hydra").mkdir(parents=True)
+    overrides = [o.replace("{tmp}", str(tmp)) for o in LM_EVAL] + [
+        "task.trust_include_code=true", "stats.extensions=1", f"cache.path={tmp}/gen.sqlite"]
+    (tmp / "run" / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    (tmp / "run" / "config.yaml").write_text(
+        "task: {num_samples: 2, trust_include_code: true}\nmodel: {trust_remote_code: false}\n"
+        "stats: {extensions: 1, extend: []}\n")
+
+
+BOMB = "metadata:\n  a0: &a0 [" + ", ".join(["lol"] * 10) + "]\n" + "".join(
+    f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 10))
+SSTI = "{{ cycler.__init__.__globals__.os.system('touch {tmp}/marker') }}"
+
 MMLU_LOCAL = ["backend=fake", "task=mmlu", *QUIET, "task.dataset.source=local", "task.num_fewshot=0",
               "task.num_samples=2"]
 UNWRITABLE = "/proc/sys/runner-x"
+MMLU_SCORED = [*MMLU_LOCAL, f"task.dataset.local_path={MMLU_DIR}", "task.scoring=loglikelihood"]
 
 
 def cases() -> list[Case]:
@@ -200,8 +293,124 @@ def cases() -> list[Case]:
         Case("openai: api_key_env holds a key", [*FAST[1:], "backend=openai", "backend.base_url=http://127.0.0.1:9/v1",
                                                  "backend.api_key_env=sk-abcdefghijklmnopqrstuvwxyz123456"],
              "api_key_env"),
+        # ---- round 4 (issue 39): inputs checked before they change a verdict, no tracebacks
+        *[Case(f"tolerance {' '.join(o)}", [*FAST[:-2], "task.num_samples=6", "tracking=none", "reference.dir={tmp}/refs",
+                                            *o], want, _recorded)
+          for o, want in ((["stats.tolerance=1000"], "range"), (["stats.tolerance=0.05"], "fraction"),
+                          (["stats.tolerance=500", "stats.tolerance_unit=percent"], "whole score"),
+                          (["stats.tolerance=0.05", "stats.tolerance_unit=percent"], "fraction"))],
+        Case("sequential looks of 2 samples", ["backend=fake", "task=perplexity", "tracking=none", "reference.dir={tmp}/refs",
+                                               "task.num_samples=12", "stats.sequential.enabled=true",
+                                               "stats.sequential.looks=6"], "too few samples", _ppl_reference),
+        Case("task=lm_eval without lm_eval_task", ["backend=fake", "task=lm_eval", *QUIET], "task.lm_eval_task"),
+        *[Case(f"lm-eval {name}", ["backend=fake", "task=lm_eval", f"task.lm_eval_task={name}",
+                                   "task.include_path={tmp}/tasks", "task.num_samples=2", *QUIET, *extra], want, _lm_tasks)
+          for name, extra, want in (("unknown_key", [], "refuses the task's definition"),
+                                    ("not_a_dataset", [], "could not"),
+                                    ("no_bleu", ["task.metric=bleu"], "does not compute this metric"))],
+        Case("report.junit a directory", [*FAST, "report.junit={tmp}"], "report.junit"),
+        Case("report.markdown unwritable", [*FAST, f"report.markdown={UNWRITABLE}/r.md"], "report.markdown"),
+        Case("refs: reference.dir a file", [*FAST[:-1], "reference.mode=check", "reference.dir={tmp}/refs.yaml"],
+             "not a directory", _write("refs.yaml", "x: 1\n")),
+        *[Case(f"compare: {name}", ["@compare", "{tmp}/a", "{tmp}/b", "--tolerance", "2", "--output-dir", "{tmp}/out"],
+               want, _compare_runs(**change)) for name, change, want in (
+            ("duplicated sample_id", {"b_rows": [*_ROWS, _ROWS[0] | {"score": 100.0}]}, "twice"),
+            ("task: 5", {"b_config": {"task": 5}}, "task"),
+            ("meta: 5", {"b_rows": [_ROWS[0] | {"meta": 5}, *_ROWS[1:]]}, "meta"),
+            ("string decision", {"b_report": {"decision": "GO"}}, "decision"))],
+        *[Case(f"compare: lm-eval {field}", ["@compare", "{tmp}/samples_t_2026-01-01T10-00-00.000000.jsonl",
+                                             "{tmp}/samples_t_2026-01-01T10-00-00.000000.jsonl", "--tolerance", "2",
+                                             "--output-dir", "{tmp}/out"], field, _lm_samples(field, value))
+          for field, value in (("metrics", 5), ("arguments", "x"))],
+        Case("compare: unwritable --output-dir", ["@compare", "{tmp}/a", "{tmp}/a", "--output-dir", f"{UNWRITABLE}"],
+             "--output-dir", _compare_runs()),
+        Case("compare: unwritable --markdown", ["@compare", "{tmp}/a", "{tmp}/a", "--tolerance", "2", "--output-dir",
+                                                "{tmp}/out", "--markdown", f"{UNWRITABLE}/r.md"], "--markdown", _compare_runs()),
+        *[Case(f"extend: {name}", ["@extend", "{tmp}/run", "4"], "config.yaml", _all(
+            _write("run/config.yaml", text), _write("run/.hydra/overrides.yaml", "[]\n")))
+          for name, text in (("unparsable config", "stats: {extensions: ["), ("incomplete config", "task: {}\n"))],
+        # ---- issue 39: secrets in every output, well-formed outputs
+        # (a log-likelihood task: the fake backend's default_answer is never an answer, so only config holds it)
+        Case("secrets: two URL overrides with passwords", [*MMLU_SCORED, *CREDENTIALS, "report.junit={tmp}/j.xml",
+                                                           "report.markdown={tmp}/m.md", "hydra.run.dir={tmp}/run"],
+             check=_no_password),
+        Case("secrets: a sweep of URLs with passwords", ["-m", *MMLU_SCORED, CREDENTIALS[0] + f",http://c:{PASSWORDS[2]}@h3/v1",
+                                                         "report.junit={tmp}/j.xml", "hydra.sweep.dir={tmp}/sweep"],
+             check=_no_password),
+        Case("compare: control characters in sample ids", ["{tmp}/a", "{tmp}/b", "--tolerance", "2",
+                                                            "--output-dir", "{tmp}/cmp"],
+             setup=_control_character_runs, check=_well_formed, module="runner.compare"),
+        # ---- lm-eval task files (issue 39): code runs only with task.trust_include_code=true on this command line
+        *[Case(f"lm-eval: {what}", LM_EVAL, want, _tasks(files, evil_in), absent=["marker"]) for what, want, files, evil_in in (
+            ("include ../ outside the include path", "outside the include path",
+             {"tasks/t.yaml": "include: ../outside/base.yaml\ntask: t\n",
+              "outside/base.yaml": _lm_eval_task("base", "!function")}, ("outside",)),
+            ("include of an absolute path", "outside the include path",
+             {"tasks/t.yaml": "include: {tmp}/outside/base.yaml\ntask: t\n",
+              "outside/base.yaml": _lm_eval_task("base", "!function")}, ("outside",)),
+            ("%TAG directive (!f!ction)", "trust_include_code",
+             {"tasks/t.yaml": "%TAG !f! !fun\n---\n" + _lm_eval_task(code="!f!ction")}, ("tasks",)),
+            ("URI-escaped tag (!fun%63tion)", "trust_include_code", {"tasks/t.yaml": _lm_eval_task(code="!fun%63tion")},
+             ("tasks",)),
+            ("UTF-16 task file", "trust_include_code", {"tasks/t.yaml": _lm_eval_task(code="!function").encode("utf-16")},
+             ("tasks",)),
+            ("'#' in a quoted string before the tag", "trust_include_code",
+             {"tasks/t.yaml": "{" + ", ".join(["task: t", "dataset_path: json", f"dataset_kwargs: {{data_files: {{test: '{ARC}'}}}}",
+                                               "test_split: test", "output_type: multiple_choice",
+                                               "doc_to_text: 'Q # {{question}}'", "doc_to_target: 0",
+                                               "doc_to_choice: '{{choices.text}}'", "metric_list: [{metric: acc}]",
+                                               "process_docs: !function evil.process_docs"]) + "}\n"}, ("tasks",)),
+            ("billion laughs in metadata", "task.yaml_max_nodes", {"tasks/t.yaml": _lm_eval_task(extra=BOMB)}, ()),
+            ("prompt template reaching Python", "sandbox",
+             {"tasks/t.yaml": _lm_eval_task().replace('doc_to_text: "', 'doc_to_text: "' + SSTI)},
+             ()))],
+        Case("runner.extend: a foreign run's trust_include_code", ["{tmp}/run", "2"], "does not inherit", _foreign_run,
+             absent=["marker"], module="runner.extend"),
     ]
     return out
+
+
+_ROWS = [{"sample_id": f"s{i}", "score": s, "prompt": f"q{i}"} for i, s in enumerate((0.0, 100.0, 100.0, 0.0))]
+
+
+def _compare_runs(b_rows: list | None = None, b_config: dict | None = None,
+                  b_report: dict | None = None) -> Callable[[Path], None]:
+    config = {"task": {"name": "gsm8k", "metric": "accuracy"}, "seed": 0}
+    return _all(_jsonl("a/samples.jsonl", *_ROWS), _write("a/config.yaml", json.dumps(config)),
+                _jsonl("b/samples.jsonl", *(b_rows or _ROWS)), _write("b/config.yaml", json.dumps(b_config or config)),
+                _write("b/report.json", json.dumps(b_report or {})))
+
+
+def _lm_samples(field: str, value: object) -> Callable[[Path], None]:
+    rows = [{"doc_id": i, "metrics": ["acc"], "acc": 1.0, "arguments": {}} for i in range(2)]
+    rows[1][field] = value
+    return _jsonl("samples_t_2026-01-01T10-00-00.000000.jsonl", *rows)
+
+
+def _recorded(tmp: Path) -> None:
+    subprocess.run([sys.executable, "-m", "runner", *FAST[:-2], "task.num_samples=6", "tracking=none",
+                    "reference.mode=record", f"reference.dir={tmp}/refs", f"cache.path={tmp}/gen.sqlite",
+                    f"hydra.run.dir={tmp}/rec"], cwd=tmp, env=_env({}), capture_output=True, check=True)
+
+
+def _ppl_reference(tmp: Path) -> None:
+    (tmp / "refs").mkdir()
+    (tmp / "refs" / "perplexity.yaml").write_text(
+        "HuggingFaceTB/SmolLM2-135M-Instruct:\n  - extra_acc_spec: corpus=pydoc_topics-32e8236b,min_tokens=256,"
+        "max_input_len=512\n    perplexity: 1.0078\n    num_samples: 37\n")
+
+
+def _lm_tasks(tmp: Path) -> None:
+    sys.path.insert(0, str(ROOT))
+    from tests.helpers.lm_eval_tasks import write_tasks
+
+    tasks = write_tasks(tmp)
+    arc = (tasks / "arc_local.yaml").read_text()
+    (tasks / "unknown_key.yaml").write_text(arc.replace("task: arc_local", "task: unknown_key") + "bogus_key: 1\n")
+    (tasks / "not_a_dataset.yaml").write_text(arc.replace("task: arc_local", "task: not_a_dataset")
+                                              .replace("dataset_path: json", "dataset_path: /etc/hostname"))
+    (tasks / "no_bleu.yaml").write_text(arc.replace("task: arc_local", "task: no_bleu")
+                                        .replace("metric: acc_norm", "metric: bleu"))
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:
@@ -212,7 +421,7 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
 def classify(case: Case, tmp: Path, rc: int, text: str, before: dict[str, bytes]) -> str:
     if "Traceback (most recent call last)" in text:
         return "traceback"
-    if rc == 0:
+    if rc == 0 or any((tmp / rel).exists() for rel in case.absent):
         return "accepted"
     changed = [rel for rel, data in before.items() if not (tmp / rel).exists() or (tmp / rel).read_bytes() != data]
     clear = "error:" in text and "where:" in text and case.expect.lower() in text.lower()
@@ -228,11 +437,16 @@ def run_case(case: Case, verbose: bool) -> str:
             case.setup(tmp)
         before = {rel: (tmp / rel).read_bytes() for rel in case.intact}
         args = [a.replace("{tmp}", name) for a in case.args]
-        if not any(a.startswith("cache.path") for a in args):
+        if case.module == "runner" and not any(a.startswith("cache.path") for a in args):
             args.append(f"cache.path={name}/gen.sqlite")
         if "--cfg" in args:
             args = [a for a in args if not a.startswith("cache.path")]
-        command = [sys.executable, "-m", "runner", *args]
+        module = {"@compare": "runner.compare", "@extend": "runner.extend"}.get(args[0] if args else "", case.module)
+        if args and args[0] in ("@compare", "@extend"):
+            args = args[1:]
+        if module != "runner":
+            args = [a for a in args if not a.startswith("cache.path")]
+        command = [sys.executable, "-m", module, *args]
         if case.read_only:
             (tmp / case.read_only).mkdir()
             command = ["unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o ro none "$1" && shift && exec "$@"', "sh",
@@ -244,6 +458,8 @@ def run_case(case: Case, verbose: bool) -> str:
         except subprocess.TimeoutExpired:
             rc, text = 124, "timed out"
         outcome = classify(case, tmp, rc, text, before)
+        if case.check is not None and outcome != "traceback":
+            outcome = "message" if case.check(tmp, rc, text) else "weak"
         if verbose and outcome != "message":
             print("\n".join("    " + line for line in text.strip().splitlines()[-12:]))
         return outcome

@@ -39,7 +39,7 @@ SESSION_GENERATION_CACHE = Path(tempfile.mkdtemp(prefix="runner-test-generations
 # short ones fill in behind them (pyproject.toml turns off xdist's own reordering by test count, which
 # put these few-test files last). Matched by file name, wherever the file sits under tests/.
 SLOWEST_FILES = ("test_openai_endpoint.py", "test_sweep.py", "test_hf_quant.py", "test_reliability.py", "test_e2e.py",
-                 "test_compare.py", "test_hf_batching.py", "test_gsm8k.py", "test_quantize.py")
+                 "test_extension_recipe.py", "test_compare.py", "test_hf_batching.py", "test_gsm8k.py", "test_quantize.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -147,6 +147,10 @@ class CNNDailyMailEvaluator(Evaluator):
         meta = dict(sample.meta) | rouge
         return ScoredSample(sample.id, sample.prompt, output, sample.target, rouge[self.metric], meta)
 
+    def score_bounds(self) -> tuple[float, float]:
+        """ROUGE F-measures x 100."""
+        return (0.0, 100.0)
+
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
         """Every ROUGE variant aggregated by ``task.aggregation``, samples taken in the order given
         (the shuffled order upstream scores them in); the task metric is one of them."""

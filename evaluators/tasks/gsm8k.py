@@ -259,6 +259,10 @@ class GSM8KEvaluator(Evaluator):
         value = 50.0 * found["strict_match"] + 50.0 * found["flexible_match"]
         return ScoredSample(sample.id, sample.prompt, output, sample.target, value, dict(sample.meta) | found)
 
+    def score_bounds(self) -> tuple[float, float]:
+        """0, 50 or 100 (the strict and flexible matches averaged), or 0/100 by one filter."""
+        return (0.0, 100.0)
+
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
         """``accuracy`` (mean of the per-sample scores) and its two halves, each in percent."""
         if not scored:

@@ -170,9 +170,12 @@ class GenerationCache:
     def put_many(self, rows: Sequence[tuple[str, str, str, str]]) -> None:
         """Insert ``(key, context, kind, response)`` rows in one transaction (durable once it returns)."""
         now = time.time()
-        with self._db:  # BEGIN ... COMMIT
-            self._db.executemany("INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?)",
-                                 [(*row, now) for row in rows])
+        try:
+            with self._db:  # BEGIN ... COMMIT
+                self._db.executemany("INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?)",
+                                     [(*row, now) for row in rows])
+        except sqlite3.OperationalError as err:  # a full disk (SQLITE_FULL), a quota, an I/O error: this chunk rolls back
+            raise CacheWriteError(self.path, self.count(), len(rows), err) from None
 
     def count(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
@@ -180,6 +183,19 @@ class GenerationCache:
     def contexts(self) -> list[tuple[str, dict[str, Any]]]:
         """Every job context stored so far, with its document (what a dry run matches against)."""
         return [(cid, json.loads(doc)) for cid, doc in self._db.execute("SELECT context, document FROM contexts")]
+
+
+class CacheWriteError(ConfigError):
+    """The cache could not store a chunk of answers: the chunks stored before it stay (each was committed), so a
+    rerun answers them from the cache and computes only the rest."""
+
+    def __init__(self, path: Path, kept: int, lost: int, err: sqlite3.OperationalError) -> None:
+        super().__init__(f"the generation cache could not store new answers, so the job stopped; the {kept} answers "
+                         f"stored stay in it (of the last {lost} computed, those not stored are asked again)",
+                         where=str(path),
+                         given=f"sqlite3.OperationalError: {err}",
+                         fix="free space on that disk (or set cache.path / RUNNER_CACHE_DIR to one with room) and "
+                             "rerun the same command: the stored answers are read back, only the rest is computed")
 
 
 @dataclasses.dataclass

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from runner.contract.errors import EXIT_ERROR, EXIT_INTERRUPTED, UserError
+from runner.files.writable import check_output_dir, check_output_file
 
 EPILOG = """exit status: 0 GO, 3 NO-GO, 4 INCONCLUSIVE (0 or 3 with --on-inconclusive pass|fail), 1 error (input that
 cannot be compared), 130 stopped by SIGINT (Ctrl-C), 143 stopped by SIGTERM.
@@ -49,7 +50,12 @@ def parser() -> argparse.ArgumentParser:
     direction.add_argument("--higher-is-better", dest="higher_is_better", action="store_true", default=None,
                            help="the metric's direction (default: the runs' config, else higher is better)")
     direction.add_argument("--lower-is-better", dest="higher_is_better", action="store_false")
-    p.add_argument("--paired-test", choices=("auto", "mcnemar", "t", "bootstrap"), default="auto")
+    p.add_argument("--paired-test", choices=("auto", "mcnemar", "betting", "t", "bootstrap"), default="auto",
+                   help="auto: McNemar for 0/100 scores, the finite-sample betting test for other bounded scores "
+                        "(the bounds a job recorded, or --score-bounds), the t-test for unbounded ones")
+    p.add_argument("--score-bounds", nargs=2, type=float, metavar=("LO", "HI"),
+                   help="the range every per-sample score lies in (default: the bounds the runs' jobs recorded; an "
+                        "lm-eval file records none, e.g. --score-bounds 0 1 for a fraction)")
     p.add_argument("--gate", choices=("regression", "noninferiority"), default="regression",
                    help="what the verdict follows when a drop > margin and one < tolerance are both shown")
     p.add_argument("--on-inconclusive", choices=("inconclusive", "pass", "fail"), default="inconclusive",
@@ -76,10 +82,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         stats = comparison.stats_config(args.alpha, args.margin, args.margin_unit, args.tolerance, args.tolerance_unit,
                                         args.paired_test, args.gate, args.on_inconclusive)
+        out_dir = args.output_dir or default_output_dir()
+        check_output_dir(out_dir, "--output-dir")
+        if args.markdown:
+            check_output_file(args.markdown, "--markdown")
         a = runs.read_run(args.a, args.metric, args.filter_name, args.tracking_uri)
         b = runs.read_run(args.b, args.metric, args.filter_name, args.tracking_uri)
-        result = comparison.compare(a, b, stats, args.alpha, args.beta, args.higher_is_better, args.unpaired)
-        out_dir = args.output_dir or default_output_dir()
+        result = comparison.compare(a, b, stats, args.alpha, args.beta, args.higher_is_better, args.unpaired,
+                                    tuple(args.score_bounds) if args.score_bounds else None)
         text, _ = comparison_report.write_reports(result, out_dir, args.markdown)
     except UserError as err:
         print(err.render(), file=sys.stderr, flush=True)

@@ -66,18 +66,29 @@ def run_job(cfg: DictConfig) -> int:
         if failure is not None:
             record_failure(cfg, failure)
         return status  # the sweep writes the CI reports of all its jobs
-    if failure is not None or not cfg.dry_run:  # a dry run that worked reports nothing
-        for path in publish_job(job_label(cfg), outcome, failure):
-            print(f"report: {path}", flush=True)
+    unwritable = isinstance(failure, UserError) and str(failure.where or "").startswith("report.")
+    if (failure is not None or not cfg.dry_run) and not unwritable:  # a dry run that worked reports nothing
+        try:
+            for path in publish_job(job_label(cfg), outcome, failure):
+                print(f"report: {path}", flush=True)
+        except OSError as err:  # checked before the job; the place changed since: the job's own outputs are kept
+            print(UserError("the CI report could not be written; the job's results are in its output directory",
+                            where=str(err.filename or "report.junit / report.markdown"),
+                            given=f"{type(err).__name__}: {err.strerror or err}",
+                            fix="choose a writable file for report.junit / report.markdown").render(),
+                  file=sys.stderr, flush=True)
+            status = status or EXIT_ERROR
     sys.exit(status)
 
 
 def job_label(cfg: DictConfig) -> JobLabel:
     """How the job's CI reports name it, read from the composed config (typed or not: it may be the mistake)."""
-    report = cfg.get("report") or {}
-    return JobLabel(cfg.quant.name, cfg.task.name, cfg.model.name, cfg.model.hf_id, cfg.reference.mode,
-                    cfg.stats.verdicts, cfg.stats.on_inconclusive,
-                    ReportConfig(report.get("junit"), report.get("markdown")))
+    def value(key: str) -> object:  # a value that does not resolve (a missing ???) is shown as such
+        return OmegaConf.select(cfg, key, default="???", throw_on_missing=False, throw_on_resolution_failure=False)
+
+    return JobLabel(*(value(k) for k in ("quant.name", "task.name", "model.name", "model.hf_id", "reference.mode",
+                                         "stats.verdicts", "stats.on_inconclusive")),
+                    ReportConfig(value("report.junit"), value("report.markdown")))
 
 
 def environment_error(err: OSError) -> UserError:

@@ -25,6 +25,7 @@ from runner.config.guard import check_overrides
 from runner.config.store import register_schemas
 from runner.contract import stopping
 from runner.contract.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, UserError
+from runner.contract.secrets import redact_logs
 
 EXIT_FOR_SIGNAL = {signal.SIGTERM: EXIT_TERMINATED, signal.SIGINT: EXIT_INTERRUPTED}
 
@@ -41,6 +42,7 @@ def entry() -> None:
     from runner.sweep.callback import abort_open_sweep, take_exit_status  # lazy: --help stays fast
 
     register_schemas()
+    redact_logs()  # before Hydra logs the command line's overrides
     refuse_foreign_code(sys.argv[1:])
     for signum in EXIT_FOR_SIGNAL:
         signal.signal(signum, _terminate)

@@ -22,8 +22,6 @@ a top-level node that is empty until an option fills it (``+gate.x`` without ``g
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
 import typing
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -35,6 +33,7 @@ from hydra.errors import HydraException
 
 from runner.config.schemas import RunnerConfig
 from runner.contract.errors import ConfigError
+from runner.files.writable import probe_dir
 
 CALLABLE_PREFIXES = ("runner.", "evaluators.", "hydra_plugins.", "hydra._internal.core_plugins.",
                      "hydra.experimental.callbacks.")
@@ -168,26 +167,9 @@ def check_run_dir(where: str, value: str, overwrite: bool) -> None:
                               fix="leave hydra.run.dir unset (every run gets its own directory), choose a new one, "
                               "or add overwrite_output=true")
     try:
-        _probe_writable(path)
+        probe_dir(path)
     except OSError as err:
         raise ConfigError("the run directory cannot be created or written", where=where,
                           given=f"{value} ({err.strerror or err})",
                           allowed="a directory on a writable file system that this user may write",
                           fix="choose a writable place (leave hydra.run.dir unset for outputs/ here)") from None
-
-
-def _probe_writable(path: Path) -> None:
-    """Create ``path`` (and the missing parents), write a file in it, then remove what the probe created."""
-    created = []
-    for part in [*reversed(path.parents), path]:
-        if not part.exists():
-            os.mkdir(part)
-            created.append(part)
-    try:
-        if not path.is_dir():
-            raise NotADirectoryError(20, "Not a directory", str(path))
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    finally:
-        for part in reversed(created):
-            os.rmdir(part)

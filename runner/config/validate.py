@@ -17,6 +17,7 @@ import dataclasses
 from omegaconf import DictConfig, OmegaConf
 
 from runner.contract.errors import ConfigError
+from runner.files.writable import check_output_file
 from runner.stats.multiple_testing import validate as validate_correction
 
 POSITIVE = ("task.default_num_samples", "task.num_samples", "task.max_input_len", "task.max_output_len",
@@ -25,11 +26,15 @@ POSITIVE = ("task.default_num_samples", "task.num_samples", "task.max_input_len"
             "backend.tensor_parallel_size", "backend.pipeline_parallel_size")
 NON_NEGATIVE = ("seed", "task.num_fewshot", "quant.calib_seed", "stats.bootstrap_seed", "backend.num_threads")
 SKIPPED = ("hydra",)
+REQUIRED_NAMES = ("task.lm_eval_task",)
+"""Required settings whose schema default is empty rather than ``???``: Hydra resolves the run directory, which
+names the task, before the job starts, and a ``???`` there would end in its traceback instead of this message."""
 
 
 def check_job(cfg: DictConfig) -> None:
     """Raise :class:`ConfigError` for the first unknown key or out-of-range value."""
     _check_top_level_keys(cfg)
+    _check_missing(cfg, "")
     for key in cfg.keys():
         if key not in SKIPPED and isinstance(cfg.get(key), DictConfig):
             check_known_keys(cfg[key], str(key))
@@ -39,6 +44,7 @@ def check_job(cfg: DictConfig) -> None:
         _check_int(cfg, key, 0, "a whole number >= 0")
     _check_sigma(cfg)
     _check_metric(cfg)
+    _check_report_paths(cfg)
     sweep = cfg.get("sweep")
     if isinstance(sweep, DictConfig):
         validate_correction(sweep.get("correction"), sweep.get("alpha"))
@@ -108,3 +114,32 @@ def _check_metric(cfg: DictConfig) -> None:
         raise ConfigError(f"task {task.get('name')} does not compute this metric", where="task.metric",
                           given=repr(task.metric), allowed=", ".join(str(m) for m in allowed),
                           fix="drop the override, or choose one of the allowed metrics")
+
+
+def _check_report_paths(cfg: DictConfig) -> None:
+    """``report.junit`` and ``report.markdown`` are written after the job: a directory or an unwritable place is
+    refused now, before any request, not when the results are in."""
+    report = cfg.get("report")
+    if not isinstance(report, DictConfig):
+        return
+    for key in ("junit", "markdown"):
+        value = report.get(key)
+        if value:
+            check_output_file(str(value), f"report.{key}")
+
+
+def _check_missing(node: DictConfig, where: str) -> None:
+    """A mandatory value left unset (``???``: ``task=lm_eval`` without ``task.lm_eval_task``) is named, not
+    found by a traceback when the config is typed."""
+    for key in node.keys():
+        path = f"{where}.{key}" if where else str(key)
+        if path in SKIPPED:
+            continue
+        if OmegaConf.is_missing(node, key) or (path in REQUIRED_NAMES and not node.get(key)):
+            raise ConfigError("a required setting is not given", where=path, given="nothing",
+                              fix=f"add {path}=VALUE to the command line"
+                                  + (" (the lm-evaluation-harness task's name, e.g. task.lm_eval_task=arc_easy)"
+                                     if path == "task.lm_eval_task" else ""))
+        child = node._get_node(key)
+        if isinstance(child, DictConfig) and not OmegaConf.is_interpolation(node, key):
+            _check_missing(child, path)

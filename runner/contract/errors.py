@@ -7,6 +7,8 @@ unregistered reference). The entry point prints it without a traceback and exits
 
 from __future__ import annotations
 
+from runner.contract.printable import printable
+
 EXIT_OK = 0
 """GO: the drop was shown to be within the tolerance, or no verdict was asked for."""
 EXIT_ERROR = 1
@@ -60,7 +62,7 @@ class UserError(Exception):
             lines.append(f"  allowed: {self.allowed}")
         if self.fix:
             lines.append(f"  fix:     {self.fix}")
-        return "\n".join(lines)
+        return printable("\n".join(lines))  # what the input held, never a raw terminal escape
 
 
 class ConfigError(UserError):

@@ -125,6 +125,12 @@ class Evaluator(ABC):
         ``meta[CORPUS_ITEM]``); None: the mean of the scores, as for every accuracy."""
         return None
 
+    def score_bounds(self) -> tuple[float, float] | None:
+        """The range every per-sample score lies in (ROUGE x 100: 0 to 100), called after ``samples()``; a paired
+        test of a continuous metric then holds its alpha at any n (the betting test). None: unbounded or unknown
+        (per-document perplexity), where only the asymptotic t-test is left; 0/100 scores need no declaration."""
+        return None
+
     def chance_level(self, samples: Sequence[Sample]) -> float | None:
         """A guessing model's score on these samples, or the metric's floor (the task's declared value)."""
         return self.config.chance_level

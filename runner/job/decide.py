@@ -12,7 +12,7 @@ from runner.references.samples import RunProvenance, pairing_problem
 from runner.references.acceptance import entry as acceptance_entry
 from runner.references.store import Reference
 from runner.stats.acceptance import AcceptanceGate
-from runner.stats import advice, claims as claim_rules
+from runner.stats import advising, claims as claim_rules
 from runner.stats.decision import Decision, decide_against
 from runner.stats.extension import ExtensionResult
 from runner.stats.unpaired import HypothesisParams
@@ -55,7 +55,7 @@ def decision_at(job: Job, reference: Reference, samples: list[Sample], scored: l
     return decide_against(reference, scored, metrics[job.task.metric], params, job.config.stats,
                           ev.chance_level(samples), job.task.metric, rows, problem,
                           [*ev.extra_gates(metrics, reference), *job.gates], job.tolerance,
-                          cluster_key=job.task.cluster_key, corpus=ev.corpus_metric())
+                          cluster_key=job.task.cluster_key, corpus=ev.corpus_metric(), score_bounds=ev.score_bounds())
 
 
 def acceptance_gates(job: Job) -> list[AcceptanceGate]:
@@ -81,7 +81,7 @@ def advise(job: Job, decision: Decision) -> None:
     """How many more samples would decide; the backend is still open, so the task can say whether it has them."""
     recorded = (job.reference.recorded or {}) if job.reference is not None else {}
     first_look = decision.sequential.looks[0].n if isinstance(decision.sequential, ExtensionResult) else None
-    found = advice.for_decision(decision, recorded.get("num_samples") or first_look)
+    found = advising.for_decision(decision, recorded.get("num_samples") or first_look)
     if found is not None and found.n_total is not None:
         have = len(job.evaluator.samples(found.n_total, job.config.seed))
         found = replace(found, available=have if have < found.n_total else None)

@@ -15,6 +15,7 @@ counted too; only a backend that cannot count tokens without its model leaves th
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from runner.backends.models import resolve_model_source
 from runner.cache import generations
@@ -125,33 +126,50 @@ def estimate_seconds(cfg: RunnerConfig, job: Job, n: int, cached: int | None, to
     samples still to compute (model loading not included). A run that answered part of its requests from the
     cache computed only the rest: its time is divided by the samples it computed (its cache misses' share);
     a run answered wholly from the cache measured nothing."""
+    rate, words = evaluation_rate(cfg, job)
+    if rate is None:
+        return words
+    todo = n if cached is None or not total else n * (total - cached) / total
+    return f"~{rate * todo:.0f} s of evaluation ({rate:.2f} s/sample, {words})"
+
+
+def earlier_runs(cfg: RunnerConfig, job: Job, same_task: bool = True) -> tuple[list[Any] | None, str]:
+    """Earlier FINISHED runs of the same model, quant and backend (and task) in the job's MLflow store, newest
+    first; None with the reason in words when there is no store to read."""
     if cfg.tracking.name != "mlflow":
-        return "no history (tracking=none)"
+        return None, "no history (tracking=none)"
     uri = job.tracker.uri
     db = sqlite_path(uri)
     if db is not None and not db.is_file():  # no store yet: nothing to read, and a dry run creates nothing
-        return "no earlier run to measure from"
+        return None, "no earlier run to measure from"
     try:
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=uri)
         experiment = client.get_experiment_by_name(cfg.tracking.experiment)
         if experiment is None:
-            return "no earlier run to measure from"
-        runs = client.search_runs([experiment.experiment_id], max_results=20, order_by=["attributes.start_time DESC"],
+            return None, "no earlier run to measure from"
+        task = f" and tags.task = '{cfg.task.name}'" if same_task else ""
+        return client.search_runs([experiment.experiment_id], max_results=20, order_by=["attributes.start_time DESC"],
                                   filter_string=(f"attributes.status = 'FINISHED' and tags.model = '{cfg.model.hf_id}' "
-                                                 f"and tags.quant = '{cfg.quant.name}' and tags.task = '{cfg.task.name}' "
-                                                 f"and tags.backend = '{cfg.backend.name}'"))
-    except Exception as err:  # an estimate is a courtesy: never a reason to fail the dry run
-        return f"unavailable ({type(err).__name__})"
+                                                 f"and tags.quant = '{cfg.quant.name}'{task} "
+                                                 f"and tags.backend = '{cfg.backend.name}'")), ""
+    except Exception as err:  # an estimate is a courtesy: never a reason to fail the job or the dry run
+        return None, f"unavailable ({type(err).__name__})"
+
+
+def evaluation_rate(cfg: RunnerConfig, job: Job) -> tuple[float | None, str]:
+    """The median seconds per computed sample of earlier runs of the same model/quant/task/backend, and where it
+    comes from in words (or why there is none)."""
+    runs, why = earlier_runs(cfg, job)
+    if runs is None:
+        return None, why
     rates = [rate for rate in (seconds_per_computed_sample(r.data.metrics) for r in runs) if rate is not None]
     if not rates:
         if runs:
-            return f"no earlier run computed answers ({len(runs)} answered wholly from the cache)"
-        return "no earlier run to measure from"
-    rate = sorted(rates)[len(rates) // 2]
-    todo = n if cached is None or not total else n * (total - cached) / total
-    return f"~{rate * todo:.0f} s of evaluation ({rate:.2f} s/sample, median of {len(rates)} earlier runs)"
+            return None, f"no earlier run computed answers ({len(runs)} answered wholly from the cache)"
+        return None, "no earlier run to measure from"
+    return sorted(rates)[len(rates) // 2], f"median of {len(rates)} earlier runs"
 
 
 def seconds_per_computed_sample(metrics: dict[str, float]) -> float | None:

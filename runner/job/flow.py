@@ -18,10 +18,13 @@ from omegaconf import DictConfig, OmegaConf
 from runner.config.gate import apply_policy
 from runner.config.schemas import RunnerConfig
 from runner.config.validate import check_job
-from runner.contract.secrets import redact_text, redact_tree
+from runner.contract.secrets import redact_tree
 from runner.files.paths import write_atomic
+from runner.files.redaction import redact_saved_configs
 from runner.job.answer import answer
 from runner.job.decide import acceptance_gates, advise, decide
+from runner.job.expect import expectation
+from runner.job.extension_check import check_job as check_extension
 from runner.job.load import load
 from runner.job.looks import monitor_for
 from runner.job.prepare import prepare
@@ -33,7 +36,8 @@ from runner.job.state import Job, Outcome
 from runner.reports.outputs import write_failure, write_samples
 from runner.reports.text import summary_line
 from runner.stats.extension import ExtensionResult
-from runner.stats.verdicts import INCONCLUSIVE, resolve_tolerance
+from runner.stats.settings import margin_points
+from runner.stats.verdicts import INCONCLUSIVE, check_binary_range, resolve_tolerance
 from runner.tracking.naming import run_identity
 from runner.tracking.provenance import flatten
 from runner.tracking.trackers import parent_run_id
@@ -88,19 +92,36 @@ def run(cfg: DictConfig) -> Outcome:
 def redact_hydra_files(out_dir: Path) -> None:
     """Hydra saved the composed config and the overrides (``.hydra/``) before the job ran: rewrite them
     with URL credentials and secret query parameters redacted (:mod:`runner.contract.secrets`)."""
-    for path in sorted((out_dir / ".hydra").glob("*.yaml")):
-        text = path.read_text(encoding="utf-8")
-        if redact_text(text) != text:
-            write_atomic(path, redact_text(text), 0o644)
+    redact_saved_configs(out_dir / ".hydra")
+
+
+def check_scale(job: Job, reference: float) -> None:
+    """Before any request: a tolerance or margin outside a 0/100 metric's range (the reference's per-sample scores
+    tell the scale) is refused, not met by a traceback or a certain verdict after the run."""
+    rows = job.reference_rows or {}
+    if job.tolerance is not None and rows and all(r.score in (0.0, 100.0) for r in rows.values()):
+        where = f"stats.margin, or the tolerance ({job.tolerance.source})"
+        check_binary_range(job.tolerance.points, margin_points(job.config.stats, reference), where)
+
+
+def expect(job: Job) -> None:
+    """Before the model loads: a job expected to take more than a minute says how long (:mod:`runner.job.expect`)."""
+    note = expectation(job)
+    if note:
+        log.warning(note)
+        job.notes.append(note)
 
 
 def evaluate(job: Job) -> Outcome:
+    check_extension(job)  # a reference that cannot pair an extension's looks: before the model loads
+    expect(job)
     with job.backend:
         loaded = load(job)
         reference, params = find_reference(job, loaded.spec)
         samples = select_samples(job, params, reference is not None)
         if reference is not None and job.tolerance is None:
             job.tolerance = resolve_tolerance(job.config.stats, job.task, reference.value)
+            check_scale(job, reference.value)
         samples, monitor = monitor_for(job, reference, params, samples)
         scored, eval_time_s, cache_stats = answer(job, loaded.info, samples, monitor, reference, params)
         job.gates = acceptance_gates(job)

@@ -10,6 +10,7 @@ bound) raises the false-alarm rate (0.060 at alpha 0.05), so any other size is r
 from __future__ import annotations
 
 import itertools
+import logging
 from typing import Union
 
 from runner.contract.errors import ConfigError
@@ -17,12 +18,16 @@ from runner.contract.evaluator import Evaluator, Sample
 from runner.job.state import Job
 from runner.references.store import Reference
 from runner.stats.extension import Extensions
-from runner.stats.sequential_monitor import Monitor as SequentialMonitor
+from runner.stats.sequential import look_fractions
+from runner.stats.sequential_monitor import Monitor as SequentialMonitor, look_sizes
 from runner.stats.unpaired import HypothesisParams
 
 
 Monitor = Union[SequentialMonitor, Extensions]
 """What watches the looks of a run: planned sequential looks, or an extendable run's."""
+log = logging.getLogger("runner")
+MIN_LOOK_SAMPLES = 10
+"""The fewest samples a planned look may decide on."""
 
 
 def monitor_for(job: Job, reference: Reference | None, params: HypothesisParams,
@@ -40,11 +45,55 @@ def monitor_for(job: Job, reference: Reference | None, params: HypothesisParams,
                          "every sample evaluated")
         return samples, None
     if stats.sequential.enabled:
+        check_first_look(look_sizes(look_fractions(stats.sequential), len(samples)), job.task.name)
         return samples, SequentialMonitor(stats.sequential, len(samples), params.alpha, params.beta)
     ordered, sizes = nested_looks(job.evaluator, samples, list(stats.extend), job.config.seed, job.task.name)
+    for note in extension_notes(list(stats.extend), sizes):
+        log.warning(note)
+        job.notes.append(note)
+    if stats.extend:
+        job.notes.append(looks_note(sizes, ordered, job.reference_rows, stats.method))
     tolerance = job.tolerance.points if job.tolerance is not None else 0.0
     return ordered, Extensions(stats.extensions, sizes, params.alpha, stats.sequential.efficacy, tolerance,
                                params.higher_is_better)
+
+
+def check_first_look(sizes: list[int], task: str) -> None:
+    """Refuse planned looks whose first one would decide on fewer than :data:`MIN_LOOK_SAMPLES` samples: the
+    boundaries treat each look's statistic as normal, which a handful of samples does not give (a paired
+    t-statistic on 2 samples has one degree of freedom), and a stop there would rest on almost nothing."""
+    if sizes[0] < MIN_LOOK_SAMPLES:
+        n = sizes[-1]
+        most = max(1, n // MIN_LOOK_SAMPLES)
+        raise ConfigError("the first planned look would decide on too few samples", where="stats.sequential",
+                          given=f"looks of {sizes} samples for task={task} (n={n})",
+                          allowed=f"a first look of at least {MIN_LOOK_SAMPLES} samples",
+                          fix=f"fewer looks (stats.sequential.looks={most} or less at n={n}), a larger "
+                              "task.num_samples, or stats.sequential.enabled=false (one fixed test)")
+
+
+def extension_notes(extend: list[int], sizes: list[int]) -> list[str]:
+    """Say when an extension's draw added more samples than it asked for (a task that draws the same number from
+    every stratum rounds up), so the look's n is not a surprise."""
+    notes = []
+    for k, (asked, low, high) in enumerate(zip(extend, sizes, sizes[1:]), 1):
+        if high - low != asked:
+            why = "the same number from every stratum, rounding up" if high - low > asked else "the dataset has no more"
+            notes.append(f"extension {k} asked for {asked} more samples; the task's draw added {high - low} ({why}): "
+                         f"look {k + 1} decides on n={high}")
+    return notes
+
+
+def looks_note(sizes: list[int], ordered: list[Sample], rows: dict | None, method: str) -> str:
+    """What each look of an extended run evaluates, and what it is compared with."""
+    looks = [f"look 1 n={sizes[0]} (look 1's samples)"]
+    looks += [f"look {k} n={high} ({high - low} added by the task's draw of {high})"
+              for k, (low, high) in enumerate(zip(sizes, sizes[1:]), 2)]
+    if method != "unpaired" and rows and all(s.id in rows for s in ordered):
+        compared = "every look paired with the reference's scores of the same samples"
+    else:
+        compared = "every look the unpaired test against the entry's score"
+    return f"looks: {', '.join(looks)}; {compared}"
 
 
 def nested_looks(evaluator: Evaluator, first: list[Sample], extend: list[int], seed: int,

@@ -11,6 +11,8 @@ from typing import Any
 
 from runner.contract.errors import EXIT_OK
 from runner.contract.evaluator import CORPUS_ITEM, ScoredSample
+from runner.contract.printable import printable
+from runner.contract.secrets import redact_text, redact_tree
 from runner.files.paths import write_atomic
 from runner.job.state import Job, Loaded, Outcome
 from runner.references import samples as reference_samples
@@ -25,6 +27,17 @@ from runner.tracking import tables
 from runner.tracking.naming import breakdown_table, readable_tags, tracked_metrics
 
 log = logging.getLogger("runner")
+
+
+def reference_entry(job: Job) -> dict[str, Any] | None:
+    """The entry the run was judged against, as ``runner.extend`` checks a later look still uses it."""
+    ref = job.reference
+    if ref is None:
+        return None
+    recorded = ref.recorded or {}
+    return {"file": ref.path.name, "dir": str(ref.path.parent), "index": ref.index, "value": ref.value,
+            "num_samples": ref.params.num_samples, "samples": recorded.get("samples"),
+            "samples_sha256": recorded.get("samples_sha256"), "seed": recorded.get("seed")}
 
 
 def corpus_standard_error(job: Job, scored: list[ScoredSample]) -> float | None:
@@ -45,13 +58,16 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
             decision: Decision | None, record_path: Path | None, eval_time_s: float,
             cache_stats: dict[str, Any] | None) -> Outcome:
     task, score = job.task, metrics[job.task.metric]
-    text = report_text(task, job.model, loaded.spec, score, len(scored), params, decision, job.mode, job.notes)
+    text = printable(redact_text(report_text(task, job.model, loaded.spec, score, len(scored), params, decision,
+                                             job.mode, job.notes)))
     write_atomic(job.out_dir / "report.txt", text + "\n", 0o644)
-    payload = report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
-                             job.notes, cache_stats, job.tracker.run_id, eval_time_s)
+    payload = redact_tree(report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
+                                         job.notes, cache_stats, job.tracker.run_id, eval_time_s,
+                                         job.evaluator.score_bounds()))
+    payload["reference_entry"] = reference_entry(job)
     write_atomic(job.out_dir / "report.json", json.dumps(payload, indent=2, default=str) + "\n", 0o644)
-    results = results_json(task, job.model, loaded.spec, metrics, [s.score for s in scored], loaded.info, eval_time_s,
-                           payload["decision"], corpus_standard_error(job, scored))
+    results = redact_tree(results_json(task, job.model, loaded.spec, metrics, [s.score for s in scored], loaded.info,
+                                       eval_time_s, payload["decision"], corpus_standard_error(job, scored)))
     write_atomic(job.out_dir / "results.json", json.dumps(results, indent=2, default=str) + "\n", 0o644)
     print(text, flush=True)
     job.tracker.log_metrics(tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))

@@ -8,6 +8,7 @@ import logging
 from dataclasses import replace
 
 from runner.contract.spec import AccuracySpec
+from runner.job import demo
 from runner.job.state import Job
 from runner.references import samples as reference_samples, store as references
 from runner.references.store import Reference
@@ -16,13 +17,22 @@ from runner.stats.unpaired import HypothesisParams
 log = logging.getLogger("runner")
 
 
+def check_recording(job: Job, spec: AccuracySpec) -> list[str]:
+    """Record mode, before anything is evaluated: the entry about to be written may replace one only as
+    ``reference.overwrite``/``overwrite_demo`` allow; the notes say what later runs will see differently."""
+    task, model, settings = job.task, job.model.hf_id, job.config.reference
+    replaced = references.registered_entry(job.ref_dir, task.name, model, spec) is not None
+    readers = demo.readers(job.ref_dir, task.name, model, spec) if replaced else []
+    rec = references.Recording(task.name, task.metric, model, spec, job.defaults.num_samples, task.default_num_samples,
+                               demo.describe(readers) if readers else None)
+    return references.check_replacement(job.ref_dir, rec, settings.overwrite, settings.overwrite_demo)
+
+
 def find_reference(job: Job, spec: AccuracySpec) -> tuple[Reference | None, HypothesisParams]:
     """The matched entry (None unless ``reference.mode=check``) and the parameters of its test."""
     settings = job.config.reference
     if job.mode == "record":
-        note = references.check_replacement(job.ref_dir, job.task.name, job.task.metric, job.model.hf_id, spec,
-                                            settings.overwrite, job.defaults.num_samples)
-        if note:
+        for note in check_recording(job, spec):
             log.warning(note)
             job.notes.append(note)
     if job.mode != "check":

@@ -20,20 +20,47 @@ def select_samples(job: Job, params: HypothesisParams, checked: bool) -> list[Sa
     if job.backend.capabilities.token_counter:
         job.evaluator.use_token_counter(job.backend.count_tokens)  # length filters in the model's tokens
     seed, reference_n = job.config.seed, job.reference_num_samples
-    pool = reference_pool(job, reference_n) if reference_n is not None and params.num_samples < reference_n else None
+    # an extendable run's look 1 is the task's own draw, whatever n the reference was recorded with, so that a
+    # reference recorded again on more samples (to pair the extensions) leaves look 1 where it was
+    extendable = bool(job.config.stats.extensions)
+    pool = (reference_pool(job, reference_n) if reference_n is not None and params.num_samples < reference_n
+            and not extendable else None)
     if pool is not None:
         samples = seeded_subset(pool, params.num_samples, seed)
     else:
         samples = job.evaluator.samples(params.num_samples, seed)
     notes = sample_count_notes(job.task.default_num_samples, job.asked_num_samples is None, params.num_samples,
-                               len(samples), checked)
-    if reference_n is not None:
+                               len(samples), checked, entry_words(job))
+    if reference_n is not None and extendable:
+        notes.insert(0, extendable_n_note(job, params.num_samples, reference_n))
+    elif reference_n is not None:
         notes.insert(0, asked_n_note(params, reference_n, None if pool is None else len(pool)))
     for note in notes:
         log.warning(note)
         job.notes.append(note)
     log.info("evaluating %d %s samples (seed %d)", len(samples), job.task.name, seed)
     return samples
+
+
+def entry_words(job: Job) -> str:
+    """The matched reference entry in words: its file and position, and when and on how many samples it was
+    recorded (a re-recorded entry changes the n of every later run that inherits it)."""
+    ref = job.reference
+    if ref is None:
+        return ""
+    recorded = ref.recorded or {}
+    when = f", recorded {recorded['date']}" if recorded.get("date") else ""
+    on = f" on {ref.samples_measured} samples" if ref.samples_measured else ""
+    return f"{ref.path.name}, entry {ref.index}{when}{on}"
+
+
+def extendable_n_note(job: Job, n: int, reference_n: int) -> str:
+    """What look 1 of an extendable run evaluates when the reference was recorded with another n."""
+    rows = job.reference_rows
+    paired = ("every look pairs on the reference's scores of the same samples" if rows
+              else "every look is the unpaired test against the entry's score")
+    return (f"task.num_samples={n}: look 1 evaluates the task's seeded draw of {n} samples, each extension the "
+            f"task's larger draw; the reference was recorded with num_samples={reference_n}: {paired}")
 
 
 def reference_pool(job: Job, reference_n: int) -> list[Sample] | None:

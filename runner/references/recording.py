@@ -7,7 +7,6 @@ TensorRT-LLM-compatible document (the lookup rules live in :mod:`runner.referenc
 
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 import os
@@ -18,7 +17,7 @@ from typing import Any
 from runner.contract.errors import ReferenceError_
 from runner.contract.spec import SPEC_KEYS, AccuracySpec
 from runner.files.locking import file_lock
-from runner.files.paths import cache_dir, write_atomic
+from runner.files.paths import write_atomic
 from runner.references.store import PROVENANCE_KEY, _entries, _matches, metric_key, reference_path
 from runner.references.yaml_comments import put_trailing, take_trailing
 
@@ -89,22 +88,40 @@ def record(
         raise ValueError(f"cannot record a non-finite reference value: {value!r}")
 
     path = reference_path(ref_dir, task)
-    # two jobs recording into one directory would each read the file, add their entry and write it back,
-    # the second write dropping the first's entry: the read-modify-write holds the file's lock
+    # two jobs recording into one file would each read it, add their entry and write it back, the second write
+    # dropping the first's entry: the read-modify-write holds a lock beside the file, the same lock whatever
+    # cache directory (RUNNER_CACHE_DIR) or host each job has, and writes only if the file is still as read
+    path.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(record_lock(path)):
-        return _record_locked(path, task, key, model, spec, number, provenance, extra)
+        for _ in range(WRITE_ATTEMPTS):
+            before = _read(path)
+            text = _updated(path, before, task, key, model, spec, number, provenance, extra)
+            if _read(path) == before:  # a writer that took no lock (a hand edit) changed nothing meanwhile
+                mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+                write_atomic(path, text, mode)  # an interrupted run never leaves half a file
+                return path
+    raise ReferenceError_("the reference file kept changing while the entry was written; nothing was overwritten",
+                          where=str(path), fix="rerun the job once whatever else writes the file has finished")
+
+
+WRITE_ATTEMPTS = 5
+LOCK_NAME = ".runner-record.lock"
 
 
 def record_lock(path: Path) -> Path:
-    """The lock file of one reference file: in the runner's cache directory (keyed by the file's resolved
-    path), so a hand-edited references directory gets no stray files."""
-    name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
-    return cache_dir() / "locks" / f"reference-{name}.lock"
+    """The lock of the reference files of one directory: a hidden file beside them, so that every writer of
+    ``path`` (another job, another user, another cache directory, another host on a shared file system)
+    takes the same lock."""
+    return path.parent / LOCK_NAME
 
 
-def _record_locked(path: Path, task: str, key: str, model: str, spec: AccuracySpec, number: float,
-                   provenance: dict[str, Any], extra: dict[str, Any]) -> Path:
-    """:func:`record`'s read-modify-write of ``path``, under its lock."""
+def _read(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def _updated(path: Path, text: str | None, task: str, key: str, model: str, spec: AccuracySpec, number: float,
+             provenance: dict[str, Any], extra: dict[str, Any]) -> str:
+    """:func:`record`'s new text of ``path`` (whose current text is ``text``; None: no file yet)."""
     from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
@@ -112,8 +129,7 @@ def _record_locked(path: Path, task: str, key: str, model: str, spec: AccuracySp
     yaml.preserve_quotes = True
     yaml.indent(mapping=2, sequence=4, offset=2)
     yaml.width = 4096
-    if path.is_file():
-        text = path.read_text(encoding="utf-8")
+    if text is not None:
         data = yaml.load(text)
         if data is None:  # comments only: they stay the file's header
             data = CommentedMap()
@@ -156,8 +172,6 @@ def _record_locked(path: Path, task: str, key: str, model: str, spec: AccuracySp
     target[PROVENANCE_KEY] = _commented(_plain(provenance))
     put_trailing(grown, tail)
 
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    text = io.StringIO()
-    yaml.dump(data, text)
-    write_atomic(path, text.getvalue(), mode)  # an interrupted run never leaves half a file
-    return path
+    out = io.StringIO()
+    yaml.dump(data, out)
+    return out.getvalue()

@@ -83,6 +83,11 @@ def load_rows(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[s
         for line in body.decode().splitlines():
             if line.strip():
                 row = json.loads(line)
+                if str(row["sample_id"]) in rows:
+                    raise ReferenceError_("a sample appears twice in the reference's per-sample scores file",
+                                          where=str(path), given=f"sample_id {row['sample_id']}",
+                                          allowed="one row per sample, as a recording writes it",
+                                          fix="restore it from version control, or record the reference again")
                 rows[str(row["sample_id"])] = SampleRow(float(row["score"]), row.get("prompt_sha256"), row.get("item"))
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
         raise ReferenceError_("the reference's per-sample scores file is malformed", where=str(path),

@@ -41,6 +41,8 @@ class ReferenceConfig:
     dir: Optional[str] = None  # None: the project's references/ directory
     against: str = "spec"  # spec: the entry of the effective spec | baseline: the unquantized entry
     overwrite: bool = False  # record mode: replace an entry registered for the same spec (refused otherwise)
+    # record mode: also replace an entry of the project's references/ that the embedded demo reads (refused otherwise)
+    overwrite_demo: bool = False
 
 
 def default_reference_dir() -> Path:
@@ -62,6 +64,13 @@ class Reference:
     path: Path
     index: int  # position of the entry in the model's list
     recorded: Mapping[str, Any] | None = None  # provenance written by reference.mode=record
+
+    @property
+    def samples_measured(self) -> int | None:
+        """The n the value was measured on (``recorded.num_samples``, written by reference.mode=record); None
+        for an entry that does not record it (upstream's files)."""
+        n = (self.recorded or {}).get("num_samples")
+        return int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 1 and n == int(n) else None
 
 
 def metric_key(metric: str) -> str:
@@ -176,6 +185,11 @@ def preflight(ref_dir: str | os.PathLike[str], task: str, model: str, writing: b
     """Before any model loads: the task's reference file parses and, to check, registers the model;
     to record (``writing``), the file or its directory can be written. A bad references file never
     costs an evaluation."""
+    if Path(ref_dir).exists() and not Path(ref_dir).is_dir():
+        raise ReferenceError_("reference.dir is not a directory", where="reference.dir", given=f"{ref_dir} (a file)",
+                              allowed="the directory that holds <task>.yaml reference files",
+                              fix="give the directory, not a file in it (e.g. reference.dir="
+                                  f"{Path(ref_dir).parent})")
     path = reference_path(ref_dir, task)
     data = _load(path)
     if not writing:
@@ -196,30 +210,77 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
-def check_replacement(ref_dir: str | os.PathLike[str], task: str, metric: str, model: str, spec: AccuracySpec,
-                      overwrite: bool, planned: int) -> str | None:
-    """Record mode, once the effective spec is known and before anything is evaluated: an entry of the
-    same spec is replaced only with ``overwrite``; a note when the new measurement uses fewer samples."""
+def registered_entry(ref_dir: str | os.PathLike[str], task: str, model: str,
+                     spec: AccuracySpec) -> Mapping[str, Any] | None:
+    """The entry of ``model`` registered for exactly ``spec`` (the one recording would replace), or None."""
     path = reference_path(ref_dir, task)
     data = _load(path)
     entries = _entries(data, model, path) if data else []
     query = spec.as_query()
-    entry = next((e for e in entries if _matches(e, query)), None)
-    if entry is None:
-        return None
-    recorded = entry.get(PROVENANCE_KEY) or {}
-    old_n = recorded.get("num_samples", entry.get("num_samples"))
-    old = f"{metric_key(metric)}={entry.get(metric_key(metric))}" + (f" at n={old_n}" if old_n else "") \
-        + (f", recorded {recorded['date']}" if recorded.get("date") else "")
-    if not overwrite:
-        raise ReferenceError_(
-            "a reference is already registered for this model and spec; recording would replace it",
-            where=f"{path} ({model}, {spec.describe()})", given=f"the registered entry: {old}",
-            fix="keep it (reference.mode=check gates against it), or replace it on purpose with reference.overwrite=true")
-    note = f"replacing the reference {old} of {model} [{spec.describe()}]"
-    if isinstance(old_n, (int, float)) and planned < old_n:
-        note += f"; WARNING: the new measurement plans fewer samples ({planned}) than the one it replaces ({old_n})"
-    return note
+    return next((e for e in entries if _matches(e, query)), None)
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What a record job is about to write, checked before anything is evaluated."""
+
+    task: str
+    metric: str
+    model: str
+    spec: AccuracySpec
+    planned: int  # the n it evaluates, written as the entry's num_samples (later runs against it take it)
+    default: int  # the task's default n
+    demo: str | None = None  # the embedded demo's jobs that read this entry, in words; None: no demo job does
+
+
+def check_replacement(ref_dir: str | os.PathLike[str], rec: Recording, overwrite: bool,
+                      overwrite_demo: bool = False) -> list[str]:
+    """Record mode, once the effective spec is known and before anything is evaluated: an entry of the
+    same spec is replaced only with ``overwrite``, an entry the embedded demo reads only with
+    ``overwrite_demo`` as well; the notes say what later runs will see differently (their n, the demo)."""
+    path = reference_path(ref_dir, rec.task)
+    entry = registered_entry(ref_dir, rec.task, rec.model, rec.spec)
+    fixed_before = None if entry is None else entry.get("num_samples", rec.default)
+    notes = []
+    if entry is not None:
+        recorded = entry.get(PROVENANCE_KEY) or {}
+        old_n = recorded.get("num_samples", entry.get("num_samples"))
+        key = metric_key(rec.metric)
+        old = f"{key}={entry.get(key)}" + (f" at n={old_n}" if old_n else "") \
+            + (f", recorded {recorded['date']}" if recorded.get("date") else "")
+        where = f"{path} ({rec.model}, {rec.spec.describe()})"
+        demo = f"; the embedded demo reads it: {rec.demo}" if rec.demo else ""
+        if not overwrite:
+            raise ReferenceError_(
+                "a reference is already registered for this model and spec; recording would replace it",
+                where=where, given=f"the registered entry: {old}{demo}",
+                fix="keep it (reference.mode=check gates against it), or replace it on purpose with "
+                    + ("reference.overwrite=true reference.overwrite_demo=true, or record into a directory of your "
+                       "own with reference.dir=DIR" if rec.demo else "reference.overwrite=true"))
+        if rec.demo and not overwrite_demo:
+            raise ReferenceError_(
+                "this entry is the embedded demo's reference (make demo, make demo-release): replacing it would "
+                "change what every later demo run compares against", where=where,
+                given=f"the registered entry: {old}{demo}",
+                fix="record into a directory of your own (reference.dir=DIR, and the same reference.dir=DIR for the "
+                    "runs checked against it), or replace the demo's entry on purpose with reference.overwrite=true "
+                    "reference.overwrite_demo=true")
+        note = f"replacing the reference {old} of {rec.model} [{rec.spec.describe()}]"
+        if isinstance(old_n, (int, float)) and rec.planned < old_n:
+            note += f"; WARNING: the new measurement plans fewer samples ({rec.planned}) than the one it replaces ({old_n})"
+        notes.append(note)
+        if rec.demo:
+            notes.append(f"WARNING: this entry is the embedded demo's reference; {rec.demo} will be judged against "
+                         "the new value (reference.overwrite_demo=true)")
+    if fixed_before is not None and fixed_before != rec.planned:
+        notes.append(f"WARNING: later runs judged against this entry evaluate num_samples={rec.planned}, not the "
+                     f"{fixed_before} the entry fixed until now (the task's default is {rec.default}); a run sets "
+                     "its own n with task.num_samples=N")
+    elif rec.planned != rec.default:
+        notes.append(f"WARNING: this entry fixes num_samples={rec.planned} for later runs judged against it: they "
+                     f"evaluate {rec.planned} samples, not the task's default {rec.default}, unless they set "
+                     "task.num_samples=N")
+    return notes
 
 
 def list_specs(ref_dir: str | os.PathLike[str], task: str, model: str) -> list[AccuracySpec]:

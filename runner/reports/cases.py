@@ -52,8 +52,8 @@ def from_row(row: dict[str, Any], inconclusive_fails: bool = True, details: str 
     if row.get("error"):
         message = " ".join(str(row["error"]).split())[:300]
     elif row.get("test"):
-        message = f"{row['test']}: score {fmt(row.get('score'))} vs reference {fmt(row.get('reference'))}, " \
-                  f"p {fmt_p(row.get('p_value'))} (adjusted {fmt_p(row.get('p_adjusted'))})"
+        message = compared(row["test"], row.get("score"), row.get("reference"), row.get("difference"), row.get("n")) \
+            + f", p {fmt_p(row.get('p_value'))} (adjusted {fmt_p(row.get('p_adjusted'))})"
     else:
         message = verdict
     if row.get("advice"):
@@ -65,6 +65,12 @@ def from_row(row: dict[str, Any], inconclusive_fails: bool = True, details: str 
     return Case(name, verdict, message, "\n\n".join(p for p in (details, error) if p), row.get("score"),
                 row.get("reference"), row.get("difference"), row.get("p_value"), row.get("n"), time_s,
                 inconclusive_fails=inconclusive_fails, classname=classname)
+
+
+def compared(rule: str, score: Any, reference: Any, difference: Any, n: Any) -> str:
+    """The deciding rule's figures in one phrase, all on the samples it used."""
+    on = f" on {n} samples" if n is not None else ""
+    return f"{rule}: score {fmt(score)} vs reference {fmt(reference)}{on} (delta {fmt(difference, sign=True)})"
 
 
 def fmt_p(value: Any) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from runner.contract.errors import UserError
-from runner.reports.cases import Case, from_row
+from runner.reports.cases import Case, compared, fmt_p, from_row
 from runner.reports.config import ReportConfig
 from runner.reports.junit import write_junit, write_junit_suites
 from runner.reports.markdown import markdown, release_markdown, write_markdown
@@ -42,12 +42,13 @@ def job_case(label: JobLabel, outcome: Any = None, error: BaseException | None =
     if decision is None:
         return Case(name, "no verdict", f"score {outcome.score:.4f}, no verdict (reference.mode={label.reference_mode})",
                     details, outcome.score, time_s=time_s, classname=classname)
-    message = f"{decision.verdict_line()}; {decision.test}: score {outcome.score:.4f} vs reference " \
-              f"{decision.verdict.reference:.4f}"
+    shown = decision.figures()  # the deciding rule's, on the samples it used: one number per column
+    message = f"{decision.verdict_line()}; " + compared(decision.test, shown.score, shown.reference, shown.difference,
+                                                        shown.n) + f", p {fmt_p(shown.p_value)}"
     if decision.advice is not None:
         message += f"; {decision.advice.text()}"
-    return Case(name, WORDS[decision.outcome], message, details, outcome.score, decision.verdict.reference,
-                decision.difference, decision.p_value, decision.n, time_s,
+    return Case(name, WORDS[decision.outcome], message, details, shown.score, shown.reference,
+                shown.difference, shown.p_value, shown.n, time_s,
                 inconclusive_fails=inconclusive_fails(label.verdicts, label.on_inconclusive), classname=classname)
 
 

@@ -10,30 +10,23 @@ run with a few extra samples is still compared pair for pair; the samples only o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from runner.contract.errors import UserError
 from runner.contract.evaluator import ScoredSample
 from runner.references.samples import RunProvenance, SampleRow, pairing_problem, prompt_hash
 from runner.reports.runs import RunSample, RunSamples
-from runner.stats import advice, scale
+from runner.stats import advising, scale
 from runner.stats.decision import Decision, decide_against
-from runner.stats.settings import StatsConfig, validate
+from runner.stats.entry import Entry
+from runner.stats.settings import StatsConfig, margin_points, validate
 from runner.stats.unpaired import HypothesisParams
-from runner.stats.verdicts import INCONCLUSIVE, Tolerance
+from runner.stats.verdicts import INCONCLUSIVE, Tolerance, check_binary_range
 
 BERNOULLI_SIGMA = 50.0  # the largest spread of a 0/100 score, when the runs show none
-
-
-@dataclass(frozen=True)
-class Reference:
-    """Run A as the reference :func:`decide_against` reads: its mean, no registered threshold."""
-
-    value: float
-    path: str
-    index: int = 0
-    threshold: float | None = None
 
 
 def _scored(sample_id: str, prompt: str, score: float) -> ScoredSample:
@@ -115,15 +108,21 @@ def tolerance_for(stats: StatsConfig, a: RunSamples, reference: float) -> Tolera
 
 
 def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta: float,
-            higher_is_better: bool | None, allow_unpaired: bool) -> Comparison:
-    """Pair B with A and decide; a :class:`UserError` when they cannot be compared as asked."""
+            higher_is_better: bool | None, allow_unpaired: bool,
+            score_bounds: tuple[float, float] | None = None) -> Comparison:
+    """Pair B with A and decide; a :class:`UserError` when they cannot be compared as asked. ``score_bounds``
+    (``--score-bounds``): the range of every per-sample score, else the one the runs' jobs recorded."""
     hib = _direction(a, b, higher_is_better)
+    bounds = bounds_for(a, b, score_bounds)
     common = sorted(set(a.samples) & set(b.samples))
     a_only = sorted(set(a.samples) - set(b.samples))
     b_only = sorted(set(b.samples) - set(a.samples))
     notes = list(dict.fromkeys(a.notes + b.notes))
     if a.metric != b.metric:
         notes.append(f"A's metric is {a.metric} and B's is {b.metric}: check that they measure the same thing")
+    same = same_run(a, b)
+    if same:
+        notes.append(same)
     problem = provenance_problem(a, b, common) if common else "A and B have no sample id in common"
     if problem is not None and not allow_unpaired:
         raise UserError("A and B cannot be paired", where=f"A: {a.describe()}; B: {b.describe()}", given=problem,
@@ -132,21 +131,69 @@ def compare(a: RunSamples, b: RunSamples, stats: StatsConfig, alpha: float, beta
                             "--unpaired for TensorRT-LLM's unpaired test of the two means (far less power)")
     ref_samples = [a.samples[i] for i in common] if problem is None else list(a.samples.values())
     new_samples = [b.samples[i] for i in common] if problem is None else list(b.samples.values())
-    reference = Reference(_mean(ref_samples), a.where)
+    # run A as the reference: its mean over the samples it contributes, measured on that many
+    reference = Entry(_mean(ref_samples), samples_measured=len(ref_samples), path=a.where)
     tolerance = tolerance_for(stats, a, reference.value)
+    if all(s.score in (0.0, 100.0) for s in ref_samples + new_samples):
+        check_binary_range(tolerance.points, margin_points(stats, reference.value), "--tolerance / --margin")
     params = HypothesisParams(alpha, beta, _sigma(ref_samples + new_samples), len(new_samples), hib)
     rows = {s.sample_id: SampleRow(s.score, None) for s in ref_samples}
     scored = [_scored(s.sample_id, s.prompt or "", s.score) for s in new_samples]
+    check_within(ref_samples + new_samples, bounds, tolerance.points)
     decision = decide_against(reference, scored, _mean(new_samples), params, stats, None, a.metric, rows,
-                              problem, tolerance=tolerance)
+                              problem, tolerance=tolerance, score_bounds=bounds)
     if decision.outcome == INCONCLUSIVE:
-        decision.advice = advice.for_decision(decision, len(ref_samples))
+        decision.advice = advising.for_decision(decision, len(ref_samples))
     notes += decision.notes
     if problem is not None:
         notes.append(f"unpaired comparison of all {len(ref_samples)} samples of A and {len(new_samples)} of B, as "
                      "--unpaired asked")
     worse, better = flips(a, b, common, hib) if problem is None else ([], [])
     return Comparison(a, b, common, a_only, b_only, problem, decision, hib, worse, better, notes)
+
+
+def bounds_for(a: RunSamples, b: RunSamples, asked: tuple[float, float] | None) -> tuple[float, float] | None:
+    """``--score-bounds``, else the bounds the runs' jobs recorded (both must agree where both recorded some)."""
+    if asked is not None:
+        lo, hi = (float(v) for v in asked)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise UserError("score bounds must be two finite numbers, the lower first", where="--score-bounds",
+                            given=f"{lo:g} {hi:g}", allowed="LO HI with LO < HI, e.g. 0 100 or 0 1")
+        return (lo, hi)
+    recorded = {r.score_bounds for r in (a, b) if r.score_bounds is not None}
+    if len(recorded) > 1:
+        raise UserError("A's and B's jobs recorded different score bounds", where="report.json of each run",
+                        given=f"A: {a.score_bounds}, B: {b.score_bounds}",
+                        fix="check that A and B ran the same task; pass --score-bounds LO HI to say which holds")
+    return recorded.pop() if recorded else None
+
+
+def check_within(samples: list[RunSample], bounds: tuple[float, float] | None, tolerance: float) -> None:
+    """Every score within the bounds the betting test relies on (a score outside them is a wrong bound), and the
+    tolerance, in the scores' own units, smaller than their range."""
+    if bounds is None:
+        return
+    if tolerance >= bounds[1] - bounds[0]:
+        raise UserError("the tolerance is not smaller than the scores' range", where="--tolerance",
+                        given=f"{tolerance:g} for scores within [{bounds[0]:g}, {bounds[1]:g}]",
+                        fix="give the tolerance in the scores' own units (e.g. 0.01 for a 1-point drop of a "
+                            "fraction)")
+    outside = [s for s in samples if not bounds[0] <= s.score <= bounds[1]]
+    if outside:
+        raise UserError("a per-sample score lies outside the score bounds", where=f"sample {outside[0].sample_id}",
+                        given=f"score {outside[0].score:g}, bounds [{bounds[0]:g}, {bounds[1]:g}]",
+                        fix="pass the metric's true range with --score-bounds LO HI (e.g. 0 1 for a fraction)")
+
+
+def same_run(a: RunSamples, b: RunSamples) -> str | None:
+    """A note when B is A itself (the same path) or a copy of it (every sample's id, score and prompt equal):
+    such a comparison says nothing about a change, whatever its verdict."""
+    if Path(a.where).expanduser().resolve() == Path(b.where).expanduser().resolve():
+        return f"A and B are the same run ({a.where}): the comparison says nothing about a change"
+    if a.samples == b.samples:
+        return ("A and B hold the same samples with the same scores and prompts: a run compared with a copy of "
+                "itself says nothing about a change")
+    return None
 
 
 def _direction(a: RunSamples, b: RunSamples, asked: bool | None) -> bool:

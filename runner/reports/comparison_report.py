@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from runner.contract.printable import printable
+from runner.contract.secrets import redact_text
 from runner.files.paths import write_atomic
 from runner.reports.cases import Case
 from runner.reports.comparison import Comparison, summary
@@ -40,7 +42,8 @@ def mde_line(result: Comparison) -> str:
 def report_text(result: Comparison, exit_status: int) -> str:
     d, a, b = result.decision, result.a, result.b
     direction = "higher is better" if result.higher_is_better else "lower is better"
-    on = f"on the {d.n} paired samples" if result.paired else "each on all its samples (unpaired)"
+    shown = d.figures()  # the deciding rule's figures, on the samples it used
+    on = f"on the {shown.n} paired samples" if result.paired else "each on all its samples (unpaired)"
     lines = [
         "=" * 72,
         "runner.compare: B (candidate) against A (reference)",
@@ -48,7 +51,7 @@ def report_text(result: Comparison, exit_status: int) -> str:
         f"B (candidate): {b.describe()}",
         f"paired:      {len(result.common) if result.paired else 0} samples; dropped {len(result.a_only)} only in A, "
         f"{len(result.b_only)} only in B" + ("" if result.paired else f" (not paired: {result.problem})"),
-        f"scores:      A {d.verdict.reference:.3f}, B {d.verdict.score:.3f} ({a.metric}, {direction}; {on})",
+        f"scores:      A {shown.reference:.3f}, B {shown.score:.3f} ({a.metric}, {direction}; {on})",
         f"MDE:         {mde_line(result)}",
         d.render(),
     ]
@@ -94,7 +97,7 @@ def case(result: Comparison, text: str) -> Case:
 
 def write_reports(result: Comparison, out_dir: Path, markdown_path: str | None = None) -> tuple[str, list[Path]]:
     """report.txt, report.json and junit.xml in ``out_dir`` (and the markdown summary when asked); the text."""
-    text = report_text(result, result.decision.exit_status)
+    text = printable(redact_text(report_text(result, result.decision.exit_status)))  # printed too
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(out_dir / "report.txt", text + "\n", 0o644)
     write_atomic(out_dir / "report.json", json.dumps(report_payload(result), indent=2, default=str) + "\n", 0o644)

@@ -1,7 +1,8 @@
 """JUnit XML, one test case per job: CI systems (GitLab, Jenkins, GitHub test reporters) show a NO-GO
 as a failed test (type ``no-go``) with the verdict block, an INCONCLUSIVE as a failed test too (type
 ``inconclusive``: nothing was shown, which is not a pass) unless ``stats.verdicts=two_way`` or
-``stats.on_inconclusive=pass`` makes it one, and an error as an errored test."""
+``stats.on_inconclusive=pass`` makes it one, and an error as an errored test. Every name and message is
+written with its control characters escaped and its URL secrets redacted."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 from typing import Sequence
 from xml.etree import ElementTree as ET
 
+from runner.contract.printable import printable
+from runner.contract.secrets import redact_text
 from runner.files.paths import write_atomic
 from runner.reports.cases import Case
 
@@ -35,6 +38,10 @@ def junit_suites(suites: Sequence[tuple[str, Sequence[Case]]]) -> str:
             _testcase(node, suite, case)
     for key, value in counts.items():
         root.set(key, str(value))
+    for element in root.iter():  # well-formed XML whatever the ids and messages hold, and no URL secret
+        element.attrib = {k: printable(redact_text(v)) for k, v in element.attrib.items()}
+        if element.text:
+            element.text = printable(redact_text(element.text))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 

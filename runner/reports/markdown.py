@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import Sequence
 
+from runner.contract.printable import printable
+from runner.contract.secrets import redact_text
 from runner.files.paths import write_atomic
 from runner.reports.cases import Case, fmt, fmt_p
 
@@ -63,6 +65,7 @@ def release_markdown(title: str, verdict: str, reason: str, cases: Sequence[Case
 
 def write_markdown(path: str | Path | None, text: str) -> list[Path]:
     """Write ``text`` to ``path`` (when given) and append it to the CI job summary (when there is one)."""
+    text = printable(redact_text(text))
     written = []
     if path:
         target = Path(path).expanduser()

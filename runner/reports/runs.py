@@ -61,6 +61,7 @@ class RunSamples:
     seed: int | None = None
     dataset_source: str | None = None
     tolerance: float | None = None  # the tolerance its job decided with (report.json), if any
+    score_bounds: tuple[float, float] | None = None  # the task's score range its job recorded (report.json), if any
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -122,7 +123,9 @@ def read_run_dir(path: Path, metric: str | None, where: str) -> RunSamples:
                         fix="give the directory a job printed on its 'outputs:' line")
     config = _yaml(path / "config.yaml")
     report = _json(path / "report.json")
-    task = config.get("task") or {}
+    task = _mapping(config.get("task"), path / "config.yaml", "task")
+    decision = _mapping(report.get("decision"), path / "report.json", "decision")
+    spec = _mapping(report.get("spec"), path / "report.json", "spec")
     task_metric = str(task.get("metric") or "score")
     if metric is not None and metric != task_metric:
         raise UserError("unknown metric for this run", where=f"--metric for {path}", given=metric,
@@ -132,20 +135,46 @@ def read_run_dir(path: Path, metric: str | None, where: str) -> RunSamples:
         if "sample_id" not in row or "score" not in row:
             raise UserError("a row of the run's samples.jsonl has no sample_id or score", where=str(samples_file),
                             given=", ".join(sorted(row))[:200], fix="give the samples file a job wrote, unmodified")
-        sid = str(row["sample_id"])
-        if CORPUS_ITEM in (row.get("meta") or {}):
+        sid = _sample_id(row["sample_id"], samples_file, "sample_id")
+        if sid in samples:
+            raise UserError("a sample appears twice in the run's samples.jsonl", where=str(samples_file),
+                            given=f"sample_id {sid}", allowed="one row per sample, as a job writes it",
+                            fix="give the samples file a job wrote, unmodified (a row appended twice would "
+                                "count one answer as two, or let the last one win)")
+        meta = _mapping(row.get("meta"), samples_file, f"meta of sample {sid}")
+        if CORPUS_ITEM in meta:
             raise UserError("this run's metric is a corpus metric, which runner.compare cannot decide",
                             where=str(samples_file), given=f"task.metric={task_metric} (aggregated over the corpus)",
                             allowed="runs whose metric is a mean per sample (accuracy, exact match, ROUGE)",
                             fix="record run A as a reference (reference.mode=record) and check B against it: the job "
                                 "decides a corpus metric with the paired corpus bootstrap")
-        samples[sid] = RunSample(sid, _number(row["score"], f"{samples_file}, sample {sid}"), row.get("prompt"))
-    decision = report.get("decision") or {}
+        prompt = row.get("prompt")
+        samples[sid] = RunSample(sid, _number(row["score"], f"{samples_file}, sample {sid}"),
+                                 prompt if isinstance(prompt, str) else None)
     hib = task.get("higher_is_better")
+    tolerance = decision.get("tolerance")
+    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))):
+        raise UserError("the run's report.json holds a tolerance that is not a number", where=f"{path / 'report.json'}, "
+                        "decision.tolerance", given=repr(tolerance)[:100], allowed="a number of the metric's points",
+                        fix="give the report.json a job wrote, unmodified, or pass --tolerance")
     return RunSamples(where, "runner run", str(task.get("name") or report.get("task") or "") or None, task_metric,
                       samples, hib if isinstance(hib, bool) else None,
                       int(config["seed"]) if isinstance(config.get("seed"), int) else None,
-                      _dataset_source(report), decision.get("tolerance"))
+                      _dataset_source(spec), tolerance, _bounds(report.get("score_bounds"), path / "report.json"))
+
+
+def _bounds(value: Any, path: Path) -> tuple[float, float] | None:
+    """The score bounds a job recorded: None (unbounded, or a report written before they were recorded) or
+    ``[low, high]``, finite with low < high."""
+    if value is None:
+        return None
+    if (isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                            and math.isfinite(v) for v in value)
+            and value[0] < value[1]):
+        return (float(value[0]), float(value[1]))
+    raise UserError("the run's report.json holds score bounds that are not two finite numbers low < high",
+                    where=f"{path}, score_bounds", given=repr(value)[:100], allowed="[low, high], e.g. [0, 100], or null",
+                    fix="give the report.json a job wrote, unmodified, or pass --score-bounds LO HI")
 
 
 def _yaml(path: Path) -> dict[str, Any]:
@@ -164,9 +193,29 @@ def _json(path: Path) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
-def _dataset_source(report: dict[str, Any]) -> str | None:
+def _mapping(value: Any, path: Path, key: str) -> dict[str, Any]:
+    """``value`` when it is a mapping, ``{}`` when absent; a :class:`UserError` for any other type."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise UserError(f"the run's {path.name} holds a {key} that is not a mapping", where=f"{path}, {key}",
+                        given=f"{type(value).__name__}: {value!r}"[:100], allowed="a mapping, as a job writes it",
+                        fix=f"give the {path.name} a job wrote, unmodified")
+    return value
+
+
+def _sample_id(value: Any, path: Path, key: str) -> str:
+    """A sample id is a string or a whole number (lm-eval's doc_id); anything else is a modified file."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise UserError(f"a per-sample row's {key} is neither a string nor a whole number", where=str(path),
+                        given=f"{type(value).__name__}: {value!r}"[:100], allowed="a string or a whole number",
+                        fix="give the samples file a job or lm_eval --log_samples wrote, unmodified")
+    return str(value)
+
+
+def _dataset_source(spec: dict[str, Any]) -> str | None:
     """The ``dataset=`` part of the effective spec's ``extra_acc_spec`` (the source the task read)."""
-    extra = str((report.get("spec") or {}).get("extra_acc_spec") or "")
+    extra = str(spec.get("extra_acc_spec") or "")
     for part in extra.split(","):
         key, _, value = part.partition("=")
         if key.strip() == "dataset" and value:
@@ -185,6 +234,16 @@ def read_lm_eval(path: Path, metric: str | None, filter_name: str | None) -> Run
                         allowed="samples_<task>_<date>.jsonl written by lm_eval --log_samples (doc_id, metrics, "
                                 "prompt_hash, ...), or a job's samples.jsonl",
                         fix="run lm_eval with --log_samples and give the samples file it wrote")
+    for r in rows:
+        _sample_id(r["doc_id"], path, "doc_id")
+        if not isinstance(r["metrics"], list) or not all(isinstance(m, str) for m in r["metrics"]):
+            raise UserError("a row's metrics is not a list of metric names", where=f"{path}, doc_id {r['doc_id']}",
+                            given=repr(r["metrics"])[:100], allowed='a list of names, e.g. ["acc", "acc_norm"]',
+                            fix="give the samples file lm_eval --log_samples wrote, unmodified")
+        if not isinstance(r.get("arguments") or {}, (dict, list)):
+            raise UserError("a row's arguments are neither a mapping nor a list", where=f"{path}, doc_id {r['doc_id']}",
+                            given=repr(r["arguments"])[:100], allowed="lm-eval's request arguments (gen_args_0, ...)",
+                            fix="give the samples file lm_eval --log_samples wrote, unmodified")
     filters = sorted({str(r.get("filter", "none")) for r in rows})
     chosen = _choose("filter", filter_name, filters, path, "--filter")
     rows = [r for r in rows if str(r.get("filter", "none")) == chosen]
@@ -199,7 +258,8 @@ def read_lm_eval(path: Path, metric: str | None, filter_name: str | None) -> Run
         if sid in samples:
             raise UserError("a document appears twice for one filter", where=str(path), given=f"doc_id {sid}",
                             fix="give one run's samples file (lm_eval appends to a file of the same name)")
-        first = (r.get("arguments") or {}).get("gen_args_0") or {}
+        arguments = r.get("arguments") or {}
+        first = (arguments.get("gen_args_0") if isinstance(arguments, dict) else None) or {}
         prompt = first.get("arg_0") if isinstance(first, dict) else None
         samples[sid] = RunSample(sid, values[sid] * (100.0 if binary else 1.0), prompt if isinstance(prompt, str) else None,
                                  r.get("target_hash"), r.get("doc_hash"))

@@ -11,12 +11,14 @@ from runner.stats.decision import Decision
 from runner.stats.unpaired import HypothesisParams
 
 
-def sample_count_notes(default: int, inherited: bool, planned: int, selected: int, checked: bool) -> list[str]:
-    """Say, before anything is evaluated, when the number of samples differs from what the task or the user asked."""
+def sample_count_notes(default: int, inherited: bool, planned: int, selected: int, checked: bool,
+                       entry: str = "") -> list[str]:
+    """Say, before anything is evaluated, when the number of samples differs from what the task or the user asked
+    (``entry``: which reference entry, and when it was recorded, in words)."""
     notes = []
     if checked and inherited and planned != default:
-        notes.append(f"the reference entry fixes num_samples={planned} (the task's default {default} is not used); "
-                     "set task.num_samples=N to evaluate another n")
+        notes.append(f"the reference entry{f' ({entry})' if entry else ''} fixes num_samples={planned} (the task's "
+                     f"default {default} is not used); set task.num_samples=N to evaluate another n")
     if selected != planned:
         why = ("the task draws the same number from every stratum (subject), rounding up" if selected > planned
                else "the dataset has fewer samples")

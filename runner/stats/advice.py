@@ -21,19 +21,18 @@ no number of new samples decides and the reference must be recorded again with m
 With clustered samples (``stats.cluster``) the spread is the independent one times ``sqrt(deff)``, so
 the samples needed are multiplied by the design effect: the unpaired sigma already carries it
 (:mod:`runner.stats.clustered_rules`), a paired test's result carries its own.
+
+A fixed-look betting test (bounded continuous scores) is sized by simulating that test on resamples of the
+observed differences (:mod:`runner.stats.betting_advice`): its critical value grows as n falls. Which sizing a
+decision gets is :func:`runner.stats.advising.for_decision`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
-
 from runner.stats.unpaired import phi, z
 from runner.stats.verdicts import GO, NO_GO
-
-if TYPE_CHECKING:
-    from runner.stats.decision import Decision
 
 POWER = 0.8
 
@@ -80,14 +79,16 @@ class Advice:
 
 def more_samples(drop: float, spread: float, n: int, margin: float, tolerance: float, alpha: float, *,
                  n_ref: int | None = None, discordance: float | None = None,
-                 available: int | None = None, looks: list[tuple[int, float]] | None = None) -> Advice | None:
+                 available: int | None = None, looks: list[tuple[int, float]] | None = None,
+                 crit: float | None = None) -> Advice | None:
     """The advice for an undecided verdict; None when no claim is reachable (a margin at or past the tolerance
     with the drop between them cannot happen) or the spread is unknown.
 
     ``drop``: the observed D in points (positive is worse); ``spread``: the per-sample standard deviation
     of the difference (paired), or sigma of one run's score (unpaired, then ``n_ref`` is the reference's
     fixed n); ``discordance``: the share of samples the two runs score differently (paired 0/100);
-    ``looks``: an extendable run's planned looks left, (samples in all, the bound each will test at)."""
+    ``looks``: an extendable run's planned looks left, (samples in all, the bound each will test at); ``crit``:
+    the fixed-look test's critical value (``z_{1-alpha}`` when None)."""
     candidates = []
     if drop > margin:
         candidates.append((NO_GO, drop - margin))
@@ -97,7 +98,7 @@ def more_samples(drop: float, spread: float, n: int, margin: float, tolerance: f
         return None
     if looks:
         return _planned(candidates, spread, n, n_ref, discordance, available, looks)
-    k2 = (z(1 - alpha) + z(POWER)) ** 2
+    k2 = ((z(1 - alpha) if crit is None else crit) + z(POWER)) ** 2
     best: tuple[float, str, int | None] | None = None
     for target, gap in candidates:
         if n_ref is None:
@@ -149,25 +150,3 @@ def binary_spread(b: int, c: int, n: int) -> tuple[float, float]:
     d = max(b + c, 1) / n
     diff = (c - b) / n
     return 100.0 * math.sqrt(max(d - diff * diff, d / n)), d
-
-
-def for_decision(decision: Decision, n_ref: int | None) -> Advice | None:
-    """The advice for a decision from the observed data (``n_ref``: the unpaired reference's own n); the job
-    asks for it at a fixed-n test and at an extendable run's look (not at a planned sequential design), where
-    it is computed for the planned looks left and their bounds."""
-    if decision.claims is None or decision.tolerance is None:
-        return None
-    params = decision.verdict.params
-    drop = -decision.difference if params.higher_is_better else decision.difference
-    seq = decision.sequential
-    looks = seq.next_looks() if seq is not None and hasattr(seq, "next_looks") else None
-    common = dict(drop=drop, margin=decision.margin, tolerance=decision.tolerance.points, alpha=params.alpha,
-                  looks=looks)
-    p = decision.paired
-    inflate = math.sqrt(p.design_effect.applied) if p is not None and p.design_effect is not None else 1.0
-    if p is not None and p.discordant is not None:
-        spread, share = binary_spread(p.discordant[0], p.discordant[1], p.n)
-        return more_samples(spread=spread * inflate, n=p.n, discordance=share, **common)
-    if p is not None:
-        return more_samples(spread=(p.sd_diff or 0.0) * inflate, n=p.n, **common)
-    return more_samples(spread=params.sigma, n=params.num_samples, n_ref=n_ref or params.num_samples, **common)

@@ -1,10 +1,11 @@
 """The two claims of each statistical rule, with the two one-sided bounds that invert them (runner.stats.verdicts).
 
-* unpaired (TensorRT-LLM's z-test): the Wald interval ``diff +- |z(alpha)| sqrt(2 sigma^2 / n)``;
+* unpaired (TensorRT-LLM's z-test): the Wald interval ``diff +- |z(alpha)| scale`` (``sqrt(2 sigma^2 / n)``,
+  or ``sigma sqrt(1/n + 1/n_ref)`` for a reference measured on another n);
 * paired 0/100 scores: the regression claim is McNemar's exact test (margin 0) or Tango's score test
   backed by the exact unconditional one (margin > 0), the tolerance claim the latter at the tolerance,
   so zero discordant pairs do not prove a tolerance by themselves; both bounds invert the latter family;
-* paired continuous scores: the paired t (or bootstrap) test's own interval, both sides;
+* paired continuous scores: the bounds that invert the paired betting (or t, or bootstrap) test, each side its own;
 * sequential looks: the repeated confidence interval of the look where the job stopped (for 0/100
   scores its tolerance side is Tango's bound at that look's critical value).
 """
@@ -27,7 +28,7 @@ def unpaired(verdict: Any, margin: float, tolerance: float) -> Claims:
     low, high = gain - za * s, gain + za * s
     ci = oriented(low, high, p.higher_is_better)
     return Claims(regression=not verdict.passed, within=low > -tolerance, low=ci[0], high=ci[1],
-                  method="Wald, sigma as configured (inverts the z-test both ways)",
+                  method=f"Wald, sigma as configured, {p.scale_formula} (inverts the z-test both ways)",
                   p_within=phi(-(gain + tolerance) / s))
 
 
@@ -78,8 +79,13 @@ def _pinned(bound: float, threshold: float, shown: bool, above: bool) -> float:
 
 
 def continuous(result: Any, within_result: Any) -> Claims:
-    """Paired t or bootstrap: ``result`` tested the margin, ``within_result`` the tolerance (same interval)."""
-    low, high = result.ci
+    """Paired betting, t or bootstrap: ``result`` tested the margin, ``within_result`` the tolerance; each side of
+    the interval is the bound that inverts its own test (the bad side from ``result``, the good side from
+    ``within_result``)."""
+    hib = result.higher_is_better
+    gain_low = oriented(*within_result.ci, hib)[0]
+    gain_high = oriented(*result.ci, hib)[1]
+    low, high = oriented(gain_low, gain_high, hib)
     return Claims(regression=not result.passed, within=within_result.passed, low=low, high=high,
                   method=f"{result.ci_method} (both sides)", p_within=within_result.p_value)
 

@@ -2,25 +2,26 @@
 
 Questions that share a subject, a domain or a source question are not independent, so the plain
 standard error of a mean score understates its sampling error (Miller 2024, "Adding Error Bars to
-Evals", arXiv:2411.00640, appendix A). With ``n`` scores ``x_i`` in ``C`` clusters and
-``S_c = sum_{i in c} (x_i - xbar)``, the cluster-robust (sandwich) variance of the mean is::
+Evals", arXiv:2411.00640, appendix A). With ``n`` scores ``x_i`` in ``C`` clusters of ``n_c`` and
+``S_c = sum_{i in c} (x_i - xbar)``, the cluster-robust variance of the mean is Bell and McCaffrey's
+(2002) bias-reduced CR2 sandwich, which for a mean reads::
 
-    V_cl = C / (C - 1) * sum_c S_c^2 / n^2
+    V_cl = sum_c S_c^2 / (1 - n_c / n) / n^2
 
-The paper's formula has no small-sample factor; Inspect AI's ``stderr(cluster=...)`` multiplies by
-``C / (C - 1)`` ("a finite cluster correction"), the CR1 convention of econometrics packages. This
-project keeps the factor: with one sample per cluster ``V_cl`` is then *exactly* the plain variance
-of the mean ``s^2 / n`` (``s`` with ``ddof=1``), which is what the paired t-test uses, so clustering
-changes nothing where there is nothing to cluster.
+With equal clusters it is the CR1 sandwich ``C / (C - 1) sum_c S_c^2 / n^2`` (Inspect AI's
+``stderr(cluster=...)``); with unequal ones it corrects each cluster for its leverage ``n_c / n``,
+which CR1 does not (CR1 understates the variance when a few large clusters dominate). With one sample
+per cluster ``V_cl`` is *exactly* the plain variance of the mean ``s^2 / n`` (``ddof=1``), so
+clustering changes nothing where there is nothing to cluster. Tests on ``V_cl`` use Student's t with
+``C - 1`` degrees of freedom (:func:`critical`): the variance is estimated from ``C`` cluster sums.
 
 The **design effect** is ``deff = V_cl / V_iid`` with ``V_iid = s^2 / n``: how many times more
 samples clustered questions need for the precision of independent ones. The decision applies
 ``max(1, deff)`` (:attr:`DesignEffect.applied`): a deff below 1 would need questions of a subject to
-be negatively correlated, which evals do not show; with tens of clusters the estimate is noisy (and
-the sandwich estimator is biased downwards with few clusters), so an estimate below 1 is read as
-noise and the test is never made less conservative than the independent one. A design effect is 1
-by definition (not by arithmetic) when every cluster holds one sample, so the figures of the
-decision are then bit-for-bit today's.
+be negatively correlated, which evals do not show; with tens of clusters the estimate is noisy, so an
+estimate below 1 is read as noise and the test is never made less conservative than the independent
+one. A design effect is 1 by definition (not by arithmetic) when every cluster holds one sample, so
+the figures of the decision are then bit-for-bit today's.
 
 Pure Python (``math.fsum``): no numpy, so it imports in milliseconds.
 """
@@ -51,14 +52,28 @@ def _grouped(values: Sequence[float], labels: Sequence[Hashable]) -> dict[Hashab
 
 
 def clustered_variance_of_mean(values: Sequence[float], labels: Sequence[Hashable]) -> float:
-    """``C / (C - 1) * sum_c S_c^2 / n^2`` (CR1); needs at least 2 clusters."""
+    """``sum_c S_c^2 / (1 - n_c / n) / n^2`` (CR2); needs at least 2 clusters."""
     groups = _grouped(values, labels)
     n, c = len(values), len(groups)
     if c < 2:
         raise ValueError("a cluster-robust variance needs at least 2 clusters")
     mean = math.fsum(float(v) for v in values) / n
-    sums = [math.fsum(x - mean for x in g) for g in groups.values()]
-    return c / (c - 1) * math.fsum(s * s for s in sums) / (n * n)
+    terms = [math.fsum(x - mean for x in g) ** 2 / (1.0 - len(g) / n) for g in groups.values()]
+    return math.fsum(terms) / (n * n)
+
+
+def critical(alpha: float, clusters: int | None) -> float:
+    """The one-sided ``1 - alpha`` critical value of a test on a clustered variance: Student's t with
+    ``clusters - 1`` degrees of freedom (None, or one sample per cluster: the normal's)."""
+    from statistics import NormalDist
+
+    if clusters is None:
+        return NormalDist().inv_cdf(1 - alpha)
+    if clusters < 2:
+        raise ValueError("a clustered critical value needs at least 2 clusters")
+    from scipy import stats
+
+    return float(stats.t.ppf(1 - alpha, clusters - 1))
 
 
 def iid_variance_of_mean(values: Sequence[float]) -> float:
@@ -102,7 +117,7 @@ class DesignEffect:
         floor = ("" if self.estimated is None or self.estimated >= 1
                  else "; floored at 1: a test is never made less conservative than the independent one")
         return (f"{self.clusters} clusters by {self.key} for {self.n} samples, design effect {self.applied:.3f} "
-                f"(estimated {est}{floor}); cluster-robust (CR1) standard errors")
+                f"(estimated {est}{floor}); cluster-robust (CR2) standard errors, t with {self.clusters - 1} df")
 
 
 def design_effect(values: Sequence[float], labels: Sequence[Hashable], key: str) -> DesignEffect:

@@ -8,7 +8,7 @@ Precedence (the first rule that applies decides):
    so one lost passkey of 20 fails, as upstream.
 3. **paired**: the reference kept per-sample scores for the same samples (same ids, seed,
    dataset source and prompts; ``stats.method=auto|paired``): McNemar's exact test for 0/100
-   scores, a paired t-test (or bootstrap) otherwise. It needs far fewer samples for the same power.
+   scores, the finite-sample betting test for other bounded scores, a paired t-test for unbounded ones. It needs far fewer samples for the same power.
 4. **unpaired**: TensorRT-LLM's threshold test.
 
 Rules 3 and 4 test two claims (:mod:`runner.stats.verdicts`): a drop beyond ``stats.margin`` (NO-GO)
@@ -25,15 +25,16 @@ from typing import Any, Mapping, Protocol, Sequence
 
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import CorpusMetric
-from runner.stats import claims as claim_rules, clustered_rules, clustering, paired as paired_stats, pairing, scale
+from runner.stats import claims as claim_rules, clustered_rules, clustering, decision_text, paired as paired_stats
+from runner.stats import pairing, scale
 from runner.stats.corpus_rules import decide_corpus
+from runner.stats.entry import ReferenceEntry
 from runner.stats.settings import margin_points
 from runner.stats.unpaired import HypothesisParams, Verdict, decide
-from runner.stats.verdicts import (GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, decisive, exit_status,
-                                   reported)
+from runner.stats.decision_text import RULES, STATISTICAL_RULES
+from runner.stats.verdicts import GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, exit_status, reported
 
-RULES = ("explicit_threshold", "exact", "paired", "unpaired")
-STATISTICAL_RULES = ("paired", "unpaired")
+__all__ = ["RULES", "STATISTICAL_RULES", "Decision", "decide_against"]
 
 
 class Gate(Protocol):
@@ -166,23 +167,14 @@ class Decision:
 
     def bounds_text(self) -> str:
         """Both bounds in words, each with the threshold it must pass and the digits that decide."""
-        go, no_go = self.bounds
-        hib = self.verdict.params.higher_is_better
-        tol = self.tolerance.points if self.tolerance is not None else 0.0
-        # new - reference: GO needs the GO bound past -t (an increase: below +t), NO-GO the other bound past -m
-        go_b, go_t = decisive(go, -tol if hib else tol, self.claims.within, above=hib)
-        ng_b, ng_t = decisive(no_go, -self.margin if hib else self.margin, self.claims.regression, above=not hib)
-        gt, lt = (">", "<") if hib else ("<", ">")
-        return (f"one-sided {1 - self.alpha:.0%} bounds: GO bound {go_b} (GO iff {gt} {go_t}), "
-                f"NO-GO bound {ng_b} (NO-GO iff {lt} {ng_t}); together a {1 - 2 * self.alpha:.0%} interval "
-                f"({self.ci_method})")
+        return decision_text.bounds_text(self)
 
     @property
     def ci_method(self) -> str:
-        return self.claims.method if self.claims is not None else f"none: {self._no_interval}"
+        return self.claims.method if self.claims is not None else f"none: {self.no_interval}"
 
     @property
-    def _no_interval(self) -> str:
+    def no_interval(self) -> str:
         return ("a deterministic rule has no interval" if self.rule not in STATISTICAL_RULES
                 else "no look carried information (no discordant pair)")
 
@@ -195,16 +187,11 @@ class Decision:
 
     def hypothesis(self) -> str:
         """The claims tested, in words, in the metric's own direction."""
-        v = self.verdict
-        if self.rule == "explicit_threshold":
-            return f"score {'>=' if v.params.higher_is_better else '<='} the registered threshold {v.threshold:g}"
-        if self.rule == "exact":
-            return f"score {'>=' if v.params.higher_is_better else '<='} the reference {v.reference:g} (exact rule)"
-        worse = "drop" if v.params.higher_is_better else "increase"
-        a_worse = "a drop" if v.params.higher_is_better else "an increase"
-        tol = self.tolerance.points if self.tolerance else 0.0
-        return (f"NO-GO when {a_worse} > {self.margin:g} is shown (H0: {worse} <= {self.margin:g}); "
-                f"GO when {a_worse} < {tol:.4g} is shown (H0: {worse} >= {tol:.4g}); each at alpha {self.alpha:g}")
+        return decision_text.hypothesis(self)
+
+    def figures(self) -> decision_text.Figures:
+        """The deciding rule's figures on the samples it used: what every table shows."""
+        return decision_text.figures(self)
 
     def tests(self) -> list[dict[str, Any]]:
         """Every claim of the job, each with its rule, p-value and alpha (what a sweep corrects for
@@ -224,116 +211,23 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         """The record written to report.json and read by the sweep summary."""
-        ci = self.ci
-        v = self.verdict
-        return {
-            "verdict": self.outcome, "reported": self.reported, "exit_status": self.exit_status,
-            "both_shown": self.both_shown, "verdicts": self.mode, "on_inconclusive": self.on_inconclusive,
-            "stats_gate": self.gate,
-            "rule": self.rule, "test": self.test, "hypothesis": self.hypothesis(),
-            "margin": self.margin, "tolerance": self.tolerance.points if self.tolerance else None,
-            "tolerance_source": self.tolerance.source if self.tolerance else None,
-            "regression_shown": not self.all_passed, "within_tolerance_shown": bool(self.claims and self.claims.within),
-            "passed": self.all_passed, "accuracy_passed": self.passed,
-            "score": v.score, "reference": v.reference, "difference": self.difference,
-            "threshold": v.threshold, "room": v.room, "theta": self.theta, "p_value": self.p_value,
-            "p_within": self.p_within,
-            "alpha": self.alpha, "beta": v.params.beta, "sigma": v.params.sigma, "n": self.n,
-            "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
-            "ci_level": 1 - 2 * self.alpha, "ci_method": self.ci_method,
-            "go_bound": self.bounds[0] if ci else None, "no_go_bound": self.bounds[1] if ci else None,
-            "bound_level": 1 - self.alpha,
-            "advice": self.advice.to_dict() if self.advice is not None else None,
-            "tests": self.tests(),
-            "sequential": self.sequential.to_dict() if self.sequential is not None else None,
-            "stats_cluster": self.cluster_mode,
-        } | (self.clustering.to_dict() if self.clustering is not None else dict.fromkeys(_CLUSTER_KEYS))
+        return decision_text.to_dict(self)
 
     def metrics(self) -> dict[str, float]:
         """MLflow metrics: the same figures as the report (undefined ones are left out)."""
-        d = self.to_dict()
-        out = {"reference": d["reference"], "threshold": d["threshold"], "room": d["room"], "passed": float(d["passed"]),
-               "accuracy_passed": float(d["accuracy_passed"]), "num_samples": float(d["n"]),
-               "alpha": d["alpha"], "sigma": d["sigma"], "margin": d["margin"], "tolerance": d["tolerance"],
-               "p_within": d["p_within"], "go": float(self.outcome == GO), "no_go": float(self.outcome == NO_GO),
-               "inconclusive": float(self.outcome == INCONCLUSIVE),
-               "unpaired_p_value": self.verdict.p_value, "unpaired_passed": float(self.verdict.passed)}
-        if self.advice is not None and self.advice.n_more is not None:
-            out |= {"more_samples": float(self.advice.n_more), "samples_to_decide": float(self.advice.n_total)}
-            if self.advice.discordant is not None:
-                out["discordant_to_decide"] = float(self.advice.discordant)
-        if self.clustering is not None:
-            out |= {"clusters": float(self.clustering.clusters), "design_effect": self.clustering.applied}
-        for key in ("theta", "p_value", "ci_low", "ci_high"):
-            out[{"ci_low": "diff_ci_low", "ci_high": "diff_ci_high"}.get(key, key)] = d[key]
-        if self.paired is not None:
-            p = self.paired.to_dict()
-            out |= {"paired_p_value": p["p_value"], "paired_n": float(p["n"]), "paired_mean_diff": p["mean_diff"]}
-            out |= {f"paired_{k}": float(p[k]) for k in ("theta_paired", "discordant_b", "discordant_c") if p[k] is not None}
-        for g in self.gates:
-            out |= g.metrics()
-        if self.sequential is not None:
-            out |= self.sequential.metrics()
-        return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
+        return decision_text.metrics(self)
 
     def verdict_line(self) -> str:
         """The verdict in words: what was shown, or what was not."""
-        worse = "drop" if self.verdict.params.higher_is_better else "increase"
-        a_worse = "a drop" if self.verdict.params.higher_is_better else "an increase"
-        tol = self.tolerance.points if self.tolerance else 0.0
-        failed = [g.metric for g in self.gates if not g.passed]
-        out = self.outcome
-        if failed:
-            why = f"failed gate: {', '.join(failed)}{'' if self.passed else ' and accuracy'}"
-        elif self.claims is None:
-            why = (("the deterministic rule " + ("holds" if self.passed else "fails"))
-                   if self.rule not in STATISTICAL_RULES else self._no_interval)
-        elif self.both_shown:
-            why = (f"worse, but within tolerance: {a_worse} > {self.margin:g} and < {tol:.4g} are both shown; "
-                   f"stats.gate={self.gate} decides")
-        elif out == NO_GO:
-            why = f"{a_worse} larger than {self.margin:g} is shown"
-        elif out == GO:
-            why = f"the {worse} is shown to be smaller than the tolerance {tol:.4g}"
-        else:
-            why = f"neither {a_worse} > {self.margin:g} nor one < {tol:.4g} is shown"
-        line = f"{out} ({why})"
-        if self.mode == "two_way":
-            line = f"{self.reported} (two-way rule, as TensorRT-LLM's; three-way: {line})"
-        elif out == INCONCLUSIVE and self.on_inconclusive != "inconclusive":
-            line += f"; stats.on_inconclusive={self.on_inconclusive}"
-        return line
+        return decision_text.verdict_line(self)
 
     def render(self) -> str:
-        parts = [self.verdict.render()]
-        if self.paired is not None:
-            parts.append(self.paired.render())
-        if self.sequential is not None:
-            parts.append(self.sequential.render())
-        parts += [g.render() for g in self.gates]
-        ci = self.ci
-        lines = [f"decided by:  {self.test} ({self.rule.replace('_', ' ')} rule)", f"hypothesis:  {self.hypothesis()}"]
-        if self.tolerance is not None and self.claims is not None:
-            lines.append(f"tolerance:   {self.tolerance.describe()}")
-        p = self.p_value
-        lines.append(f"p-value:     {'n/a (deterministic rule)' if p is None else f'{p:.4g}'}"
-                     + ("" if self.p_within is None else f" (regression); {self.p_within:.4g} (within tolerance)"))
-        if ci is not None:
-            lines.append(f"difference:  {self.difference:+.3f} (new - reference); {self.bounds_text()}")
-        else:
-            lines.append(f"difference:  {self.difference:+.3f} (new - reference); no interval ({self._no_interval})")
-        if self.clustering is not None:
-            lines.append(f"clusters:    {self.clustering.describe()}")
-        lines.append(f"verdict:     {self.verdict_line()}")
-        if self.advice is not None:
-            lines.append(f"to decide:   {self.advice.text()}")
-        parts.append("\n".join(lines))
-        return "\n".join(parts)
-
-_CLUSTER_KEYS = ("cluster_key", "clusters", "clustered_n", "design_effect", "design_effect_estimated")
+        """The report block: the verdict first, then the tests it rests on."""
+        return decision_text.render(self)
 
 
-def _deterministic_rule(reference: Any, params: HypothesisParams) -> str | None:
+
+def _deterministic_rule(reference: ReferenceEntry, params: HypothesisParams) -> str | None:
     if reference.threshold is not None:
         return "explicit_threshold"
     if params.sigma == 0:
@@ -341,11 +235,11 @@ def _deterministic_rule(reference: Any, params: HypothesisParams) -> str | None:
     return None
 
 
-def decide_against(reference: Any, scored: Sequence[Any], score: float, params: HypothesisParams,
+def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: float, params: HypothesisParams,
                    stats: Any, chance_level: float | None, metric: str, rows: Mapping[str, Any] | None = None,
                    pairing_problem: str | None = None, gates: Sequence[Any] = (),
                    tolerance: Tolerance | None = None, cluster_key: str | None = None,
-                   corpus: CorpusMetric | None = None) -> Decision:
+                   corpus: CorpusMetric | None = None, score_bounds: tuple[float, float] | None = None) -> Decision:
     """Apply the precedence of the module docstring; ``params.num_samples`` is the number evaluated.
 
     ``rows``: the reference's per-sample scores by sample id (each with a ``score``), when the job loaded
@@ -354,7 +248,8 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
     task's (a field of each sample's meta); with ``stats.cluster=auto`` the statistical rules use
     cluster-robust standard errors (:mod:`runner.stats.clustering`). ``corpus``: the task's corpus metric over
     the samples' ``meta[CORPUS_ITEM]`` (None: the metric is the mean of the scores); its rules are the bootstrap's
-    (:mod:`runner.stats.corpus`), resampling clusters where the job clusters."""
+    (:mod:`runner.stats.corpus`), resampling clusters where the job clusters. ``score_bounds``: the range of every
+    per-sample score (the task's); with them a continuous metric's paired test is the finite-sample betting test."""
 
     notes: list[str] = []
     margin = margin_points(stats, reference.value)
@@ -370,6 +265,11 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
     if tolerance is None:
         raise ValueError("a statistical rule needs the tolerance of the GO claim")
 
+    n_ref = reference.samples_measured
+    if n_ref is not None and n_ref != params.num_samples:
+        params = replace(params, reference_samples=n_ref)
+        notes.append(f"unpaired test: the reference was measured on {n_ref} samples and this run on "
+                     f"{params.num_samples}: scale sigma sqrt(1/n + 1/n_ref)")
     if stats.method == "unpaired":
         rows = None
     key = cluster_key if stats.cluster == "auto" else None
@@ -401,7 +301,8 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
             complete = pairs.n_matched == len(new_scores)
             if complete or stats.method == "paired":
                 clusters = None if labels is None else (key, [labels[i] for i in pairs.ids])
-                result, claims = _paired(pairs, params, stats, margin, tolerance.points, clusters, notes)
+                result, claims = _paired(pairs, params, stats, margin, tolerance.points, clusters, notes,
+                                         score_bounds)
                 if not complete:
                     notes.append(f"paired test on the {pairs.n_matched} of {len(new_scores)} samples the reference also scored")
             else:
@@ -416,10 +317,13 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
         if unpaired_deff is not None and unpaired_deff.applied != 1.0:
             claims = replace(claims, method="Wald, sigma x sqrt(design effect) (inverts the z-test both ways)")
 
-    decision = Decision("paired" if result is not None else "unpaired",
-                        result.passed if result is not None else verdict.passed, verdict, result, list(gates), notes,
-                        claims=claims, tolerance=tolerance, **common,
-                        clustering=(result.design_effect if result is not None else unpaired_deff))
+    deff = result.design_effect if result is not None else unpaired_deff
+    shown = claims.regression
+    claims = clustered_rules.too_few(claims, deff, stats, notes)
+    passed = result.passed if result is not None else verdict.passed
+    decision = Decision("paired" if result is not None else "unpaired", passed or shown != claims.regression,
+                        verdict, result, list(gates), notes, claims=claims, tolerance=tolerance, **common,
+                        clustering=deff)
     if chance_level is not None:
         # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
         # reference at or past chance is then worth a warning
@@ -431,18 +335,18 @@ def decide_against(reference: Any, scored: Sequence[Any], score: float, params: 
 
 
 def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float,
-            clusters: tuple[str, list[str]] | None, notes: list[str]) -> tuple[Any, Claims]:
+            clusters: tuple[str, list[str]] | None, notes: list[str],
+            bounds: tuple[float, float] | None = None) -> tuple[Any, Claims]:
     """The paired test of the regression claim, and both claims with their interval; ``clusters``: the cluster
-    key and each pair's cluster, when the job clusters (a clustered test of the mean difference decides then,
-    unless every cluster holds one sample or the differences do not vary)."""
+    key and each pair's cluster, when the job clusters (each claim then needs both the clustered test of the mean
+    difference and the independent test: :func:`runner.stats.clustered_rules.paired`); ``bounds``: the task's score
+    bounds."""
 
     if clusters is not None:
-        deff, found = clustered_rules.paired(pairs, params, stats, margin, tolerance, *clusters, notes)
-        if found is not None:
-            return found
-        result, claims = _paired(pairs, params, stats, margin, tolerance, None, notes)
-        return replace(result, design_effect=deff), claims
-    kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed)
+        independent = _paired(pairs, params, stats, margin, tolerance, None, notes, bounds)
+        return clustered_rules.paired(pairs, params, stats, margin, tolerance, *clusters, notes, independent)
+    kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed, bounds=bounds,
+              truncation=getattr(stats, "betting_truncation", None))
     result = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=margin,
                                       gate="regression", **kw)
     if result.discordant is not None:
@@ -451,5 +355,16 @@ def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tol
                                           not result.passed)
     within = paired_stats.paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=tolerance,
                                       gate="noninferiority", **kw)
+    if result.method != paired_stats.BETTING:
+        notes.append(_asymptotic_note(stats.paired_test, paired_stats.score_bounds(pairs, bounds) is not None))
     return result, claim_rules.continuous(result, within)
+
+
+def _asymptotic_note(chosen: str, bounded: bool) -> str:
+    """Why a continuous metric's verdict rests on a test whose alpha holds only for large n."""
+    if bounded:
+        return (f"stats.paired_test={chosen}: an asymptotic test; with few changed samples or skewed differences its "
+                "false GO / NO-GO rate can exceed alpha (stats.paired_test=auto uses the finite-sample betting test)")
+    return ("the task declares no score bounds (an unbounded metric): the paired t-test decides, and its alpha holds "
+            "only for large n; no test of an unbounded mean holds it at every n (Bahadur & Savage 1956)")
 

@@ -10,8 +10,9 @@ times fewer samples.
   right and the new run got wrong, ``c`` the reverse. Under H0 ("no regression") each of the
   ``b + c`` discordant samples is equally likely to fall either way, so the one-sided p-value is
   ``P(X >= b)`` with ``X ~ Bin(b + c, 1/2)``; a regression is flagged when ``p < alpha``.
-* Continuous scores (ROUGE, perplexity, ...): a one-sided paired t-test on the per-sample
-  differences, or a seeded paired bootstrap.
+* Continuous scores: for bounded ones (ROUGE, F1, a rate over variants) the finite-sample betting test of
+  :mod:`runner.stats.betting`; for unbounded ones (per-document perplexity) a one-sided paired t-test, whose
+  rate holds only asymptotically; or, chosen, the t-test or a seeded paired bootstrap.
 
 Minimum detectable effect (``theta``) of the binary test, on the 0-100 scale, with discordance
 rate ``d = (b + c) / n`` (planning: ``d = 1 - agreement``) and ``k = |z(alpha)| + |z(beta)|``::
@@ -40,9 +41,18 @@ import math
 from collections.abc import Sequence
 
 from runner.stats.paired_binary import regression_p
-from runner.stats.paired_result import PairedResult, min_discordant_to_reject
+from runner.stats.paired_result import BettingSample, PairedResult, min_discordant_to_reject
 from runner.stats.pairing import PairedScores, is_binary
 from runner.stats.planning import _binary_theta, _k
+
+CONTINUOUS_METHODS = ("betting", "t", "bootstrap")
+BETTING = "paired betting test (Waudby-Smith & Ramdas)"
+
+
+def _z(p: float) -> float:
+    from runner.stats.unpaired import z
+
+    return z(p)
 
 
 def _upper_tail_half(b, m):  # noqa: ANN001, ANN202 - scalars or numpy arrays
@@ -144,6 +154,8 @@ def paired_continuous(
     n_boot: int = 10_000,
     tolerance: float = 0.0,
     gate: str = "regression",
+    bounds: tuple[float, float] | None = None,
+    truncation: float | None = None,
 ) -> PairedResult:
     """One-sided paired test on per-sample score differences (ROUGE, perplexity; 0/100 with a tolerance).
 
@@ -152,7 +164,18 @@ def paired_continuous(
     gate, H0: the shifted mean is >= 0, rejected (a regression) when ``p < alpha``.
     Non-inferiority gate, H0: the shifted mean is <= 0, rejected (a pass) when ``p < alpha``.
 
-    * ``method="t"``: paired t-test; interval ``mean +- t_{1-alpha, n-1} sd / sqrt(n)``.
+    * ``method="betting"``: the finite-sample test of :mod:`runner.stats.betting` on the differences, which lie
+      in ``[-w, w]`` with ``w = bounds[1] - bounds[0]`` (every score within ``bounds``); each end of the
+      interval is the confidence bound that inverts its side's test. Its rate holds at any n, for sparse and
+      skewed differences (the t-test's does not); differences that never vary cannot show a small tolerance
+      below the n where a rare change the size of the range would have shown up. The differences are bet on in
+      an order drawn by a generator seeded by ``seed`` (the test holds for any order fixed before the scores
+      are seen; a random one makes it hold when the dataset is sorted, by subject or by difficulty);
+      ``truncation``: the largest bet's share of the most the capital allows (:data:`runner.stats.betting.TRUNCATION`
+      when None).
+    * ``method="t"``: paired t-test; interval ``mean +- t_{1-alpha, n-1} sd / sqrt(n)``. Its rate holds only
+      asymptotically; the one rule for unbounded scores (no finite-sample test of a mean exists for them:
+      Bahadur & Savage 1956). Differences that do not vary (``sd = 0``) show nothing: ``p = 1``, no interval.
     * ``method="bootstrap"``: the shifted differences are centred on 0 (H0) and resampled
       ``n_boot`` times with a generator seeded by ``seed``;
       ``p = (1 + #{resampled mean <= observed mean}) / (n_boot + 1)`` (``>=`` for
@@ -162,13 +185,14 @@ def paired_continuous(
       ``-tolerance`` iff the regression p-value is below alpha, and its lower end above
       ``-tolerance`` iff the non-inferiority p-value is.
 
-    ``theta_paired = (|z(alpha)| + |z(beta)|) * sd(diff) / sqrt(n)``.
+    ``theta_paired = (|z(alpha)| + |z(beta)|) * sd(diff) / sqrt(n)`` (the betting test's critical value is
+    ``sqrt(2 log(1 / alpha))`` in place of ``|z(alpha)|``, its large-n width).
     """
     import numpy as np
 
     k = _k(alpha, beta)
-    if method not in ("t", "bootstrap"):
-        raise ValueError(f"method must be 't' or 'bootstrap', got {method!r}")
+    if method not in CONTINUOUS_METHODS:
+        raise ValueError(f"method must be one of {', '.join(CONTINUOUS_METHODS)}, got {method!r}")
     r = np.asarray([float(v) for v in ref], dtype=float)
     w = np.asarray([float(v) for v in new], dtype=float)
     if r.shape != w.shape:
@@ -185,16 +209,18 @@ def paired_continuous(
     mean_d = float(diff.mean())
     sd = float(diff.std(ddof=1))
     regression = gate == "regression"
-    if method == "t":
+    if method == "betting":
+        name = BETTING
+        p, ci, width = _betting(sign * diff, bounds, alpha, tolerance, regression, seed, truncation)
+        k = math.sqrt(2.0 * math.log(1.0 / alpha)) + abs(_z(beta))
+        ci = ci if sign > 0 else (-ci[1], -ci[0])
+        ci_method = f"betting bounds, differences within +-{width:g}"
+    elif method == "t":
         name = "paired t-test"
         from scipy import stats
 
-        if sd == 0.0:
-            if regression:
-                p = 0.0 if mean_s < 0 else 1.0
-            else:
-                p = 0.0 if mean_s > 0 else 1.0
-            ci = (mean_d, mean_d)
+        if sd == 0.0:  # no spread seen: nothing about the mean is shown either way
+            p, ci = 1.0, (-math.inf, math.inf)
         else:
             t_stat = mean_s / (sd / math.sqrt(n))
             p = float(stats.t.cdf(t_stat, n - 1) if regression else stats.t.sf(t_stat, n - 1))
@@ -219,7 +245,65 @@ def paired_continuous(
         sd_diff=sd,
         ci=ci,
         ci_method=ci_method,
+        betting=BettingSample(tuple(float(v) for v in diff), width, _truncation(truncation), seed)
+        if method == "betting" else None,
     )
+
+
+def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: float,  # noqa: ANN001
+             regression: bool, seed: int = 0,
+             truncation: float | None = None) -> tuple[float, tuple[float, float], float]:
+    """The betting test of the oriented differences ``gain`` (negative is worse) against ``-tolerance``, and the
+    interval for the gain whose side of the test inverts it: ``(p, (low, high), w)``, ``w`` the score range."""
+    import numpy as np
+
+    from runner.stats import betting
+
+    if bounds is None:
+        raise ValueError("the betting test needs the scores' bounds (the task's score_bounds)")
+    lo, hi = (float(b) for b in bounds)
+    w = hi - lo
+    if not (math.isfinite(w) and w > 0):
+        raise ValueError(f"score bounds must be finite with low < high, got {bounds!r}")
+    if not 0 <= tolerance < w:
+        raise ValueError(f"the tolerance must be within [0, {w:g}) for scores within {bounds!r}, got {tolerance!r}")
+    c = _truncation(truncation)
+    x = np.clip((np.asarray(gain, dtype=float) + w) / (2.0 * w), 0.0, 1.0)
+    x = x[np.random.default_rng(seed).permutation(x.size)]
+    low = 2.0 * w * betting.lower_bound(x, alpha, c) - w
+    high = w - 2.0 * w * betting.lower_bound(1.0 - x, alpha, c)
+    if regression:  # H0: mean gain >= -tolerance, i.e. mean of 1 - x <= (w + tolerance) / (2 w)
+        p = betting.upper_p(1.0 - x, (w + tolerance) / (2.0 * w), alpha, c)
+        high = _pin(high, -tolerance, p < alpha, below=True)
+    else:  # H0: mean gain <= -tolerance, i.e. mean of x <= (w - tolerance) / (2 w)
+        p = betting.upper_p(x, (w - tolerance) / (2.0 * w), alpha, c)
+        low = _pin(low, -tolerance, p < alpha, below=False)
+    return p, (low, high), w
+
+
+def _truncation(truncation: float | None) -> float:
+    from runner.stats import betting
+
+    return betting.check_truncation(betting.TRUNCATION if truncation is None else truncation)
+
+
+def _pin(bound: float, edge: float, shown: bool, below: bool) -> float:
+    """A confidence bound kept on the side of ``edge`` its test decided (root finding may land a hair across)."""
+    tiny = 1e-9 * max(1.0, abs(edge))
+    if below:
+        return min(bound, edge - tiny) if shown else max(bound, edge)
+    return max(bound, edge + tiny) if shown else min(bound, edge)
+
+
+def check_bounds(scores, bounds: tuple[float, float]) -> None:  # noqa: ANN001
+    """Every score lies within the task's declared bounds (a score outside them voids the betting test)."""
+    import numpy as np
+
+    arr = np.asarray(scores, dtype=float)
+    lo, hi = bounds
+    if arr.size and (arr.min() < lo or arr.max() > hi):
+        raise ValueError(f"per-sample scores must lie within the task's score bounds [{lo:g}, {hi:g}], got values "
+                         f"from {arr.min():g} to {arr.max():g}")
 
 
 def check_resamples(n_boot: int) -> None:
@@ -282,16 +366,40 @@ def paired_test(
     seed: int = 0,
     tolerance: float = 0.0,
     gate: str = "regression",
+    bounds: tuple[float, float] | None = None,
+    truncation: float | None = None,
 ) -> PairedResult:
-    """Run the fitting paired test: McNemar for binary scores, the t-test otherwise.
+    """Run the fitting paired test: McNemar for binary scores, the betting test for other bounded scores, the
+    t-test for unbounded ones.
 
-    ``method`` is ``"auto"``, ``"mcnemar"``, ``"t"`` or ``"bootstrap"``. For binary scores a
+    ``method`` is ``"auto"``, ``"mcnemar"``, ``"betting"``, ``"t"`` or ``"bootstrap"``. For binary scores a
     ``tolerance`` (the regression margin) moves McNemar's exact test to Tango's score test, which
-    tests a shifted difference of paired proportions.
+    tests a shifted difference of paired proportions. ``bounds``: the range every per-sample score lies in
+    (the task's ``score_bounds``); None: unbounded or unknown, except that binary scores are within [0, 100]
+    (or [0, 1]).
     """
+    bounds = score_bounds(pairs, bounds)
     if method == "auto":
-        method = "mcnemar" if is_binary(pairs) else "t"
+        method = "mcnemar" if is_binary(pairs) else ("betting" if bounds is not None else "t")
     if method == "mcnemar":
         return mcnemar_exact(pairs.reference, pairs.new, alpha, beta, higher_is_better, gate=gate, margin=tolerance)
+    if method == "betting" and bounds is None:
+        from runner.contract.errors import ConfigError
+
+        raise ConfigError("the betting test needs bounded scores, and this task declares no score bounds",
+                          where="stats.paired_test", given="betting",
+                          fix="stats.paired_test=auto (the t-test for an unbounded metric such as perplexity)")
     return paired_continuous(pairs.reference, pairs.new, alpha, beta, higher_is_better, method=method, seed=seed,
-                             tolerance=tolerance, gate=gate)
+                             tolerance=tolerance, gate=gate, bounds=bounds, truncation=truncation)
+
+
+def score_bounds(pairs: PairedScores, declared: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The bounds the paired scores lie in: the task's declared ones (checked), else [0, 100] or [0, 1] for
+    binary scores (the McNemar rule reads them as such too), else None."""
+    if declared is not None:
+        check_bounds([*pairs.reference, *pairs.new], declared)
+        return (float(declared[0]), float(declared[1]))
+    if is_binary(pairs):
+        values = set(pairs.reference) | set(pairs.new)
+        return (0.0, 1.0) if values <= {0.0, 1.0} else (0.0, 100.0)
+    return None

@@ -2,23 +2,20 @@
 
 When questions come in clusters (MMLU subjects, GPQA domains) the per-sample differences
 ``d_i = new_i - ref_i`` of a cluster are correlated, and the paired tests of :mod:`runner.stats.paired`
-understate the error of their mean. Both kinds of score are then tested on the mean difference with
-``se = sqrt(max(V_cl, V_iid))`` (:mod:`runner.stats.clustering`: CR1 sandwich variance, floored at
-the independent one):
+understate the error of their mean. The mean difference is then tested with
+``se = sqrt(max(V_cl, V_iid))`` (:mod:`runner.stats.clustering`: the bias-reduced CR2 sandwich of
+Bell and McCaffrey, floored at the independent variance), ``T = (sign * mean + tolerance) / se``
+against Student's t with ``C - 1`` degrees of freedom, for continuous and 0/100 scores alike: the
+variance is estimated from ``C`` cluster sums, so with three GPQA domains it has two degrees of
+freedom, not hundreds (a normal reference, the clustered Wald test, gives false GO rates of 0.65 at
+three clusters and ICC 0.3).
 
-* **continuous scores**: a clustered paired t-test, ``T = (sign * mean + tolerance) / se`` against
-  Student's t with ``C - 1`` degrees of freedom (the usual reference distribution for a CR1 mean,
-  conservative with few clusters);
-* **0/100 scores**: there is no exact clustered McNemar test, so the clustered Wald test of
-  Obuchowski (1998, Statistics in Medicine 17:1495) is used: the same ``T`` against the standard
-  normal, as its chi-square(1) statistic. Its variance is the CR1 sandwich of the cluster totals of
-  ``d_i``, so it is Durkalski et al.'s (2003) clustered McNemar statistic centred at the estimate
-  instead of at the null (which makes a margin and a tolerance, and an interval that inverts the
-  test, one formula). With one sample per cluster the job keeps McNemar's exact and Tango's tests.
+This test is one half of the clustered rule (:mod:`runner.stats.clustered_rules`): a claim also
+needs the independent exact test on the same data, so clustering never makes a verdict more decisive.
 
-Both tests' interval is ``mean +- q se`` with the same quantile ``q``, so its bad-side bound crosses
-``-tolerance`` exactly when the regression test rejects and its good side exactly when the
-non-inferiority test does (docs/statistics.md, "Intervals that agree with the verdict").
+The interval is ``mean +- q se`` with ``q = t(C - 1)``'s ``1 - alpha`` quantile, so its bad-side bound
+crosses ``-tolerance`` exactly when the regression test rejects and its good side exactly when the
+non-inferiority test does.
 """
 
 from __future__ import annotations
@@ -26,20 +23,16 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 
-from runner.stats.clustering import design_effect
+from runner.stats.clustering import critical, design_effect
 from runner.stats.paired_result import PairedResult
 from runner.stats.planning import _k
-from runner.stats.unpaired import phi, z
 
 
-def _quantile_and_cdf(df: int | None, alpha: float, stat: float, regression: bool) -> tuple[float, float]:
-    """The ``1 - alpha`` quantile and the gate's one-sided p-value, Student's t with ``df`` or normal (None)."""
-    if df is None:
-        return z(1 - alpha), (phi(stat) if regression else phi(-stat))
+def _p(df: int, stat: float, regression: bool) -> float:
+    """The gate's one-sided p-value of ``stat`` under Student's t with ``df`` degrees of freedom."""
     from scipy import stats
 
-    p = stats.t.cdf(stat, df) if regression else stats.t.sf(stat, df)
-    return float(stats.t.ppf(1 - alpha, df)), float(p)
+    return float(stats.t.cdf(stat, df) if regression else stats.t.sf(stat, df))
 
 
 def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequence[Hashable], key: str,
@@ -48,8 +41,8 @@ def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequenc
     """One-sided test of the paired mean difference with a cluster-robust standard error.
 
     ``ref``, ``new``: per-sample scores in the same order as ``labels`` (their clusters); ``binary``:
-    0/100 (or 0/1) scores, tested with the clustered Wald test (normal), else the clustered t-test
-    (``C - 1`` degrees of freedom). Differences and means are on the metric's scale (0/1 scores are
+    0/100 (or 0/1) scores (their discordant counts are reported too). Both kinds are tested against
+    Student's t with ``C - 1`` degrees of freedom. Differences and means are on the metric's scale (0/1 scores are
     read as fractions and reported on the 0-100 scale, as McNemar's test does). Regression gate, H0:
     ``sign * mean + tolerance >= 0``, rejected when ``p < alpha``; non-inferiority gate: the reverse.
     ``theta_paired = (|z(alpha)| + |z(beta)|) se``."""
@@ -70,12 +63,12 @@ def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequenc
     sign = 1.0 if higher_is_better else -1.0
     shifted = sign * mean_d + tolerance
     regression = gate == "regression"
-    df = None if binary else deff.clusters - 1
+    df = deff.clusters - 1
+    q = critical(alpha, deff.clusters)
     if se == 0.0:
-        q = _quantile_and_cdf(df, alpha, 0.0, regression)[0]
         p = (0.0 if shifted < 0 else 1.0) if regression else (0.0 if shifted > 0 else 1.0)
     else:
-        q, p = _quantile_and_cdf(df, alpha, shifted / se, regression)
+        p = _p(df, shifted / se, regression)
     half = q * se
     fields: dict[str, object] = {}
     if binary:
@@ -83,9 +76,7 @@ def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequenc
         b = sum(1 for a, x in zip(r, w) if unit * a == good and unit * x != good)
         c = sum(1 for a, x in zip(r, w) if unit * a != good and unit * x == good)
         fields = dict(discordant=(b, c), discordance_rate=(b + c) / n)
-        method, ci_method = "clustered Wald (Obuchowski)", "clustered Wald, CR1"
-    else:
-        method, ci_method = "clustered paired t", f"clustered paired t, CR1, {df} df"
+    method, ci_method = "clustered paired t", f"clustered paired t, CR2, {df} df"
     return PairedResult.gated(
         p, alpha, beta, higher_is_better, gate, tolerance,
         method=method, n=n, mean_diff=mean_d, theta_paired=k * se,

@@ -4,7 +4,7 @@ take from, the gate rule that turns a p-value into pass or fail, and the printed
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from runner.stats.planning import _check_prob
@@ -21,6 +21,17 @@ def min_discordant_to_reject(alpha: float) -> int:
     while 0.5**m >= alpha:
         m += 1
     return m
+
+
+@dataclass(frozen=True)
+class BettingSample:
+    """What the betting test decided on, for the advice that resamples it: the differences new - reference,
+    the scores' range (the differences lie within +-``width``), the truncation and the seed of the order."""
+
+    differences: tuple[float, ...]
+    width: float
+    truncation: float
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,7 @@ class PairedResult:
     gate: str = "regression"
     design_effect: Any = None  # runner.stats.clustering.DesignEffect when a clustered test decided
     pooled: bool = False  # a corpus metric: each side's figure pools the samples (not their mean)
+    betting: BettingSample | None = field(default=None, repr=False, compare=False)  # what the betting test saw
 
     @classmethod
     def gated(cls, p_value: float, alpha: float, beta: float, higher_is_better: bool, gate: str, tolerance: float,

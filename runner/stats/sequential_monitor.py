@@ -32,6 +32,7 @@ from functools import lru_cache
 from typing import Any
 
 from runner.stats import sequential as gs
+from runner.stats.paired_binary import restricted_mle, tango_statistic
 
 KINDS = ("unpaired", "mcnemar", "paired_mean")
 
@@ -96,7 +97,6 @@ def statistic(decision: Any, n_k: int, n_max: int) -> tuple[str, Look]:
 
 def _tango_at_margin(b: int, c: int, n: int, margin: float) -> tuple[float | None, float]:
     """Tango's statistic for H0 ``drop <= margin`` (large: a drop beyond it) and its information ``n v``."""
-    from runner.stats.paired_binary import restricted_mle, tango_statistic
 
     if margin == 0.0:
         m = b + c

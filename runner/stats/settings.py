@@ -10,10 +10,10 @@ from runner.contract.errors import ConfigError
 from runner.stats.clustering import CLUSTER_MODES
 from runner.stats.sequential import SequentialConfig, validate as validate_sequential
 from runner.stats.unpaired import GATES
-from runner.stats.verdicts import validate as validate_verdicts
+from runner.stats.verdicts import check_percent, validate as validate_verdicts
 
 METHODS = ("auto", "unpaired", "paired")
-PAIRED_TESTS = ("auto", "mcnemar", "t", "bootstrap")
+PAIRED_TESTS = ("auto", "mcnemar", "betting", "t", "bootstrap")
 MARGIN_UNITS = ("points", "percent")
 
 
@@ -22,8 +22,14 @@ class StatsConfig:
     """How the verdict is decided: the rules, the margin and tolerance, and how the exit status reads it."""
 
     method: str = "auto"  # auto (paired when possible) | unpaired (TensorRT-LLM's threshold) | paired
-    paired_test: str = "auto"  # auto (McNemar for 0/1 scores, t otherwise) | mcnemar | t | bootstrap
+    # auto: McNemar for 0/100 scores, the finite-sample betting test for other bounded scores (the task's
+    # score_bounds), the t-test for unbounded ones | mcnemar | betting | t | bootstrap (t and bootstrap: asymptotic)
+    paired_test: str = "auto"
+    # seeds the paired bootstrap's resamples and the order the betting test bets on the differences in
     bootstrap_seed: int = 0
+    # the betting test's largest bet, as a share of the most the capital allows (0 < c < 1; the paper's 1/2 to 3/4
+    # bet less and decide less at small n; docs/statistics.md, "Continuous scores")
+    betting_truncation: float = 0.9
     # resamples of a corpus metric's bootstrap (corpus BLEU, pooled perplexity): each recomputes the metric on both
     # sides; its p-value resolves 1 / (this + 1)
     corpus_bootstrap_iters: int = 1000
@@ -46,6 +52,10 @@ class StatsConfig:
     # clustered standard errors: auto (the task's cluster_key, when it declares one: MMLU subjects, GPQA domains)
     # | off (every sample independent). It changes the figures, so it is recorded (MLflow params, report.json).
     cluster: str = "auto"
+    # fewer clusters than this (of more than one sample): no clustered claim, the verdict is INCONCLUSIVE. A clustered
+    # variance rests on the cluster sums alone; with GPQA's 3 domains its false GO rate is 0.1-0.4 even with CR2 and
+    # t(C-1) (docs/statistics.md, "Clustered questions")
+    min_clusters: int = 10
 
 
 def validate(stats: Any) -> None:
@@ -65,6 +75,16 @@ def validate(stats: Any) -> None:
         raise ConfigError("unknown clustering mode", where="stats.cluster", given=repr(stats.cluster),
                           allowed=", ".join(CLUSTER_MODES),
                           fix="auto: cluster-robust errors by the task's cluster_key; off: samples independent")
+    mc = getattr(stats, "min_clusters", 10)
+    if isinstance(mc, bool) or not isinstance(mc, int) or mc < 2:
+        raise ConfigError("the fewest clusters a clustered claim needs is a whole number >= 2",
+                          where="stats.min_clusters", given=repr(mc),
+                          fix="10 (the default, from the calibration); 2 accepts any clustered variance")
+    c = getattr(stats, "betting_truncation", 0.9)
+    if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0.0 < c < 1.0:
+        raise ConfigError("the betting test's truncation must be a number strictly between 0 and 1",
+                          where="stats.betting_truncation", given=repr(c),
+                          fix="0.9 (the default); 0.75 or 0.5 (the paper's) bet less and decide less at small n")
     iters = stats.corpus_bootstrap_iters
     if isinstance(iters, bool) or not isinstance(iters, int) or iters < 99:
         raise ConfigError("too few bootstrap resamples for a corpus metric", where="stats.corpus_bootstrap_iters",
@@ -77,6 +97,8 @@ def validate(stats: Any) -> None:
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin < 0:
         raise ConfigError("the margin must be a finite number >= 0", where="stats.margin", given=repr(margin),
                           allowed="0 (upstream's rule) or a tolerated drop, e.g. 1 (points) or 2 with margin_unit=percent")
+    if stats.margin_unit == "percent":
+        check_percent(float(margin), "stats.margin", fraction_below=None)
 
 
 def validate_extensions(stats: Any) -> None:

@@ -3,7 +3,10 @@
 A reference run and a new run each average ``n`` per-sample scores on a 0-100 scale with
 per-sample standard deviation ``sigma``. Under H0 ("the new model is not worse") the
 difference of the two means is roughly normal with standard deviation
-``scale = sqrt(2 sigma^2 / n)``. The threshold is placed so that a model that did not regress
+``scale = sqrt(2 sigma^2 / n)``. When the reference entry records that its value was measured on
+``n_ref != n`` samples (``recorded.num_samples``), the two means have different errors and the
+scale is ``sigma sqrt(1/n + 1/n_ref)``: upstream's formula would understate it when ``n_ref < n``
+(false NO-GO rates of 0.23-0.39 for a 57-sample reference) and overstate it when ``n_ref > n``. The threshold is placed so that a model that did not regress
 falls below it with probability ``alpha`` (type I error), and ``theta`` is the smallest drop
 that is caught with probability ``1 - beta``.
 
@@ -36,9 +39,12 @@ def phi(x: float) -> float:
     return _STANDARD_NORMAL.cdf(x)
 
 
-def scale(num_samples: int, sigma: float) -> float:
-    """Standard deviation of the difference of two means of ``num_samples`` scores each."""
-    return math.sqrt(2.0 * sigma * sigma / num_samples)
+def scale(num_samples: int, sigma: float, reference_samples: int | None = None) -> float:
+    """Standard deviation of the difference of two means: ``num_samples`` scores each (TensorRT-LLM's
+    ``sqrt(2 sigma^2 / n)``), or ``sigma sqrt(1/n + 1/n_ref)`` for a reference of ``reference_samples``."""
+    if reference_samples is None or reference_samples == num_samples:
+        return math.sqrt(2.0 * sigma * sigma / num_samples)
+    return sigma * math.sqrt(1.0 / num_samples + 1.0 / reference_samples)
 
 
 def check_params(
@@ -49,6 +55,7 @@ def check_params(
     higher_is_better: object = True,
     *,
     where: str | None = None,
+    reference_samples: object = None,
 ) -> None:
     """Raise :class:`ConfigError` naming the first field that is out of range.
 
@@ -70,42 +77,61 @@ def check_params(
             raise bad(name, value, "a probability strictly between 0 and 1")
     if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not math.isfinite(sigma) or sigma < 0:
         raise bad("sigma", sigma, "a finite standard deviation >= 0 (50 for a 0/100 score with p=0.5)")
-    if (
-        isinstance(num_samples, bool)
-        or not isinstance(num_samples, (int, float))
-        or not float(num_samples).is_integer()
-        or num_samples < 1
-    ):
-        raise bad("num_samples", num_samples, "a whole number >= 1")
+    for name, value in (("num_samples", num_samples), ("reference_samples", reference_samples)):
+        if value is None and name == "reference_samples":
+            continue
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not float(value).is_integer()
+            or value < 1
+        ):
+            raise bad(name, value, "a whole number >= 1")
     if not isinstance(higher_is_better, bool):
         raise bad("higher_is_better", higher_is_better, "true or false")
 
 
 @dataclass(frozen=True)
 class HypothesisParams:
-    """The four numbers that fix a test, plus its direction. Validated on construction."""
+    """The four numbers that fix a test, plus its direction. Validated on construction.
+
+    ``reference_samples``: the n the reference value was measured on, when the entry records it and it
+    differs from ``num_samples`` (None: TensorRT-LLM's equal-n formula)."""
 
     alpha: float
     beta: float
     sigma: float
     num_samples: int
     higher_is_better: bool = True
+    reference_samples: int | None = None
 
     def __post_init__(self) -> None:
-        check_params(self.alpha, self.beta, self.sigma, self.num_samples, self.higher_is_better)
+        check_params(self.alpha, self.beta, self.sigma, self.num_samples, self.higher_is_better,
+                     reference_samples=self.reference_samples)
         # YAML and Hydra hand over ints for floats and vice versa; normalise once here.
         object.__setattr__(self, "alpha", float(self.alpha))
         object.__setattr__(self, "beta", float(self.beta))
         object.__setattr__(self, "sigma", float(self.sigma))
         object.__setattr__(self, "num_samples", int(self.num_samples))
+        if self.reference_samples is not None:
+            object.__setattr__(self, "reference_samples", int(self.reference_samples))
+
+    @property
+    def unequal(self) -> bool:
+        """The reference was measured on another n than the run's: the scale is ``sigma sqrt(1/n + 1/n_ref)``."""
+        return self.reference_samples is not None and self.reference_samples != self.num_samples
 
     @property
     def scale(self) -> float:
-        return scale(self.num_samples, self.sigma)
+        return scale(self.num_samples, self.sigma, self.reference_samples)
+
+    @property
+    def scale_formula(self) -> str:
+        return "sqrt(sigma^2 (1/n + 1/n_ref))" if self.unequal else "sqrt(2 sigma^2 / n)"
 
     @property
     def theta(self) -> float:
-        return compute_theta(self.num_samples, self.sigma, self.alpha, self.beta)
+        return -(z(self.alpha) + z(self.beta)) * self.scale
 
     def threshold(self, reference: float) -> float:
         return compute_threshold(reference, self.num_samples, self.sigma, self.alpha, self.higher_is_better)
@@ -258,13 +284,15 @@ class Verdict:
             "beta": self.params.beta,
             "sigma": self.params.sigma,
             "num_samples": self.params.num_samples,
+            "reference_samples": self.params.reference_samples,
             "higher_is_better": self.params.higher_is_better,
             "tolerance": self.tolerance,
             "gate": self.gate,
         }
 
-    def render(self) -> str:
-        """A report block a person can read in a CI log without knowing the method."""
+    def render(self, heading: str = "Hypothesis test report") -> str:
+        """A report block a person can read in a CI log without knowing the method; ``heading`` names it (a
+        decision that another rule made labels it as not deciding)."""
         p = self.params
         direction = "higher is better" if p.higher_is_better else "lower is better"
         if self.explicit_threshold:
@@ -275,18 +303,21 @@ class Verdict:
             offset = self.threshold - self.reference
             how = f"reference {'-' if offset < 0 else '+'} {abs(offset):.3f}"
             if self.tolerance:
-                how += f" (tolerance {self.tolerance:g}, |z(alpha)| x sqrt(2 sigma^2 / n) {abs(z(p.alpha)) * p.scale:.4f})"
+                how += f" (tolerance {self.tolerance:g}, |z(alpha)| x {p.scale_formula} {abs(z(p.alpha)) * p.scale:.4f})"
             else:
-                how += f" (|z(alpha)| {abs(z(p.alpha)):.4f} x sqrt(2 sigma^2 / n) {p.scale:.4f})"
+                how += f" (|z(alpha)| {abs(z(p.alpha)):.4f} x {p.scale_formula} {p.scale:.4f})"
         room_how = "score - threshold" if p.higher_is_better else "threshold - score"
         rule = "=" * 64
         lines = [
             rule,
-            f"Hypothesis test report: {self.metric} ({direction})",
+            f"{heading}: {self.metric} ({direction})",
             rule,
             f"  reference    {self.reference:10.3f}",
             f"  score        {self.score:10.3f}",
-            f"  n            {p.num_samples:10d}   samples averaged by each run",
+            f"  n            {p.num_samples:10d}   samples averaged by "
+            + ("this run" if p.unequal else "each run"),
+            *([f"  n_ref        {p.reference_samples:10d}   samples the reference value was measured on"]
+              if p.unequal else []),
             f"  alpha        {p.alpha:10.3f}   chance of a false alarm on a model that did not regress",
             f"  beta         {p.beta:10.3f}   chance of missing a regression as large as theta",
             f"  sigma        {p.sigma:10.3f}   standard deviation of one sample's score",

@@ -33,11 +33,13 @@ from typing import Any
 
 from hydra.errors import CompactHydraException
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from runner.contract.build import build
-from runner.contract.errors import EXIT_ERROR, UserError
-from runner.contract.secrets import redact_text, redact_tree, redact_url
+from runner.contract.errors import EXIT_ERROR, EXIT_INTERRUPTED, Terminated, UserError
+from runner.contract.secrets import redact_logs, redact_text, redact_tree, redact_url
+from runner.files.redaction import redact_saved_configs
 from runner.reports.ci import publish_sweep
 from runner.reports.markdown import fenced, text
 from runner.reports.outputs import write_failure
@@ -106,6 +108,7 @@ class SweepCallback(Callback):
         (unknown correction, unreachable tracking server) stops the sweep before any job runs."""
         global _open_sweep
 
+        redact_logs()  # the launcher logs each job's overrides
         announce(config)
         if config.get("dry_run"):
             print("dry run: each job says what it would evaluate; nothing is loaded, evaluated or logged", flush=True)
@@ -140,7 +143,7 @@ class SweepCallback(Callback):
 
         experiment = open_experiment(tracker.uri, config.tracking.experiment)
         self.client = MlflowClient(tracking_uri=tracker.uri)
-        name = config.sweep.name or f"sweep-{self.started:%Y-%m-%d-%H%M%S}"
+        name = redact_text(config.sweep.name or f"sweep-{self.started:%Y-%m-%d-%H%M%S}")
         overrides = redact_text(" ".join(config.hydra.overrides.task))  # no URL secrets in MLflow
         swept = config.hydra.sweeper.get("params")
         params = redact_tree(OmegaConf.to_container(swept, resolve=True)) if swept else {}
@@ -157,6 +160,16 @@ class SweepCallback(Callback):
         self.parent_id = run.info.run_id
         os.environ[PARENT_ENV] = self.parent_id
         log.info("sweep parent run %s (%s) in %s", name, self.parent_id, tracker.uri)
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Hydra has just saved the job's configs (and, before the first job, the sweep's ``multirun.yaml``):
+        no URL secret stays in them, before anything of the job runs."""
+        hydra = config.hydra
+        folders = [Path(str(hydra.runtime.output_dir)) / str(hydra.output_subdir)] if hydra.output_subdir else []
+        if hydra.mode == RunMode.MULTIRUN:
+            folders.append(Path(str(hydra.sweep.dir)))
+        redact_saved_configs(*folders)
+        redact_logs()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _exit_status
@@ -181,6 +194,7 @@ class SweepCallback(Callback):
             summary = sweep_summary.build(Path(str(config.hydra.sweep.dir)), config.sweep.correction,
                                           config.sweep.alpha, self.client, self.parent_id,
                                           stopped=None if stopped_by is None else describe_stop(stopped_by),
+                                          stop_status=None if stopped_by is None else signal_status(stopped_by),
                                           mode=config.stats.verdicts, on_inconclusive=config.stats.on_inconclusive,
                                           policy=config.get("gate"))
             print(summary.render(), flush=True)
@@ -244,10 +258,21 @@ def close_dead_children(client: Any, parent_id: str) -> None:
 
 
 def describe_stop(err: BaseException) -> str:
-    """One line for what ended a multirun early (loky's messages span several lines)."""
+    """One line for what ended a multirun early (loky's messages span several lines); a signal is named as
+    the process's exit status names it (``stopped by SIGTERM``: 143)."""
+    if isinstance(err, Terminated):
+        return str(err)
     if isinstance(err, KeyboardInterrupt):
         return "interrupted (Ctrl-C)"
     return " ".join(f"{type(err).__name__}: {err}".split())
+
+
+def signal_status(err: BaseException) -> int | None:
+    """The exit status of a sweep a signal stopped (143 SIGTERM, 130 SIGINT), which the summary prints and
+    the process exits with; None when something else stopped it (the sweep then fails with 1)."""
+    if isinstance(err, Terminated):
+        return err.exit_status
+    return EXIT_INTERRUPTED if isinstance(err, KeyboardInterrupt) else None
 
 
 def abort_open_sweep(err: BaseException) -> int | None:
@@ -270,7 +295,7 @@ def stop_message(err: BaseException, config: DictConfig) -> str:
         return f"error: the sweep stopped: {err}"
     launcher = str(config.hydra.launcher.get("_target_", "")).rpartition(".")[2] or "the launcher"
     if isinstance(err, KeyboardInterrupt):
-        what, fix = "the sweep was interrupted", "rerun the same command to finish it"
+        what, fix = f"the sweep was {describe_stop(err)}", "rerun the same command to finish it"
     elif "CANCELLED" in str(err):
         what = "the sweep stopped early: the scheduler cancelled a job (scancel, a time limit, preemption)"
         fix = ("the cancelled job is 'incomplete' in the summary; rerun the same command to finish the sweep "

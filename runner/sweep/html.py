@@ -1,6 +1,6 @@
-"""The sweep's self-contained HTML report: the verdict first, one styled row per job (score,
-reference, delta with its CI, p-value before and after the correction, the rule that decided), the
-plot embedded, and the full table below. One file: it can be attached to a CI run or mailed."""
+"""The sweep's self-contained HTML report: the verdict first, one styled row per job (the deciding rule's n,
+score, reference and delta on the samples it used, the bound its verdict rests on, the CI, its p-value before
+and after the correction, the rule that decided), the plot embedded, and the full table below. One file: it can be attached to a CI run or mailed."""
 
 from __future__ import annotations
 
@@ -34,10 +34,15 @@ def render(summary: Any, full_table: str, plot: Path | None) -> str:
     for r in summary.rows:
         ci = "-" if r.get("ci_low") is None else f"[{fmt(r['ci_low'], sign=True)}, {fmt(r.get('ci_high'), sign=True)}]"
         error = f"<td class='err'>{html.escape(' '.join(str(r['error']).split())[:200])}</td>" if r.get("error") else "<td></td>"
+        bound = "-" if r.get("bound") is None else \
+            f"{html.escape(str(r.get('claim')))} {fmt(r['bound'], sign=True)} vs {fmt(r.get('bound_line'), sign=True)}"
+        if r.get("bound") is None and r.get("threshold") is not None:
+            bound = f"threshold {fmt(r['threshold'])}"
         rows.append(
             f"<tr><td class='l'>{html.escape(str(r.get('job')))}</td><td class='l'>{html.escape(str(r.get('task')))}</td>"
-            f"<td class='l'>{html.escape(str(r.get('quant')))}</td><td>{fmt(r.get('score'))}</td>"
-            f"<td>{fmt(r.get('reference'))}</td><td>{fmt(r.get('difference'), sign=True)}</td><td>{ci}</td>"
+            f"<td class='l'>{html.escape(str(r.get('quant')))}</td><td>{r.get('n') if r.get('n') is not None else '-'}</td>"
+            f"<td>{fmt(r.get('score'))}</td><td>{fmt(r.get('reference'))}</td>"
+            f"<td>{fmt(r.get('difference'), sign=True)}</td><td>{bound}</td><td>{ci}</td>"
             f"<td>{fmt(r.get('p_value'), 4)}</td><td>{fmt(r.get('p_adjusted'), 4)}</td>"
             f"<td class='l'>{html.escape(str(r.get('test') or '-'))}</td>"
             f"<td class='l'>{_pill(r.get('sweep_verdict') or r.get('verdict') or 'incomplete')}</td>{error}</tr>")
@@ -54,10 +59,12 @@ def render(summary: Any, full_table: str, plot: Path | None) -> str:
         f"<p class='meta'>{len(summary.rows)} jobs in {html.escape(str(summary.sweep_dir))}; {html.escape(summary.correction)} "
         f"correction {html.escape(summary.alpha_text)}; {len(summary.flagged)} flagged, {len(summary.failed)} failed. "
         f"{html.escape(summary.render_cache())}.</p>{stopped}"
-        "<table><tr><th class='l'>job</th><th class='l'>task</th><th class='l'>quant</th><th>score</th><th>reference</th>"
-        "<th>delta</th><th>CI of delta</th><th>p-value</th><th>p adjusted</th><th class='l'>decided by</th>"
+        "<table><tr><th class='l'>job</th><th class='l'>task</th><th class='l'>quant</th><th>n</th><th>score</th>"
+        "<th>reference</th><th>delta</th><th>bound</th><th>CI of delta</th><th>p-value</th><th>p adjusted</th><th class='l'>decided by</th>"
         "<th class='l'>verdict</th><th class='l'>error</th></tr>" + "".join(rows) + "</table>"
-        f"{image}<p class='meta'>delta: score - reference (CI: two-sided 1 - 2 alpha); p-value: one-sided, of the rule "
-        "that decided (none for a deterministic rule); p adjusted: after the family-wise correction; verdict: the "
+        f"{image}<p class='meta'>n, score, reference, delta: the deciding rule's, on the samples it used (a paired test "
+        "on part of an entry: the entry's mean on those samples); delta: score - reference (CI: two-sided 1 - 2 alpha); "
+        "bound: the one-sided bound of the claim the verdict rests on (the nearer one when INCONCLUSIVE) and the line "
+        "it must pass; p-value: one-sided, of that claim (none for a deterministic rule); p adjusted: after the family-wise correction; verdict: the "
         "job's verdict within the sweep.</p>"
         f"<details><summary>every column</summary>{full_table}</details></body></html>\n")

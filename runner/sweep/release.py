@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from runner.contract.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION
+from runner.contract.errors import (EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION,
+                                     EXIT_TERMINATED)
 from runner.reports.cases import Case, fmt
 from runner.stats.decision import STATISTICAL_RULES
 from runner.stats.release import ADVISORY, FAILED, Claim, Release, TaskEvidence, decide_release
@@ -43,8 +44,9 @@ class ReleaseResult:
 
 
 def judge_releases(policy: Any, rows: list[dict[str, Any]], mode: str, on_inconclusive: str,
-                   stopped: str | None = None) -> list[ReleaseResult]:
-    """The releases of the sweep's ``rows`` (read before the sweep's own correction pops their tests)."""
+                   stopped: str | None = None, stop_status: int | None = None) -> list[ReleaseResult]:
+    """The releases of the sweep's ``rows`` (read before the sweep's own correction pops their tests); a sweep
+    ``stopped`` early fails every release, with the signal's ``stop_status`` when a signal stopped it."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(_release_label(row), []).append(row)
@@ -62,6 +64,8 @@ def judge_releases(policy: Any, rows: list[dict[str, Any]], mode: str, on_inconc
         if stopped:
             release = replace(release, verdict=FAILED, reason=f"the sweep stopped early: {stopped}")
         status = EXIT_ERROR if release.verdict == FAILED else exit_status(release.verdict, mode, on_inconclusive)
+        if stopped and stop_status is not None:
+            status = stop_status
         results.append(ReleaseResult(policy.name, label, release, status))
     return results
 
@@ -92,7 +96,7 @@ def _evidence(row: dict[str, Any], policy: Any) -> TaskEvidence:
 def release_exit(results: list[ReleaseResult]) -> int:
     """The sweep's exit status under a policy: the worst release's."""
     codes = {r.exit_status for r in results}
-    for code in (EXIT_ERROR, EXIT_REGRESSION, EXIT_INCONCLUSIVE):
+    for code in (EXIT_TERMINATED, EXIT_INTERRUPTED, EXIT_ERROR, EXIT_REGRESSION, EXIT_INCONCLUSIVE):
         if code in codes:
             return code
     return EXIT_OK

@@ -36,9 +36,15 @@ from runner.sweep import release
 from runner.sweep.html import render as render_html
 from runner.tracking.naming import run_name
 
+# one number per column: n, score, reference, difference, the bound (or threshold) and p-value are the deciding
+# rule's, on the samples it used (runner/stats/decision_text.py); what other rules computed keeps its own name
 COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
-           "ci_low", "ci_high", "threshold", "theta", "test", "alpha", "p_value", "verdict", "p_adjusted", "sweep_verdict", "advice",
-           "cache_hits", "cache_misses", "error", "mlflow_run_id"]
+           "claim", "bound", "bound_line", "ci_low", "ci_high", "threshold", "theta", "test", "alpha", "p_value",
+           "verdict", "p_adjusted", "sweep_verdict", "advice", "entry_reference", "run_score", "run_n",
+           "unpaired_threshold", "unpaired_p_value", "cache_hits", "cache_misses", "error", "mlflow_run_id"]
+FIGURES = ("n", "score", "reference", "difference", "claim", "bound", "bound_line", "ci_low", "ci_high", "threshold",
+           "theta", "alpha", "p_value", "entry_reference", "run_score", "run_n", "unpaired_threshold",
+           "unpaired_p_value")
 
 
 @dataclass
@@ -63,6 +69,7 @@ class Summary:
     mode: str = "three_way"  # stats.verdicts of the sweep
     on_inconclusive: str = "inconclusive"
     releases: list[release.ReleaseResult] = field(default_factory=list)  # under a release policy (gate=...)
+    stop_status: int | None = None  # a signal stopped the sweep: its exit status (143 SIGTERM, 130 SIGINT)
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -92,7 +99,10 @@ class Summary:
     def exit_status(self) -> int:
         """1 when a job failed or the sweep stopped early, else the verdict's status as a job's
         (0 GO, 3 NO-GO, 4 INCONCLUSIVE unless ``stats.verdicts``/``stats.on_inconclusive`` map it).
-        Under a release policy: the release's (runner/sweep/release.py)."""
+        Under a release policy: the release's (runner/sweep/release.py). A sweep a signal stopped: the
+        signal's status (143 SIGTERM, 130 SIGINT), as the process exits with it."""
+        if self.stop_status is not None:
+            return self.stop_status
         if self.releases:
             return release.release_exit(self.releases)
         if self.verdict == "FAILED":
@@ -124,19 +134,22 @@ class Summary:
 
     def render(self) -> str:
         lines = ["=" * 100, f"sweep summary: {len(self.rows)} jobs in {self.sweep_dir}",
-                 f"{'job':<36} {'score':>8} {'thresh':>8} {'p':>8} {'p_adj':>8}  verdict -> sweep"]
+                 f"{'job':<32} {'n':>5} {'score':>8} {'ref':>8} {'delta':>8} {'bound':>8} {'thresh':>8} {'p':>8} "
+                 f"{'p_adj':>8}  verdict -> sweep"]
         for r in self.rows:
-            lines.append(f"{r['job'][:36]:<36} {fmt(r['score']):>8} {fmt(r['threshold']):>8} "
-                         f"{fmt(r['p_value'], 4):>8} {fmt(r['p_adjusted'], 4):>8}  {r['verdict']} -> {r['sweep_verdict']}"
-                         + (f"  ({_clip(r['error'], 80)})" if r["error"] else ""))
+            lines.append(f"{r['job'][:32]:<32} {r['n'] if r['n'] is not None else '-':>5} {fmt(r['score']):>8} "
+                         f"{fmt(r['reference']):>8} {fmt(r['difference'], sign=True):>8} {fmt(r['bound'], sign=True):>8} "
+                         f"{fmt(r['threshold']):>8} {fmt_p(r['p_value']):>8} {fmt_p(r['p_adjusted']):>8}  "
+                         f"{r['verdict']} -> {r['sweep_verdict']}" + (f"  ({_clip(r['error'], 80)})" if r["error"] else ""))
+        lines.append(COLUMN_NOTE)
         lines.append(self.render_cache())
         if self.stopped:
             lines.append(f"sweep stopped early: {_clip(self.stopped, 200)}")
         lines.append(f"sweep verdict: {reported(self.verdict, self.mode) if self.verdict in VERDICTS else self.verdict}"
                      f" ({self.correction} correction {self.alpha_text}; {len(self.flagged)} NO-GO, "
                      f"{len(self.undecided)} INCONCLUSIVE, {len(self.failed)} failed)"
-                     + (" -> the release verdict below decides the exit status" if self.releases
-                        else f" -> exit {self.exit_status}"))
+                     + (" -> the release verdict below decides the exit status"
+                        if self.releases and self.stop_status is None else f" -> exit {self.exit_status}"))
         advice = [r for r in self.undecided if r.get("advice")]
         for r in advice:
             lines.append(f"  {r['job']}: {r['advice']}")
@@ -189,6 +202,10 @@ class Summary:
                 for r in self.releases]
 
 
+COLUMN_NOTE = ("n score ref delta: the deciding rule's, on the samples it used; bound: the one-sided bound of the\n"
+               "claim the verdict rests on (INCONCLUSIVE: the nearer); thresh: a threshold rule's line; p: that claim's")
+
+
 def _names(rows: list[dict[str, Any]]) -> list[str]:
     """The children's MLflow run names (``model/quant-task``), the job directory where a row has none."""
     return [str(r.get("run_name") or r["job"]) for r in rows]
@@ -202,20 +219,21 @@ def _clip(text: str, width: int) -> str:
 
 def build(sweep_dir: Path, correction: str, alpha: float | None, client: Any = None, parent_id: str | None = None,
           stopped: str | None = None, mode: str = "three_way", on_inconclusive: str = "inconclusive",
-          policy: Any = None) -> Summary:
+          policy: Any = None, stop_status: int | None = None) -> Summary:
     """Collect the jobs' rows, correct their tests for multiplicity, and write summary.{csv,html,json,png}
     in ``sweep_dir``. ``alpha``: None tests each at its task's alpha; a number replaces them all.
-    ``stopped``: why the multirun ended before all its jobs returned; the sweep then fails.
+    ``stopped``: why the multirun ended before all its jobs returned; the sweep then fails, with
+    ``stop_status`` when a signal stopped it (the releases too).
     ``policy``: a release policy (``gate``): the release verdicts, from the jobs' own tests."""
     dirs = sorted(_job_dirs(sweep_dir), key=_job_order)
     rows = [_row(d) for d in dirs]
     _label_configurations(rows, dirs)
     if client is not None and parent_id:
         rows += _orphans(client, parent_id, dict(zip(dirs, rows)))
-    releases = release.judge_releases(policy, rows, mode, on_inconclusive, stopped) if policy is not None else []
+    releases = release.judge_releases(policy, rows, mode, on_inconclusive, stopped, stop_status) if policy is not None else []
     judge(rows, correction, alpha)
     summary = Summary(rows, correction, alpha, sweep_dir, stopped=stopped, mode=mode, on_inconclusive=on_inconclusive,
-                      releases=releases)
+                      releases=releases, stop_status=stop_status)
     summary.files = write(summary)
     return summary
 
@@ -234,9 +252,10 @@ def judge(rows: list[dict[str, Any]], correction: str, alpha: float | None) -> N
     for row, t in tests:
         t.setdefault("sweep_passed", t["passed"])  # deterministic rules and p-less claims keep their own
         by_row.setdefault(id(row), []).append(t)
-        if t["name"] == "accuracy" and t["gate"] == "regression":
+        if t["name"] == "accuracy" and t["gate"] == row.get("_p_gate", "regression"):
             row["p_adjusted"] = t.get("p_adjusted")
     for r in rows:
+        r.pop("_p_gate", None)
         mine, gate = by_row.get(id(r)), r.pop("_gate", "regression")
         if mine:
             regression = any(not t["sweep_passed"] for t in mine if t["gate"] == "regression")
@@ -298,9 +317,9 @@ def _read_row(job_dir: Path) -> dict[str, Any]:
                 "score": payload["metrics"].get(metric), "mlflow_run_id": payload.get("mlflow_run_id"),
                 "cache_hits": cache.get("hits"), "cache_misses": cache.get("misses")}
         if decision:
-            row |= {k: decision[k] for k in ("reference", "difference", "ci_low", "ci_high", "threshold", "theta",
-                                              "alpha", "p_value", "n")}
+            row |= {k: decision[k] for k in FIGURES if k in decision}
             row["test"] = decision["rule"]
+            row["_p_gate"] = "noninferiority" if decision.get("claim") == GO else "regression"
             row["verdict"] = WORDS[decision["verdict"]]
             row["advice"] = (decision.get("advice") or {}).get("text")
             row["_tests"] = [dict(t) for t in decision["tests"]]
@@ -312,7 +331,7 @@ def _read_row(job_dir: Path) -> dict[str, Any]:
         row |= {"verdict": "failed", "error": payload["error"], "mlflow_run_id": payload.get("mlflow_run_id")}
     else:
         row |= {"verdict": "incomplete", "error": "the job left neither report.json nor failure.json (killed?)"}
-    for key in ("score", "reference", "difference", "ci_low", "ci_high", "threshold", "theta", "p_value"):
+    for key in FIGURES:
         if isinstance(row[key], float) and not math.isfinite(row[key]):
             row[key] = None
     return row
@@ -383,7 +402,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         mine = [r for r in rows if r["task"] == task]
         for x, r in enumerate(mine):
             if r["reference"] is not None and r["theta"] is not None:
-                lower = r["reference"] - r["theta"] if (r["threshold"] or 0) <= r["reference"] else r["reference"]
+                line = r["threshold"] if r["threshold"] is not None else r["unpaired_threshold"]
+                lower = r["reference"] - r["theta"] if (line or 0) <= r["reference"] else r["reference"]
                 ax.add_patch(plt.Rectangle((x - 0.35, lower), 0.7, r["theta"], color="#9ecae1", alpha=0.45, lw=0,
                                            label="theta band" if x == 0 else None))
                 ax.hlines(r["reference"], x - 0.35, x + 0.35, colors="#1f4e79", lw=1.5,

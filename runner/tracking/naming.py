@@ -56,18 +56,19 @@ def verdict_word(decision: Decision | None) -> str:
 
 def tracked_metrics(score: float, metrics: dict[str, float], evaluated: int, eval_time_s: float,
                     params: HypothesisParams, decision: Decision | None) -> dict[str, float]:
-    """The MLflow metrics of a job: the same figures as the report. Breakdowns (``subject/...``) go to
+    """The MLflow metrics of a job: the same figures as the report (``score``: the deciding rule's, on the samples
+    it used; ``run_score``: the whole run's, as the metric's own name). Breakdowns (``subject/...``) go to
     a table artifact instead (:func:`breakdown_table`), so the runs table keeps a few columns."""
     logged = {"score": score, "num_samples": float(evaluated), "num_evaluated": float(evaluated),
               "eval_time_s": eval_time_s, "theta": params.theta,
               "verdict": float(CODES[verdict_word(decision)])}
     logged |= {k.replace(",", "_"): v for k, v in metrics.items() if "/" not in k}
     if decision is not None:
+        # score, reference, delta, n, bound and p_value: the deciding rule's, on the samples it used
         logged |= decision.metrics()
-        reference = decision.verdict.reference
-        logged["delta"] = decision.difference
-        if reference:
-            logged["delta_pct"] = 100.0 * decision.difference / abs(reference)
+        shown = decision.figures()
+        if shown.reference:
+            logged["delta_pct"] = 100.0 * shown.difference / abs(shown.reference)
         if decision.theta is None:
             logged.pop("theta")
     return logged
@@ -81,8 +82,9 @@ def readable_tags(decision: Decision | None) -> dict[str, str]:
         tags["verdict_reported"] = decision.reported
         if decision.advice is not None:
             tags["to_decide"] = decision.advice.text()[:5000]
-        tags["p_value"] = "-" if decision.p_value is None else f"{decision.p_value:.4g}"
-        tags["delta"] = f"{decision.difference:+.4g}"
+        shown = decision.figures()
+        tags["p_value"] = "-" if shown.p_value is None else f"{shown.p_value:.4g}"
+        tags["delta"] = f"{shown.difference:+.4g}"
     return tags
 
 

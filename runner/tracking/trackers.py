@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Optional, Protocol
 
 from runner.contract.errors import TrackingError
-from runner.contract.secrets import redact_text, redact_url
+from runner.contract.secrets import redact_text, redact_tree, redact_url
 from runner.files.locking import file_lock
 
 
@@ -254,9 +254,10 @@ class MlflowTracker:
 
         experiment = open_experiment(self.uri, self.config.experiment)
         self.experiment_id = experiment.experiment_id
-        run = mlflow.start_run(run_name=run_name, tags=tags | process_tags())
+        # no URL secret in the run's name, params or tags, whatever the caller passed
+        run = mlflow.start_run(run_name=redact_text(run_name), tags=redact_tree(tags | process_tags()))
         self.run_id = run.info.run_id
-        items = list(params.items())
+        items = list(redact_tree(params).items())
         for start in range(0, len(items), 100):
             mlflow.log_params(dict(items[start:start + 100]))
 
@@ -268,7 +269,7 @@ class MlflowTracker:
     def set_tags(self, tags: dict[str, str]) -> None:
         import mlflow
 
-        mlflow.set_tags(tags)
+        mlflow.set_tags(redact_tree(tags))
 
     def log_artifacts(self, directory: Path) -> None:
         import mlflow
@@ -299,7 +300,7 @@ class MlflowTracker:
         """The run's description (MLflow renders it as markdown on the run page)."""
         import mlflow
 
-        mlflow.set_tag("mlflow.note.content", f"```\n{text}\n```"[:5000])
+        mlflow.set_tag("mlflow.note.content", f"```\n{redact_text(text)}\n```"[:5000])
 
     def end(self, status: str) -> None:
         import mlflow

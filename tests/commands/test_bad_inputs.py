@@ -98,11 +98,12 @@ def test_a_read_only_file_system_is_a_message(tmp_path, monkeypatch):
     import errno
 
     from runner.config import guard
+    from runner.files import writable
 
     def read_only(path, mode=0o777):
         raise OSError(errno.EROFS, "Read-only file system", str(path))
 
-    monkeypatch.setattr(guard.os, "mkdir", read_only)
+    monkeypatch.setattr(writable.os, "mkdir", read_only)
     with pytest.raises(UserError) as caught:
         guard.check_overrides([f"hydra.run.dir={tmp_path}/run"])
     _message(caught.value, "Read-only file system", "hydra.run.dir")

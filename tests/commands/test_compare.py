@@ -25,7 +25,7 @@ from tests.conftest import ROOT, run_in_process
 
 
 def run_dir(path: Path, scores: dict[str, float], prompts: dict[str, str] | None = None, seed: int = 0,
-            metric: str = "accuracy", higher_is_better: bool = True) -> Path:
+            metric: str = "accuracy", higher_is_better: bool = True, bounds: list[float] | None = None) -> Path:
     """A job's output directory with what compare reads: samples.jsonl, config.yaml, report.json."""
     path.mkdir(parents=True)
     rows = [{"sample_id": sid, "prediction": "", "target": "", "score": score, "meta": {},
@@ -33,7 +33,8 @@ def run_dir(path: Path, scores: dict[str, float], prompts: dict[str, str] | None
     (path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (path / "config.yaml").write_text(yaml.safe_dump({"seed": seed, "task": {
         "name": "toy", "metric": metric, "higher_is_better": higher_is_better}}))
-    (path / "report.json").write_text(json.dumps({"task": "toy", "spec": {"extra_acc_spec": "dataset=local"}}))
+    (path / "report.json").write_text(json.dumps({"task": "toy", "spec": {"extra_acc_spec": "dataset=local"}}
+                                                 | ({"score_bounds": bounds} if bounds is not None else {})))
     return path
 
 
@@ -97,6 +98,37 @@ def test_paired_t_go_on_a_continuous_metric_against_scipy(tmp_path, capsys):
     assert "B worse than A" in out
 
 
+def test_bounded_runs_are_decided_by_the_betting_test(tmp_path, capsys):
+    """Two ROUGE runs whose jobs recorded the task's bounds: the finite-sample betting test decides (before, compare
+    passed no bounds and the t-test decided); an lm-eval file records none: --score-bounds gives them."""
+    n = 30
+    a = {f"s{i}": 50.0 + (i % 7) for i in range(n)}
+    b = {f"s{i}": a[f"s{i}"] + 0.3 * ((i * 5) % 7 - 3) - 0.1 for i in range(n)}
+    ra = run_dir(tmp_path / "a", a, metric="rouge", bounds=[0, 100])
+    rb = run_dir(tmp_path / "b", b, metric="rouge", bounds=[0, 100])
+    code, _, _, report = compare(tmp_path, str(ra), str(rb), "--tolerance", "1", capsys=capsys)
+    assert report["decision"]["test"] == "paired betting test (Waudby-Smith & Ramdas)", report["decision"]["test"]
+    assert code == EXIT_INCONCLUSIVE  # 30 samples cannot show a 1-point tolerance on a 200-point range
+    assert "GO" in report["advice"]["text"]
+    other = run_dir(tmp_path / "c", b, metric="rouge", bounds=[0, 1000])
+    code, _, err, _ = compare(tmp_path, str(ra), str(other), "--tolerance", "1", capsys=capsys)
+    assert code == EXIT_ERROR and "different score bounds" in err
+    fa, fb = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    fa.write_text(lm_eval_rows({"acc": [v / 100 for v in a.values()]}))
+    fb.write_text(lm_eval_rows({"acc": [v / 100 for v in b.values()]}))
+    _, _, _, report = compare(tmp_path, str(fa), str(fb), "--tolerance", "0.01", "--score-bounds", "0", "1",
+                              capsys=capsys)
+    assert report["decision"]["test"] == "paired betting test (Waudby-Smith & Ramdas)"
+    _, _, _, report = compare(tmp_path, str(fa), str(fb), "--tolerance", "0.01", capsys=capsys)
+    assert report["decision"]["test"] == "paired t-test"  # no bounds known: the asymptotic test, said so
+    code, _, err, _ = compare(tmp_path, str(fa), str(fb), "--tolerance", "0.01", "--score-bounds", "0", "0.5",
+                              capsys=capsys)
+    assert code == EXIT_ERROR and "outside the score bounds" in err and "Traceback" not in err
+    code, _, err, _ = compare(tmp_path, str(fa), str(fb), "--tolerance", "1", "--score-bounds", "0", "1",
+                              capsys=capsys)
+    assert code == EXIT_ERROR and "not smaller than the scores' range" in err
+
+
 def test_prompts_that_differ_are_refused_or_compared_unpaired_when_asked(tmp_path, capsys):
     scores = {f"q{i}": 100.0 * (i % 2) for i in range(10)}
     a = run_dir(tmp_path / "a", scores)
@@ -120,6 +152,7 @@ def test_a_job_directory_reads_back(tmp_path, capsys):
     code, out, _, report = compare(tmp_path, str(job), str(job / "samples.jsonl"), "--tolerance", "5", capsys=capsys)
     assert code == EXIT_INCONCLUSIVE, out  # identical runs, 4 samples: nothing is shown either way
     assert report["n_common"] == 4 and report["reference"]["task"] == "gsm8k"
+    assert json.loads((job / "report.json").read_text())["score_bounds"] == [0.0, 100.0]  # the task's, recorded
     assert report["reference"]["metric"] == "accuracy" and report["reference"]["seed"] == 0
 
 
@@ -244,7 +277,7 @@ def test_oracle_two_lm_eval_cli_runs_pair_and_flip_as_recounted(tmp_path, capsys
     assert report["paired"] is True and report["n_common"] == 20 and report["only_in_a"] == report["only_in_b"] == 0
     assert report["flipped"] == {"worse": worse, "better": better}
     assert math.isclose(report["reference"]["mean"], 100 * sum(acc[0].values()) / 20)
-    assert math.isclose(report["decision"]["p_value"], mcnemar_p(len(worse), len(better)))
+    assert math.isclose(report["decision"]["p_regression"], mcnemar_p(len(worse), len(better)))
     # sane: a regression is claimed exactly when McNemar's exact test rejects, and 20 questions cannot show a
     # drop below 5 points
     assert (report["verdict"] == "NO-GO") == (mcnemar_p(len(worse), len(better)) < 0.05)

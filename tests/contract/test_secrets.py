@@ -80,3 +80,45 @@ def test_hf_id_is_held_to_a_hub_ids_shape(hf_id, ok):
     else:
         with pytest.raises(ConfigError, match="Hugging Face repo id"):
             check_hub_id(hf_id, "model.hf_id")
+
+
+@pytest.mark.parametrize(("text", "shown"), [  # Hydra's override_dirname: the items joined by commas
+    (f"backend.base_url=http://a:{PASSWORD}@h/v1,backend.base_url=http://b:{PASSWORD}@h2/v1",
+     "backend.base_url=http://REDACTED@h/v1,backend.base_url=http://REDACTED@h2/v1"),
+    (f"backend.base_url=http://h:1,tracking.tracking_uri=postgresql://m:{PASSWORD}@db/x,task=mmlu",
+     "backend.base_url=http://h:1,tracking.tracking_uri=postgresql://REDACTED@db/x,task=mmlu"),
+    (f"backend.base_url=http://a:{PASSWORD}@h:8000,tracking.tracking_uri=http://m:{PASSWORD}@t:5000",
+     "backend.base_url=http://REDACTED@h:8000,tracking.tracking_uri=http://REDACTED@t:5000"),
+    (f"x=http://h/?next=http://u:{PASSWORD}@h2/ y", "x=http://h/?next=http://REDACTED@h2/ y"),
+    (f"x=http://u:{PASSWORD},k=v@h/v1 y", "x=http://REDACTED@h/v1 y"),  # a comma inside the password
+    (f"x: 'http://u:it''s-{PASSWORD}@h/v1'", "x: 'http://REDACTED@h/v1'"),  # a quote inside the password
+    # a sweep's values, escaped by Hydra
+    (rf"a=https\://bob\:{PASSWORD}@h2/v1,b=postgresql\://c\:{PASSWORD}@db\:5432/x,c=http\://h\:1",
+     r"a=https\://REDACTED@h2/v1,b=postgresql\://REDACTED@db\:5432/x,c=http\://h\:1"),
+])
+def test_every_url_of_an_override_list_is_redacted_item_by_item(text, shown):
+    assert redact_text(text) == shown
+
+
+def test_saved_yaml_is_redacted_in_its_text_and_in_each_value(tmp_path):
+    from runner.files.redaction import redact_saved_configs
+
+    hydra = tmp_path / ".hydra"
+    hydra.mkdir()
+    (hydra / "hydra.yaml").write_text(
+        "hydra:\n  job:\n    override_dirname: backend.base_url=http://a:{0}@h/v1,backend.base_url=http://b:{0}@h2/v1\n"
+        "  overrides:\n    task:\n    - backend.base_url='http://a:pa''{0}@h/v1'\n".format(PASSWORD))
+    redact_saved_configs(hydra)
+    text = (hydra / "hydra.yaml").read_text()
+    assert PASSWORD not in text and text.count("REDACTED") == 3
+
+
+def test_log_records_are_redacted_whatever_handler_writes_them(caplog):
+    import logging
+
+    from runner.contract.secrets import redact_logs
+
+    redact_logs()
+    with caplog.at_level(logging.INFO):
+        logging.getLogger("hydra.anything").info("#0 : a=%s,b=%s", f"http://u:{PASSWORD}@h", f"https://v:{PASSWORD}@g")
+    assert PASSWORD not in caplog.text and caplog.text.count("REDACTED") == 2

@@ -48,7 +48,7 @@ def test_an_explicit_n_is_a_paired_subset_of_the_references_samples_and_no_n_inh
 
     inherited = run(compose([*common, f"output_dir={tmp_path / 'inherit'}"]))
     assert set(_ids(tmp_path / "inherit")) == reference_ids  # no n set: the entry's 6, not the task's 1319
-    assert "the reference entry fixes num_samples=6 (the task's default 1319 is not used)" in \
+    assert "fixes num_samples=6 (the task's default 1319 is not used)" in \
         (tmp_path / "inherit" / "report.txt").read_text()
 
 

@@ -68,12 +68,13 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     assert mlrun.info.run_name == "smollm2_135m/none-mmlu"
     metrics = mlrun.data.metrics
     assert "theta" not in metrics  # identical answers: the deciding (paired) theta is undefined, so none is logged
-    for key in ("score", "accuracy", "reference", "threshold", "num_samples", "passed", "room",
-                "p_value", "diff_ci_low", "diff_ci_high", "paired_p_value", "paired_discordant_b"):
+    for key in ("score", "accuracy", "reference", "unpaired_threshold", "num_samples", "passed", "unpaired_room",
+                "p_value", "p_regression", "diff_ci_low", "diff_ci_high", "paired_p_value", "paired_discordant_b"):
         assert key in metrics, key
+    assert "threshold" not in metrics  # the paired rule decided: the unpaired threshold keeps its own name
     assert metrics["passed"] == 1.0 and metrics["score"] == pytest.approx(checked.score)
-    assert metrics["room"] == pytest.approx(metrics["score"] - metrics["threshold"])
-    assert metrics["p_value"] == metrics["paired_p_value"] == 1.0  # identical answers: difference 0, p 1
+    assert metrics["unpaired_room"] == pytest.approx(metrics["run_score"] - metrics["unpaired_threshold"])
+    assert metrics["p_regression"] == metrics["paired_p_value"] == 1.0  # identical answers: difference 0, p 1
     assert metrics["diff_ci_low"] <= 0.0 <= metrics["diff_ci_high"]
     params = mlrun.data.params
     assert params["task.num_fewshot"] == "2" and params["model.hf_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct"

@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 
 from runner.contract.errors import ConfigError, ReferenceError_
 from runner.contract.spec import AccuracySpec
-from runner.references.recording import record
+from runner.references.recording import LOCK_NAME, record
 from runner.references.store import Reference, default_reference_dir, list_specs, lookup, metric_key
 from runner.stats.unpaired import HypothesisParams
 
@@ -308,7 +308,7 @@ def test_record_into_missing_file(tmp_path: Path) -> None:
     }
     assert path.read_text(encoding="utf-8").startswith("#")
     assert lookup(ref_dir, "mmlu", "accuracy", "some/model", spec, MMLU_DEFAULTS).value == 25.0
-    assert not [p for p in ref_dir.iterdir() if p.name != "mmlu.yaml"]  # no temp files left behind
+    assert not [p for p in ref_dir.iterdir() if p.name not in ("mmlu.yaml", LOCK_NAME)]  # no temp files left behind
 
 
 def test_record_metric_key_for_other_metrics(tmp_path: Path) -> None:

@@ -1,10 +1,12 @@
-"""Clustered standard errors: the CR1 variance by hand, the reduction to today's figures with one sample
+"""Clustered standard errors: the CR2 variance by hand (the CR1 one for equal clusters), the reduction to today's figures with one sample
 per cluster (and with stats.cluster=off), the clustered unpaired, paired t and paired 0/100 tests, the
 advice and the planned design effect.
 
 Expected figures come from the formulas written out here with numpy and scipy, never from the code
-under test: ``V_cl = C/(C-1) sum_c (sum_{i in c} (x_i - xbar))^2 / n^2`` (Miller 2024 appendix A with
-Inspect AI's C/(C-1) factor), ``V_iid = s^2 / n``, ``deff = V_cl / V_iid`` floored at 1.
+under test: for equal clusters ``V_cl = C/(C-1) sum_c (sum_{i in c} (x_i - xbar))^2 / n^2`` (Miller 2024
+appendix A with Inspect AI's C/(C-1) factor); for unequal ones Bell and McCaffrey's CR2 sandwich built
+from matrices (``(I - H_cc)^{-1/2}`` by scipy.linalg); ``V_iid = s^2 / n``, ``deff = V_cl / V_iid``
+floored at 1. Tests on ``V_cl`` use Student's t with ``C - 1`` df.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from runner.contract.spec import AccuracySpec
 from runner.references import samples as reference_samples
 from runner.references.samples import RunProvenance, pairing_problem
 from runner.references.store import Reference
-from runner.stats import advice
+from runner.stats import advising
 from runner.stats.clustering import clustered_variance_of_mean, design_effect, iid_variance_of_mean
 from runner.stats.decision import decide_against
 from runner.stats.planning import paired_min_samples, paired_theta
@@ -45,6 +47,35 @@ def by_hand(x, labels) -> tuple[float, float]:
     total = sum(np.outer(x[labels == g] - mean, x[labels == g] - mean).sum() for g in groups)
     c = groups.size
     return total * c / (c - 1) / n ** 2, x.var(ddof=1) / n
+
+
+def cr2_by_matrices(x, labels) -> float:
+    """Bell and McCaffrey's CR2 variance of the OLS intercept (the mean), with the adjustment matrices built
+    and inverted by scipy rather than reduced by hand."""
+    from scipy.linalg import fractional_matrix_power
+
+    x = np.asarray(x, dtype=float)
+    labels = np.asarray(labels)
+    n = x.size
+    e = x - x.mean()
+    total = 0.0
+    for g in np.unique(labels):
+        idx = labels == g
+        m = int(idx.sum())
+        h = np.full((m, m), 1.0 / n)  # X (X'X)^-1 X' restricted to the cluster, X = a column of ones
+        a = np.real(fractional_matrix_power(np.eye(m) - h, -0.5))
+        total += (np.ones(m) @ a @ e[idx]) ** 2
+    return total / n ** 2
+
+
+def test_cr2_variance_of_unequal_clusters_by_matrices():
+    rng = np.random.default_rng(5)
+    sizes = [40, 25, 9, 3, 1]
+    g = np.repeat(np.arange(len(sizes)), sizes)
+    x = rng.normal(size=g.size) + rng.normal(size=len(sizes))[g]
+    assert clustered_variance_of_mean(x.tolist(), g.tolist()) == pytest.approx(cr2_by_matrices(x, g), rel=1e-10)
+    # with unequal clusters CR2 is not CR1
+    assert abs(cr2_by_matrices(x, g) - by_hand(x, g)[0]) > 1e-3 * by_hand(x, g)[0]
 
 
 def test_cr1_variance_by_hand():
@@ -83,7 +114,7 @@ def st(**kw) -> SimpleNamespace:
 
 
 def run(tmp_path, new: dict[str, float], clusters: dict[str, str], ref: dict[str, float] | None = None,
-        value: float | None = None, key: str | None = "subject", params=None, **stats_kw):
+        value: float | None = None, key: str | None = "subject", params=None, tolerance=TOL, **stats_kw):
     recorded = None
     if ref is not None:
         rel, sha = reference_samples.store(tmp_path, "mmlu", ((k, v, f"prompt {k}") for k, v in ref.items()))
@@ -98,7 +129,7 @@ def run(tmp_path, new: dict[str, float], clusters: dict[str, str], ref: dict[str
         rows = reference_samples.load_rows(tmp_path, rel, sha)
         problem = pairing_problem(recorded, rows, scored, RUN)
     return decide_against(reference, scored, float(np.mean(list(new.values()))), params, s, None, "accuracy", rows,
-                          problem, (), TOL, cluster_key=key)
+                          problem, (), tolerance, cluster_key=key)
 
 
 def figures(d) -> dict:
@@ -146,46 +177,71 @@ def test_unpaired_sigma_is_inflated_by_the_design_effect(tmp_path):
     deff = max(1.0, v_cl / v_iid)
     assert deff > 1.2
     scale = math.sqrt(2 * 50.0 ** 2 * deff / len(ids))
+    t19 = sps.t.ppf(0.95, 19)  # 20 clusters: the threshold and interval of a t-test with 19 df
     diff = float(np.mean(list(new.values()))) - 55.0
     assert d.rule == "unpaired" and d.clustering.applied == pytest.approx(deff, rel=1e-12)
-    assert d.verdict.threshold == pytest.approx(55.0 - Z05 * scale, rel=1e-12)
-    assert d.p_value == pytest.approx(sps.norm.cdf(diff / scale), rel=1e-10)
-    assert d.ci == pytest.approx((diff - Z05 * scale, diff + Z05 * scale), rel=1e-10)
-    assert d.theta == pytest.approx((Z05 + 0.8416212335729143) * scale, rel=1e-9)
+    assert d.verdict.threshold == pytest.approx(55.0 - t19 * scale, rel=1e-12)
+    assert d.p_value == pytest.approx(sps.norm.cdf(Z05 * diff / (t19 * scale)), rel=1e-10)
+    assert d.ci == pytest.approx((diff - t19 * scale, diff + t19 * scale), rel=1e-10)
+    assert d.theta == pytest.approx((Z05 + 0.8416212335729143) * scale * t19 / Z05, rel=1e-9)
     m, text = d.metrics(), d.render()
     assert m["design_effect"] == pytest.approx(deff) and m["clusters"] == 20.0
     assert "20 clusters by subject" in text and f"design effect {deff:.3f}" in text
 
 
-def test_clustered_paired_t_by_hand(tmp_path):
-    ref, new, clusters, ids = data(continuous=True)
-    d = run(tmp_path, new, clusters, ref)
-    diff = np.array([new[i] - ref[i] for i in ids])
-    v_cl, v_iid = by_hand(diff, [clusters[i] for i in ids])
-    se, df = math.sqrt(max(v_cl, v_iid)), 19
-    assert v_cl > v_iid and d.paired.method == "clustered paired t"
-    assert d.p_value == pytest.approx(sps.t.cdf(diff.mean() / se, df), rel=1e-9)
+def check_both_tests(d, alone, diff, labels) -> None:
+    """A clustered paired decision ``d``: each claim needs the clustered t-test (CR2 by hand, t with C - 1 df)
+    and the independent test (``alone``: the same data without clusters); p-values are the larger, the
+    interval the hull of both intervals."""
+    v_cl, v_iid = by_hand(diff, labels)
+    se, df = math.sqrt(max(v_cl, v_iid)), len(set(labels)) - 1
     half = sps.t.ppf(0.95, df) * se
-    assert d.ci == pytest.approx((diff.mean() - half, diff.mean() + half), rel=1e-9)
-    assert d.p_within == pytest.approx(sps.t.sf((diff.mean() + 3.0) / se, df), rel=1e-9)
+    cl_ci = (diff.mean() - half, diff.mean() + half)
+    assert d.p_value == pytest.approx(max(sps.t.cdf(diff.mean() / se, df), alone.p_value), rel=1e-9)
+    assert d.p_within == pytest.approx(max(sps.t.sf((diff.mean() + 3.0) / se, df), alone.p_within), rel=1e-9)
+    assert d.ci == pytest.approx((min(cl_ci[0], alone.ci[0]), max(cl_ci[1], alone.ci[1])), rel=1e-9)
+    assert d.claims.regression == (cl_ci[1] < 0 and alone.claims.regression)
+    assert d.claims.within == (cl_ci[0] > -3.0 and alone.claims.within)
     # the interval inverts both claims
     assert d.claims.regression == (d.ci[1] < 0) and d.claims.within == (d.ci[0] > -3.0)
 
 
-def test_clustered_wald_for_binary_scores_by_hand(tmp_path):
-    ref, new, clusters, ids = data(n=240, size=8, seed=9)
+def test_clustered_paired_t_by_hand(tmp_path):
+    ref, new, clusters, ids = data(continuous=True)
     d = run(tmp_path, new, clusters, ref)
+    alone = run(tmp_path, new, clusters, ref, key=None)
     diff = np.array([new[i] - ref[i] for i in ids])
     v_cl, v_iid = by_hand(diff, [clusters[i] for i in ids])
-    se = math.sqrt(max(v_cl, v_iid))
+    assert v_cl > v_iid and d.paired.method.startswith("clustered paired t and ")
+    check_both_tests(d, alone, diff, [clusters[i] for i in ids])
+
+
+def test_clustered_binary_scores_need_both_tests(tmp_path):
+    ref, new, clusters, ids = data(n=240, size=8, seed=9)
+    d = run(tmp_path, new, clusters, ref)
+    alone = run(tmp_path, new, clusters, ref, key=None)
+    diff = np.array([new[i] - ref[i] for i in ids])
+    v_cl, v_iid = by_hand(diff, [clusters[i] for i in ids])
     assert v_cl > 1.5 * v_iid
-    assert d.paired.method == "clustered Wald (Obuchowski)" and d.paired.discordant is not None
-    assert d.p_value == pytest.approx(sps.norm.cdf(diff.mean() / se), rel=1e-9)
-    assert d.ci == pytest.approx((diff.mean() - Z05 * se, diff.mean() + Z05 * se), rel=1e-9)
-    assert d.p_within == pytest.approx(sps.norm.sf((diff.mean() + 3.0) / se), rel=1e-9)
-    assert d.claims.regression == (d.ci[1] < 0) and d.claims.within == (d.ci[0] > -3.0)
+    assert d.paired.method == "clustered paired t and McNemar exact" and d.paired.discordant is not None
+    check_both_tests(d, alone, diff, [clusters[i] for i in ids])
     assert d.paired.design_effect.applied == pytest.approx(max(1.0, v_cl / v_iid))
     assert "design effect" in d.paired.render()
+
+
+def test_clusters_never_make_a_verdict_more_decisive(tmp_path):
+    # the audit's case: 57 right answers against 56 and one loss, tolerance 5, clusters of 2. The clustered
+    # Wald test said GO (the one loss sits in a cluster whose other difference is 0); McNemar's exact and
+    # Tango's tests on the same data cannot show a drop < 5 points with one discordant pair of 57
+    ids = [f"s/{i:03d}" for i in range(57)]
+    ref = {k: 100.0 for k in ids}
+    new = {k: (0.0 if j == 0 else 100.0) for j, k in enumerate(ids)}
+    clusters = {k: f"c{j // 2}" for j, k in enumerate(ids)}
+    tol = Tolerance(5.0, "test")
+    alone = run(tmp_path, new, clusters, ref, key=None, tolerance=tol)
+    d = run(tmp_path, new, clusters, ref, tolerance=tol)
+    assert alone.outcome == "INCONCLUSIVE"
+    assert d.outcome == "INCONCLUSIVE" and not d.claims.within and d.ci[0] <= -5.0
 
 
 def test_binary_without_disagreement_keeps_the_exact_tests(tmp_path):
@@ -210,7 +266,7 @@ def test_paired_advice_is_multiplied_by_the_design_effect(tmp_path):
     k = sps.norm.ppf(0.95) + sps.norm.ppf(0.8)
     gaps = [g for g in (drop - 0.0, 3.0 - drop) if g > 0]
     need = min((k * sd / g) ** 2 for g in gaps)
-    assert deff > 3 and advice.for_decision(d, None).n_total == max(61, math.ceil(deff * need))
+    assert deff > 3 and advising.for_decision(d, None).n_total == max(61, math.ceil(deff * need))
 
 
 def test_missing_cluster_and_bad_setting_are_config_errors(tmp_path):
@@ -241,3 +297,23 @@ def test_plan_command_takes_a_design_effect(capsys):
     assert out["min_num_samples"] == math.ceil(2 * 2500 * 1.8 * k ** 2 / 9)
     with pytest.raises(SystemExit):
         main(["--design-effect", "0.5"])
+
+
+def test_few_clusters_make_no_claim():
+    # GPQA diamond's three domains, ICC 0.3, a true drop of exactly the tolerance (5 points): the unpaired test with
+    # sigma sqrt(deff) and a normal quantile showed GO in about 15% of runs; with fewer clusters than
+    # stats.min_clusters no claim is made
+    from runner.stats.calibration.clustered import _unpaired_rate
+
+    rate = _unpaired_rate(300, 4, shape="3 (GPQA)", icc=0.3, drop=5.0, tolerance=5.0, claim="GO")
+    assert rate.value <= 0.05
+
+
+def test_min_clusters_is_checked(tmp_path):
+    with pytest.raises(ConfigError, match="min_clusters"):
+        validate(st(min_clusters=1))
+    _, new, clusters, ids = data()
+    d = run(tmp_path, new, clusters, value=40.0, min_clusters=30)  # 20 clusters: no claim
+    assert not d.claims.regression and not d.claims.within and d.outcome == "INCONCLUSIVE" and d.passed
+    assert any("stats.min_clusters=30" in n for n in d.notes)
+    assert run(tmp_path, new, clusters, value=40.0).outcome == "GO"  # 20 clusters >= the default 10

@@ -122,6 +122,16 @@ def test_false_go_at_57_documents_holds_alpha():
     assert rate.value <= 0.05 + 2 * rate.se, rate
 
 
+def test_unpaired_false_go_at_100_documents_holds_alpha():
+    """Against a reference figure without items (calibration's corpus, recorded on other documents): TensorRT-LLM's
+    normal threshold on the bootstrap spread said GO at drop = tolerance about 0.08 of the time; the studentized
+    rule must stay within alpha + 2 Monte Carlo SE."""
+    from runner.stats.calibration.corpus import TOLERANCE, _unpaired_rate
+
+    rate = _unpaired_rate(100, TOLERANCE, "go", 99, trials=1200, seed=4)
+    assert rate.value <= 0.05 + 2 * rate.se, rate
+
+
 @pytest.mark.parametrize("shift", [-0.08, -0.02, 0.0, 0.03])
 def test_verdict_and_interval_agree_for_both_claims(shift):
     ref, new = corpus(3, shift=shift)
@@ -165,3 +175,53 @@ def test_too_few_samples_or_resamples_are_refused():
         bootstrap_sigma([1.0, 2.0], CorpusMetric("sum", sum), n_boot=0, seed=0)
     with pytest.raises(ValueError, match="equal lengths"):
         replicate([(-1.0, 1)] * 2, [(-1.0, 1)] * 3, pooled_perplexity)
+
+
+@pytest.mark.parametrize("metric", [additive_perplexity, pooled_perplexity], ids=["delta", "jackknife"])
+def test_identical_sides_show_nothing_at_any_n(metric):
+    """No document changed: every resample is blind to a change, so neither claim can be made, however many
+    documents there are (a pooled metric has no range that would bound a change no document showed); the interval
+    is unbounded. Before: every replicate was 0 and GO came at p = 1/(B+1)."""
+    ref, _ = corpus(7, n=400)
+    reps = replicate(ref, list(ref), metric, n_boot=199, seed=1)
+    assert reps.changed == 0
+    go = paired_corpus_test(reps, 0.05, 0.2, higher_is_better=False, tolerance=1.0, gate="noninferiority")
+    nogo = paired_corpus_test(reps, 0.05, 0.2, higher_is_better=False, tolerance=0.0, gate="regression")
+    assert not go.passed and go.p_value == 1.0
+    assert nogo.passed and nogo.p_value == 1.0
+    assert go.ci == (-math.inf, math.inf)
+
+
+def test_a_resample_without_a_changed_document_counts_against_both_claims():
+    """Two of 60 documents changed (both better): about (1 - 2/60)^60 = 13% of resamples draw neither; each of
+    them counts as extreme for GO and for NO-GO, so both p-values are at least that fraction."""
+    ref, _ = corpus(8, n=60)
+    new = list(ref)
+    new[3] = (ref[3][0] + 5.0, ref[3][1])  # a better log-likelihood: lower perplexity
+    new[40] = (ref[40][0] + 5.0, ref[40][1])
+    reps = replicate(ref, new, additive_perplexity, n_boot=999, seed=2)
+    blind = np.mean([3 not in r and 40 not in r for r in resamples(60, 999, 2)])
+    assert reps.changed == 2 and 0.08 < blind < 0.2
+    for tolerance, gate in ((0.0, "regression"), (0.0, "noninferiority")):
+        p = paired_corpus_test(reps, 0.05, 0.2, higher_is_better=False, tolerance=tolerance, gate=gate).p_value
+        assert p >= blind * 999 / 1000
+
+
+@pytest.mark.parametrize("shift", [-0.1, -0.03, 0.0, 0.03])
+def test_unpaired_verdict_threshold_and_claims_agree(shift):
+    """The unpaired corpus rule's threshold, p-value, interval and claims come from one studentized test: the score
+    is past the threshold exactly when no regression is shown, and each bound sits on the side its claim decided."""
+    from runner.stats.corpus_rules import unpaired
+    from runner.stats.unpaired import HypothesisParams
+
+    recorded, _ = corpus(9, n=60)
+    _, new = corpus(10, n=60, shift=shift)
+    params = HypothesisParams(0.05, 0.2, 1.0, 60, higher_is_better=False)
+    notes: list[str] = []
+    verdict, claims = unpaired(new, perplexity(new), perplexity(recorded), params, additive_perplexity, 499, 3, None,
+                               0.0, 0.5, "word_perplexity", notes)
+    diff = perplexity(new) - perplexity(recorded)
+    assert verdict.passed == (not claims.regression) == (verdict.room >= 0) == (verdict.p_value >= 0.05)
+    assert claims.regression == (claims.low > 0.0) and claims.within == (claims.high < 0.5)
+    assert claims.low <= diff <= claims.high
+    assert verdict.params.sigma > 0 and "studentized" in notes[0]

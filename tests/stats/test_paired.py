@@ -182,10 +182,13 @@ def test_t_test_lower_is_better() -> None:
     assert better.p_value == pytest.approx(1 - res.p_value, abs=1e-9) and better.passed is True
 
 
-def test_t_test_zero_variance() -> None:
-    assert paired_continuous([5.0, 5.0, 5.0], [4.0, 4.0, 4.0], 0.05, 0.2).p_value == 0.0
+def test_t_test_zero_variance_shows_nothing() -> None:
+    """Differences that never vary carry no estimate of their spread: the t-test shows neither claim."""
+    assert paired_continuous([5.0, 5.0, 5.0], [4.0, 4.0, 4.0], 0.05, 0.2).p_value == 1.0
     assert paired_continuous([5.0, 5.0, 5.0], [5.0, 5.0, 5.0], 0.05, 0.2).p_value == 1.0
-    assert paired_continuous([5.0, 5.0, 5.0], [6.0, 6.0, 6.0], 0.05, 0.2, higher_is_better=False).passed is False
+    assert paired_continuous([5.0, 5.0, 5.0], [6.0, 6.0, 6.0], 0.05, 0.2, higher_is_better=False).passed is True
+    same = paired_continuous([50.0] * 57, [50.0] * 57, 0.05, 0.2, tolerance=5.0, gate="noninferiority")
+    assert same.passed is False and same.ci == (-math.inf, math.inf)
 
 
 def test_bootstrap_direction_seed_and_bounds() -> None:

@@ -334,7 +334,9 @@ def test_a_clear_pass_stops_at_the_first_look_on_its_prefix(tmp_path):
     assert seq_ids == fixed_ids[:10]
     s = report["decision"]["sequential"]
     assert s["stopped_at_look"] == 1 and s["reason"] == "pass" and report["decision"]["passed"]
-    assert report["decision"]["p_value"] == pytest.approx(s["p_value"]) and s["p_value"] > 0.99
+    assert report["decision"]["p_regression"] == pytest.approx(s["p_value"]) and s["p_value"] > 0.99
+    # GO: the p-value the tables show is the GO claim's (runner/stats/decision_text.py)
+    assert report["decision"]["claim"] == "GO" and report["decision"]["p_value"] == report["decision"]["p_within"]
     assert seq.decision.n == 10 and "Sequential gate" in (tmp_path / "seq" / "report.txt").read_text()
 
 

@@ -234,3 +234,26 @@ def test_plan_rows_small_totals(total: int, sizes: list[int]) -> None:
 def test_plan_rows_rejects_bad_total() -> None:
     with pytest.raises(ConfigError):
         plan_rows(50, 0.05, 0.2, 0)
+
+
+def test_reference_measured_on_fewer_samples_keeps_alpha_exactly():
+    # a run of 500 0/100 scores against a reference recorded on 57, both p = 0.5 (no drop): sqrt(2 sigma^2 / n)
+    # with the run's n gave a false NO-GO rate of 0.228; sigma sqrt(1/500 + 1/57) keeps it at alpha. The rate is
+    # a sum over both binomials (scipy), and the scale is read from the entry's recorded num_samples
+    from scipy import stats as sps
+
+    from runner.stats.calibration.unpaired import product_params
+    from runner.stats.unpaired import decide
+
+    params = product_params(500, 57)
+    assert params.reference_samples == 57
+    assert params.scale == pytest.approx(50.0 * math.sqrt(1 / 500 + 1 / 57), rel=1e-12)
+    rate = 0.0
+    for kr in range(58):
+        ref = 100.0 * kr / 57
+        # the smallest count of the run that passes; every count below it is a NO-GO
+        first = next(k for k in range(501) if decide(100.0 * k / 500, ref, params).passed)
+        rate += sps.binom.pmf(kr, 57, 0.5) * sps.binom.cdf(first - 1, 500, 0.5)
+    assert rate <= 0.05
+    assert product_params(57, 57).reference_samples is None  # equal n: TensorRT-LLM's formula, unchanged
+    assert product_params(57, 57).scale == math.sqrt(2 * 2500 / 57)

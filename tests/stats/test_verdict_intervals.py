@@ -109,3 +109,11 @@ def test_bounds_agree_with_the_claims_at_exact_ties():
     assert low > -2.75 and low == math.nextafter(-2.75, math.inf) and high == -0.02
     lo_better = c.agreeing(0.02, 2.75, False)  # lower is better: the GO bound is the upper end, +t
     assert lo_better.ci == c.ci or (lo_better.high < 2.75) == c.within
+
+
+def test_an_unbounded_side_prints_without_digits():
+    """A bound that is infinite (a corpus rule that saw no changed document) prints as such, not as a crash."""
+    from runner.stats.verdicts import decisive
+
+    assert decisive(-math.inf, -1.0, False, above=True) == ("-inf", "-1.000")
+    assert decisive(math.inf, 0.0, False, above=False) == ("+inf", "+0.000")

@@ -5,6 +5,7 @@ backend with a real MLflow server."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -131,3 +132,21 @@ def test_a_release_sweep_on_the_fake_backend(tmp_path, mlflow_server):
     params = {k.data.params["task.name"]: k.data.params for k in kids}
     assert params["mmlu"]["stats.tolerance"] == "10.0" and params["perplexity"]["stats.tolerance_unit"] == "percent"
     assert params["mmlu"]["gate.tasks.mmlu.tier"] == "critical"
+
+
+@pytest.mark.parametrize(("signum", "status"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_signal_that_stops_a_gated_sweep_is_named_with_the_status_the_process_exits_with(tmp_path, signum, status):
+    from runner.contract.errors import Terminated
+    from runner.sweep.callback import describe_stop, signal_status, stop_message
+
+    fake_job(tmp_path, 0, "fp8", task="mmlu", p=0.6)
+    stop = Terminated(f"stopped by {signum}", status)
+    summary = build(tmp_path, policy(unlisted="advisory"), stopped=describe_stop(stop), stop_status=signal_status(stop))
+    text = summary.render()
+    assert summary.exit_status == status and f"-> exit {status}" in text and not re.search(r"exit 1\b", text)
+    assert f"sweep stopped early: stopped by {signum}" in text and "Ctrl-C" not in text
+    assert summary.releases[0].exit_status == status
+    assert json.loads((tmp_path / "summary.json").read_text())["release"][0]["exit_status"] == status
+    config = OmegaConf.create({"hydra": {"launcher": {"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"}}})
+    assert f"stopped by {signum}" in stop_message(stop, config)
+    assert signal_status(KeyboardInterrupt()) == 130 and signal_status(RuntimeError("x")) is None

@@ -67,3 +67,20 @@ def test_other_aggregations_are_recomputed_and_scaled():
     items = [(1, 1), (0, 0), (1, 0), (0, 0), (1, 1), (0, 1)]
     assert found.statistics is None and found.from_statistics is None
     assert found.compute(stored(items)) == pytest.approx(100 * 4 / 6)
+
+
+def test_paired_bleu_with_no_four_gram_match_is_decided():
+    """No 4-gram of any prediction matches its reference: the summed match count is 0, where BLEU's log is defined
+    only on the right. The delta method's gradient steps there must stay inside the domain (it raised
+    'math domain error' from sacrebleu)."""
+    from lm_eval.api import metrics
+
+    from runner.stats.corpus import paired_corpus_test, replicate
+
+    rng = random.Random(3)
+    ref = [(sentence(rng), " ".join(rng.sample(WORDS, 3))) for _ in range(20)]  # 3-word predictions: no 4-grams
+    new = [(r, " ".join(rng.sample(WORDS, 3))) for r, _ in ref]
+    bleu = corpus_metric("bleu", metrics.bleu, 1.0, _lm_value)
+    reps = replicate(stored(ref), stored(new), bleu, n_boot=99, seed=0)
+    assert np.isfinite(reps.spreads).all() and np.isfinite(reps.spread)
+    assert paired_corpus_test(reps, 0.05, 0.2, True, 0.0, "regression").p_value <= 1.0

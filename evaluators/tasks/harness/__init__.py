@@ -5,10 +5,8 @@ is the task itself."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar, Optional
-
-from omegaconf import MISSING
+from dataclasses import dataclass, field
+from typing import ClassVar, List, Optional
 
 from runner.contract.task_config import TaskConfig
 
@@ -19,10 +17,15 @@ class HarnessTaskConfig(TaskConfig):
 
     METRICS_FROM_DEFINITION: ClassVar[bool] = True  # lm-eval's metric_list, checked when the task loads
     # a task or group name known to lm-eval's TaskManager (installed tasks, or the YAMLs under include_path)
-    lm_eval_task: str = MISSING
+    lm_eval_task: str = ""  # required: empty (not ???) so that the run directory, which names the task, resolves
     include_path: Optional[str] = None  # a directory of local task YAMLs, searched before the installed tasks
-    # YAMLs under include_path may run Python (!function) only when this is true (as model.trust_remote_code)
+    # task files may run Python (a tag resolving to !function) only when this is true (as model.trust_remote_code);
+    # never inherited by runner.extend from a run directory
     trust_include_code: bool = False
+    # directories outside include_path whose files a task file may include (include: ../x.yaml, /abs/x.yaml)
+    include_allow: List[str] = field(default_factory=list)
+    yaml_max_kb: int = 1024  # each task file read for the run (under include_path, or included), in KiB
+    yaml_max_nodes: int = 100_000  # each task file's nodes with its aliases expanded (a billion-laughs file is refused)
     num_fewshot: Optional[int] = None  # null: the task's own num_fewshot (0 when it has none)
     fewshot_seed: int = 1234  # lm-eval's --fewshot_random_seed default
     # "auto": the task's first metric; its direction always comes from lm-eval's higher_is_better

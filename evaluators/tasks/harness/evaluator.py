@@ -29,9 +29,9 @@ from typing import Any, Sequence
 from evaluators.base import Evaluator
 from evaluators.deviations import chat_deviation
 from evaluators.metrics import mean
+from evaluators.tasks.harness.checks import load_checked, missing_metric
 from evaluators.tasks.harness.corpus import corpus_metric
-from evaluators.tasks.harness.loading import (Subtask, check_include_path, config_hash, lm_eval_version,
-                                              load_subtasks)
+from evaluators.tasks.harness.loading import Subtask, check_include_path, config_hash, lm_eval_version
 from evaluators.tasks.harness.translate import (loglikelihood_fix, needs_loglikelihood, read_chat, record_chat,
                                                 to_lm_eval, to_request)
 from runner.contract.backend import Capabilities
@@ -43,6 +43,8 @@ from runner.contract.requests import Request, Response
 FRACTION_METRICS = ("acc", "acc_norm", "acc_bytes", "acc_mutual_info", "exact_match", "f1", "mcc", "brier_score",
                     "prompt_level_strict_acc", "prompt_level_loose_acc", "inst_level_strict_acc",
                     "inst_level_loose_acc", "em", "contains")
+# those whose per-document value lies within [0, 1] (a Brier score reaches 2; MCC is a corpus figure)
+BOUNDED_FRACTIONS = tuple(m for m in FRACTION_METRICS if m not in ("brier_score", "mcc"))
 
 
 def allocate(sizes: dict[str, int], n: int) -> dict[str, int]:
@@ -79,8 +81,9 @@ class HarnessEvaluator(Evaluator):
         if config.fewshot_as_multiturn and not config.apply_chat_template:
             raise ConfigError("few-shot turns exist only in a chat", where="task.fewshot_as_multiturn",
                               given="true with task.apply_chat_template=false", fix="set task.apply_chat_template=true")
-        include = check_include_path(config.include_path, config.trust_include_code)
-        self.subtasks: list[Subtask] = load_subtasks(config.lm_eval_task, include)
+        include = check_include_path(config.include_path, config.trust_include_code, list(config.include_allow),
+                                     config.yaml_max_kb, config.yaml_max_nodes)
+        self.subtasks: list[Subtask] = load_checked(config.lm_eval_task, include)
         for sub in self.subtasks:
             self._configure(sub.task)
         if len(self.subtasks) == 1 and config.cluster_key == "subtask":
@@ -257,6 +260,8 @@ class HarnessEvaluator(Evaluator):
     def _scored(self, sample: Sample) -> ScoredSample:
         sub, doc, instances = self._instances(sample)
         values = sub.task.process_results(doc, [inst.filtered_resps[self.filter] for inst in instances])
+        if self.metric not in values:
+            raise missing_metric(self.metric, values, sub.name)
         raw = values[self.metric]
         one = raw if self.mean_metric else self.aggregation([raw])
         meta = dict(sample.meta) | {"lm_eval": {k: _plain(v) for k, v in values.items()}, "filter": self.filter}
@@ -292,6 +297,11 @@ class HarnessEvaluator(Evaluator):
         over every document's value, times the scale (``corpus``: with its additive form where it has one); the
         decision bootstraps it."""
         return self._corpus
+
+    def score_bounds(self) -> tuple[float, float] | None:
+        """A per-document fraction of 1 (accuracy, exact match, F1) lies within 0 and the scale; other metrics'
+        ranges are not known here."""
+        return (0.0, self.scale) if self.mean_metric and self.metric in BOUNDED_FRACTIONS else None
 
     def chance_level(self, samples: Sequence[Sample]) -> float | None:
         """Multiple choice scored by accuracy: 100 / options; else the configured level."""

@@ -2,25 +2,28 @@
 task's definition in the reference key.
 
 lm-eval task YAMLs can run Python (``!function`` tags: document processors, metrics, whole task classes).
-Tasks inside the installed ``lm_eval`` package are trusted as installed code. A YAML under
-``task.include_path`` may run code only with ``task.trust_include_code=true``; otherwise the run is
-refused before any task file is loaded, naming the files that would run code.
+Tasks inside the installed ``lm_eval`` package are trusted as installed code. The YAMLs under
+``task.include_path`` and every file they include are read by one loader (``task_files``), first all at once
+before lm-eval is asked for anything, then again as lm-eval loads them: a tag that resolves to ``!function``
+needs ``task.trust_include_code=true``, an include outside the include path needs ``task.include_allow``,
+and each file has a size and an alias-expansion limit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Sequence
 
+from evaluators.tasks.harness.task_files import Policy, check_tree, guarded
 from runner.contract.errors import ConfigError, DataError
 
 log = logging.getLogger("runner")
-FUNCTION_TAG = "!function"
 
 
 @dataclass
@@ -31,38 +34,50 @@ class Subtask:
     task: Any  # lm_eval.api.task.Task
 
 
-def code_files(include_path: Path) -> list[Path]:
-    """The task YAMLs under ``include_path`` that carry a ``!function`` tag outside a comment."""
-    found = []
-    for path in sorted(include_path.rglob("*.y*ml")):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            if FUNCTION_TAG in line.split("#", 1)[0]:
-                found.append(path)
-                break
-    return found
-
-
-def check_include_path(include_path: str | None, trusted: bool) -> Path | None:
-    """The include directory, checked to exist and, unless ``trusted``, to hold no task file that runs code."""
+def check_include_path(include_path: str | None, trusted: bool, allowed: Sequence[str] = (), max_kb: int = 1024,
+                       max_nodes: int = 100_000) -> Policy | None:
+    """The rule the include directory's files are read under, after reading them all: refused unless
+    ``trusted`` when a tag in any of them (or in a file they include) resolves to ``!function``."""
     if include_path is None:
+        if allowed:
+            raise ConfigError("task.include_allow widens task.include_path, and none is given", where="task.include_allow",
+                              given=list(allowed), fix="set task.include_path, or drop task.include_allow")
         return None
     root = Path(include_path).expanduser()
     if not root.is_dir():
         raise ConfigError("the task include path is not a directory", where="task.include_path", given=include_path,
                           fix="point it at a directory of lm-eval task YAML files")
-    risky = code_files(root)
-    if trusted and risky:
-        log.warning("task.trust_include_code=true: Python code named by %d task file(s) under %s may run in this "
-                    "process", len(risky), root)
-    if not trusted:
-        if risky:
-            shown = ", ".join(str(p.relative_to(root)) for p in risky[:5]) + (" ..." if len(risky) > 5 else "")
-            raise ConfigError("local lm-eval task files would run Python code (!function) in this process",
-                              where="task.include_path", given=f"{root}: {shown}",
-                              allowed="task files without !function, or task.trust_include_code=true",
-                              fix="read those files; set task.trust_include_code=true only if you trust the code "
-                                  "they name (the same stance as model.trust_remote_code)")
-    return root
+    dirs = []
+    for entry in allowed:
+        path = Path(entry).expanduser()
+        if not path.is_dir():
+            raise ConfigError("an allowed include directory is not a directory", where="task.include_allow",
+                              given=entry, fix="name directories whose task files may be included")
+        dirs.append(path.resolve())
+    for limit, name in ((max_kb, "task.yaml_max_kb"), (max_nodes, "task.yaml_max_nodes")):
+        if limit < 1:
+            raise ConfigError("a task-file limit is a positive number", where=name, given=limit)
+    check_installed()
+    policy = Policy(root.resolve(), tuple(dirs), trusted, max_kb * 1024, max_nodes)
+    found = check_tree(policy)
+    outside = sorted({str(p.parent) for p in found.read if not p.is_relative_to(policy.include_path)})
+    if outside:
+        log.warning("task.include_allow: lm-eval task files read from outside %s: %s", root, ", ".join(outside))
+    if found.code and trusted:
+        log.warning("task.trust_include_code=true: Python code named by %d task file(s) read from %s may run in this "
+                    "process", len(found.code), root)
+    if found.code and not trusted:
+        shown = ", ".join(f"{_shown(p, policy)} ({', '.join(sorted(set(f))[:3])})" for p, f in list(found.code.items())[:5])
+        raise ConfigError("local lm-eval task files would run Python code (!function) in this process",
+                          where="task.include_path", given=f"{root}: {shown}" + (" ..." if len(found.code) > 5 else ""),
+                          allowed="task files without !function, or task.trust_include_code=true on this command line",
+                          fix="read those files and the code they name; set task.trust_include_code=true only if you "
+                              "trust it (the same stance as model.trust_remote_code)")
+    return policy
+
+
+def _shown(path: Path, policy: Policy) -> str:
+    return str(path.relative_to(policy.include_path)) if path.is_relative_to(policy.include_path) else str(path)
 
 
 def check_installed() -> None:
@@ -73,12 +88,58 @@ def check_installed() -> None:
                           fix='pip install "lm-eval==0.4.13" (or `pip install -e ".[harness]"` in this project)')
 
 
-def load_subtasks(name: str, include_path: Path | None) -> list[Subtask]:
+def load_subtasks(name: str, policy: Policy | None) -> list[Subtask]:
     """The leaf tasks of ``name`` (one for a task, its subtasks for a group), sorted by name.
 
     Local YAMLs are indexed alone first (indexing lm-eval's thousands of installed tasks takes seconds);
     a name they do not define is looked up among the installed tasks."""
     check_installed()
+    sandbox_templates()
+    with _reading(policy):
+        return _load_subtasks(name, None if policy is None else policy.include_path)
+
+
+def sandbox_templates() -> None:
+    """lm-eval's prompt templates rendered in Jinja's immutable sandbox: a template is a plain string in a task
+    file, and in lm-eval's own environment ``{{ cycler.__init__.__globals__.os.system(...) }}`` runs anything.
+    The sandbox refuses private attributes, unsafe calls and mutation (a ConfigError, wherever lm-eval renders);
+    prompts built from data render as before."""
+    import lm_eval.utils
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError  # lazy: comes with lm-eval, needed with it
+
+    def refused(what: str) -> ConfigError:
+        return ConfigError("an lm-eval prompt template reaches Python beyond the data (refused by Jinja's sandbox)",
+                           where="a template of the task (doc_to_text, doc_to_target, doc_to_choice, ...)",
+                           given=what[:200], fix="templates may read the document's fields and call Jinja's filters")
+
+    class Sandbox(ImmutableSandboxedEnvironment):
+        def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+            raise refused(f"{type(obj).__name__}.{attribute}")
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - jinja's
+            try:
+                return super().call(__context, __obj, *args, **kwargs)
+            except SecurityError as err:
+                raise refused(str(err)) from None
+
+    current = lm_eval.utils.env
+    if type(current).__name__ == "Sandbox":
+        return
+    sandbox = Sandbox(loader=current.loader, undefined=current.undefined, keep_trailing_newline=current.keep_trailing_newline)
+    sandbox.filters.update(current.filters)
+    lm_eval.utils.env = sandbox
+
+
+@contextlib.contextmanager
+def _reading(policy: Policy | None) -> Iterator[None]:
+    if policy is None:
+        yield
+        return
+    with guarded(policy):
+        yield
+
+
+def _load_subtasks(name: str, include_path: Path | None) -> list[Subtask]:
     from lm_eval.tasks import TaskManager
 
     manager = None

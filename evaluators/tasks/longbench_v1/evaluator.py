@@ -142,6 +142,11 @@ class LongBenchV1Evaluator(HarnessEvaluator):
         meta = scored.meta | {"weight": weight, "unweighted": scored.score}
         return replace(scored, score=scored.score * weight, meta=meta)
 
+    def score_bounds(self) -> tuple[float, float] | None:
+        """lm-eval's per-document LongBench score is within [0, 1] (F1, ROUGE, similarity, counts), times the scale
+        and the subtask's weight."""
+        return (0.0, self.scale * max(self._weights.values(), default=1.0))
+
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
         """The metric, the plain per-document mean, and lm-eval's aggregates per subtask and per group."""
         out = super().aggregate(scored)

@@ -196,6 +196,10 @@ class ScoreEvaluator(Evaluator):
                 "num_generations": float(sum(len(s.meta["variants"]) for s in scored))}
         return out
 
+    def score_bounds(self) -> tuple[float, float]:
+        """A question's accuracy over its variants, in percent."""
+        return (0.0, 100.0)
+
     def chance_level(self, samples: Sequence[Sample]) -> float:
         """A guessing model's accuracy on these questions: the mean of 100 / options (MMLU-Pro has up to 10,
         AGIEval 4 or 5 by subset), 0 for free-form MATH answers."""

@@ -12,7 +12,7 @@ import importlib
 
 from runner.stats.calibration.cells import Cell, Grid, Rate
 
-FAMILIES: tuple[str, ...] = ("binary", "sequential", "release", "corpus")  # module names under runner.stats.calibration, one per rule family
+FAMILIES: tuple[str, ...] = ("binary", "continuous", "clustered", "unpaired", "corpus", "sequential", "release")  # module names under runner.stats.calibration, one per rule family
 
 
 def cells(grid: Grid, families: tuple[str, ...] | None = None) -> list[Cell]:

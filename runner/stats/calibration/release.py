@@ -19,6 +19,7 @@ import math
 from functools import partial
 
 from runner.stats.calibration.cells import Cell, Grid, Rate
+from runner.stats.release import Claim, TaskEvidence, decide_release
 
 ALPHA = 0.05
 
@@ -30,7 +31,6 @@ def _cells(m: int) -> list[tuple[float, float]]:
 
 def _rate(tiers: tuple[str, ...], k: int, verdict: str, within: tuple[bool, ...], correction: str) -> float:
     """P(release ``verdict``) over independent uniform p-values, GO claims fixed at ``within``."""
-    from runner.stats.release import Claim, TaskEvidence, decide_release
 
     total = 0.0
     for box in itertools.product(_cells(len(tiers)), repeat=len(tiers)):

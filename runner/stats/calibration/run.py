@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from runner.stats.calibration.cells import Cell, Rate
+from concurrent.futures import ProcessPoolExecutor
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,6 @@ def measure(cells: Sequence[Cell], trials: int, seed: int = 0, jobs: int = 1) ->
     work = [(c, trials, seed + 7919 * i) for i, c in enumerate(cells)]
     if jobs <= 1:
         return [_measure(w) for w in work]
-    from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(jobs) as pool:
         return list(pool.map(_measure, work, chunksize=1))

@@ -23,7 +23,12 @@ import math
 from functools import partial
 from types import SimpleNamespace
 
+from runner.stats.advice import more_samples
 from runner.stats.calibration.cells import Cell, Grid, Rate
+from runner.stats.extension import Extensions
+from runner.stats.paired import paired_continuous
+from runner.stats.sequential import SequentialConfig
+from runner.stats.sequential_monitor import Monitor
 
 ALPHA = 0.05
 SIGMA = 50.0
@@ -52,8 +57,6 @@ def extension_binary(planned: int, n1: int, d: float, drop: float, margin: float
     """Extend by n1 while undecided, up to ``planned`` times; the rate of ``claim`` (regression | go)."""
     import numpy as np
 
-    from runner.stats.extension import Extensions
-
     rng = np.random.default_rng(seed)
     qb, qc = _cells_probs(d, drop / 100.0)
     hits = 0
@@ -74,8 +77,6 @@ def extension_unpaired(planned: int, n1: int, drop: float, tolerance: float, cla
                        seed: int) -> Rate:
     import numpy as np
 
-    from runner.stats.extension import Extensions
-
     rng = np.random.default_rng(seed)
     hits = 0
     for _ in range(trials):
@@ -95,9 +96,6 @@ def sequential_binary(looks: int, n: int, d: float, drop: float, margin: float, 
     """Planned sequential looks (``stats.sequential``), 0/100 scores: the rate of a regression stop."""
     import numpy as np
 
-    from runner.stats.sequential import SequentialConfig
-    from runner.stats.sequential_monitor import Monitor
-
     rng = np.random.default_rng(seed)
     qb, qc = _cells_probs(d, drop / 100.0)
     hits = 0
@@ -115,8 +113,6 @@ def sequential_binary(looks: int, n: int, d: float, drop: float, margin: float, 
 
 
 def fixed_advice_spread(n: int, sd: float, drop: float, margin: float, tolerance: float):  # noqa: ANN201
-    from runner.stats.advice import more_samples
-
     return more_samples(drop, sd, n, margin, tolerance, ALPHA)
 
 
@@ -124,8 +120,6 @@ def advice_fixed_paired(n: int, sd: float, drop: float, margin: float, tolerance
                         seed: int) -> Rate:
     """A paired t job at n whose observed drop and sd are the truth: its advice's N, then a rerun at N."""
     import numpy as np
-
-    from runner.stats.paired import paired_continuous
 
     advice = fixed_advice_spread(n, sd, drop, margin, tolerance)
     rng = np.random.default_rng(seed)
@@ -142,8 +136,6 @@ def advice_fixed_paired(n: int, sd: float, drop: float, margin: float, tolerance
 
 def extension_advice(planned: int, n1: int, drop: float, tolerance: float):  # noqa: ANN201
     """The advice of an unpaired extendable run whose first look observed ``drop`` (undecided)."""
-    from runner.stats.advice import more_samples
-    from runner.stats.extension import Extensions
 
     ext = Extensions(planned, [n1], ALPHA, "obf", tolerance, True)
     ext.observe(_unpaired(-drop), n1)
@@ -155,8 +147,6 @@ def advice_extension_unpaired(planned: int, n1: int, drop: float, tolerance: flo
     """Following an extendable run's advice when its observed drop is the truth: does the look it names reach
     the claim it names (the looks before it evaluated as planned)?"""
     import numpy as np
-
-    from runner.stats.extension import Extensions
 
     advice = extension_advice(planned, n1, drop, tolerance)
     looks = advice.n_total // n1
