@@ -1,28 +1,35 @@
 """Calibration of every rule the product can choose: each claim's error rate, each interval's coverage and
 the advice's hit rate, on a grid of the settings where the rules' assumptions are weakest.
 
-Each rule family declares its cells in a module of this package (``cells(grid) -> list[Cell]``);
-:func:`cells` gathers them, :mod:`runner.stats.calibration.run` measures them. ``benchmarks/calibration.py``
-prints the whole grid; ``tests/stats/test_calibration.py`` runs the reduced one.
+Each rule family is a package of :mod:`runner.stats` whose ``calibration`` module declares its rules (what
+decides, the claims, the bounds) and the cells that cover them (:class:`Family`); :func:`families` gathers them,
+:mod:`runner.stats.calibration.run` measures them. ``benchmarks/calibration.py`` prints the whole grid;
+``tests/stats/test_calibration.py`` runs the reduced one and checks that every declared claim has a cell.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from runner.stats.calibration.cells import Cell, Grid, Rate
+from runner.stats.calibration.cells import Cell, Family, Grid, Rate, Rule
 
-FAMILIES: tuple[str, ...] = ("binary", "continuous", "clustered", "unpaired", "corpus", "sequential", "release")  # module names under runner.stats.calibration, one per rule family
+FAMILIES: tuple[str, ...] = ("binary", "continuous", "clustered", "unpaired", "corpus", "sequential", "release")
+"""The rule families: the packages ``runner.stats.<name>``, each with a ``calibration`` module holding ``FAMILY``."""
+
+
+def family(name: str) -> Family:
+    """The declared rules and cells of one family."""
+    if name not in FAMILIES:
+        raise ValueError(f"unknown rule family {name!r}; known: {', '.join(FAMILIES)}")
+    return importlib.import_module(f"runner.stats.{name}.calibration").FAMILY
 
 
 def cells(grid: Grid, families: tuple[str, ...] | None = None) -> list[Cell]:
     """Every cell of the chosen families (all by default), in family order."""
     out: list[Cell] = []
     for name in families or FAMILIES:
-        if name not in FAMILIES:
-            raise ValueError(f"unknown rule family {name!r}; known: {', '.join(FAMILIES)}")
-        out += importlib.import_module(f"runner.stats.calibration.{name}").cells(grid)
+        out += family(name).cells(grid)
     return out
 
 
-__all__ = ["Cell", "Grid", "Rate", "FAMILIES", "cells"]
+__all__ = ["Cell", "Family", "Grid", "Rate", "Rule", "FAMILIES", "cells", "family"]

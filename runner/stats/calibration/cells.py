@@ -86,3 +86,24 @@ class Grid:
 
     def pick(self, full: list, reduced: list) -> list:  # noqa: D102 - the values for this grid
         return full if self.full else reduced
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule the product can choose: when it decides, the claims it prints, and the bounds that invert them.
+    ``name`` and ``claims`` are the words its calibration cells carry, so a rule without a cell for each of its
+    claims is visible (tests/stats/test_calibration.py)."""
+
+    name: str
+    decides: str
+    claims: tuple[str, ...]
+    bounds: str
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of rules (a package of runner.stats) and the cells that calibrate them on a grid."""
+
+    name: str
+    rules: tuple[Rule, ...]
+    cells: Callable[[Grid], list[Cell]]
