@@ -331,7 +331,8 @@ class Decision:
         parts.append("\n".join(lines))
         return "\n".join(parts)
 
-_CLUSTER_KEYS = ("cluster_key", "clusters", "clustered_n", "design_effect", "design_effect_estimated")
+_CLUSTER_KEYS = ("cluster_key", "clusters", "clustered_n", "design_effect", "design_effect_estimated",
+                 "cluster_df")
 
 
 def _deterministic_rule(reference: ReferenceEntry, params: HypothesisParams) -> str | None:
