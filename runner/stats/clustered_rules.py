@@ -3,10 +3,10 @@
 * **unpaired** (TensorRT-LLM's z-test, sigma from the task): the design effect of the run's own scores
   (CR2, floored at 1, :mod:`runner.stats.clustering`) and the few-cluster factor ``t(df) / z`` inflate
   sigma, ``sigma_eff = sigma sqrt(deff) t / z``, so the threshold, theta, interval and p-value all
-  follow (the z-test on ``sigma_eff`` rejects exactly when a t-test with ``df`` would; ``df`` Imbens and
-  Kolesar's, at most ``C - 1``), and the advice's sample counts grow with it.
+  follow (the z-test on ``sigma_eff`` rejects exactly when a t-test with ``df`` would; ``df`` from
+  :func:`runner.stats.clustering.degrees_of_freedom`, at most ``C - 1``), and the advice's sample counts grow with it.
 * **paired**: each claim holds only when both the clustered t-test of the mean difference
-  (:mod:`runner.stats.paired_clustered`: CR2, Imbens-Kolesar df) and the independent test on the same
+  (:mod:`runner.stats.paired_clustered`: CR2, small-sample df) and the independent test on the same
   pairs (McNemar's exact and Tango's tests for 0/100 scores, the paired continuous test otherwise)
   show it, so clustering never makes a verdict more decisive than the unclustered exact test. Where
   nothing is clustered (one sample per cluster, one cluster, differences that do not vary) the
@@ -30,7 +30,7 @@ def unpaired_params(scored: Sequence[Any], labels: dict[str, str], key: str, par
                     notes: list[str]) -> tuple[HypothesisParams, clustering.DesignEffect]:
     """The unpaired test's parameters with ``sigma sqrt(deff) t / z``, and the design effect of the run's scores.
 
-    ``t / z`` (the ``1 - alpha`` quantiles of Student's t with the design effect's Imbens-Kolesar degrees of
+    ``t / z`` (the ``1 - alpha`` quantiles of Student's t with the design effect's small-sample degrees of
     freedom and of the normal) makes the z-test's threshold, p < alpha and interval those of that t-test: the
     design effect is estimated from ``C`` cluster sums (with three clusters and ICC 0.1-0.3 the z quantile gives
     false claims at 0.11-0.17)."""
@@ -51,7 +51,7 @@ def unpaired_params(scored: Sequence[Any], labels: dict[str, str], key: str, par
 def paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float, key: str,
            labels: list[str], notes: list[str], independent: tuple[PairedResult, Claims]
            ) -> tuple[PairedResult, Claims]:
-    """Both claims on clustered pairs: each holds only when the clustered t-test (CR2, Imbens-Kolesar df) and the
+    """Both claims on clustered pairs: each holds only when the clustered t-test (CR2, small-sample df) and the
     independent test (``independent``: its result and claims on the same pairs) both show it.
 
     The design effect is attached to the result in every case; the independent tests alone decide where
@@ -75,7 +75,7 @@ def paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tole
     result = clustered_paired(*args, binary=binary, tolerance=margin, gate="regression")
     within = clustered_paired(*args, binary=binary, tolerance=tolerance, gate="noninferiority")
     clustered = claim_rules.continuous(result, within)
-    claims = both(clustered, ind_claims, f"{result.design_effect.df:.2f} df, Imbens-Kolesar")
+    claims = both(clustered, ind_claims, f"{result.design_effect.df:.2f} df")
     decided = replace(result, p_value=max(result.p_value, ind_result.p_value),
                       passed=result.passed or ind_result.passed, ci=claims.ci,
                       method=f"{result.method} and {ind_result.method}",

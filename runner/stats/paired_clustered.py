@@ -5,7 +5,7 @@ When questions come in clusters (MMLU subjects, GPQA domains) the per-sample dif
 understate the error of their mean. The mean difference is then tested with
 ``se = sqrt(max(V_cl, V_iid))`` (:mod:`runner.stats.clustering`: the bias-reduced CR2 sandwich of
 Bell and McCaffrey, floored at the independent variance), ``T = (sign * mean + tolerance) / se``
-against Student's t with Imbens and Kolesar's degrees of freedom (:func:`runner.stats.clustering.degrees_of_freedom`,
+against Student's t with small-sample degrees of freedom (:func:`runner.stats.clustering.degrees_of_freedom`,
 at most ``C - 1``), for continuous and 0/100 scores alike: the variance is estimated from ``C`` cluster
 sums, so with three GPQA domains it has about one degree of freedom, not hundreds (a normal reference,
 the clustered Wald test, gives false GO rates of 0.65 at three clusters and ICC 0.3).
@@ -42,7 +42,7 @@ def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequenc
 
     ``ref``, ``new``: per-sample scores in the same order as ``labels`` (their clusters); ``binary``:
     0/100 (or 0/1) scores (their discordant counts are reported too). Both kinds are tested against
-    Student's t with the design effect's degrees of freedom (Imbens-Kolesar). Differences and means are on the metric's scale (0/1 scores are
+    Student's t with the design effect's degrees of freedom (:func:`runner.stats.clustering.degrees_of_freedom`). Differences and means are on the metric's scale (0/1 scores are
     read as fractions and reported on the 0-100 scale, as McNemar's test does). Regression gate, H0:
     ``sign * mean + tolerance >= 0``, rejected when ``p < alpha``; non-inferiority gate: the reverse.
     ``theta_paired = (|z(alpha)| + |z(beta)|) se``."""
@@ -78,7 +78,7 @@ def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequenc
         b = sum(1 for a, x in zip(r, w) if unit * a == good and unit * x != good)
         c = sum(1 for a, x in zip(r, w) if unit * a != good and unit * x == good)
         fields = dict(discordant=(b, c), discordance_rate=(b + c) / n)
-    method, ci_method = "clustered paired t", f"clustered paired t, CR2, {df:.2f} df (Imbens-Kolesar)"
+    method, ci_method = "clustered paired t", f"clustered paired t, CR2, {df:.2f} df"
     return PairedResult.gated(
         p, alpha, beta, higher_is_better, gate, tolerance,
         method=method, n=n, mean_diff=mean_d, theta_paired=k * se,
