@@ -27,7 +27,7 @@ Tests on ``V_cl`` use Student's t with the smaller of two Satterthwaite degrees 
   term of ``V_cl`` (:func:`plug_in_df`): Satterthwaite's df for independent cluster terms of unequal
   variances, each estimated by the term itself. When the changes bunch in a few clusters (0/100
   scores, 2-5% discordance, ICC 0.3) ``V_cl`` rests on those few terms whatever ``C`` is, and only this
-  df sees it: with 57 unequal clusters the clustered test's false GO rate was 0.10-0.15 with either
+  df sees it: with 57 unequal clusters the clustered test's false GO rate was 0.08-0.15 with either
   ``C - 1`` or Imbens-Kolesar df, 0.04-0.055 with this one. With homogeneous clusters it is about
   ``C / 3`` (its squares overstate ``sum sigma_c^4``), a conservative df: the price of the rule.
 
