@@ -1,9 +1,10 @@
 """Coverage of the runner's intervals on clustered questions: independent versus cluster-robust errors.
 
 Synthetic 0/100 scores with a known intra-cluster correlation (ICC): ``C`` clusters (subjects) of ``m``
-questions (``--unequal``: MMLU-like sizes falling evenly from 17 to 2, 500 questions in 57 clusters); a cluster's chance of a right answer is drawn from a Beta distribution with mean ``mu`` and
-ICC ``rho`` (beta-binomial clusters: ``a = mu (1 - rho) / rho``, ``b = (1 - mu) (1 - rho) / rho``), so
-the design effect of a run's mean is about ``1 + (m - 1) rho``. Two intervals the runner prints, both
+questions (``--unequal``: MMLU-like sizes falling evenly from 17 to 2, 500 questions in 57 clusters);
+a cluster's chance of a right answer is drawn from a Beta distribution with mean ``mu`` and ICC ``rho``
+(beta-binomial clusters: ``a = mu (1 - rho) / rho``, ``b = (1 - mu) (1 - rho) / rho``), so the design
+effect of a run's mean is about ``1 + (m - 1) rho``. Two intervals the runner prints, both
 two-sided at ``1 - 2 alpha`` (90% at alpha 0.05), each checked against the true difference:
 
 * **unpaired** (TensorRT-LLM's test): a reference run and a new run of the same model on independent
@@ -117,7 +118,8 @@ def main() -> int:
     mc = 1.96 * math.sqrt(0.9 * 0.1 / args.reps)
     shape = "57 unequal clusters of 2-17" if args.unequal else f"{args.clusters} clusters x {args.size}"
     print(f"coverage of the two-sided {1 - 2 * args.alpha:.0%} intervals: {shape} "
-          f"questions, mu {args.mu:g}, flip {args.flip:g}, {args.reps} replicates (+-{mc:.3f} at 95%), seed {args.seed}")
+          f"questions, mu {args.mu:g}, flip {args.flip:g}, {args.reps} replicates (+-{mc:.3f} at 95%), "
+          f"seed {args.seed}")
     print(f"{'ICC':>5} {'deff':>6} {'unpaired iid':>13} {'clustered':>10} {'paired iid':>11} {'CR2 t':>7} "
           f"{'clustered':>10}")
     for r in rows:

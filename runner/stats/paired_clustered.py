@@ -42,8 +42,8 @@ def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequenc
 
     ``ref``, ``new``: per-sample scores in the same order as ``labels`` (their clusters); ``binary``:
     0/100 (or 0/1) scores (their discordant counts are reported too). Both kinds are tested against
-    Student's t with the design effect's degrees of freedom (:func:`runner.stats.clustering.degrees_of_freedom`). Differences and means are on the metric's scale (0/1 scores are
-    read as fractions and reported on the 0-100 scale, as McNemar's test does). Regression gate, H0:
+    Student's t with the design effect's degrees of freedom (:func:`runner.stats.clustering.degrees_of_freedom`).
+    Differences and means are on the metric's scale (0/1 scores are read as fractions and reported on the 0-100 scale, as McNemar's test does). Regression gate, H0:
     ``sign * mean + tolerance >= 0``, rejected when ``p < alpha``; non-inferiority gate: the reverse.
     ``theta_paired = (|z(alpha)| + |z(beta)|) se``."""
     k = _k(alpha, beta)
