@@ -1,12 +1,12 @@
 """How a job's decision uses clustered samples (``stats.cluster=auto`` and a task ``cluster_key``).
 
 * **unpaired** (TensorRT-LLM's z-test, sigma from the task): the design effect of the run's own scores
-  (CR2, floored at 1, :mod:`runner.stats.clustering`) and the few-cluster factor ``t(C-1) / z`` inflate
+  (CR2, floored at 1, :mod:`runner.stats.clustering`) and the few-cluster factor ``t(df) / z`` inflate
   sigma, ``sigma_eff = sigma sqrt(deff) t / z``, so the threshold, theta, interval and p-value all
-  follow (the z-test on ``sigma_eff`` rejects exactly when a t-test with ``C - 1`` df would), and the
-  advice's sample counts grow with it.
+  follow (the z-test on ``sigma_eff`` rejects exactly when a t-test with ``df`` would; ``df`` from
+  :func:`runner.stats.clustering.degrees_of_freedom`, at most ``C - 1``), and the advice's sample counts grow with it.
 * **paired**: each claim holds only when both the clustered t-test of the mean difference
-  (:mod:`runner.stats.paired_clustered`: CR2, ``C - 1`` df) and the independent test on the same
+  (:mod:`runner.stats.paired_clustered`: CR2, small-sample df) and the independent test on the same
   pairs (McNemar's exact and Tango's tests for 0/100 scores, the paired continuous test otherwise)
   show it, so clustering never makes a verdict more decisive than the unclustered exact test. Where
   nothing is clustered (one sample per cluster, one cluster, differences that do not vary) the
@@ -30,15 +30,16 @@ def unpaired_params(scored: Sequence[Any], labels: dict[str, str], key: str, par
                     notes: list[str]) -> tuple[HypothesisParams, clustering.DesignEffect]:
     """The unpaired test's parameters with ``sigma sqrt(deff) t / z``, and the design effect of the run's scores.
 
-    ``t / z`` (``t(C - 1)``'s and the normal's ``1 - alpha`` quantiles) makes the z-test's threshold, p < alpha
-    and interval those of a t-test with ``C - 1`` degrees of freedom: the design effect is estimated from ``C``
-    cluster sums (with three clusters and ICC 0.1-0.3 the z quantile gives false claims at 0.11-0.17)."""
+    ``t / z`` (the ``1 - alpha`` quantiles of Student's t with the design effect's small-sample degrees of
+    freedom and of the normal) makes the z-test's threshold, p < alpha and interval those of that t-test: the
+    design effect is estimated from ``C`` cluster sums (with three clusters and ICC 0.1-0.3 the z quantile gives
+    false claims at 0.11-0.17)."""
     deff = clustering.design_effect([s.score for s in scored], [labels[s.sample_id] for s in scored], key)
-    if deff.trivial or deff.clusters < 2:
+    if deff.trivial or deff.df is None:
         return params, deff
-    few = clustering.critical(params.alpha, deff.clusters) / clustering.critical(params.alpha, None)
+    few = clustering.critical(params.alpha, deff.df) / clustering.critical(params.alpha, None)
     sigma = params.sigma * math.sqrt(deff.applied) * few
-    notes.append(f"unpaired test: sigma {params.sigma:g} x sqrt(design effect {deff.applied:.3f}) x t({deff.clusters - 1})"
+    notes.append(f"unpaired test: sigma {params.sigma:g} x sqrt(design effect {deff.applied:.3f}) x t({deff.df:.2f})"
                  f"/z quantiles {few:.3f} = {sigma:.3f} ({deff.clusters} clusters by {key})")
     params = replace(params, sigma=sigma)
     if stats.sequential.enabled or stats.extensions:
@@ -50,7 +51,7 @@ def unpaired_params(scored: Sequence[Any], labels: dict[str, str], key: str, par
 def paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float, key: str,
            labels: list[str], notes: list[str], independent: tuple[PairedResult, Claims]
            ) -> tuple[PairedResult, Claims]:
-    """Both claims on clustered pairs: each holds only when the clustered t-test (CR2, ``C - 1`` df) and the
+    """Both claims on clustered pairs: each holds only when the clustered t-test (CR2, small-sample df) and the
     independent test (``independent``: its result and claims on the same pairs) both show it.
 
     The design effect is attached to the result in every case; the independent tests alone decide where
@@ -74,7 +75,7 @@ def paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tole
     result = clustered_paired(*args, binary=binary, tolerance=margin, gate="regression")
     within = clustered_paired(*args, binary=binary, tolerance=tolerance, gate="noninferiority")
     clustered = claim_rules.continuous(result, within)
-    claims = both(clustered, ind_claims, f"{deff.clusters - 1} df")
+    claims = both(clustered, ind_claims, f"{result.design_effect.df:.2f} df")
     decided = replace(result, p_value=max(result.p_value, ind_result.p_value),
                       passed=result.passed or ind_result.passed, ci=claims.ci,
                       method=f"{result.method} and {ind_result.method}",

@@ -5,15 +5,15 @@ When questions come in clusters (MMLU subjects, GPQA domains) the per-sample dif
 understate the error of their mean. The mean difference is then tested with
 ``se = sqrt(max(V_cl, V_iid))`` (:mod:`runner.stats.clustering`: the bias-reduced CR2 sandwich of
 Bell and McCaffrey, floored at the independent variance), ``T = (sign * mean + tolerance) / se``
-against Student's t with ``C - 1`` degrees of freedom, for continuous and 0/100 scores alike: the
-variance is estimated from ``C`` cluster sums, so with three GPQA domains it has two degrees of
-freedom, not hundreds (a normal reference, the clustered Wald test, gives false GO rates of 0.65 at
-three clusters and ICC 0.3).
+against Student's t with small-sample degrees of freedom (:func:`runner.stats.clustering.degrees_of_freedom`,
+at most ``C - 1``), for continuous and 0/100 scores alike: the variance is estimated from ``C`` cluster
+sums, so with three GPQA domains it has about one degree of freedom, not hundreds (a normal reference,
+the clustered Wald test, gives false GO rates of 0.65 at three clusters and ICC 0.3).
 
 This test is one half of the clustered rule (:mod:`runner.stats.clustered_rules`): a claim also
 needs the independent exact test on the same data, so clustering never makes a verdict more decisive.
 
-The interval is ``mean +- q se`` with ``q = t(C - 1)``'s ``1 - alpha`` quantile, so its bad-side bound
+The interval is ``mean +- q se`` with ``q`` that t's ``1 - alpha`` quantile, so its bad-side bound
 crosses ``-tolerance`` exactly when the regression test rejects and its good side exactly when the
 non-inferiority test does.
 """
@@ -28,7 +28,7 @@ from runner.stats.paired_result import PairedResult
 from runner.stats.planning import _k
 
 
-def _p(df: int, stat: float, regression: bool) -> float:
+def _p(df: float, stat: float, regression: bool) -> float:
     """The gate's one-sided p-value of ``stat`` under Student's t with ``df`` degrees of freedom."""
     from scipy import stats
 
@@ -42,8 +42,8 @@ def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequenc
 
     ``ref``, ``new``: per-sample scores in the same order as ``labels`` (their clusters); ``binary``:
     0/100 (or 0/1) scores (their discordant counts are reported too). Both kinds are tested against
-    Student's t with ``C - 1`` degrees of freedom. Differences and means are on the metric's scale (0/1 scores are
-    read as fractions and reported on the 0-100 scale, as McNemar's test does). Regression gate, H0:
+    Student's t with the design effect's degrees of freedom (:func:`runner.stats.clustering.degrees_of_freedom`).
+    Differences and means are on the metric's scale (0/1 scores are read as fractions and reported on the 0-100 scale, as McNemar's test does). Regression gate, H0:
     ``sign * mean + tolerance >= 0``, rejected when ``p < alpha``; non-inferiority gate: the reverse.
     ``theta_paired = (|z(alpha)| + |z(beta)|) se``."""
     k = _k(alpha, beta)
@@ -63,8 +63,10 @@ def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequenc
     sign = 1.0 if higher_is_better else -1.0
     shifted = sign * mean_d + tolerance
     regression = gate == "regression"
-    df = deff.clusters - 1
-    q = critical(alpha, deff.clusters)
+    df = deff.df
+    if df is None:
+        raise ValueError("a clustered paired test needs clusters of more than one sample")
+    q = critical(alpha, df)
     if se == 0.0:
         p = (0.0 if shifted < 0 else 1.0) if regression else (0.0 if shifted > 0 else 1.0)
     else:
@@ -76,7 +78,7 @@ def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequenc
         b = sum(1 for a, x in zip(r, w) if unit * a == good and unit * x != good)
         c = sum(1 for a, x in zip(r, w) if unit * a != good and unit * x == good)
         fields = dict(discordant=(b, c), discordance_rate=(b + c) / n)
-    method, ci_method = "clustered paired t", f"clustered paired t, CR2, {df} df"
+    method, ci_method = "clustered paired t", f"clustered paired t, CR2, {df:.2f} df"
     return PairedResult.gated(
         p, alpha, beta, higher_is_better, gate, tolerance,
         method=method, n=n, mean_diff=mean_d, theta_paired=k * se,

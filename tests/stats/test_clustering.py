@@ -6,7 +6,8 @@ Expected figures come from the formulas written out here with numpy and scipy, n
 under test: for equal clusters ``V_cl = C/(C-1) sum_c (sum_{i in c} (x_i - xbar))^2 / n^2`` (Miller 2024
 appendix A with Inspect AI's C/(C-1) factor); for unequal ones Bell and McCaffrey's CR2 sandwich built
 from matrices (``(I - H_cc)^{-1/2}`` by scipy.linalg); ``V_iid = s^2 / n``, ``deff = V_cl / V_iid``
-floored at 1. Tests on ``V_cl`` use Student's t with ``C - 1`` df.
+floored at 1. Tests on ``V_cl`` use Student's t with Imbens and Kolesar's (2016) degrees of freedom, built
+here from the n x n matrices of their definition (``C - 1`` for equal clusters).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from runner.references import samples as reference_samples
 from runner.references.samples import RunProvenance, pairing_problem
 from runner.references.store import Reference
 from runner.stats import advising
-from runner.stats.clustering import clustered_variance_of_mean, design_effect, iid_variance_of_mean
+from runner.stats.clustering import (clustered_variance_of_mean, design_effect, iid_variance_of_mean,
+                                     imbens_kolesar_df, intra_cluster_correlation, plug_in_df)
 from runner.stats.decision import decide_against
 from runner.stats.planning import paired_min_samples, paired_theta
 from runner.stats.settings import StatsConfig, validate
@@ -49,11 +51,17 @@ def by_hand(x, labels) -> tuple[float, float]:
     return total * c / (c - 1) / n ** 2, x.var(ddof=1) / n
 
 
+def inv_sqrt(a):
+    """``a^{-1/2}`` of a symmetric positive definite matrix, by its eigendecomposition (scipy.linalg.eigh)."""
+    from scipy.linalg import eigh
+
+    w, v = eigh(a)
+    return v @ np.diag(w ** -0.5) @ v.T
+
+
 def cr2_by_matrices(x, labels) -> float:
     """Bell and McCaffrey's CR2 variance of the OLS intercept (the mean), with the adjustment matrices built
     and inverted by scipy rather than reduced by hand."""
-    from scipy.linalg import fractional_matrix_power
-
     x = np.asarray(x, dtype=float)
     labels = np.asarray(labels)
     n = x.size
@@ -63,9 +71,99 @@ def cr2_by_matrices(x, labels) -> float:
         idx = labels == g
         m = int(idx.sum())
         h = np.full((m, m), 1.0 / n)  # X (X'X)^-1 X' restricted to the cluster, X = a column of ones
-        a = np.real(fractional_matrix_power(np.eye(m) - h, -0.5))
+        a = inv_sqrt(np.eye(m) - h)
         total += (np.ones(m) @ a @ e[idx]) ** 2
     return total / n ** 2
+
+
+def ik_df_by_matrices(sizes, rho: float) -> float:
+    """Imbens and Kolesar's (2016) degrees of freedom for the OLS intercept with CR2, from their definition:
+    ``G_c = M (A_c X_c (X'X)^-1 placed in cluster c)``, ``B = G' Omega G`` with the random-effects working
+    variance ``Omega = (1 - rho) I + rho (same cluster)``, df ``tr(B)^2 / tr(B^2)``."""
+    g = np.repeat(np.arange(len(sizes)), sizes)
+    n = g.size
+    x = np.ones((n, 1))
+    hat = x @ np.linalg.inv(x.T @ x) @ x.T
+    resid = np.eye(n) - hat
+    cols = []
+    for c in range(len(sizes)):
+        idx = g == c
+        a = inv_sqrt(np.eye(idx.sum()) - hat[np.ix_(idx, idx)])
+        u = np.zeros(n)
+        u[idx] = (a @ x[idx] @ np.linalg.inv(x.T @ x))[:, 0]
+        cols.append(resid @ u)
+    big = np.array(cols).T
+    omega = (1 - rho) * np.eye(n) + rho * (g[:, None] == g[None, :])
+    b = big.T @ omega @ big
+    return float(np.trace(b) ** 2 / np.sum(b * b))
+
+
+def anova_icc(x, g) -> float:
+    """The one-way ANOVA estimate of the intra-cluster correlation, with numpy, clipped to [0, 1]."""
+    x, g = np.asarray(x, float), np.asarray(g)
+    groups = [x[g == c] for c in np.unique(g)]
+    n, k = x.size, len(groups)
+    msb = sum(len(v) * (v.mean() - x.mean()) ** 2 for v in groups) / (k - 1)
+    msw = sum(((v - v.mean()) ** 2).sum() for v in groups) / (n - k)
+    n0 = (n - sum(len(v) ** 2 for v in groups) / n) / (k - 1)
+    s2u = max(0.0, (msb - msw) / n0)
+    return s2u / (s2u + msw)
+
+
+@pytest.mark.parametrize("sizes", [(18, 16, 14, 13, 11, 10, 9, 8, 7, 6, 4, 4), (40, 25, 9, 3, 1), (86, 93, 19)])
+@pytest.mark.parametrize("rho", [0.0, 0.1, 0.3, 1.0])
+def test_imbens_kolesar_df_by_matrices(sizes, rho):
+    assert imbens_kolesar_df(sizes, rho) == pytest.approx(ik_df_by_matrices(sizes, rho), rel=1e-9)
+
+
+def test_bell_mccaffrey_df_closed_form_and_equal_clusters():
+    # rho = 0: 1 / (sum h^2 (1 - 2h) / (1 - h)^2 + (sum h^2 / (1 - h))^2), written out for sizes (3, 1): h = 3/4, 1/4
+    # -> sum h^2 (1 - 2h) / (1 - h)^2 = (9/16)(-1/2)(16) + (1/16)(1/2)(16/9) = -4.5 + 1/18;
+    # sum h^2 / (1 - h) = (9/16)(4) + (1/16)(4/3) = 9/4 + 1/12 = 7/3 -> df = 1 / (-4.5 + 1/18 + 49/9) = 1
+    assert imbens_kolesar_df((3, 1)) == pytest.approx(1.0, rel=1e-12)
+    for c, m in ((2, 5), (12, 10), (57, 3)):
+        for rho in (0.0, 0.3):
+            assert imbens_kolesar_df((m,) * c, rho) == pytest.approx(c - 1, rel=1e-12)
+    assert imbens_kolesar_df((18, 16, 14, 13, 11, 10, 9, 8, 7, 6, 4, 4)) < 11 - 1.5  # unequal clusters: fewer df
+
+
+def plug_in_by_numpy(x, g) -> float:
+    """``(sum u)^2 / sum u^2`` of the CR2 terms ``u_c = S_c^2 / (1 - n_c / n)``, with numpy."""
+    x, g = np.asarray(x, float), np.asarray(g)
+    u = np.array([(x[g == c] - x.mean()).sum() ** 2 / (1 - (g == c).sum() / x.size) for c in np.unique(g)])
+    return float(u.sum() ** 2 / (u ** 2).sum())
+
+
+def small_sample_df(x, g) -> float:
+    """The clustered test's df: the smaller of Imbens-Kolesar's (matrices, ANOVA ICC) and the plug-in one."""
+    sizes = np.unique(np.asarray(g), return_counts=True)[1]
+    return min(ik_df_by_matrices(sizes, anova_icc(x, g)), plug_in_by_numpy(x, g))
+
+
+def test_plug_in_df_sees_changes_bunched_in_few_clusters():
+    # 0/100 differences: 20 clusters of 10, every loss in two clusters. Imbens-Kolesar's df is 19 (equal clusters),
+    # but V_cl rests on the two clusters' terms: the plug-in df is about 2
+    x = np.zeros(200)
+    x[[3, 5, 7, 14, 16]] = -100.0
+    g = np.repeat(np.arange(20), 10)
+    groups = [x[g == c].tolist() for c in range(20)]
+    assert plug_in_df(groups) == pytest.approx(plug_in_by_numpy(x, g), rel=1e-12)
+    assert plug_in_df(groups) < 3
+    assert imbens_kolesar_df([10] * 20, intra_cluster_correlation(groups)) == pytest.approx(19)
+    d = design_effect(x.tolist(), g.tolist(), "k")
+    assert d.df == pytest.approx(plug_in_by_numpy(x, g), rel=1e-12)
+    assert plug_in_df([[1.0, 1.0], [1.0]]) is None  # no cluster term: the plug-in df does not exist
+
+
+def test_icc_estimate_by_numpy():
+    rng = np.random.default_rng(8)
+    sizes = [12, 7, 3, 9, 2, 15]
+    g = np.repeat(np.arange(len(sizes)), sizes)
+    x = rng.normal(size=g.size) + 1.5 * rng.normal(size=len(sizes))[g]
+    groups = [x[g == c].tolist() for c in range(len(sizes))]
+    assert intra_cluster_correlation(groups) == pytest.approx(anova_icc(x, g), rel=1e-12)
+    assert intra_cluster_correlation([[1.0, -1.0], [1.0, -1.0]]) == 0.0  # no between-cluster variance
+    assert intra_cluster_correlation([[1.0, 1.0], [2.0, 2.0]]) == 1.0
 
 
 def test_cr2_variance_of_unequal_clusters_by_matrices():
@@ -177,7 +275,11 @@ def test_unpaired_sigma_is_inflated_by_the_design_effect(tmp_path):
     deff = max(1.0, v_cl / v_iid)
     assert deff > 1.2
     scale = math.sqrt(2 * 50.0 ** 2 * deff / len(ids))
-    t19 = sps.t.ppf(0.95, 19)  # 20 clusters: the threshold and interval of a t-test with 19 df
+    # 20 equal clusters: the threshold and interval of a t-test with the smaller of 19 (Imbens-Kolesar's df for equal
+    # clusters) and the plug-in df
+    df = small_sample_df([new[i] for i in ids], [clusters[i] for i in ids])
+    assert df < 19
+    t19 = sps.t.ppf(0.95, df)
     diff = float(np.mean(list(new.values()))) - 55.0
     assert d.rule == "unpaired" and d.clustering.applied == pytest.approx(deff, rel=1e-12)
     assert d.verdict.threshold == pytest.approx(55.0 - t19 * scale, rel=1e-12)
@@ -189,12 +291,13 @@ def test_unpaired_sigma_is_inflated_by_the_design_effect(tmp_path):
     assert "20 clusters by subject" in text and f"design effect {deff:.3f}" in text
 
 
-def check_both_tests(d, alone, diff, labels) -> None:
-    """A clustered paired decision ``d``: each claim needs the clustered t-test (CR2 by hand, t with C - 1 df)
-    and the independent test (``alone``: the same data without clusters); p-values are the larger, the
-    interval the hull of both intervals."""
-    v_cl, v_iid = by_hand(diff, labels)
-    se, df = math.sqrt(max(v_cl, v_iid)), len(set(labels)) - 1
+def check_both_tests(d, alone, diff, labels, df=None) -> None:
+    """A clustered paired decision ``d``: each claim needs the clustered t-test (CR2, t with ``df``, by default
+    :func:`small_sample_df`) and the independent test (``alone``: the same data without clusters); p-values
+    are the larger, the interval the hull of both intervals."""
+    v_cl = cr2_by_matrices(diff, labels)
+    v_iid = np.var(diff, ddof=1) / len(diff)
+    se, df = math.sqrt(max(v_cl, v_iid)), (small_sample_df(diff, labels) if df is None else df)
     half = sps.t.ppf(0.95, df) * se
     cl_ci = (diff.mean() - half, diff.mean() + half)
     assert d.p_value == pytest.approx(max(sps.t.cdf(diff.mean() / se, df), alone.p_value), rel=1e-9)
@@ -214,6 +317,34 @@ def test_clustered_paired_t_by_hand(tmp_path):
     v_cl, v_iid = by_hand(diff, [clusters[i] for i in ids])
     assert v_cl > v_iid and d.paired.method.startswith("clustered paired t and ")
     check_both_tests(d, alone, diff, [clusters[i] for i in ids])
+
+
+def test_unequal_clusters_use_imbens_kolesar_df(tmp_path):
+    # 12 unequal clusters with a random cluster effect: the clustered test's t has the smaller of Imbens and Kolesar's
+    # df at the ANOVA-estimated ICC and the plug-in df, not C - 1 = 11 (which ran at 0.057 > alpha there)
+    rng = np.random.default_rng(4)
+    sizes = (18, 16, 14, 13, 11, 10, 9, 8, 7, 6, 4, 4)
+    g = np.repeat(np.arange(len(sizes)), sizes)
+    ids = [f"s/{i:04d}" for i in range(g.size)]
+    ref = dict(zip(ids, rng.normal(60, 10, g.size).tolist()))
+    diff = -1.0 + 6 * rng.normal(size=len(sizes))[g] + 8 * rng.normal(size=g.size)
+    new = {k: ref[k] + float(x) for k, x in zip(ids, diff)}
+    clusters = {k: f"c{c}" for k, c in zip(ids, g)}
+    labels = [clusters[i] for i in ids]
+    diff = np.array([new[i] - ref[i] for i in ids])
+    df = small_sample_df(diff, labels)
+    assert 2 < df < 10
+    d = run(tmp_path, new, clusters, ref)
+    alone = run(tmp_path, new, clusters, ref, key=None)
+    assert d.paired.design_effect.df == pytest.approx(df, rel=1e-9)
+    check_both_tests(d, alone, diff, labels, df)
+    _, scores, unpaired_clusters, _ = data()
+    unequal = {k: f"c{min(j // 3, 30 + j % 5)}" for j, k in enumerate(sorted(scores))}  # 30 of 3, 5 larger
+    u = run(tmp_path, scores, unequal, value=55.0)
+    values = [scores[k] for k in sorted(scores)]
+    uf = small_sample_df(values, [unequal[k] for k in sorted(scores)])
+    assert u.clustering.df == pytest.approx(uf, rel=1e-9)
+    assert any(f"t({uf:.2f})" in note for note in u.notes)
 
 
 def test_clustered_binary_scores_need_both_tests(tmp_path):

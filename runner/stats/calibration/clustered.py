@@ -163,10 +163,11 @@ def cells(grid: Grid) -> list[Cell]:
     for shape in shapes:
         for icc in iccs:
             where = f"{shape} clusters, ICC {icc:g}"
-            for kind, spread, tol in grid.pick([("0/100", 0.2, 5.0), ("0/100", 0.05, 2.75), ("continuous", 10.0, 2.0)],
+            for kind, spread, tol in grid.pick([("0/100", 0.2, 5.0), ("0/100", 0.05, 2.75), ("0/100", 0.02, 1.0),
+                                                ("continuous", 10.0, 2.0)],
                                                [("continuous", 10.0, 2.0)]):
                 what = f"discordance {spread:.0%}" if kind == "0/100" else f"sd {spread:g}"
-                rule = f"clustered paired {kind}: CR2 t(C-1) and the independent test"
+                rule = f"clustered paired {kind}: CR2 t(small-sample df) and the independent test"
                 common = dict(kind=kind, shape=shape, icc=icc, tolerance=tol, spread=spread)
                 out.append(Cell(rule, "NO-GO at drop = margin (0)", f"{where}, {what}", "error", ALPHA,
                                 partial(_paired_rate, drop=0.0, claim="NO-GO", **common)))
@@ -174,7 +175,7 @@ def cells(grid: Grid) -> list[Cell]:
                                 partial(_paired_rate, drop=tol, claim="GO", **common)))
             if not grid.full:
                 continue
-            rule = "clustered unpaired z-test: sigma sqrt(deff) t(C-1)/z"
+            rule = "clustered unpaired z-test: sigma sqrt(deff) t(small-sample df)/z"
             out.append(Cell(rule, "NO-GO at drop = margin (0)", f"{where}, p=0.6", "error", ALPHA,
                             partial(_unpaired_rate, shape=shape, icc=icc, drop=0.0, tolerance=5.0, claim="NO-GO")))
             out.append(Cell(rule, "GO at drop = tolerance", f"{where}, p=0.6, t=5", "error", ALPHA,

@@ -73,6 +73,8 @@ def cells(grid: Grid) -> list[Cell]:
     rule = "unpaired z-test: sigma sqrt(1/n + 1/n_ref)"
     for n, n_ref in grid.pick(SIZES, [(500, 57), (57, 500)]):
         where = f"n={n} n_ref={n_ref} p=0.5"
+        if min(n, n_ref) < 100:
+            where += " (upstream's normal approximation on a 57-score 0/100 lattice, kept)"
         out.append(Cell(rule, "NO-GO at drop = margin (0)", where, "error", ALPHA,
                         partial(_rate, n=n, n_ref=n_ref, p=0.5, drop=0.0, tolerance=0.0, claim="NO-GO")))
         for tol in grid.pick([1.0, 2.75, 5.0], [5.0]):
