@@ -1,7 +1,7 @@
 """``python -m runner.extend RUN_DIR [N]``: evaluate the next planned look of a finished job.
 
 The job must have planned its extensions at its first look (``stats.extensions=K``): only then is alpha
-left for a further look (runner/stats/extension.py). The command reruns the job with the same overrides
+left for a further look (runner/stats/sequential/extension.py). The command reruns the job with the same overrides
 and ``stats.extend`` one size longer, in ``RUN_DIR-extend<k>``; the earlier looks come back from the
 generation cache. Every extension adds as many samples as the first look: sizes are planned, since a
 size chosen from the observed difference raises the false-alarm rate above alpha
@@ -156,7 +156,7 @@ def record_command(keep: list[Any], granted: list[str], cfg: Any, n: int) -> str
 def check_reference(run_dir: Path, overrides: list[str], record: str) -> None:
     """Before anything loads: the rerun is judged against look 1's reference entry, on look 1's samples, and the
     entry's per-sample scores cover every sample of the extended draw when look 1 was paired."""
-    from runner.job.extension_check import coverage, entry_before_load, refusal
+    from runner.job.extension_check import coverage, entry_before_load, refusal  # lazy: --help stays fast
 
     report = _report(run_dir)
     config, evaluator, ref_dir, defaults = compose_task(overrides)
@@ -196,7 +196,7 @@ def same_entry(run_dir: Path, was: Any, entry: Any, ref_dir: Path, first: int, k
                         fix="restore the entry look 1 used (git checkout references/), then extend again")
     if recorded.get("samples_sha256") == was.get("samples_sha256"):
         return
-    from runner.references.samples import load_rows
+    from runner.references.samples import load_rows  # lazy: --help stays fast
 
     ids = _first_ids(run_dir, first)
     try:
@@ -230,12 +230,12 @@ def same_first_look(run_dir: Path, evaluator: Any, first: int, seed: int) -> Non
 def compose_task(overrides: list[str]) -> tuple[Any, Any, Path, Any]:
     """The rerun's typed config, its task's evaluator (no model, no backend), reference directory and test
     parameters: what the checks before the rerun need."""
-    from hydra import compose, initialize_config_module
-    from runner.config.store import register_schemas
-    from runner.contract.build import build
-    from runner.job.flow import typed
-    from runner.references.store import default_reference_dir
-    from runner.stats.unpaired import HypothesisParams
+    from hydra import compose, initialize_config_module  # lazy: --help stays fast
+    from runner.config.store import register_schemas  # lazy: --help stays fast
+    from runner.contract.build import build  # lazy: --help stays fast
+    from runner.job.flow import typed  # lazy: --help stays fast
+    from runner.references.store import default_reference_dir  # lazy: --help stays fast
+    from runner.stats.unpaired.ztest import HypothesisParams  # lazy: --help stays fast
 
     register_schemas()
     with initialize_config_module(config_module="conf", version_base="1.3"):
@@ -266,7 +266,7 @@ def _first_ids(run_dir: Path, first: int) -> list[str]:
 
 def _first_kind(run_dir: Path) -> str | None:
     """The test of look 1 (mcnemar, paired_mean or unpaired), from the run's report.json; None when unknown."""
-    from runner.stats.extension import ExtensionResult
+    from runner.stats.sequential.extension import ExtensionResult  # lazy: --help stays fast
 
     test = ((_report(run_dir).get("decision") or {}).get("sequential") or {}).get("test")
     kinds = {ExtensionResult(k, [], 0, None, None, "undecided", None, None, None).test: k

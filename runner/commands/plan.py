@@ -33,10 +33,10 @@ from typing import Any
 
 from runner.contract.errors import EXIT_ERROR, UserError, ConfigError
 from runner.contract.spec import AccuracySpec
-from runner.stats import sequential_plan as plan_sequential
-from runner.stats.clustering import effective_sigma
+from runner.stats.sequential import plan as plan_sequential
+from runner.stats.clustered.variance import effective_sigma
 from runner.stats.planning import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
-from runner.stats.unpaired import check_params, compute_threshold, min_samples_for_theta, plan_rows, HypothesisParams
+from runner.stats.unpaired.ztest import check_params, compute_threshold, min_samples_for_theta, plan_rows, HypothesisParams
 
 EXIT_USAGE = 2
 """Bad command line (argparse's own status)."""
@@ -120,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     seq = p.add_argument_group("group-sequential gate (stats.sequential)")
     seq.add_argument("--sequential", type=_positive_int, metavar="K",
-                     help="plan K looks: boundaries, maximum and expected n for both designs (runner/stats/sequential_plan.py)")
+                     help="plan K looks: boundaries, maximum and expected n for both designs (runner/stats/sequential/plan.py)")
     seq.add_argument("--spending", choices=("obf", "pocock"), default="obf", help="alpha spending (default obf)")
     seq.add_argument("--futility", choices=("obf", "pocock", "none"), default="obf", help="beta spending (default obf)")
     seq.add_argument("--binding", action="store_true", help="binding futility bounds (default non-binding)")

@@ -14,8 +14,8 @@ from runner.references.store import Reference
 from runner.stats.acceptance import AcceptanceGate
 from runner.stats import advising, claims as claim_rules
 from runner.stats.decision import Decision, decide_against
-from runner.stats.extension import ExtensionResult
-from runner.stats.unpaired import HypothesisParams
+from runner.stats.sequential.extension import ExtensionResult
+from runner.stats.unpaired.ztest import HypothesisParams
 
 
 def decide(job: Job, reference: Reference | None, samples: list[Sample], scored: list[ScoredSample],

@@ -35,7 +35,7 @@ from runner.job.samples import select_samples
 from runner.job.state import Job, Outcome
 from runner.reports.outputs import write_failure, write_samples
 from runner.reports.text import summary_line
-from runner.stats.extension import ExtensionResult
+from runner.stats.sequential.extension import ExtensionResult
 from runner.stats.settings import margin_points
 from runner.stats.verdicts import INCONCLUSIVE, check_binary_range, resolve_tolerance
 from runner.tracking.naming import run_identity

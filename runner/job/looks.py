@@ -17,10 +17,10 @@ from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Evaluator, Sample
 from runner.job.state import Job
 from runner.references.store import Reference
-from runner.stats.extension import Extensions
-from runner.stats.sequential import look_fractions
-from runner.stats.sequential_monitor import Monitor as SequentialMonitor, look_sizes
-from runner.stats.unpaired import HypothesisParams
+from runner.stats.sequential.extension import Extensions
+from runner.stats.sequential.design import look_fractions
+from runner.stats.sequential.monitor import Monitor as SequentialMonitor, look_sizes
+from runner.stats.unpaired.ztest import HypothesisParams
 
 
 Monitor = Union[SequentialMonitor, Extensions]

@@ -23,7 +23,7 @@ from runner.stats import advising, scale
 from runner.stats.decision import Decision, decide_against
 from runner.stats.entry import Entry
 from runner.stats.settings import StatsConfig, margin_points, validate
-from runner.stats.unpaired import HypothesisParams
+from runner.stats.unpaired.ztest import HypothesisParams
 from runner.stats.verdicts import INCONCLUSIVE, Tolerance, check_binary_range
 
 BERNOULLI_SIGMA = 50.0  # the largest spread of a 0/100 score, when the runs show none

@@ -8,7 +8,7 @@ from pathlib import Path
 from runner.contract.spec import AccuracySpec
 from runner.contract.task_config import ModelConfig, TaskConfig
 from runner.stats.decision import Decision
-from runner.stats.unpaired import HypothesisParams
+from runner.stats.unpaired.ztest import HypothesisParams
 
 
 def sample_count_notes(default: int, inherited: bool, planned: int, selected: int, checked: bool,

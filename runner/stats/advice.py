@@ -9,7 +9,7 @@ the observed drop is the true one, so
 
 samples reach it with probability ``1 - gamma`` (0.8). ``c`` is the critical value of the test that
 will decide at ``N``: ``z_{1-alpha}`` for a fixed-look job (a rerun at ``N`` tests at full alpha), and
-for an extendable run the bound of its next planned look (:meth:`runner.stats.extension.ExtensionResult.next_looks`),
+for an extendable run the bound of its next planned look (:meth:`runner.stats.sequential.extension.ExtensionResult.next_looks`),
 larger than ``z_{1-alpha}``. An extendable run's sizes are planned (each extension adds look 1's size),
 so its advice names the first planned look whose probability reaches 0.8, with that probability (the
 last planned look's when none does).
@@ -20,10 +20,10 @@ no number of new samples decides and the reference must be recorded again with m
 
 With clustered samples (``stats.cluster``) the spread is the independent one times ``sqrt(deff)``, so
 the samples needed are multiplied by the design effect: the unpaired sigma already carries it
-(:mod:`runner.stats.clustered_rules`), a paired test's result carries its own.
+(:mod:`runner.stats.clustered.rules`), a paired test's result carries its own.
 
 A fixed-look betting test (bounded continuous scores) is sized by simulating that test on resamples of the
-observed differences (:mod:`runner.stats.betting_advice`): its critical value grows as n falls. Which sizing a
+observed differences (:mod:`runner.stats.continuous.advice`): its critical value grows as n falls. Which sizing a
 decision gets is :func:`runner.stats.advising.for_decision`.
 """
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from runner.stats.unpaired import phi, z
+from runner.stats.unpaired.ztest import phi, z
 from runner.stats.verdicts import GO, NO_GO
 
 POWER = 0.8

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from runner.stats import betting_advice
+from runner.stats.continuous import advice as betting_advice
 from runner.stats.advice import Advice, binary_spread, more_samples
-from runner.stats.extension import ExtensionResult
+from runner.stats.sequential.extension import ExtensionResult
 
 if TYPE_CHECKING:
     from runner.stats.decision import Decision

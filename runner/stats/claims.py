@@ -15,13 +15,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from runner.stats import paired_binary as pb
-from runner.stats.unpaired import phi, z
+from runner.stats.binary import tango as pb
+from runner.stats.unpaired.ztest import phi, z
 from runner.stats.verdicts import Claims, oriented
 
 
 def unpaired(verdict: Any, margin: float, tolerance: float) -> Claims:
-    """TensorRT-LLM's test (``verdict``: :class:`runner.stats.unpaired.Verdict` decided at ``margin``)."""
+    """TensorRT-LLM's test (``verdict``: :class:`runner.stats.unpaired.ztest.Verdict` decided at ``margin``)."""
     p = verdict.params
     sign = 1.0 if p.higher_is_better else -1.0
     gain, s, za = sign * verdict.difference, p.scale, abs(z(p.alpha))
@@ -37,10 +37,10 @@ def binary(b: int, c: int, n: int, alpha: float, higher_is_better: bool, margin:
     """Paired 0/100 scores: ``b`` samples the reference got right and the new run wrong, ``c`` the reverse.
 
     ``regression``: what the deciding regression test said (McNemar exact at margin 0, else
-    :func:`runner.stats.paired_binary.regression_p`). Each bound is a one-sided ``1 - alpha`` bound that
+    :func:`runner.stats.binary.tango.regression_p`). Each bound is a one-sided ``1 - alpha`` bound that
     inverts Tango's score test backed by the exact unconditional one, the same family at every ``delta0``
-    (GO side: :func:`~runner.stats.paired_binary.go_lower`; NO-GO side: its mirror
-    :func:`~runner.stats.paired_binary.regression_upper`), so each covers the true difference with
+    (GO side: :func:`~runner.stats.binary.tango.go_lower`; NO-GO side: its mirror
+    :func:`~runner.stats.binary.tango.regression_upper`), so each covers the true difference with
     probability >= 1 - alpha whatever it is; each is then pinned to the side of its threshold that the
     deciding test chose (McNemar's at margin 0). ``z_crit``: a critical value other than
     ``z(1 - alpha)`` (a sequential look's): Tango's score bounds at it, both sides."""
@@ -68,7 +68,7 @@ def _pinned(bound: float, threshold: float, shown: bool, above: bool) -> float:
     McNemar's exact test at margin 0 is not the family the bound inverts, so that bound can fall on the other
     side of the threshold than the test; the test decides, and the bound is moved to the threshold (just past
     it when the claim was shown). The Tango + exact bounds invert their tests at every ``delta``
-    (:mod:`runner.stats.paired_binary_exact`): for them this only settles a bound equal to its threshold."""
+    (:mod:`runner.stats.binary.unconditional`): for them this only settles a bound equal to its threshold."""
     sign = 1.0 if above else -1.0
     past = sign * (bound - threshold) > 0
     if shown and not past:

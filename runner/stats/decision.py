@@ -25,12 +25,13 @@ from typing import Any, Mapping, Protocol, Sequence
 
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import CorpusMetric
-from runner.stats import claims as claim_rules, clustered_rules, clustering, decision_text, paired as paired_stats
+from runner.stats import claims as claim_rules, decision_text, paired as paired_stats
+from runner.stats.clustered import rules as clustered_rules, variance as clustering
 from runner.stats import pairing, scale
-from runner.stats.corpus_rules import decide_corpus
+from runner.stats.corpus.rules import decide_corpus
 from runner.stats.entry import ReferenceEntry
 from runner.stats.settings import margin_points
-from runner.stats.unpaired import HypothesisParams, Verdict, decide
+from runner.stats.unpaired.ztest import HypothesisParams, Verdict, decide
 from runner.stats.decision_text import RULES, STATISTICAL_RULES
 from runner.stats.verdicts import GO, INCONCLUSIVE, NO_GO, Claims, Tolerance, combine, exit_status, reported
 
@@ -67,7 +68,7 @@ class Decision:
     paired: Any = None  # runner.stats.paired_result.PairedResult when a paired test decided
     gates: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    sequential: Any = None  # runner.stats.sequential_monitor.SequentialResult when the gate looked sequentially
+    sequential: Any = None  # runner.stats.sequential.monitor.SequentialResult when the gate looked sequentially
     claims: Claims | None = None  # None for the deterministic rules, and for looks that carried no information
     tolerance: Tolerance | None = None
     margin: float = 0.0
@@ -75,7 +76,7 @@ class Decision:
     mode: str = "three_way"
     on_inconclusive: str = "inconclusive"
     advice: Any = None  # runner.stats.advice.Advice when INCONCLUSIVE
-    # the clusters of the samples the deciding test used (runner.stats.clustering.DesignEffect); None: stats.cluster
+    # the clusters of the samples the deciding test used (runner.stats.clustered.variance.DesignEffect); None: stats.cluster
     # is off or the task declares no cluster key
     clustering: Any = None
     cluster_mode: str = "off"  # stats.cluster
@@ -246,9 +247,9 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
     them; ``pairing_problem``: why they cannot be paired with ``scored`` (None: they can). The regression
     claim is tested at ``stats.margin``, the tolerance claim at ``tolerance`` (points). ``cluster_key``: the
     task's (a field of each sample's meta); with ``stats.cluster=auto`` the statistical rules use
-    cluster-robust standard errors (:mod:`runner.stats.clustering`). ``corpus``: the task's corpus metric over
+    cluster-robust standard errors (:mod:`runner.stats.clustered.variance`). ``corpus``: the task's corpus metric over
     the samples' ``meta[CORPUS_ITEM]`` (None: the metric is the mean of the scores); its rules are the bootstrap's
-    (:mod:`runner.stats.corpus`), resampling clusters where the job clusters. ``score_bounds``: the range of every
+    (:mod:`runner.stats.corpus.bootstrap`), resampling clusters where the job clusters. ``score_bounds``: the range of every
     per-sample score (the task's); with them a continuous metric's paired test is the finite-sample betting test."""
 
     notes: list[str] = []
@@ -339,7 +340,7 @@ def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tol
             bounds: tuple[float, float] | None = None) -> tuple[Any, Claims]:
     """The paired test of the regression claim, and both claims with their interval; ``clusters``: the cluster
     key and each pair's cluster, when the job clusters (each claim then needs both the clustered test of the mean
-    difference and the independent test: :func:`runner.stats.clustered_rules.paired`); ``bounds``: the task's score
+    difference and the independent test: :func:`runner.stats.clustered.rules.paired`); ``bounds``: the task's score
     bounds."""
 
     if clusters is not None:

@@ -1,6 +1,6 @@
 """Paired tests: the reference run and the new run answered the *same* samples.
 
-TensorRT-LLM's test (:mod:`runner.stats.unpaired`) treats the two runs as independent samples, so the
+TensorRT-LLM's test (:mod:`runner.stats.unpaired.ztest`) treats the two runs as independent samples, so the
 difference of their means has standard deviation ``sqrt(2 sigma^2 / n)``. When both runs
 answer the same questions, most answers agree, and only the disagreements carry information
 about a regression. A paired test looks at those alone and detects the same drop with several
@@ -11,7 +11,7 @@ times fewer samples.
   ``b + c`` discordant samples is equally likely to fall either way, so the one-sided p-value is
   ``P(X >= b)`` with ``X ~ Bin(b + c, 1/2)``; a regression is flagged when ``p < alpha``.
 * Continuous scores: for bounded ones (ROUGE, F1, a rate over variants) the finite-sample betting test of
-  :mod:`runner.stats.betting`; for unbounded ones (per-document perplexity) a one-sided paired t-test, whose
+  :mod:`runner.stats.continuous.betting`; for unbounded ones (per-document perplexity) a one-sided paired t-test, whose
   rate holds only asymptotically; or, chosen, the t-test or a seeded paired bootstrap.
 
 Minimum detectable effect (``theta``) of the binary test, on the 0-100 scale, with discordance
@@ -40,18 +40,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from runner.stats.paired_binary import regression_p
+from runner.contract.errors import ConfigError
+from runner.stats.binary.tango import regression_p
+from runner.stats.continuous import betting
 from runner.stats.paired_result import BettingSample, PairedResult, min_discordant_to_reject
 from runner.stats.pairing import PairedScores, is_binary
 from runner.stats.planning import _binary_theta, _k
+from runner.stats.unpaired.ztest import z
 
 CONTINUOUS_METHODS = ("betting", "t", "bootstrap")
 BETTING = "paired betting test (Waudby-Smith & Ramdas)"
 
 
 def _z(p: float) -> float:
-    from runner.stats.unpaired import z
-
     return z(p)
 
 
@@ -96,7 +97,7 @@ def mcnemar_exact(
 
     With a ``margin`` (points, > 0; regression gate only) the regression claim "drop > margin" is
     tested with Tango's (1998) score test for paired proportions instead, which has a margin, backed by
-    the exact unconditional test (:func:`runner.stats.paired_binary.regression_p`): both must reject.
+    the exact unconditional test (:func:`runner.stats.binary.tango.regression_p`): both must reject.
 
     ``b`` = samples the reference got right and the new run wrong, ``c`` = the reverse ("right"
     is the high value, or the low one when ``higher_is_better`` is false). Regression gate:
@@ -164,14 +165,14 @@ def paired_continuous(
     gate, H0: the shifted mean is >= 0, rejected (a regression) when ``p < alpha``.
     Non-inferiority gate, H0: the shifted mean is <= 0, rejected (a pass) when ``p < alpha``.
 
-    * ``method="betting"``: the finite-sample test of :mod:`runner.stats.betting` on the differences, which lie
+    * ``method="betting"``: the finite-sample test of :mod:`runner.stats.continuous.betting` on the differences, which lie
       in ``[-w, w]`` with ``w = bounds[1] - bounds[0]`` (every score within ``bounds``); each end of the
       interval is the confidence bound that inverts its side's test. Its rate holds at any n, for sparse and
       skewed differences (the t-test's does not); differences that never vary cannot show a small tolerance
       below the n where a rare change the size of the range would have shown up. The differences are bet on in
       an order drawn by a generator seeded by ``seed`` (the test holds for any order fixed before the scores
       are seen; a random one makes it hold when the dataset is sorted, by subject or by difficulty);
-      ``truncation``: the largest bet's share of the most the capital allows (:data:`runner.stats.betting.TRUNCATION`
+      ``truncation``: the largest bet's share of the most the capital allows (:data:`runner.stats.continuous.betting.TRUNCATION`
       when None).
     * ``method="t"``: paired t-test; interval ``mean +- t_{1-alpha, n-1} sd / sqrt(n)``. Its rate holds only
       asymptotically; the one rule for unbounded scores (no finite-sample test of a mean exists for them:
@@ -257,8 +258,6 @@ def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: 
     interval for the gain whose side of the test inverts it: ``(p, (low, high), w)``, ``w`` the score range."""
     import numpy as np
 
-    from runner.stats import betting
-
     if bounds is None:
         raise ValueError("the betting test needs the scores' bounds (the task's score_bounds)")
     lo, hi = (float(b) for b in bounds)
@@ -282,8 +281,6 @@ def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: 
 
 
 def _truncation(truncation: float | None) -> float:
-    from runner.stats import betting
-
     return betting.check_truncation(betting.TRUNCATION if truncation is None else truncation)
 
 
@@ -384,8 +381,6 @@ def paired_test(
     if method == "mcnemar":
         return mcnemar_exact(pairs.reference, pairs.new, alpha, beta, higher_is_better, gate=gate, margin=tolerance)
     if method == "betting" and bounds is None:
-        from runner.contract.errors import ConfigError
-
         raise ConfigError("the betting test needs bounded scores, and this task declares no score bounds",
                           where="stats.paired_test", given="betting",
                           fix="stats.paired_test=auto (the t-test for an unbounded metric such as perplexity)")

@@ -59,7 +59,7 @@ class PairedResult:
     ci_method: str = ""
     tolerance: float = 0.0
     gate: str = "regression"
-    design_effect: Any = None  # runner.stats.clustering.DesignEffect when a clustered test decided
+    design_effect: Any = None  # runner.stats.clustered.variance.DesignEffect when a clustered test decided
     pooled: bool = False  # a corpus metric: each side's figure pools the samples (not their mean)
     betting: BettingSample | None = field(default=None, repr=False, compare=False)  # what the betting test saw
 

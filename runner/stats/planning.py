@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from runner.stats.clustering import check_design_effect
-from runner.stats.unpaired import z
+from runner.stats.clustered.variance import check_design_effect
+from runner.stats.unpaired.ztest import z
 
 PLANNING_AGREEMENTS = (0.90, 0.95, 0.98)
 """Agreement rates shown by ``python -m runner.plan --savings``."""
@@ -95,7 +95,7 @@ def paired_min_samples(
 ) -> int:
     """Smallest ``n`` whose :func:`paired_theta` is at most ``target_theta`` (0-100 points).
 
-    The paired counterpart of :func:`runner.stats.unpaired.min_samples_for_theta`. With a
+    The paired counterpart of :func:`runner.stats.unpaired.ztest.min_samples_for_theta`. With a
     ``design_effect`` (clustered samples) it is ``ceil(design_effect * n)`` of the independent ``n``.
     """
     deff = check_design_effect(design_effect)

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from runner.contract.errors import ConfigError
-from runner.stats.clustering import CLUSTER_MODES
-from runner.stats.sequential import SequentialConfig, validate as validate_sequential
-from runner.stats.unpaired import GATES
+from runner.stats.clustered.variance import CLUSTER_MODES
+from runner.stats.sequential.design import SequentialConfig, validate as validate_sequential
+from runner.stats.unpaired.ztest import GATES
 from runner.stats.verdicts import check_percent, validate as validate_verdicts
 
 METHODS = ("auto", "unpaired", "paired")

@@ -4,7 +4,7 @@ Model: ``n`` questions, binary per-sample correctness (0/100).
 
 * **unpaired** (TensorRT-LLM's): the reference run and the new run are two independent
   Bernoulli runs, with accuracy ``p_ref`` and ``p_ref - true_drop / 100``. The new run is judged
-  with :func:`runner.stats.unpaired.compute_threshold` at ``sigma`` (50, as TensorRT-LLM does): an alarm
+  with :func:`runner.stats.unpaired.ztest.compute_threshold` at ``sigma`` (50, as TensorRT-LLM does): an alarm
   is raised when ``score < threshold``.
 * **paired**: the reference run is Bernoulli(``p_ref``) per question. A question the reference
   got right is lost with probability ``b / p_ref`` and one it got wrong is won with probability
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from runner.stats.paired import _upper_tail_half
 from runner.stats.planning import REGRESSION_MODELS, paired_theta
-from runner.stats.unpaired import compute_theta, scale, z
+from runner.stats.unpaired.ztest import compute_theta, scale, z
 
 DESIGNS = ("unpaired", "paired")
 _CHUNK_CELLS = 1 << 21  # per-sample draws held in memory at once (per run)

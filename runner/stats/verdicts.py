@@ -20,7 +20,7 @@ from typing import Any
 
 from runner.contract.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, ConfigError
 from runner.contract.task_config import TaskConfig
-from runner.stats.unpaired import compute_theta
+from runner.stats.unpaired.ztest import compute_theta
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
 GO, NO_GO, INCONCLUSIVE = "GO", "NO-GO", "INCONCLUSIVE"

@@ -7,7 +7,7 @@ from typing import Any
 
 from runner.contract.task_config import ModelConfig, QuantConfig, TaskConfig
 from runner.stats.decision import Decision
-from runner.stats.unpaired import HypothesisParams
+from runner.stats.unpaired.ztest import HypothesisParams
 from runner.stats.verdicts import CODES, WORDS
 from runner.tracking.provenance import project_commit
 

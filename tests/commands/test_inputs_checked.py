@@ -157,8 +157,8 @@ def test_a_job_refuses_a_tolerance_of_1000_points_before_any_request(tmp_path):
 
 def test_planned_looks_too_small_to_decide_on_are_refused():
     from runner.job.looks import check_first_look
-    from runner.stats.sequential import SequentialConfig, look_fractions
-    from runner.stats.sequential_monitor import look_sizes
+    from runner.stats.sequential.design import SequentialConfig, look_fractions
+    from runner.stats.sequential.monitor import look_sizes
 
     sizes = look_sizes(look_fractions(SequentialConfig(enabled=True, looks=6)), 12)
     with pytest.raises(ConfigError, match="first planned look would decide on too few samples") as caught:

@@ -30,3 +30,12 @@ def test_a_cell_judges_each_kind() -> None:
     assert adv.holds(Rate.enumerated(0.8)) and not adv.holds(Rate.enumerated(0.9))
     rows = worst([m for m in measure([err, cov], 10)])
     assert [m.cell.kind for m in rows] == ["error", "coverage"]
+
+
+@pytest.mark.parametrize("name", calibration.FAMILIES)
+def test_every_declared_claim_of_a_rule_has_a_cell_and_every_cell_a_declared_rule(name: str) -> None:
+    family = calibration.family(name)
+    covered = {(c.rule, c.claim) for c in family.cells(calibration.Grid(full=True))}
+    declared = {(r.name, claim) for r in family.rules for claim in r.claims}
+    assert declared - covered == set(), f"{name}: claims without a calibration cell"
+    assert covered - declared == set(), f"{name}: cells of rules or claims the family does not declare"

@@ -20,7 +20,7 @@ from runner.stats.verdicts import Tolerance
 from runner.contract.errors import ConfigError, ReferenceError_
 from runner.references.store import Reference
 from runner.contract.spec import AccuracySpec
-from runner.stats.unpaired import HypothesisParams
+from runner.stats.unpaired.ztest import HypothesisParams
 
 PARAMS = HypothesisParams(0.05, 0.2, 50.0, 100)
 Z05 = 1.6448536269514722

@@ -15,7 +15,7 @@ import pytest
 from scipy import optimize, stats
 
 from runner.contract.errors import ConfigError
-from runner.stats.extension import Extensions
+from runner.stats.sequential.extension import Extensions
 from runner.stats.settings import StatsConfig, validate
 
 SIGMA = 50.0

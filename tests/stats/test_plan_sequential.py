@@ -16,9 +16,9 @@ import math
 import numpy as np
 import pytest
 
-from runner.stats.sequential_plan import plans
-from runner.stats import sequential as gs
-from runner.stats.sequential_monitor import look_sizes
+from runner.stats.sequential.plan import plans
+from runner.stats.sequential import design as gs
+from runner.stats.sequential.monitor import look_sizes
 from runner.stats.simulate import paired_flip_probabilities
 
 ALPHA, BETA, AGREEMENT, THETA = 0.05, 0.2, 0.9, 3.0

@@ -22,8 +22,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from runner.stats import sequential as gs
-from runner.stats.sequential_monitor import Monitor, look_sizes
+from runner.stats.sequential import design as gs
+from runner.stats.sequential.monitor import Monitor, look_sizes
 
 EQ4 = [0.25, 0.5, 0.75, 1.0]
 

@@ -18,7 +18,7 @@ import pytest
 from runner.stats.paired import mcnemar_exact
 from runner.stats.planning import mcnemar_power, paired_min_samples, paired_theta
 from runner.stats.simulate import _alarms_paired, _alarms_unpaired, _draw, simulate
-from runner.stats.unpaired import HypothesisParams, compute_theta, decide, min_samples_for_theta
+from runner.stats.unpaired.ztest import HypothesisParams, compute_theta, decide, min_samples_for_theta
 
 ROOT = Path(__file__).resolve().parents[2]
 ALPHA, BETA = 0.05, 0.2

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from runner.contract.errors import ConfigError
-from runner.stats.unpaired import (
+from runner.stats.unpaired.ztest import (
     HypothesisParams,
     PlanRow,
     compute_theta,
@@ -242,8 +242,8 @@ def test_reference_measured_on_fewer_samples_keeps_alpha_exactly():
     # a sum over both binomials (scipy), and the scale is read from the entry's recorded num_samples
     from scipy import stats as sps
 
-    from runner.stats.calibration.unpaired import product_params
-    from runner.stats.unpaired import decide
+    from runner.stats.unpaired.calibration import product_params
+    from runner.stats.unpaired.ztest import decide
 
     params = product_params(500, 57)
     assert params.reference_samples == 57

@@ -12,7 +12,7 @@ import pytest
 
 from runner.stats import claims as claim_rules
 from runner.stats import paired as paired_stats
-from runner.stats.unpaired import HypothesisParams, decide
+from runner.stats.unpaired.ztest import HypothesisParams, decide
 import math
 from decimal import Decimal
 
@@ -44,8 +44,7 @@ def test_paired_binary_interval_agrees_with_mcnemar_tango_and_the_exact_go_test(
     """Random tables, and the edge ones: no discordance, all one way. Beyond the printed (pinned) bounds, the
     raw bounds must already lie on the side their test decided (they invert it; only McNemar's NO-GO at
     margin 0 is another family, and pinned)."""
-    from runner.stats import paired_binary as pb
-
+    from runner.stats.binary import tango as pb
     rng = np.random.default_rng(2)
     cases = [(0, 0, 57, 0.0, 2.75), (0, 0, 108, 3.0, 2.75), (5, 0, 57, 3.0, 5.0), (0, 6, 60, 0.0, 1.0)]
     for _ in range(32):

@@ -230,7 +230,7 @@ def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
     from runner.stats.decision import decide_against
     from runner.references.store import Reference
     from runner.contract.spec import AccuracySpec
-    from runner.stats.unpaired import HypothesisParams
+    from runner.stats.unpaired.ztest import HypothesisParams
     params = HypothesisParams(0.05, 0.2, 50.0, 100)
     ref = {f"s/{i}": (100.0 if i < 60 else 0.0) for i in range(100)}
     new = dict(ref) | {f"s/{i}": 0.0 for i in range(6)}  # b = 6, c = 0: paired p = 1/64

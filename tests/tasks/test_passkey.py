@@ -15,7 +15,7 @@ import pytest
 from evaluators.tasks.passkey import PasskeyEvaluator, first_number, nominal_length
 from runner.contract.errors import ConfigError
 from evaluators.tasks.passkey import PasskeyTaskConfig
-from runner.stats.unpaired import HypothesisParams, decide
+from runner.stats.unpaired.ztest import HypothesisParams, decide
 from tests.conftest import compose
 
 LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.\n"

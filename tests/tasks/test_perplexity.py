@@ -215,7 +215,7 @@ def test_both_task_options_compose_with_upstream_statistics():
 def test_threshold_lies_above_the_reference_and_higher_perplexity_fails():
     from runner.references.store import lookup
     from runner.contract.spec import AccuracySpec
-    from runner.stats.unpaired import HypothesisParams, decide
+    from runner.stats.unpaired.ztest import HypothesisParams, decide
 
     t = compose(["task=perplexity_slimpajama", "output_dir=/tmp/x"]).task
     defaults = HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
@@ -234,7 +234,7 @@ def test_threshold_lies_above_the_reference_and_higher_perplexity_fails():
 def test_upstream_reference_file_with_accuracy_key_drops_in(tmp_path):
     from runner.references.store import lookup
     from runner.contract.spec import AccuracySpec
-    from runner.stats.unpaired import HypothesisParams
+    from runner.stats.unpaired.ztest import HypothesisParams
 
     (tmp_path / "perplexity.yaml").write_text("gradientai/Llama-3-8B-Instruct-Gradient-1048k:\n  - accuracy: 7.663\n"
                                               "  - quant_algo: FP8\n    accuracy: 7.9\n    higher_is_better: true\n")

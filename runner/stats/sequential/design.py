@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from runner.contract.errors import ConfigError
-from runner.stats.unpaired import phi, z
+from runner.stats.unpaired.ztest import phi, z
 
 SPENDING = ("obf", "pocock")
 FUTILITY = ("obf", "pocock", "none")

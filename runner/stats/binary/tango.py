@@ -14,7 +14,7 @@ parameter (the total discordance).
   inversions of the GO and margin tests instead).
 * :func:`go_p`, :func:`go_test_p`, :func:`go_lower`: the tolerance (GO) test the project uses, Tango's
   test backed by an exact unconditional test (see :func:`go_p` for why plain Tango is not enough), and
-  its Buehler bound, which inverts it at every ``delta0`` (:mod:`runner.stats.paired_binary_exact`);
+  its Buehler bound, which inverts it at every ``delta0`` (:mod:`runner.stats.binary.unconditional`);
   :func:`regression_p`, :func:`regression_upper`: their mirror for NO-GO with a margin.
 
 numpy and scipy are imported inside the functions that need them, so importing this module stays fast.
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 
-from runner.stats.unpaired import z
+from runner.stats.binary.unconditional import lower_bound, p_value
+from runner.stats.unpaired.ztest import z
 
 _ALTERNATIVES = ("greater", "less")
 
@@ -184,40 +185,6 @@ def exact_lower(b: int, c: int, n: int, alpha: float) -> float:
 
 # --------------------------------------------------------------------------- the tolerance (GO) test
 
-def nuisance_grid(delta0: float):  # noqa: ANN201 - numpy array
-    """Total discordance values ``d`` over which :func:`go_p` takes its supremum before refining it
-    (:func:`runner.stats.paired_binary_exact.support`)."""
-    from runner.stats.paired_binary_exact import support
-
-    return support(delta0)
-
-
-def tango_array(b, c, n: int, delta0: float):  # noqa: ANN001, ANN201 - numpy arrays
-    """:func:`tango_statistic` for arrays of ``b`` and ``c`` at one ``delta0`` in (-1, 1)."""
-    import numpy as np
-
-    b = np.asarray(b, dtype=float)
-    c = np.asarray(c, dtype=float)
-    d = float(delta0)
-    big_b = d * (2 * n + b - c) - (b + c)
-    minus_c = b * d * (1.0 - d)
-    root = np.sqrt(np.maximum(big_b * big_b + 8.0 * n * minus_c, 0.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.where(big_b <= 0, (root - big_b) / (4.0 * n), 2.0 * minus_c / (big_b + root))
-        q = np.clip(q, max(0.0, -d), (1.0 - d) / 2.0)
-        var = np.maximum(2.0 * q + d - d * d, 0.0)
-        num = c - b - n * d
-        t = num / np.sqrt(n * var)
-        return np.where(var == 0.0, np.where(num == 0, 0.0, np.sign(num) * np.inf), t)
-
-
-def _tie(t_obs: float) -> float:
-    """Cells whose statistic is within this of the observed one count as "as extreme" (rounding)."""
-    from runner.stats.paired_binary_exact import tie
-
-    return tie(t_obs)
-
-
 def go_p(b: int, c: int, n: int, delta0: float, alpha: float) -> float:
     """Exact unconditional p-value for H0: ``Delta <= delta0`` against ``Delta > delta0`` (the GO claim).
 
@@ -226,7 +193,7 @@ def go_p(b: int, c: int, n: int, delta0: float, alpha: float) -> float:
     points at n = 100 when every discordance is a loss; see benchmarks/tango_enumeration.py).
     Here Tango's score bound at ``z_{1-alpha}`` only orders the tables: ``p = max P(S >= S_observed)``
     over the whole null ``Delta <= delta0`` and the nuisance total discordance (Berger & Boos 1994,
-    JASA 89:1012, without their restriction step), computed by :mod:`runner.stats.paired_binary_exact`,
+    JASA 89:1012, without their restriction step), computed by :mod:`runner.stats.binary.unconditional`,
     whose Buehler bound (:func:`go_lower`) inverts it at every ``delta0``.
     """
     _check_table(b, c, n)
@@ -245,9 +212,7 @@ def go_p_at(s_obs: float, n: int, d0: float, alpha: float, at: float | None = No
 
     The p-value depends on a table only through ``s_obs`` and does not increase with it, so the GO tables of
     a ``(n, d0)`` are those with ``s_obs`` at or above one value (the exact enumerations use this); it does
-    not decrease in ``at`` (:mod:`runner.stats.paired_binary_exact`)."""
-    from runner.stats.paired_binary_exact import p_value
-
+    not decrease in ``at`` (:mod:`runner.stats.binary.unconditional`)."""
     return p_value(float(s_obs), int(n), z(1.0 - alpha), float(d0), float(d0 if at is None else at))
 
 
@@ -260,14 +225,12 @@ def go_lower(b: int, c: int, n: int, alpha: float, delta0: float) -> float:
     """Lower ``1 - alpha`` bound on ``Delta`` for the GO claim at ``delta0`` (a tolerance t: ``-t/100``).
 
     The smaller of Tango's score bound at ``z_{1-alpha}`` and the Buehler bound of the exact unconditional
-    test (:func:`runner.stats.paired_binary_exact.lower_bound`, on the nuisance grid of ``delta0``). Both
+    test (:func:`runner.stats.binary.unconditional.lower_bound`, on the nuisance grid of ``delta0``). Both
     invert monotone families, so at every ``delta`` -- ``delta0`` itself included -- the bound is above
     ``delta`` exactly when Tango's test and the exact test (:func:`go_p_at` with ``at=delta``) both reject
     there: above ``delta0`` exactly when :func:`go_rejects` says GO. It covers ``Delta`` with probability
     at least ``1 - alpha`` whatever ``Delta`` and the discordance are (the exact part alone does).
     """
-    from runner.stats.paired_binary_exact import lower_bound
-
     _check_table(b, c, n)
     _check_alpha(alpha)
     d0 = _check_delta(delta0)

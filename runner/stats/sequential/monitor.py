@@ -2,14 +2,14 @@
 
 Each look evaluates a prefix of the seeded subset and asks the job's one decision (paired or unpaired,
 :mod:`runner.stats.decision`) about it; this module turns that decision into ``Z_k`` (large means a
-regression) and its information, and compares it with the bounds of :mod:`runner.stats.sequential`:
+regression) and its information, and compares it with the bounds of :mod:`runner.stats.sequential.design`:
 
 * unpaired (TensorRT-LLM's test): ``Z = -(gain + tolerance) / sqrt(sigma^2/n_k + sigma^2/n)``; the
   reference mean is fixed, so the information fraction is ``2 s / (1 + s)`` at sample fraction ``s``
   and the bounds are the planned ones.
 * paired, 0/100 scores: Tango's score statistic at the margin ``m`` (proportion units; ``b`` the samples
   the new run lost, ``c`` those it won), ``Z = (b - c - n m) / sqrt(n v)`` with ``v = q_b + q_c - m^2``
-  from the restricted MLE under ``drop = m`` (:func:`runner.stats.paired_binary.restricted_mle`); at
+  from the restricted MLE under ``drop = m`` (:func:`runner.stats.binary.tango.restricted_mle`); at
   ``m = 0`` it is McNemar's ``(b - c) / sqrt(b + c)``. Its numerator is a sum of independent
   increments of null variance ``v`` per sample, so the information is ``n v`` (``m_k = b + c``, the
   discordant pairs, at margin 0): the looks' correlations are ``sqrt(I_j / I_k)`` as observed, and
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from runner.stats import sequential as gs
-from runner.stats.paired_binary import restricted_mle, tango_statistic
+from runner.stats.sequential import design as gs
+from runner.stats.binary.tango import restricted_mle, tango_statistic
 
 KINDS = ("unpaired", "mcnemar", "paired_mean")
 

@@ -1,12 +1,12 @@
 """How a job's decision uses clustered samples (``stats.cluster=auto`` and a task ``cluster_key``).
 
 * **unpaired** (TensorRT-LLM's z-test, sigma from the task): the design effect of the run's own scores
-  (CR2, floored at 1, :mod:`runner.stats.clustering`) and the few-cluster factor ``t(df) / z`` inflate
+  (CR2, floored at 1, :mod:`runner.stats.clustered.variance`) and the few-cluster factor ``t(df) / z`` inflate
   sigma, ``sigma_eff = sigma sqrt(deff) t / z``, so the threshold, theta, interval and p-value all
   follow (the z-test on ``sigma_eff`` rejects exactly when a t-test with ``df`` would; ``df`` from
-  :func:`runner.stats.clustering.degrees_of_freedom`, at most ``C - 1``), and the advice's sample counts grow with it.
+  :func:`runner.stats.clustered.variance.degrees_of_freedom`, at most ``C - 1``), and the advice's sample counts grow with it.
 * **paired**: each claim holds only when both the clustered t-test of the mean difference
-  (:mod:`runner.stats.paired_clustered`: CR2, small-sample df) and the independent test on the same
+  (:mod:`runner.stats.clustered.paired`: CR2, small-sample df) and the independent test on the same
   pairs (McNemar's exact and Tango's tests for 0/100 scores, the paired continuous test otherwise)
   show it, so clustering never makes a verdict more decisive than the unclustered exact test. Where
   nothing is clustered (one sample per cluster, one cluster, differences that do not vary) the
@@ -19,10 +19,11 @@ import math
 from dataclasses import replace
 from typing import Any, Sequence
 
-from runner.stats import claims as claim_rules, clustering, pairing
-from runner.stats.paired_clustered import clustered_paired
+from runner.stats import claims as claim_rules, pairing
+from runner.stats.clustered import variance as clustering
+from runner.stats.clustered.paired import clustered_paired
 from runner.stats.paired_result import PairedResult
-from runner.stats.unpaired import HypothesisParams
+from runner.stats.unpaired.ztest import HypothesisParams
 from runner.stats.verdicts import Claims
 
 

@@ -6,7 +6,7 @@ when the first look runs: with ``stats.extensions=K`` the run is look 1 of up to
 look ``k`` may spend alpha up to ``spend(k / (K + 1))`` (Lan-DeMets, ``stats.sequential.efficacy``),
 with every extension as large as look 1 (planned sizes: a size chosen from the data raises the
 false-alarm rate, so the job refuses any other, :mod:`runner.job.looks`). Each look's bound comes from the looks' observed
-information (``runner.stats.sequential``'s recursive integration), the same bound decides both claims
+information (``runner.stats.sequential.design``'s recursive integration), the same bound decides both claims
 (the repeated confidence interval, Jennison & Turnbull ch. 9): NO-GO when ``Z >= b_k``, GO when the
 interval lies inside the tolerance. The job stops at the first look that decides; a look that added no
 information tests nothing and leaves its alpha to the next one.
@@ -20,9 +20,9 @@ from functools import lru_cache
 from typing import Any
 
 from runner.contract.errors import ConfigError
-from runner.stats import sequential as gs
+from runner.stats.sequential import design as gs
 from runner.stats.claims import binary
-from runner.stats.sequential_monitor import Look, statistic, tested_looks
+from runner.stats.sequential.monitor import Look, statistic, tested_looks
 from runner.stats.verdicts import oriented
 
 REASONS = ("regression", "go", "undecided")

@@ -5,8 +5,8 @@ loss normal around 3 nats (sd 0.5, kept within 1-5); the new build adds ``delta 
 document, ``e_i`` normal (sd 0.15), so the population's pooled perplexity rises from e^3 to e^(3 + delta): the
 drop is ``e^3 (e^delta - 1)`` perplexity points. Both claims are measured at their least favourable truth (NO-GO
 at drop 0, GO at drop = tolerance) through the product's own functions: the paired rule by
-:func:`runner.stats.corpus.replicate` and :func:`~runner.stats.corpus.paired_corpus_test` (as
-``corpus_rules._paired`` calls them), the unpaired one by :func:`runner.stats.corpus_rules.unpaired` (as
+:func:`runner.stats.corpus.bootstrap.replicate` and :func:`~runner.stats.corpus.bootstrap.paired_corpus_test` (as
+``corpus_rules._paired`` calls them), the unpaired one by :func:`runner.stats.corpus.rules.unpaired` (as
 ``corpus_rules.decide_corpus`` calls it), the reference figure recorded on other documents of the same corpus.
 """
 
@@ -16,7 +16,10 @@ import math
 from functools import partial
 
 from runner.contract.evaluator import CorpusMetric
-from runner.stats.calibration.cells import Cell, Grid, Rate
+from runner.stats.calibration.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.corpus.bootstrap import paired_corpus_test, replicate
+from runner.stats.corpus.rules import unpaired
+from runner.stats.unpaired.ztest import HypothesisParams
 
 ALPHA, BETA = 0.05, 0.2
 LOSS, LOSS_SD, WORDS_LOG_SD, CHANGE_SD = 3.0, 0.5, 1.0, 0.15
@@ -74,8 +77,6 @@ def _paired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed
     the fraction of documents that change."""
     import numpy as np
 
-    from runner.stats.corpus import paired_corpus_test, replicate
-
     rng = np.random.default_rng(seed)
     hits = 0
     for t in range(trials):
@@ -92,12 +93,9 @@ def _paired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed
 
 
 def _unpaired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed: int) -> Rate:
-    """How often the unpaired rule (:func:`runner.stats.corpus_rules.unpaired`, the reference a figure recorded
+    """How often the unpaired rule (:func:`runner.stats.corpus.rules.unpaired`, the reference a figure recorded
     on other documents) makes ``claim`` (go, nogo)."""
     import numpy as np
-
-    from runner.stats.corpus_rules import unpaired
-    from runner.stats.unpaired import HypothesisParams
 
     rng = np.random.default_rng(seed)
     hits = 0
@@ -158,8 +156,6 @@ def _f1_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed: in
     """How often the paired rule on F1 (no additive form: se by the jackknife influence) makes ``claim``."""
     import numpy as np
 
-    from runner.stats.corpus import paired_corpus_test, replicate
-
     rng = np.random.default_rng(seed)
     hits = 0
     for t in range(trials):
@@ -208,3 +204,14 @@ def cells(grid: Grid) -> list[Cell]:
                  partial(_f1_rate, n, F1_TOLERANCE, "go", n_boot)),
         ]
     return out
+
+
+FAMILY = Family("corpus", (
+    Rule("corpus: paired bootstrap-t", "a corpus metric with an additive form, per-document items on both sides",
+         ("NO-GO at drop = margin", "GO at drop = tolerance", "90% CI coverage"),
+         "the more cautious of the equal-tailed and symmetric bootstrap-t bounds"),
+    Rule("corpus: paired bootstrap-t, jackknife se", "a corpus metric without an additive form",
+         ("NO-GO at drop = margin", "GO at drop = tolerance"), "as above, the standard error from jackknife influence"),
+    Rule("corpus: unpaired bootstrap-t", "a corpus metric whose reference kept no per-document items",
+         ("NO-GO at drop = margin", "GO at drop = tolerance"), "the run's side bootstrapped, the reference's scaled"),
+), cells)

@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.stats import sequential as gs
+from runner.stats.sequential import design as gs
 from runner.stats.planning import paired_min_samples
-from runner.stats.unpaired import min_samples_for_theta
+from runner.stats.unpaired.ztest import min_samples_for_theta
 
 
 def plans(k: int, alpha: float, beta: float, sigma: float, agreement: float, theta: float, spending: str,

@@ -3,14 +3,14 @@
 When questions come in clusters (MMLU subjects, GPQA domains) the per-sample differences
 ``d_i = new_i - ref_i`` of a cluster are correlated, and the paired tests of :mod:`runner.stats.paired`
 understate the error of their mean. The mean difference is then tested with
-``se = sqrt(max(V_cl, V_iid))`` (:mod:`runner.stats.clustering`: the bias-reduced CR2 sandwich of
+``se = sqrt(max(V_cl, V_iid))`` (:mod:`runner.stats.clustered.variance`: the bias-reduced CR2 sandwich of
 Bell and McCaffrey, floored at the independent variance), ``T = (sign * mean + tolerance) / se``
-against Student's t with small-sample degrees of freedom (:func:`runner.stats.clustering.degrees_of_freedom`,
+against Student's t with small-sample degrees of freedom (:func:`runner.stats.clustered.variance.degrees_of_freedom`,
 at most ``C - 1``), for continuous and 0/100 scores alike: the variance is estimated from ``C`` cluster
 sums, so with three GPQA domains it has about one degree of freedom, not hundreds (a normal reference,
 the clustered Wald test, gives false GO rates of 0.65 at three clusters and ICC 0.3).
 
-This test is one half of the clustered rule (:mod:`runner.stats.clustered_rules`): a claim also
+This test is one half of the clustered rule (:mod:`runner.stats.clustered.rules`): a claim also
 needs the independent exact test on the same data, so clustering never makes a verdict more decisive.
 
 The interval is ``mean +- q se`` with ``q`` that t's ``1 - alpha`` quantile, so its bad-side bound
@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 
-from runner.stats.clustering import critical, design_effect
+from runner.stats.clustered.variance import critical, design_effect
 from runner.stats.paired_result import PairedResult
 from runner.stats.planning import _k
 
@@ -42,7 +42,7 @@ def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequenc
 
     ``ref``, ``new``: per-sample scores in the same order as ``labels`` (their clusters); ``binary``:
     0/100 (or 0/1) scores (their discordant counts are reported too). Both kinds are tested against
-    Student's t with the design effect's degrees of freedom (:func:`runner.stats.clustering.degrees_of_freedom`).
+    Student's t with the design effect's degrees of freedom (:func:`runner.stats.clustered.variance.degrees_of_freedom`).
     Differences and means are on the metric's scale (0/1 scores are read as fractions and reported on the 0-100 scale, as McNemar's test does). Regression gate, H0:
     ``sign * mean + tolerance >= 0``, rejected when ``p < alpha``; non-inferiority gate: the reverse.
     ``theta_paired = (|z(alpha)| + |z(beta)|) se``."""

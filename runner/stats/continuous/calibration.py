@@ -12,7 +12,7 @@ them into two runs' scores within [0, 100] (``50 -+ d / 2``) and asks the job's 
   (rare large losses for GO, rare large gains for NO-GO), plus a uniform +-1.
 
 The advice cells follow "about N more samples" of an undecided job whose observed differences have exactly the
-true mean and sd (dense): the job's advice (:func:`runner.stats.betting_advice.more_samples`, from the job's
+true mean and sd (dense): the job's advice (:func:`runner.stats.continuous.advice.more_samples`, from the job's
 own paired result), then fresh runs of N samples from the truth, each decided by the job's rule.
 """
 
@@ -20,7 +20,12 @@ from __future__ import annotations
 
 from functools import partial
 
-from runner.stats.calibration.cells import Cell, Grid, Rate
+from runner.stats.calibration.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.continuous import advice as betting_advice
+from runner.stats.decision import _paired
+from runner.stats.pairing import PairedScores
+from runner.stats.settings import StatsConfig
+from runner.stats.unpaired.ztest import HypothesisParams
 
 ALPHA = 0.05
 SHAPES = ("dense", "sparse 2%", "sparse 5%", "sparse 20%", "skewed")
@@ -52,11 +57,6 @@ def draw(shape: str, gain: float, n: int, rng, against_go: bool = True):  # noqa
 
 
 def _claims(d, tolerance: float, margin: float):  # noqa: ANN001, ANN202
-    from runner.stats.decision import _paired
-    from runner.stats.pairing import PairedScores
-    from runner.stats.settings import StatsConfig
-    from runner.stats.unpaired import HypothesisParams
-
     ref, new = tuple(50.0 - d / 2.0), tuple(50.0 + d / 2.0)
     pairs = PairedScores(tuple(str(i) for i in range(len(d))), ref, new, (), ())
     params = HypothesisParams(ALPHA, 0.2, 10.0, len(d), True)
@@ -84,12 +84,6 @@ def _rate(claim: str, shape: str, n: int, tolerance: float, margin: float, trial
 def advice_for(n: int, drop: float, tolerance: float, margin: float, seed: int):  # noqa: ANN201 - Advice
     """The advice of a job at ``n`` whose dense differences have mean ``-drop`` and sd 10 exactly."""
     import numpy as np
-
-    from runner.stats import betting_advice
-    from runner.stats.decision import _paired
-    from runner.stats.pairing import PairedScores
-    from runner.stats.settings import StatsConfig
-    from runner.stats.unpaired import HypothesisParams
 
     e = np.random.default_rng(seed).standard_normal(n)
     d = -drop + 10.0 * (e - e.mean()) / e.std(ddof=1)
@@ -137,3 +131,11 @@ def cells(grid: Grid) -> list[Cell]:
         out.append(Cell(RULE, f"advice reaches {target}", f"n={n} dense sd 10 drop {drop:g} t={t:g} m={m:g}",
                         "advice", 0.75, partial(_advice_rate, n, drop, t, m), high=0.85))
     return out
+
+
+FAMILY = Family("continuous", (
+    Rule("continuous: paired betting (bounded 0-100)", "paired scores with known bounds, not all 0/100",
+         ("NO-GO at drop = margin", "GO at drop = tolerance", "90% CI coverage", "advice reaches GO",
+          "advice reaches NO-GO"),
+         "the betting lower and upper bounds (Waudby-Smith & Ramdas 2024), each inverting its one-sided test"),
+), cells)

@@ -1,7 +1,7 @@
 """The exact test behind the 0/100 tolerance and margin claims, and the bound that inverts it at every delta.
 
 Designated statistic: Tango's lower score bound ``S = tau(b, c)`` at ``z_{1-alpha}``
-(:func:`runner.stats.paired_binary.tango_bounds`); a table is as extreme as the observed one when its
+(:func:`runner.stats.binary.tango.tango_bounds`); a table is as extreme as the observed one when its
 ``S`` is at least as large, i.e. when ``T_{S_obs}(b, c) >= z`` (Tango's statistic decreases in delta). For
 H0: ``Delta <= delta`` the p-value is
 
@@ -43,6 +43,25 @@ _SPREAD = 9.0
 """Discordance counts within this many sd of ``n d`` (the rest weighs < 1e-18)."""
 _NEGLIGIBLE = 50.0
 """A binomial tail whose Chernoff bound ``exp(-m KL)`` is below ``exp(-this)`` is taken as 0 (or its complement 1)."""
+
+
+def tango_array(b, c, n: int, delta0: float):  # noqa: ANN001, ANN201 - numpy arrays
+    """:func:`runner.stats.binary.tango.tango_statistic` for arrays of ``b`` and ``c`` at one ``delta0`` in (-1, 1)."""
+    import numpy as np
+
+    b = np.asarray(b, dtype=float)
+    c = np.asarray(c, dtype=float)
+    d = float(delta0)
+    big_b = d * (2 * n + b - c) - (b + c)
+    minus_c = b * d * (1.0 - d)
+    root = np.sqrt(np.maximum(big_b * big_b + 8.0 * n * minus_c, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(big_b <= 0, (root - big_b) / (4.0 * n), 2.0 * minus_c / (big_b + root))
+        q = np.clip(q, max(0.0, -d), (1.0 - d) / 2.0)
+        var = np.maximum(2.0 * q + d - d * d, 0.0)
+        num = c - b - n * d
+        t = num / np.sqrt(n * var)
+        return np.where(var == 0.0, np.where(num == 0, 0.0, np.sign(num) * np.inf), t)
 
 
 def tie(t_obs: float) -> float:
@@ -87,8 +106,6 @@ def _log_choose(n: int):  # noqa: ANN202 - numpy array, read-only
 def cutoffs(t_obs: float, n: int, delta0: float):  # noqa: ANN201 - numpy int array
     """``k[m]``: the tables with ``m`` discordant pairs and fewer than ``k[m]`` losses have ``T_{delta0} >= t_obs``."""
     import numpy as np
-
-    from runner.stats.paired_binary import tango_array
 
     m = np.arange(n + 1)
     lo = np.zeros(n + 1, dtype=np.int64)  # T(lo - 1 losses) >= t_obs holds (vacuous at 0)

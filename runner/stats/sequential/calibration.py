@@ -1,7 +1,7 @@
 """Calibration of sequential looks and extensions, and of the "to decide" advice.
 
-Each trial runs the product's own look machinery (:class:`runner.stats.extension.Extensions`,
-:class:`runner.stats.sequential_monitor.Monitor`) on the per-look decision fields they read (discordant
+Each trial runs the product's own look machinery (:class:`runner.stats.sequential.extension.Extensions`,
+:class:`runner.stats.sequential.monitor.Monitor`) on the per-look decision fields they read (discordant
 counts and margin for 0/100 scores, the difference for the unpaired test), drawn from the truth:
 
 * extensions with planned sizes (every extension as large as look 1), extended while undecided: NO-GO
@@ -24,11 +24,11 @@ from functools import partial
 from types import SimpleNamespace
 
 from runner.stats.advice import more_samples
-from runner.stats.calibration.cells import Cell, Grid, Rate
-from runner.stats.extension import Extensions
+from runner.stats.calibration.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.sequential.extension import Extensions
 from runner.stats.paired import paired_continuous
-from runner.stats.sequential import SequentialConfig
-from runner.stats.sequential_monitor import Monitor
+from runner.stats.sequential.design import SequentialConfig
+from runner.stats.sequential.monitor import Monitor
 
 ALPHA = 0.05
 SIGMA = 50.0
@@ -199,3 +199,17 @@ def cells(grid: Grid) -> list[Cell]:
         out.append(Cell(ea, "reaches its claim (stated +- 0.05)", f"K={k} n1={n1} drop={drop:g} t=2.75", "advice",
                         low, partial(advice_extension_unpaired, k, n1, drop, 2.75), high=high))
     return out
+
+
+FAMILY = Family("sequential", (
+    Rule("extensions, planned sizes: McNemar (0/100)", "stats.extensions=K on paired 0/100 scores",
+         ("NO-GO at drop 0", "GO at drop = tolerance"), "the repeated bound at the look's critical value"),
+    Rule("extensions, planned sizes: unpaired z (sigma 50)", "stats.extensions=K on the unpaired test",
+         ("NO-GO at drop 0", "GO at drop = tolerance"), "the repeated Wald bound at the look's critical value"),
+    Rule("sequential looks (stats.sequential): McNemar (0/100)", "stats.sequential on paired 0/100 scores",
+         ("NO-GO at drop 0",), "the repeated confidence interval (Jennison & Turnbull ch. 9)"),
+    Rule("advice: fixed look (paired t rerun at N)", "INCONCLUSIVE at a fixed look", ("reaches its claim (80% stated)",),
+         "none: a sample size"),
+    Rule("advice: extendable unpaired run (planned looks)", "INCONCLUSIVE at an extendable run's look",
+         ("reaches its claim (stated +- 0.05)",), "none: the planned look that reaches the claim"),
+), cells)

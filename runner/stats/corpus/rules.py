@@ -1,12 +1,12 @@
 """How a job's decision judges a corpus metric (the task's ``corpus_metric()``: corpus BLEU, pooled perplexity).
 
 * **unpaired** (the reference kept no items): TensorRT-LLM's report with sigma the bootstrap spread of the corpus
-  metric over this run's samples (:attr:`runner.stats.corpus.Side.sigma`), not the task's configured sigma; its
+  metric over this run's samples (:attr:`runner.stats.corpus.bootstrap.Side.sigma`), not the task's configured sigma; its
   threshold and both claims come from the studentized bootstrap of the run's side
-  (:func:`runner.stats.corpus.unpaired_corpus_test`), since the normal threshold said GO 0.080 of the time at
+  (:func:`runner.stats.corpus.bootstrap.unpaired_corpus_test`), since the normal threshold said GO 0.080 of the time at
   drop = tolerance on a heavy-tailed corpus of 100 documents.
 * **paired**: the reference stored each sample's corpus item; the paired corpus bootstrap decides both claims
-  (:func:`runner.stats.corpus.paired_corpus_test`), its interval inverting its p-values.
+  (:func:`runner.stats.corpus.bootstrap.paired_corpus_test`), its interval inverting its p-values.
 
 Clusters (a group's subtasks) are resampled whole in both. The reference entry's figure must be the same corpus
 figure: a reference recorded by this runner is, since the task's metric is the corpus metric.
@@ -19,11 +19,11 @@ from typing import Any, Mapping, Sequence
 
 from runner.contract.evaluator import CORPUS_ITEM, CorpusMetric
 from runner.stats import claims as claim_rules
-from runner.stats.corpus import paired_corpus_test, replicate, side, unpaired_corpus_test
+from runner.stats.corpus.bootstrap import paired_corpus_test, replicate, side, unpaired_corpus_test
 from runner.stats.entry import ReferenceEntry
 from runner.stats.paired_result import PairedResult
 from runner.stats.pairing import unpaired_because
-from runner.stats.unpaired import HypothesisParams, Verdict, decide
+from runner.stats.unpaired.ztest import HypothesisParams, Verdict, decide
 from runner.stats.verdicts import Claims
 
 
@@ -73,7 +73,7 @@ def unpaired(items: Sequence[Any], score: float, reference: float, params: Hypot
              notes: list[str], reference_n: int | None = None) -> tuple[Verdict, Claims]:
     """The run's corpus figure against a reference figure without items: TensorRT-LLM's report with sigma = the
     bootstrap standard error x sqrt(n), its threshold and both claims from the studentized bootstrap
-    (:func:`runner.stats.corpus.unpaired_corpus_test`), so verdict, claims and interval agree.
+    (:func:`runner.stats.corpus.bootstrap.unpaired_corpus_test`), so verdict, claims and interval agree.
     ``reference_n``: the documents the reference figure pooled (None: as many as the run's)."""
     run = side(items, corpus, n_boot, seed, clusters)
     params = replace(params, sigma=run.sigma)

@@ -19,7 +19,7 @@ grid uses 12 unequal clusters of 120 samples. Error cells are at the least favou
 drop = margin (0), GO at drop = tolerance.
 
 0/100 runs of 500 samples cost the exact tests about a second each (the GO interval's inversion), so a
-0/100 trial first runs the clustered t-test alone (:func:`runner.stats.paired_clustered.clustered_paired`,
+0/100 trial first runs the clustered t-test alone (:func:`runner.stats.clustered.paired.clustered_paired`,
 the product's) and decides the whole run only when that test shows the claim: a clustered claim needs
 both tests (tests/stats/test_clustering.py checks it), so a run it does not show cannot make the claim.
 """
@@ -30,7 +30,14 @@ from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
-from runner.stats.calibration.cells import Cell, Grid, Rate
+from runner.contract.evaluator import ScoredSample
+from runner.stats.calibration.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.clustered.paired import clustered_paired
+from runner.stats.decision import decide_against
+from runner.stats.entry import Entry
+from runner.stats.settings import StatsConfig
+from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.verdicts import Tolerance
 
 ALPHA = 0.05
 GPQA = (86, 93, 19)
@@ -59,12 +66,6 @@ def _labels(sizes: tuple[int, ...]) -> list[str]:
 def _decide(ref: Any, new: Any, labels: list[str], tolerance: float, paired: bool) -> Any:
     """The job's decision on one simulated run: ``ref`` per-sample scores (paired) or None (unpaired, with the
     reference value ``ref`` as a number)."""
-    from runner.contract.evaluator import ScoredSample
-    from runner.stats.entry import Entry
-    from runner.stats.decision import decide_against
-    from runner.stats.settings import StatsConfig
-    from runner.stats.unpaired import HypothesisParams
-    from runner.stats.verdicts import Tolerance
 
     n = len(labels)
     ids = [f"s{i:05d}" for i in range(n)]
@@ -126,7 +127,6 @@ def _paired_rate(trials: int, seed: int, *, kind: str, shape: str, icc: float, d
     rng = np.random.default_rng(seed)
     sizes = SHAPES[shape]
     labels = _labels(sizes)
-    from runner.stats.paired_clustered import clustered_paired
 
     draw = _binary_run if kind == "0/100" else _continuous_run
     gate, at = ("regression", 0.0) if claim == "NO-GO" else ("noninferiority", tolerance)
@@ -181,3 +181,17 @@ def cells(grid: Grid) -> list[Cell]:
             out.append(Cell(rule, "GO at drop = tolerance", f"{where}, p=0.6, t=5", "error", ALPHA,
                             partial(_unpaired_rate, shape=shape, icc=icc, drop=5.0, tolerance=5.0, claim="GO")))
     return out
+
+
+FAMILY = Family("clustered", (
+    Rule("clustered paired 0/100: CR2 t(small-sample df) and the independent test",
+         "paired 0/100 scores with stats.cluster=auto and clusters of more than one sample",
+         ("NO-GO at drop = margin (0)", "GO at drop = tolerance"),
+         "the outer of the CR2 t bound and the exact unconditional bound (a claim needs both)"),
+    Rule("clustered paired continuous: CR2 t(small-sample df) and the independent test",
+         "paired continuous scores with stats.cluster=auto", ("NO-GO at drop = margin (0)", "GO at drop = tolerance"),
+         "the outer of the CR2 t bound and the unclustered test's bound"),
+    Rule("clustered unpaired z-test: sigma sqrt(deff) t(small-sample df)/z",
+         "the unpaired test with stats.cluster=auto", ("NO-GO at drop = margin (0)", "GO at drop = tolerance"),
+         "the Wald bound with the inflated sigma"),
+), cells)

@@ -5,7 +5,7 @@ success probability ``p`` (sigma configured at 50, the 0/100 worst case ``p = 0.
 counts is enumerated (those with probability below 1e-15 are dropped: their total is below 1e-12), so
 the rates are exact. The decision's parameters come from :func:`runner.stats.decision.decide_against`
 on a reference entry that records ``num_samples = n_ref`` (the product reading the entry); each
-outcome is then decided by :func:`runner.stats.unpaired.decide` and :func:`runner.stats.claims.unpaired`,
+outcome is then decided by :func:`runner.stats.unpaired.ztest.decide` and :func:`runner.stats.claims.unpaired`,
 the two functions that rule calls.
 """
 
@@ -14,7 +14,14 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from runner.stats.calibration.cells import Cell, Grid, Rate
+from runner.contract.evaluator import ScoredSample
+from runner.stats import claims as claim_rules
+from runner.stats.calibration.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.decision import decide_against
+from runner.stats.entry import Entry
+from runner.stats.settings import StatsConfig
+from runner.stats.unpaired.ztest import HypothesisParams, decide
+from runner.stats.verdicts import Tolerance
 
 ALPHA = 0.05
 SIGMA = 50.0
@@ -24,12 +31,6 @@ SIZES = [(57, 57), (500, 500), (57, 500), (500, 57), (4096, 57)]  # (the run's n
 def product_params(n: int, n_ref: int) -> Any:
     """The unpaired test's parameters as the job builds them for a run of ``n`` against an entry recorded on
     ``n_ref`` samples."""
-    from runner.contract.evaluator import ScoredSample
-    from runner.stats.entry import Entry
-    from runner.stats.decision import decide_against
-    from runner.stats.settings import StatsConfig
-    from runner.stats.unpaired import HypothesisParams
-    from runner.stats.verdicts import Tolerance
 
     params = HypothesisParams(ALPHA, 0.2, SIGMA, n)
     reference = Entry(50.0, samples_measured=n_ref)
@@ -50,9 +51,6 @@ def _support(n: int, p: float) -> tuple[Any, Any]:
 
 
 def _rate(trials: int, seed: int, *, n: int, n_ref: int, p: float, drop: float, tolerance: float, claim: str) -> Rate:
-    from runner.stats import claims as claim_rules
-    from runner.stats.unpaired import decide
-
     params = product_params(n, n_ref)
     k_ref, w_ref = _support(n_ref, p)
     k_new, w_new = _support(n, p - drop / 100.0)
@@ -81,3 +79,9 @@ def cells(grid: Grid) -> list[Cell]:
             out.append(Cell(rule, "GO at drop = tolerance", f"{where} t={tol:g}", "error", ALPHA,
                             partial(_rate, n=n, n_ref=n_ref, p=0.5, drop=tol, tolerance=tol, claim="GO")))
     return out
+
+
+FAMILY = Family("unpaired", (
+    Rule("unpaired z-test: sigma sqrt(1/n + 1/n_ref)", "no per-sample reference scores (TensorRT-LLM's test)",
+         ("NO-GO at drop = margin (0)", "GO at drop = tolerance"), "the Wald bound, upstream's z-test inverted"),
+), cells)

@@ -9,7 +9,7 @@
 The nuisance is the total discordance ``d``: the grid's values at or above the drop, and ``d`` equal to the
 drop itself (every discordant pair a loss), the least favourable point of the null. Each region is the
 product's own test, reduced to a cut-off per number of discordant pairs
-(:func:`runner.stats.paired_binary_enumeration.go_cutoffs`, :func:`~runner.stats.paired_binary_enumeration.mcnemar_cutoffs`).
+(:func:`runner.stats.binary.enumeration.go_cutoffs`, :func:`~runner.stats.binary.enumeration.mcnemar_cutoffs`).
 A bound misses the true difference exactly where the test it inverts (same ordering, same nuisance grid as the
 printed bound) rejects at the true difference: the bounds are Buehler bounds, monotone in ``delta``.
 """
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from runner.stats.calibration.cells import Cell, Grid, Rate
+from runner.stats.binary import enumeration as en
+from runner.stats.calibration.cells import Cell, Family, Grid, Rate, Rule
 
 ALPHA = 0.05
 RULE_MCNEMAR = "binary: McNemar exact (margin 0)"
@@ -34,30 +35,22 @@ def _discordances(grid_d: list[float], drop: float) -> list[float]:
 
 
 def _no_go_cutoffs(n: int, margin: float):  # noqa: ANN202 - numpy int array, on the wins
-    from runner.stats import paired_binary_enumeration as en
-
     return en.mcnemar_cutoffs(n, ALPHA) if margin == 0 else en.go_cutoffs(n, margin / 100.0, ALPHA)
 
 
 def mcnemar_no_go(n: int, d: float, trials: int, seed: int) -> Rate:
     """False NO-GO of McNemar's exact test at a true drop of 0."""
-    from runner.stats import paired_binary_enumeration as en
-
     return Rate.enumerated(en.region_rate(en.mcnemar_cutoffs(n, ALPHA), n, d, 0.5))
 
 
 def margin_no_go(n: int, margin: float, d: float, trials: int, seed: int) -> Rate:
     """False NO-GO of the margin test at a true drop of exactly the margin (wins share (d - m) / 2d)."""
-    from runner.stats import paired_binary_enumeration as en
-
     m = margin / 100.0
     return Rate.enumerated(en.region_rate(en.go_cutoffs(n, m, ALPHA), n, d, (d - m) / (2.0 * d)))
 
 
 def tolerance_go(n: int, tolerance: float, d: float, trials: int, seed: int) -> Rate:
     """False GO at a true drop of exactly the tolerance (losses share (d + t) / 2d)."""
-    from runner.stats import paired_binary_enumeration as en
-
     t = tolerance / 100.0
     return Rate.enumerated(en.region_rate(en.go_cutoffs(n, -t, ALPHA), n, d, (d + t) / (2.0 * d)))
 
@@ -68,8 +61,6 @@ def go_bound_coverage(n: int, tolerance: float, truth: float, d: float, trials: 
     It misses exactly when the exact test on the grid of -t rejects at the truth (GO at -t included, the
     bound inverting it at every delta); the pinning to the GO test is kept (a no-op but at float ties)."""
     import numpy as np
-
-    from runner.stats import paired_binary_enumeration as en
 
     t, x = tolerance / 100.0, truth / 100.0
     k_go, k_x = en.go_cutoffs(n, -t, ALPHA), en.go_cutoffs(n, -t, ALPHA, x)
@@ -84,8 +75,6 @@ def no_go_bound_coverage(n: int, margin: float, truth: float, d: float, trials: 
     the pinning is a no-op): above -m it misses when NO-GO was shown or the bound's own test at the truth
     rejects, at or below -m only when both hold."""
     import numpy as np
-
-    from runner.stats import paired_binary_enumeration as en
 
     m, x = margin / 100.0, truth / 100.0
     k_no, k_x = _no_go_cutoffs(n, margin), en.go_cutoffs(n, m, ALPHA, -x)
@@ -122,3 +111,16 @@ def cells(grid: Grid) -> list[Cell]:
                                     f"n={n} m={p:g} true diff {x:+g} d={d:.4g}", "coverage", 1 - ALPHA,
                                     partial(no_go_bound_coverage, n, p, x, d)))
     return out
+
+
+FAMILY = Family("binary", (
+    Rule("binary: McNemar exact (margin 0)", "paired 0/100 scores, stats.margin=0: the NO-GO claim",
+         ("NO-GO at drop 0",), "NO-GO bound: the exact unconditional bound, pinned to McNemar's verdict"),
+    Rule("binary: Tango + exact unconditional", "paired 0/100 scores: the GO claim, and NO-GO with a margin",
+         ("GO at drop = tolerance", "NO-GO at drop = margin"),
+         "the Buehler bounds of the exact unconditional test ordered by Tango's score bound"),
+    Rule("binary: GO bound (one-sided 95%)", "printed with every paired 0/100 verdict", ("coverage",),
+         "inverts the GO test at every delta"),
+    Rule("binary: NO-GO bound (one-sided 95%)", "printed with every paired 0/100 verdict",
+         ("coverage", "coverage (McNemar-pinned)"), "inverts the NO-GO test at every delta"),
+), cells)

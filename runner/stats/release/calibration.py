@@ -1,4 +1,4 @@
-"""Calibration of the release verdict (:func:`runner.stats.release.decide_release`) under several tiers.
+"""Calibration of the release verdict (:func:`runner.stats.release.rules.decide_release`) under several tiers.
 
 The release combines its tasks' claims: each task's regression p-value and its GO claim. Taking each
 job's tests as valid (a p-value uniform at the boundary of its null, a GO claim shown with probability
@@ -18,8 +18,8 @@ import itertools
 import math
 from functools import partial
 
-from runner.stats.calibration.cells import Cell, Grid, Rate
-from runner.stats.release import Claim, TaskEvidence, decide_release
+from runner.stats.calibration.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.release.rules import Claim, TaskEvidence, decide_release
 
 ALPHA = 0.05
 
@@ -64,3 +64,10 @@ def cells(grid: Grid) -> list[Cell]:
         out.append(Cell("release: Holm across the tiers", "GO of the release, a critical task at tolerance",
                         setting, "error", ALPHA, partial(false_go, tiers, k, "holm")))
     return out
+
+
+FAMILY = Family("release", (
+    Rule("release: Holm across the tiers", "a release policy's verdict from its tasks' verdicts",
+         ("NO-GO of the release, nothing regressed", "GO of the release, a critical task at tolerance"),
+         "none: an intersection-union test for GO, one Holm family for NO-GO"),
+), cells)

@@ -1,6 +1,6 @@
 """Exact enumeration of the GO test over every paired 0/100 table of ``n`` samples.
 
-What the measurements and tests use to check the tolerance test of :mod:`runner.stats.paired_binary`:
+What the measurements and tests use to check the tolerance test of :mod:`runner.stats.binary.tango`:
 its p-value for all tables at once, the exact chance of a GO at a true drop, and the GO regions of
 plain Tango and of the method the project uses. The runner itself never enumerates.
 """
@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 
-from runner.stats.paired_binary import tango_array
-from runner.stats.unpaired import z
+from runner.stats.binary import tango as pb
+from runner.stats.binary.unconditional import cutoffs, tango_array, tie
+from runner.stats.paired import _upper_tail_half
+from runner.stats.unpaired.ztest import z
 
 
 def false_pass_rate(n: int, drop: float, d: float, go) -> float:  # noqa: ANN001 - boolean array over (b, c)
@@ -58,18 +60,16 @@ def go_regions(n: int, drop: float, alpha: float):  # noqa: ANN201 - two boolean
 
 @functools.lru_cache(maxsize=256)
 def go_cutoffs(n: int, delta0: float, alpha: float, at: float | None = None):  # noqa: ANN201 - numpy int array
-    """``k[M]`` for ``M = 0..n``: the GO bound (:func:`runner.stats.paired_binary.go_lower` with threshold
-    ``delta0``) is above ``at`` (default ``delta0``: the GO test, :func:`~runner.stats.paired_binary.go_test_p`
+    """``k[M]`` for ``M = 0..n``: the GO bound (:func:`runner.stats.binary.tango.go_lower` with threshold
+    ``delta0``) is above ``at`` (default ``delta0``: the GO test, :func:`~runner.stats.binary.tango.go_test_p`
     below alpha) for a table with ``b + c = M`` exactly when its losses ``b < k[M]``.
 
     The bound is above ``at`` exactly when Tango's bound ``S`` is and the exact p-value at ``at`` is below
     alpha; that p-value depends on a table only through ``S`` and does not increase with it, so the tables
     are those with ``S`` at or above one value ``v``, found by bisection with the product's own p-value
-    (:func:`runner.stats.paired_binary.go_p_at`) until the set ``{S >= v}`` no longer changes. ``S``
+    (:func:`runner.stats.binary.tango.go_p_at`) until the set ``{S >= v}`` no longer changes. ``S``
     decreases in the losses at fixed ``M``, so each ``M`` keeps a prefix. The mirror (the NO-GO bound below
     ``-at`` with a margin m) is ``go_cutoffs(n, m / 100, alpha, -at)`` applied to the wins ``c``."""
-    from runner.stats import paired_binary as pb
-    from runner.stats.paired_binary_exact import cutoffs, tie
 
     d0 = float(delta0)
     x = d0 if at is None else float(at)
@@ -106,8 +106,6 @@ def mcnemar_cutoffs(n: int, alpha: float):  # noqa: ANN201 - numpy int array
     """``k[M]``: McNemar's exact test (p = P(X >= b), X ~ Bin(M, 1/2)) says NO-GO for a table with ``b + c = M``
     exactly when its wins ``c < k[M]`` (the p-value of :func:`runner.stats.paired._upper_tail_half`)."""
     import numpy as np
-
-    from runner.stats.paired import _upper_tail_half
 
     b, c = _tables(n)
     m = b + c

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.contract.errors import ConfigError
+from statistics import NormalDist
 
 CLUSTER_MODES = ("auto", "off")
 """``stats.cluster``: ``auto`` uses the task's ``cluster_key`` when it declares one; ``off`` treats every
@@ -81,7 +82,6 @@ def clustered_variance_of_mean(values: Sequence[float], labels: Sequence[Hashabl
 def critical(alpha: float, df: float | None) -> float:
     """The one-sided ``1 - alpha`` critical value of a test on a clustered variance: Student's t with ``df``
     degrees of freedom (:func:`degrees_of_freedom`; None: the normal's)."""
-    from statistics import NormalDist
 
     if df is None:
         return NormalDist().inv_cdf(1 - alpha)

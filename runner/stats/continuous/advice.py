@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from runner.stats.advice import POWER, Advice, more_samples as z_more_samples
+from runner.stats.advice import Advice, POWER, more_samples as z_more_samples
+from runner.stats.continuous import betting
 from runner.stats.paired_result import BettingSample
 from runner.stats.verdicts import GO, NO_GO
 
@@ -30,8 +31,6 @@ def reach(sample: BettingSample, higher_is_better: bool, target: str, edge: floa
     """P(the betting test on ``n_total`` differences resampled from ``sample`` shows ``target``): GO, a drop
     below ``edge`` (the tolerance); NO-GO, a drop beyond ``edge`` (the margin)."""
     import numpy as np
-
-    from runner.stats import betting
 
     w = sample.width
     gain = np.asarray(sample.differences, dtype=float) * (1.0 if higher_is_better else -1.0)
