@@ -428,7 +428,7 @@ def test_end_to_end_record_then_check_logs_both_parts_to_mlflow(tmp_path, mlflow
     assert checked.decision is not None and checked.decision.rule == "paired" and checked.decision.passed
 
     metrics = MlflowClient(tracking_uri=mlflow_server).get_run(checked.run_id).data.metrics
-    for key in ("accuracy", "exact_match_strict", "exact_match_flexible", "score", "threshold", "num_evaluated"):
+    for key in ("accuracy", "exact_match_strict", "exact_match_flexible", "score", "unpaired_threshold", "num_evaluated"):
         assert key in metrics, key
     assert metrics["num_evaluated"] == 3
     assert metrics["accuracy"] == pytest.approx((metrics["exact_match_strict"] + metrics["exact_match_flexible"]) / 2)

@@ -472,7 +472,7 @@ def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, mo
     assert checked.decision is not None and checked.decision.passed
 
     metrics = MlflowClient(tracking_uri=mlflow_server).get_run(checked.run_id).data.metrics
-    for key in ("pass_at_1", "rouge1", "rouge2", "rougeL", "rougeLsum", "score", "threshold", "num_evaluated"):
+    for key in ("pass_at_1", "rouge1", "rouge2", "rougeL", "rougeLsum", "score", "unpaired_threshold", "num_evaluated"):
         assert key in metrics, key
     assert metrics["num_evaluated"] == 2 and metrics["score"] == metrics["pass_at_1"]
     assert not any(k.startswith("execution/") for k in metrics)  # breakdowns are one table, not columns

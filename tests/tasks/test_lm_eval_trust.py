@@ -171,11 +171,14 @@ def test_runner_extend_never_inherits_trust_from_a_run_directory(tmp_path):
 def test_runner_extend_takes_consent_from_its_own_command_line_only(tmp_path):
     from runner.commands.extend import Consent, overrides_for
 
-    quiet = foreign_run(tmp_path)  # saved without consent, but its config could still compose it: false is appended
-    assert overrides_for(quiet, 2)[-5:-2] == ["model.trust_remote_code=false", "task.trust_include_code=false",
-                                              "task.include_allow=[]"]
+    # saved without consent: the rerun is composed with false appended, and its task files are refused before
+    # anything of theirs runs
+    with pytest.raises(ConfigError, match=r"would run Python code \(!function\)"):
+        overrides_for(foreign_run(tmp_path), 2)
+    assert not (tmp_path / "marker").exists()
     granted = overrides_for(foreign_run(tmp_path, "task.trust_include_code=true"), 2, Consent(trust_include_code=True))
-    assert granted.count("task.trust_include_code=true") == 1 and granted[-4] == "task.trust_include_code=true"
+    assert granted.count("task.trust_include_code=true") == 1 and "model.trust_remote_code=false" in granted
+    assert not any(o.startswith("task.include_allow=") and o != "task.include_allow=[]" for o in granted)
 
 
 def test_a_prompt_template_cannot_reach_python(tmp_path):
