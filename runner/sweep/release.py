@@ -121,7 +121,10 @@ def render(results: list[ReleaseResult], mode: str) -> list[str]:
                          f"{'yes' if t.blocking else 'no'}" + (f"  ({t.note})" if t.note else "")
                          + (f"  ({_clip(t.error)})" if t.error else ""))
         for t in rel.need_samples:
-            lines.append(f"  needs samples: {t.name}: {t.advice or 'no advice (see the job report)'}")
+            if t.verdict == "no verdict":
+                lines.append(f"  needs a reference: {t.name}: no verdict without one (reference.mode=check)")
+            else:
+                lines.append(f"  needs samples: {t.name}: {t.advice or 'no advice (see the job report)'}")
     return lines
 
 

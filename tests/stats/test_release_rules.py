@@ -144,3 +144,12 @@ def test_the_noninferiority_gate_reads_worse_but_within_tolerance_as_go():
 def test_an_unknown_tier_is_refused():
     with pytest.raises(ValueError, match="unknown tier"):
         decide_release([task("mmlu", "essential", **GO_TASK)], 0)
+
+
+def test_a_task_without_a_reference_asks_for_one_not_for_samples():
+    # reference.mode=skip: the job gives no verdict (no claims, no within); more samples would not decide it
+    release = decide_release([task("mmlu", "critical"), task("gsm8k", "critical", **GO_TASK)], 0)
+    assert release.verdict == "INCONCLUSIVE"
+    assert {t.name: t.verdict for t in release.tasks}["mmlu"] == "no verdict"
+    assert "has no verdict (no reference" in release.reason and "more samples would decide" not in release.reason
+    assert "reference.mode=check" in release.reason

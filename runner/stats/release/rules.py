@@ -164,9 +164,15 @@ def _release(tasks: list[TaskVerdict], k: int, correction: str) -> Release:
         within = f"; {len(supporting_no_go)} supporting NO-GO, {k} allowed" if supporting_no_go else ""
         return blocked([], GO, f"every critical task is GO ({names(critical)}){within}")
     parts = []
-    if undecided:
-        parts.append(f"critical task {names(undecided)} is not decided yet "
-                     f"({', '.join(sorted({t.verdict for t in undecided}))}): more samples would decide")
+    unjudged = [t for t in undecided if t.verdict == "no verdict"]
+    waiting = [t for t in undecided if t.verdict != "no verdict"]
+    if unjudged:
+        parts.append(f"critical task {names(unjudged)} has no verdict (no reference to judge it against: "
+                     "reference.mode=skip or no entry): more samples cannot decide it; run it with "
+                     "reference.mode=check against a recorded reference")
+    if waiting:
+        parts.append(f"critical task {names(waiting)} is not decided yet "
+                     f"({', '.join(sorted({t.verdict for t in waiting}))}): more samples would decide")
     if len(supporting_no_go) + len(unknown) > k:
         parts.append(f"supporting task {names(unknown)} failed: counted as a possible NO-GO, more than "
                      f"{k} supporting tasks could be NO-GO; rerun it")
