@@ -119,6 +119,13 @@ def _no_password(tmp: Path, rc: int, text: str) -> bool:
         not any(pw in text for pw in PASSWORDS)
 
 
+def _said_unrelated(tmp: Path, rc: int, text: str) -> bool:
+    """The job ran, said that its directory holds files no job wrote, and left them as they were."""
+    report = tmp / "thesis" / "report.json"
+    return rc in (0, 3, 4) and report.is_file() and "no job wrote" in report.read_text() and \
+        (tmp / "thesis" / "chapter1.tex").read_text() == "mine"
+
+
 def _well_formed(tmp: Path, rc: int, text: str) -> bool:
     """junit.xml parses, and no raw control character reached the terminal or a report."""
     from xml.etree import ElementTree as ET
@@ -363,7 +370,11 @@ def cases() -> list[Case]:
             ("billion laughs in metadata", "task.yaml_max_nodes", {"tasks/t.yaml": _lm_eval_task(extra=BOMB)}, ()),
             ("prompt template reaching Python", "sandbox",
              {"tasks/t.yaml": _lm_eval_task().replace('doc_to_text: "', 'doc_to_text: "' + SSTI)},
-             ()))],
+             ()),
+            ("an include cycle", "cycle", {"tasks/t.yaml": "include: u.yaml\ntask: t\n",
+                                           "tasks/u.yaml": "include: t.yaml\ntask: u\n"}, ()))],
+        Case("output_dir: a directory of unrelated files", [*FAST, "output_dir={tmp}/thesis"],
+             setup=_write("thesis/chapter1.tex", "mine"), check=_said_unrelated),
         Case("runner.extend: a foreign run's trust_include_code", ["{tmp}/run", "2"], "does not inherit", _foreign_run,
              absent=["marker"], module="runner.extend"),
     ]

@@ -72,6 +72,13 @@ def prepare(config: RunnerConfig) -> Job:
         acceptance.entry(ref_dir, backend.acceptance_key)  # a missing entry stops the job before the model loads
     out_dir = prepare_output_dir(Path(config.output_dir))
     job = Job(config, task, model, quant, evaluator, backend, tracker, out_dir, ref_dir, defaults, limits, chat)
+    crowded = unrelated_entries(out_dir)
+    if crowded:
+        note = (f"the output directory {out_dir} already holds {len(crowded)} entr{'y' if len(crowded) == 1 else 'ies'} "
+                f"no job wrote ({', '.join(crowded[:5])}{', ...' if len(crowded) > 5 else ''}): the job's files are "
+                f"written beside them; give a directory of its own with output_dir=DIR")
+        log.warning(note)
+        job.notes.append(note)
     if model.trust_remote_code:
         note = (f"model.trust_remote_code=true: Python code shipped with the checkpoint ({model.path or model.hf_id}) "
                 "runs in this process; use it only for checkpoints you trust")
@@ -107,6 +114,16 @@ def check_corpus_looks(evaluator: Evaluator, stats: Any, task: str) -> None:
                           given=f"task={task} with metric {corpus.name} (aggregated over the corpus, decided by a "
                                 "bootstrap)", allowed="one look: stats.sequential.enabled=false, stats.extensions=0",
                           fix="run one fixed look, or choose a metric that is a mean per sample (task.metric)")
+
+
+JOB_ENTRIES = frozenset({".hydra", "config.yaml", "report.txt", "report.json", "results.json", "samples.jsonl",
+                         "failure.json", "runner.log", "junit.xml", "summary.md"})
+"""What a job writes into its output directory (a rerun or a resumed job finds them there)."""
+
+
+def unrelated_entries(out_dir: Path) -> list[str]:
+    """Entries of the output directory that no job wrote, sorted (a directory of unrelated files is said)."""
+    return sorted(p.name for p in out_dir.iterdir() if p.name not in JOB_ENTRIES and not p.name.endswith(".log"))
 
 
 def prepare_output_dir(out_dir: Path) -> Path:
