@@ -12,7 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT, SESSION_GENERATION_CACHE
+import pytest
+
+from tests.conftest import ROOT, SESSION_GENERATION_CACHE, compose
 
 FAKE = ["backend=fake", "tracking=none", f"cache.path={SESSION_GENERATION_CACHE}"]
 ENV = {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
@@ -74,26 +76,39 @@ def test_the_documented_extension_recipe_runs_in_order(tmp_path):
         assert any(n.startswith("looks: look 1 n=57") and "paired with the reference's scores" in n for n in notes)
 
 
+def inprocess(args: list[str], out: Path) -> None:
+    """``python -m runner ARGS`` in this process (the first test runs the printed commands as processes), with the
+    overrides list Hydra's command line saves beside a job (what runner.extend replays)."""
+    from runner.job.flow import run
+
+    asked = [*[a for a in args if not a.startswith(("hydra.run.dir=", "cache.path=", "output_dir="))], *FAKE]
+    run(compose([*asked, f"output_dir={out}"]))
+    (out / ".hydra").mkdir(exist_ok=True)
+    (out / ".hydra" / "overrides.yaml").write_text("".join(f"- {json.dumps(a)}\n" for a in asked))
+
+
 def test_a_reference_on_fewer_samples_is_refused_before_any_request_and_the_printed_fix_works(tmp_path):
+    from runner.commands.extend import overrides_for
+    from runner.contract.errors import UserError
+
     refs = tmp_path / "refs"
-    proc, _ = job(["task=mmlu_0shot", "reference.mode=record", f"reference.dir={refs}"], tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    proc, look1 = job(["quant=w4a16", "task=mmlu_0shot", f"reference.dir={refs}", "reference.against=baseline",
-                       "stats.extensions=3"], tmp_path)
-    assert proc.returncode in (0, 3, 4) and report(look1)["decision"]["rule"] == "paired", proc.stderr[-3000:]
+    inprocess(["task=mmlu_0shot", "reference.mode=record", f"reference.dir={refs}"], tmp_path / "record")
+    look1 = tmp_path / "look1"
+    inprocess(["quant=w4a16", "task=mmlu_0shot", f"reference.dir={refs}", "reference.against=baseline",
+               "stats.extensions=3"], look1)
+    assert report(look1)["decision"]["rule"] == "paired"
 
-    refused = python(["-m", "runner.extend", str(look1)], tmp_path)
-    assert refused.returncode == 1, refused.stdout[-2000:] + refused.stderr[-2000:]
-    assert "do not cover look 2" in refused.stderr and "the reference scored 57" in refused.stderr
-    assert "answers" not in refused.stdout + refused.stderr and not Path(f"{look1}-extend1").exists()
-    fix = re.search(r"(python -m runner .*?task\.num_samples=228);", refused.stderr)
-    assert fix and "quant=" not in fix.group(1), refused.stderr  # the unquantized baseline is recorded
+    with pytest.raises(UserError) as refused:  # before any request: nothing is loaded, nothing is written
+        overrides_for(look1, None)
+    said = refused.value.render()
+    assert "do not cover look 2" in said and "the reference scored 57" in said
+    assert not Path(f"{look1}-extend1").exists()
+    fix = re.search(r"(python -m runner .*?task\.num_samples=228);", said)
+    assert fix and "quant=" not in fix.group(1), said  # the unquantized baseline is recorded
 
-    recorded = python(shlex.split(fix.group(1))[1:], tmp_path)
-    assert recorded.returncode == 0, recorded.stderr[-3000:]
-    done = python(["-m", "runner.extend", str(look1)], tmp_path)
-    assert done.returncode in (0, 3, 4), done.stdout[-2000:] + done.stderr[-3000:]
+    inprocess(shlex.split(fix.group(1))[3:], tmp_path / "rerecord")
     second = Path(f"{look1}-extend1")
+    inprocess(overrides_for(look1, None), second)
     assert [lk["n"] for lk in report(second)["decision"]["sequential"]["looks"]] == [57, 114]
     assert ids(second)[:57] == ids(look1)  # look 1 did not move to the new entry's 228
     assert report(second)["decision"]["rule"] == "paired"

@@ -8,7 +8,7 @@ from runner.stats import calibration
 from runner.stats.calibration.cells import Cell, Rate
 from runner.stats.calibration.run import measure, table, worst
 
-TRIALS = 1500
+TRIALS = 1000
 
 
 @pytest.mark.parametrize("family", calibration.FAMILIES)
