@@ -93,7 +93,9 @@ def publish_sweep(config: Any, summary: Any) -> list[Path]:
     written = []
     if config.report.junit:  # one suite per sweep, named after it (not its timestamped directory)
         written.append(write_junit(config.report.junit, cases, sweep_suite_name(config)))
-    written += write_markdown(config.report.markdown, markdown(cases, f"runner sweep {summary.sweep_dir}", summary.verdict))
+    name = getattr(getattr(config, "sweep", None), "name", None)  # the heading names the sweep as its suite does
+    written += write_markdown(config.report.markdown, markdown(cases, sweep_suite_name(config) if name else
+                                                               f"runner sweep {summary.sweep_dir}", summary.verdict))
     return written
 
 

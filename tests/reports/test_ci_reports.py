@@ -40,13 +40,14 @@ def _sweep(tmp_path):
 
 
 def test_the_sweeps_junit_meets_the_schema_and_carries_verdicts_and_times(tmp_path):
-    junit, _ = _sweep(tmp_path)
+    junit, md = _sweep(tmp_path)
     root = ET.parse(junit).getroot()
     # the JUnit XSD (Ant's, as Jenkins and GitLab read it): testsuites > testsuite(name, tests, failures, errors,
     # time) > testcase(name, classname, time as a decimal) > failure/error(message, type; the body is text)
     assert root.tag == "testsuites" and [s.tag for s in root] == ["testsuite"]  # one suite per sweep
     suite = root[0]
     assert suite.get("name") == "runner sweep nightly" and tmp_path.name not in ET.tostring(root, encoding="unicode")
+    assert "runner sweep nightly" in md and tmp_path.name not in md.splitlines()[0]  # the markdown heading: sweep.name
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
     assert float(suite.get("time")) == 43.75
     cases = {c.get("classname"): c for c in suite}
