@@ -44,7 +44,8 @@ def parser() -> argparse.ArgumentParser:
                    help="points of the metric (percent points for 0/1 accuracy), or percent of A's score")
     p.add_argument("--margin", type=float, default=0.0, help="NO-GO when a drop larger than this is shown (default 0)")
     p.add_argument("--margin-unit", choices=("points", "percent"), default="points")
-    p.add_argument("--alpha", type=float, default=0.05, help="false-alarm rate of each claim (default 0.05)")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="false-alarm rate of each claim (default: the task's alpha A's job ran with, else 0.05)")
     p.add_argument("--beta", type=float, default=0.2, help="miss rate at the minimum detectable effect (default 0.2)")
     direction = p.add_mutually_exclusive_group()
     direction.add_argument("--higher-is-better", dest="higher_is_better", action="store_true", default=None,
@@ -80,15 +81,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from runner.reports import comparison, comparison_report, runs  # lazy: --help stays fast (no statistics loaded)
 
     try:
-        stats = comparison.stats_config(args.alpha, args.margin, args.margin_unit, args.tolerance, args.tolerance_unit,
-                                        args.paired_test, args.gate, args.on_inconclusive)
+        comparison.stats_config(0.05 if args.alpha is None else args.alpha, args.margin, args.margin_unit,  # checked
+                                args.tolerance, args.tolerance_unit, args.paired_test, args.gate,  # before reading
+                                args.on_inconclusive)
         out_dir = args.output_dir or default_output_dir()
         check_output_dir(out_dir, "--output-dir")
         if args.markdown:
             check_output_file(args.markdown, "--markdown")
         a = runs.read_run(args.a, args.metric, args.filter_name, args.tracking_uri)
         b = runs.read_run(args.b, args.metric, args.filter_name, args.tracking_uri)
-        result = comparison.compare(a, b, stats, args.alpha, args.beta, args.higher_is_better, args.unpaired,
+        alpha = args.alpha if args.alpha is not None else a.alpha or b.alpha or 0.05  # a task's alpha (0.01 for some)
+        stats = comparison.stats_config(alpha, args.margin, args.margin_unit, args.tolerance, args.tolerance_unit,
+                                        args.paired_test, args.gate, args.on_inconclusive)
+        result = comparison.compare(a, b, stats, alpha, args.beta, args.higher_is_better, args.unpaired,
                                     tuple(args.score_bounds) if args.score_bounds else None)
         text, _ = comparison_report.write_reports(result, out_dir, args.markdown)
     except UserError as err:

@@ -62,6 +62,7 @@ class RunSamples:
     dataset_source: str | None = None
     tolerance: float | None = None  # the tolerance its job decided with (report.json), if any
     score_bounds: tuple[float, float] | None = None  # the task's score range its job recorded (report.json), if any
+    alpha: float | None = None  # the task's alpha its job ran with (config.yaml), if any
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -160,7 +161,14 @@ def read_run_dir(path: Path, metric: str | None, where: str) -> RunSamples:
     return RunSamples(where, "runner run", str(task.get("name") or report.get("task") or "") or None, task_metric,
                       samples, hib if isinstance(hib, bool) else None,
                       int(config["seed"]) if isinstance(config.get("seed"), int) else None,
-                      _dataset_source(spec), tolerance, _bounds(report.get("score_bounds"), path / "report.json"))
+                      _dataset_source(spec), tolerance, _bounds(report.get("score_bounds"), path / "report.json"),
+                      _alpha(task.get("alpha")))
+
+
+def _alpha(value: Any) -> float | None:
+    """The task's alpha a job's config.yaml holds, when it is one (0 < alpha < 0.5)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 < float(value) < 0.5
+    return float(value) if ok else None
 
 
 def _bounds(value: Any, path: Path) -> tuple[float, float] | None:

@@ -25,14 +25,15 @@ from tests.conftest import ROOT, run_in_process
 
 
 def run_dir(path: Path, scores: dict[str, float], prompts: dict[str, str] | None = None, seed: int = 0,
-            metric: str = "accuracy", higher_is_better: bool = True, bounds: list[float] | None = None) -> Path:
+            metric: str = "accuracy", higher_is_better: bool = True, bounds: list[float] | None = None,
+            alpha: float | None = None) -> Path:
     """A job's output directory with what compare reads: samples.jsonl, config.yaml, report.json."""
     path.mkdir(parents=True)
     rows = [{"sample_id": sid, "prediction": "", "target": "", "score": score, "meta": {},
              "prompt": (prompts or {}).get(sid, f"question {sid}?")} for sid, score in scores.items()]
     (path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (path / "config.yaml").write_text(yaml.safe_dump({"seed": seed, "task": {
-        "name": "toy", "metric": metric, "higher_is_better": higher_is_better}}))
+        "name": "toy", "metric": metric, "higher_is_better": higher_is_better} | ({"alpha": alpha} if alpha else {})}))
     (path / "report.json").write_text(json.dumps({"task": "toy", "spec": {"extra_acc_spec": "dataset=local"}}
                                                  | ({"score_bounds": bounds} if bounds is not None else {})))
     return path
@@ -283,3 +284,14 @@ def test_oracle_two_lm_eval_cli_runs_pair_and_flip_as_recounted(tmp_path, capsys
     assert (report["verdict"] == "NO-GO") == (mcnemar_p(len(worse), len(better)) < 0.05)
     assert report["verdict"] != "GO" and code == report["exit_status"]
     assert "paired:      20 samples; dropped 0 only in A, 0 only in B" in out
+
+
+def test_the_alpha_is_the_tasks_unless_given(tmp_path, capsys):
+    # perplexity-like tasks run at alpha 0.01: the comparison of two of their runs keeps it; --alpha overrides
+    scores = {f"q{i}": 100.0 * (i % 3 == 0) for i in range(60)}
+    a = run_dir(tmp_path / "a", scores, alpha=0.01)
+    b = run_dir(tmp_path / "b", scores, alpha=0.01)
+    _, _, _, report = compare(tmp_path, str(a), str(b), "--tolerance", "5", capsys=capsys)
+    assert report["decision"]["alpha"] == 0.01
+    _, _, _, report = compare(tmp_path, str(a), str(b), "--tolerance", "5", "--alpha", "0.05", capsys=capsys)
+    assert report["decision"]["alpha"] == 0.05
