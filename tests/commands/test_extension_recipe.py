@@ -1,5 +1,6 @@
-"""The extension recipe of docs/statistics.md#extending-a-run works as printed (issue 40): its commands run in their
-order on the fake backend, each ``outputs/<date>/<time>`` the directory the previous job printed. And a reference
+"""The extension recipe of docs/statistics.md#extending-a-run works as printed (issue 40): its commands, composed as
+their command lines would be, run in their order on the fake backend in this process (runner.extend's overrides
+from the look before, as the command builds them). And a reference
 that does not cover an extension is refused before any request, with a record command that works when followed
 and leaves look 1 where it was."""
 
@@ -8,8 +9,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ import pytest
 from tests.conftest import ROOT, SESSION_GENERATION_CACHE, compose
 
 FAKE = ["backend=fake", "tracking=none", f"cache.path={SESSION_GENERATION_CACHE}"]
-ENV = {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
 
 
 def recipe() -> list[list[str]]:
@@ -29,17 +27,6 @@ def recipe() -> list[list[str]]:
     return [shlex.split(line, comments=True) for line in block.splitlines() if line.strip()]
 
 
-def python(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=600)
-
-
-def job(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, Path]:
-    proc = python(["-m", "runner", *args, *FAKE], cwd)
-    found = re.search(r"^outputs: (\S+)", proc.stdout, re.M)
-    assert found, proc.stdout[-2000:] + proc.stderr[-3000:]
-    return proc, Path(found.group(1))
-
-
 def report(run: Path) -> dict:
     return json.loads((run / "report.json").read_text())
 
@@ -48,37 +35,39 @@ def ids(run: Path) -> list[str]:
     return [json.loads(line)["sample_id"] for line in (run / "samples.jsonl").read_text().splitlines()]
 
 
-def test_the_documented_extension_recipe_runs_in_order(tmp_path):
+def test_the_documented_extension_recipe_runs_in_order(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the recipe's relative paths (reference.dir=my-references) land here
     commands = recipe()
     assert [c[:3] for c in commands] == [["python", "-m", "runner"]] * 2 + [["python", "-m", "runner.extend"]] * 2
     record, first, *extensions = commands
 
-    proc, _ = job(record[3:], tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    proc, look1 = job(first[3:], tmp_path)
-    assert proc.returncode in (0, 3, 4), proc.stderr[-3000:]
+    inprocess(record[3:], tmp_path / "record")
+    look1 = tmp_path / "outputs" / "look1"
+    inprocess(first[3:], look1)
     entry = report(look1)["reference_entry"]
     assert entry["num_samples"] == 228 and entry["samples"]
     assert [lk["n"] for lk in report(look1)["decision"]["sequential"]["looks"]] == [57]
+
+    from runner.commands.extend import overrides_for
 
     for k, command in enumerate(extensions, 1):
         assert command[3].startswith("outputs/<date>/<time>")  # look 1's directory, as its outputs: line printed
         args = [str(look1) + command[3].removeprefix("outputs/<date>/<time>"), *command[4:]]
         assert args[0] == (str(look1) if k == 1 else f"{look1}-extend{k - 1}")  # each extends the one before
-        proc = python(["-m", "runner.extend", *args], tmp_path)
-        assert proc.returncode in (0, 3, 4), proc.stdout[-2000:] + proc.stderr[-3000:]
+        rerun = overrides_for(Path(args[0]), int(args[1]) if len(args) > 1 else None)
+        assert "task.num_samples=57" in rerun and "stats.method=paired" in rerun  # look 1's n and rule, pinned
         run = Path(f"{look1}-extend{k}")
+        inprocess(rerun, run)
         looks = report(run)["decision"]["sequential"]["looks"]
         assert [lk["n"] for lk in looks] == [57 * j for j in range(1, k + 2)]
-        assert "task.num_samples=57 stats.method=paired" in proc.stdout  # look 1's n and rule, pinned
         assert ids(run)[:57] == ids(look1)
         notes = report(run)["notes"]
         assert any(n.startswith("looks: look 1 n=57") and "paired with the reference's scores" in n for n in notes)
 
 
 def inprocess(args: list[str], out: Path) -> None:
-    """``python -m runner ARGS`` in this process (the first test runs the printed commands as processes), with the
-    overrides list Hydra's command line saves beside a job (what runner.extend replays)."""
+    """``python -m runner ARGS`` in this process, with the overrides list Hydra's command line saves beside a job
+    (what runner.extend replays)."""
     from runner.job.flow import run
 
     asked = [*[a for a in args if not a.startswith(("hydra.run.dir=", "cache.path=", "output_dir="))], *FAKE]
