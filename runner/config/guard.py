@@ -33,7 +33,7 @@ from hydra.errors import HydraException
 
 from runner.config.schemas import RunnerConfig
 from runner.contract.errors import ConfigError
-from runner.files.writable import probe_dir
+from runner.files.writable import check_output_dir
 
 CALLABLE_PREFIXES = ("runner.", "evaluators.", "hydra_plugins.", "hydra._internal.core_plugins.",
                      "hydra.experimental.callbacks.")
@@ -166,10 +166,5 @@ def check_run_dir(where: str, value: str, overwrite: bool) -> None:
                               allowed="a new or empty directory, or overwrite_output=true to replace that run",
                               fix="leave hydra.run.dir unset (every run gets its own directory), choose a new one, "
                               "or add overwrite_output=true")
-    try:
-        probe_dir(path)
-    except OSError as err:
-        raise ConfigError("the run directory cannot be created or written", where=where,
-                          given=f"{value} ({err.strerror or err})",
-                          allowed="a directory on a writable file system that this user may write",
-                          fix="choose a writable place (leave hydra.run.dir unset for outputs/ here)") from None
+    check_output_dir(value, where, "the run directory", "choose a writable place (leave hydra.run.dir unset for "
+                     "outputs/ here)")

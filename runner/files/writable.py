@@ -31,16 +31,15 @@ def probe_dir(path: Path) -> None:
             os.rmdir(part)
 
 
-def check_output_dir(value: str | Path, where: str) -> None:
+def check_output_dir(value: str | Path, where: str, what: str = "the output directory",
+                     fix: str = "choose a writable place") -> None:
     """A directory that can be created and written; a :class:`ConfigError` naming ``where`` otherwise."""
     path = Path(value).expanduser().absolute()
     try:
         probe_dir(path)
     except OSError as err:
-        raise ConfigError("the output directory cannot be created or written", where=where,
-                          given=f"{value} ({err.strerror or err})",
-                          allowed="a directory on a writable file system that this user may write",
-                          fix="choose a writable place") from None
+        raise ConfigError(f"{what} cannot be created or written", where=where, given=f"{value} ({err.strerror or err})",
+                          allowed="a directory on a writable file system that this user may write", fix=fix) from None
 
 
 def check_output_file(value: str | Path, where: str) -> None:

@@ -48,10 +48,11 @@ class Figures:
     room: float | None
     p_value: float | None
 
-    @property
-    def p_gate(self) -> str:
-        """The family of the shown p-value in a sweep's correction (:func:`Decision.tests`)."""
-        return "noninferiority" if self.claim == GO else "regression"
+
+def claim_gate(claim: str | None) -> str:
+    """The family of a shown claim's p-value in a sweep's correction (:func:`Decision.tests`): GO's is the
+    non-inferiority test's, the others' the regression test's."""
+    return "noninferiority" if claim == GO else "regression"
 
 
 def figures(d: Decision) -> Figures:

@@ -30,6 +30,7 @@ from runner.contract.errors import EXIT_ERROR, EXIT_OK
 from runner.contract.spec import AccuracySpec
 from runner.reports.cases import fmt, fmt_p
 from runner.stats.decision import STATISTICAL_RULES
+from runner.stats.decision_text import claim_gate
 from runner.stats.multiple_testing import adjust
 from runner.stats.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, combine, exit_status, reported
 from runner.sweep import release
@@ -319,7 +320,7 @@ def _read_row(job_dir: Path) -> dict[str, Any]:
         if decision:
             row |= {k: decision[k] for k in FIGURES if k in decision}
             row["test"] = decision["rule"]
-            row["_p_gate"] = "noninferiority" if decision.get("claim") == GO else "regression"
+            row["_p_gate"] = claim_gate(decision.get("claim"))
             row["verdict"] = WORDS[decision["verdict"]]
             row["advice"] = (decision.get("advice") or {}).get("text")
             row["_tests"] = [dict(t) for t in decision["tests"]]

@@ -49,11 +49,6 @@ def _rows(items):  # noqa: ANN001, ANN202
 PERPLEXITY = CorpusMetric("word_perplexity", _perplexity, _rows, _from_sums)
 
 
-def drop_of(delta: float) -> float:
-    """The population's perplexity drop (points) when every document's per-word loss rises by ``delta``."""
-    return math.exp(LOSS) * math.expm1(delta)
-
-
 def delta_for(drop: float) -> float:
     return math.log1p(drop / math.exp(LOSS))
 
