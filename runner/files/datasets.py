@@ -133,3 +133,11 @@ def load_packaged_json(path: Path) -> Any:
 
     _quiet()
     return datasets.load_dataset("json", data_files={"test": str(path)}, split="test")
+
+
+def load_packaged_arrow(path: Path) -> Any:
+    """A split saved by ``datasets`` as one Arrow file (memory-mapped, read offline)."""
+    import datasets
+
+    _quiet()
+    return datasets.Dataset.from_file(str(path))
