@@ -55,6 +55,12 @@ def checkpoint_name(path: str | None, fallback: str) -> str:
     return name[:100] or fallback
 
 
+def embedded_asset(path: str | None, asset: str) -> str | None:
+    """The embedded asset the default model loads, or None when ``model.path`` names the checkpoint instead (the
+    composed job then shows the user's checkpoint only, not an asset it will not read)."""
+    return None if path else asset
+
+
 def check_architecture(model: Any) -> None:
     """A named model pointed at a checkpoint of another architecture is refused, with the fix."""
     expected = dict(model.architecture or {})

@@ -170,9 +170,24 @@ def check_reference(run_dir: Path, overrides: list[str], record: str) -> None:
     same_first_look(run_dir, evaluator, first, config.seed)
     cov = coverage(config, evaluator, ref_dir, entry, first)
     if cov is not None and not cov.covered:
+        flags, why = demo_consent(ref_dir, config.task.name, config.model.hf_id, entry.spec)
         raise refusal(cov, f"record the reference on the {first * (config.stats.extensions + 1)} samples of every "
-                           f"planned look: {record}; then python -m runner.extend {run_dir} again (look 1 stays at "
-                           f"n={first}: runner.extend pins it)")
+                           f"planned look: {' '.join([record, *flags])}{why}; then python -m runner.extend {run_dir} "
+                           f"again (look 1 stays at n={first}: runner.extend pins it)")
+
+
+def demo_consent(ref_dir: Path, task: str, model: str, spec: Any) -> tuple[list[str], str]:
+    """The flag a recording into an entry the embedded demo reads needs (``reference.overwrite_demo=true``; refused
+    without it), and why, so the printed command works when followed; none for any other entry."""
+    from runner.job import demo  # lazy: composes the demo's sweeps, only when a refusal is printed
+
+    readers = demo.readers(ref_dir, task, model, spec)
+    if not readers:
+        return [], ""
+    return ["reference.overwrite_demo=true"], (
+        f" (reference.overwrite_demo=true: this entry is the embedded demo's reference, read by "
+        f"{demo.describe(readers)}; recording replaces it there too, git checkout references/ restores it; or record "
+        "into a directory of your own with reference.dir=DIR and run the extension with the same reference.dir)")
 
 
 def same_entry(run_dir: Path, was: Any, entry: Any, ref_dir: Path, first: int, kind: str | None) -> None:

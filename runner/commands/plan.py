@@ -8,11 +8,13 @@ Two questions, answered without loading a model:
 * ``--task T --model M [spec flags]``: the reference, n, alpha, beta, sigma, theta and threshold
   a run of that model and spec would be judged with (task defaults from the Hydra config,
   then the reference entry's overrides).
-* ``--design paired --agreement A`` (table mode): the paired theta (McNemar's exact test on a
-  0/100 metric, when both runs answer the same samples and agree on a fraction A of them) next
-  to the unpaired one, and with ``--target-theta`` the paired n next to the unpaired n.
+* ``OVERRIDES`` (``task=perplexity quant=w4a16 reference.against=baseline``, as for ``python -m runner``): the
+  same for the job those overrides compose (:mod:`runner.commands.plan_applied`); with no entry yet, the task's n.
+* ``--design paired --agreement A``: the paired theta (McNemar's exact test on a 0/100 metric, when both runs
+  answer the same samples and agree on a fraction A of them) next to the unpaired one, and with
+  ``--target-theta`` the paired n next to the unpaired n; in the table, or at a job's own n, alpha and beta.
 * ``--savings``: samples needed for a target theta (default 3 points), unpaired versus paired at
-  agreement 0.90, 0.95 and 0.98 (or ``--agreement A``).
+  agreement 0.90, 0.95 and 0.98 (or ``--agreement A``); a job's alpha, beta and sigma with overrides.
 * ``--design-effect D`` (any mode but ``--sequential``): clustered questions (a task's ``cluster_key``,
   ``stats.cluster=auto``): sigma becomes ``sigma sqrt(D)``, so theta and the threshold offset grow by
   ``sqrt(D)`` and the samples needed by ``D``; the paired theta is that of ``n / D`` samples.
@@ -28,18 +30,15 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-
-from runner.contract.errors import EXIT_ERROR, UserError, ConfigError
-from runner.contract.spec import AccuracySpec
+from runner.commands.plan_paired import (DEFAULT_TARGET, EXIT_USAGE, MODEL_TEXT, deff_key, deff_text, infeasible_note,
+                                         print_savings, savings)
+from runner.contract.errors import EXIT_ERROR, UserError
 from runner.stats.sequential import plan as plan_sequential
 from runner.stats.clustered.variance import effective_sigma
 from runner.stats.planning import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
-from runner.stats.unpaired.ztest import check_params, compute_threshold, min_samples_for_theta, plan_rows, HypothesisParams
+from runner.stats.unpaired.ztest import check_params, min_samples_for_theta, plan_rows
 
-EXIT_USAGE = 2
-"""Bad command line (argparse's own status)."""
 
 # The planning script's defaults upstream (MMLU-like: Bernoulli scores, 8192 rows).
 TABLE_DEFAULTS = {"sigma": 50.0, "alpha": 0.05, "beta": 0.2, "num_samples_total": 8192}
@@ -64,8 +63,11 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m runner.plan --savings\n"
             "  python -m runner.plan --sigma 50 --num-samples-total 4096 --target-theta 3 --design-effect 1.8\n"
             "  python -m runner.plan task=mmlu model=llama31_8b quant=fp8_kv\n"
+            "  python -m runner.plan model.path=DIR task=perplexity quant=w4a16 reference.against=baseline\n"
+            "  python -m runner.plan task=mmlu_0shot quant=w4a16 --design paired --agreement 0.9 --target-theta 5\n"
             "  python -m runner.plan --task mmlu --model meta-llama/Llama-3.1-8B-Instruct --quant-algo FP8\n"
-            "exit status: 0 ok, 1 no matching reference, 2 bad command line"
+            "exit status: 0 ok, 1 no matching reference (the task's n is printed all the same) or a bad config, "
+            "2 bad command line"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -133,7 +135,7 @@ def _table(args: argparse.Namespace) -> int:
     deff = args.design_effect
     sigma = effective_sigma(vals["sigma"], deff)
     rows = plan_rows(sigma, vals["alpha"], vals["beta"], vals["num_samples_total"])
-    out: dict[str, object] = {"rows": [vars(r) for r in rows]} | _deff_key(deff)
+    out: dict[str, object] = {"rows": [vars(r) for r in rows]} | deff_key(deff)
     if args.target_theta is not None:
         out["target_theta"] = args.target_theta
         out["min_num_samples"] = min_samples_for_theta(args.target_theta, sigma, vals["alpha"], vals["beta"])
@@ -155,10 +157,10 @@ def _table(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
         return 0
-    print(f"sigma={vals['sigma']:g} alpha={vals['alpha']:g} beta={vals['beta']:g} (higher is better)" + _deff_text(deff))
+    print(f"sigma={vals['sigma']:g} alpha={vals['alpha']:g} beta={vals['beta']:g} (higher is better)" + deff_text(deff))
     if paired:
         print(f"paired: McNemar's exact test on the same samples of a 0/100 metric, agreement {agreement:g}; "
-              + _MODEL_TEXT[model])
+              + MODEL_TEXT[model])
         print(f"{'num_samples':>11}  {'theta':>9}  {'threshold-reference':>19}  {'paired-theta':>12}")
         for r, row in zip(rows, out["rows"]):  # type: ignore[arg-type]
             mark = "" if row["paired_feasible"] else "*"
@@ -182,40 +184,10 @@ def _table(args: argparse.Namespace) -> int:
                 f"{out['paired_min_num_samples']} paired at agreement {agreement:g}"
             )
             if not out["paired_target_feasible"]:
-                print(_infeasible_note(args.target_theta, agreement, vals["alpha"], vals["beta"], model))
+                print(infeasible_note(args.target_theta, agreement, vals["alpha"], vals["beta"], model))
         else:
             print(f"smallest n with theta <= {args.target_theta:g}: {out['min_num_samples']}")
     return 0
-
-
-_MODEL_TEXT = {
-    "added": "regression model 'added': the agreement is measured between two healthy runs and a drop of theta "
-             "adds theta% right-to-wrong flips on top (theta from Connor's sample-size equation with discordance "
-             "1 - agreement + theta, plus a 1/n continuity term)",
-    "split": "regression model 'split': the agreement holds under the regression "
-             "(theta = 100 (k sqrt((1 - agreement) / n) + 1 / n), k = |z(alpha)| + |z(beta)|)",
-}
-
-
-def _infeasible_note(target: float, agreement: float, alpha: float, beta: float, model: str) -> str:
-    if model != "split":
-        return f"note: a {target:g}-point drop does not fit agreement {agreement:g}"
-    best = round(1.0 - target / 100.0, 6)
-    return (
-        f"note: a {target:g}-point drop changes at least {target:g}% of the answers, so the runs cannot agree on "
-        f"more than {best:g} of them; at agreement {best:g} the paired n is "
-        f"{paired_min_samples(target, best, alpha, beta, model='split')}"
-    )
-
-
-def _deff_key(deff: float) -> dict[str, float]:
-    """The JSON key of a design effect, only when one is planned (the independent output stays as it was)."""
-    return {} if deff == 1 else {"design_effect": deff}
-
-
-def _deff_text(deff: float) -> str:
-    return "" if deff == 1 else (f"; design effect {deff:g}: sigma x sqrt({deff:g}) = x{math.sqrt(deff):.4f}, "
-                                 f"samples needed x{deff:g} (clustered questions)")
 
 
 def _savings(args: argparse.Namespace) -> int:
@@ -224,127 +196,13 @@ def _savings(args: argparse.Namespace) -> int:
         getattr(args, k) if getattr(args, k) is not None else TABLE_DEFAULTS[k] for k in ("sigma", "alpha", "beta")
     )
     check_params(alpha, beta, sigma, 1, where="command line")
-    target = args.target_theta if args.target_theta is not None else 3.0
-    agreements = (args.agreement,) if args.agreement is not None else PLANNING_AGREEMENTS
-    deff = args.design_effect
-    unpaired_n = min_samples_for_theta(target, effective_sigma(sigma, deff), alpha, beta)
-    paired_rows = []
-    for a in agreements:
-        feasible = paired_feasible(target, a, args.regression_model)
-        n = paired_min_samples(target, a, alpha, beta, model=args.regression_model, design_effect=deff) if feasible else None
-        paired_rows.append(
-            {"agreement": a, "num_samples": n, "feasible": feasible, "ratio": unpaired_n / n if n else None}
-        )
-    out = {
-        "target_theta": target,
-        "sigma": sigma,
-        "alpha": alpha,
-        "beta": beta,
-        "unpaired_num_samples": unpaired_n,
-        "regression_model": args.regression_model,
-        "paired": paired_rows,
-    } | _deff_key(deff)
+    out = savings(args.target_theta if args.target_theta is not None else DEFAULT_TARGET, sigma, alpha, beta,
+                  (args.agreement,) if args.agreement is not None else PLANNING_AGREEMENTS, args.regression_model,
+                  args.design_effect)
     if args.json:
         print(json.dumps(out))
-        return 0
-    print(f"samples needed to catch a {target:g}-point drop (alpha {alpha:g}, beta {beta:g})" + _deff_text(deff))
-    print(f"{'design':<9} {'agreement':>9} {'num_samples':>11} {'vs unpaired':>12}")
-    print(f"{'unpaired':<9} {'-':>9} {unpaired_n:>11d} {'1x':>12}")
-    for row in paired_rows:
-        if row["feasible"]:
-            print(f"{'paired':<9} {row['agreement']:>9.2f} {row['num_samples']:>11d} {format(row['ratio'], '.1f') + 'x fewer':>12}")
-        else:
-            print(f"{'paired':<9} {row['agreement']:>9.2f} {'n/a*':>11}")
-    print(f"unpaired: TensorRT-LLM's test, sigma {sigma:g}, runs treated as independent.")
-    print("paired: McNemar's exact test on the same samples of a 0/100 metric, where agreement is the fraction of "
-          "samples both runs score the same; " + _MODEL_TEXT[args.regression_model] + ".")
-    if not all(row["feasible"] for row in paired_rows):
-        print("* " + _infeasible_note(target, max(r["agreement"] for r in paired_rows), alpha, beta,
-                                      args.regression_model)[len("note: "):])
-    return 0
-
-
-def available_tasks() -> list[str]:
-    """Task config names shipped in conf/task."""
-    import conf  # lazy: --help stays cheap
-
-    return sorted(p.stem for p in (Path(conf.__file__).parent / "task").glob("*.yaml"))
-
-
-def _applied(args: argparse.Namespace) -> int:
-    from runner.commands.plan_job import planned_job, task_defaults  # lazy: --help stays cheap
-    from runner.references.store import default_reference_dir, lookup  # lazy: --help stays cheap
-
-    if args.overrides:
-        job = planned_job(args.overrides)
-        args.task, args.model = job.task, job.model
-        return _print_applied(args, job.reference, job.metric, job.spec, job.dataset)
-    tasks = available_tasks()
-    if args.task not in tasks:
-        print(
-            f"error: unknown task '{args.task}'\n  allowed: {', '.join(tasks)} (the files in conf/task)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    metric, defaults = task_defaults(args.task)
-    spec = AccuracySpec(
-        dtype=args.dtype,
-        quant_algo=args.quant_algo,
-        kv_cache_quant_algo=args.kv_cache_quant_algo,
-        spec_dec_algo=args.spec_dec_algo,
-        extra_acc_spec=args.extra_acc_spec,
-    )
-    ref_dir = args.references if args.references is not None else default_reference_dir()
-    ref = lookup(ref_dir, args.task, metric, args.model, spec, defaults)
-    return _print_applied(args, ref, metric, spec)
-
-
-def _print_applied(args: argparse.Namespace, ref: Any, metric: str, spec: AccuracySpec, dataset: str | None = None) -> int:
-    p = ref.params
-    if args.design_effect != 1:
-        p = HypothesisParams(p.alpha, p.beta, effective_sigma(p.sigma, args.design_effect), p.num_samples,
-                             p.higher_is_better)
-    explicit = ref.threshold is not None
-    threshold = ref.threshold if explicit else compute_threshold(ref.value, p.num_samples, p.sigma, p.alpha, p.higher_is_better)
-    out = {
-        "reference": ref.value,
-        "num_samples": p.num_samples,
-        "alpha": p.alpha,
-        "beta": p.beta,
-        "sigma": p.sigma,
-        "theta": p.theta,
-        "threshold": threshold,
-        "higher_is_better": p.higher_is_better,
-        "explicit_threshold": explicit,
-        "metric": metric,
-    } | _deff_key(args.design_effect)
-    min_n = None
-    if args.target_theta is not None:
-        min_n = min_samples_for_theta(args.target_theta, p.sigma, p.alpha, p.beta)
-        out["target_theta"] = args.target_theta
-        out["min_num_samples"] = min_n
-    if args.json:
-        print(json.dumps(out))
-        return 0
-    direction = "higher is better" if p.higher_is_better else "lower is better"
-    how = "explicit, from the reference entry" if explicit else "reference + z(alpha) * sqrt(2 sigma^2 / n)"
-    print(f"task         {args.task} ({metric}, {direction})")
-    print(f"model        {args.model}")
-    print(f"spec         {spec.describe()}")
-    if dataset:
-        print(f"dataset      {dataset}")
-    print(f"reference    {ref.value:.3f}   ({ref.path}, entry {ref.index})")
-    if ref.note:
-        print(f"note         {ref.note}")
-    print(f"num_samples  {p.num_samples}")
-    print(f"alpha        {p.alpha:g}")
-    print(f"beta         {p.beta:g}")
-    print(f"sigma        {p.sigma:g}" + ("" if args.design_effect == 1 else
-                                          f"   (sigma x sqrt(design effect {args.design_effect:g}))"))
-    print(f"theta        {p.theta:.3f}   (smallest drop detected with probability {1 - p.beta:.0%})")
-    print(f"threshold    {threshold:.3f}   ({how})")
-    if min_n is not None:
-        print(f"smallest n with theta <= {args.target_theta:g}: {min_n}")
+    else:
+        print_savings(out)
     return 0
 
 
@@ -356,29 +214,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(bad)} (overrides are KEY=VALUE, as for python -m runner)")
     if args.overrides and (args.task is not None or args.model is not None):
         parser.error("give either Hydra overrides (task=... model=...) or --task/--model, not both")
-    if args.overrides:
-        given = [f"--{k.replace('_', '-')}" for k in TABLE_DEFAULTS if getattr(args, k) is not None]
-        if given or args.design is not None or args.savings:
-            parser.error("with overrides the values come from the config; table flags do not apply")
-        try:
-            return _applied(args)
-        except UserError as err:
-            print(err.render(), file=sys.stderr)
-            return EXIT_ERROR
-    if args.task is not None or args.model is not None:
-        if args.task is None or args.model is None:
+    job = bool(args.overrides) or args.task is not None or args.model is not None
+    if job:
+        if not args.overrides and (args.task is None or args.model is None):
             parser.error("--task and --model go together")
         given = [f"--{k.replace('_', '-')}" for k in TABLE_DEFAULTS if getattr(args, k) is not None]
         if given:
-            parser.error(f"{', '.join(given)} only apply to the table; with --task the values come from the config")
+            parser.error(f"{', '.join(given)} only apply to the table; a job's values come from its config "
+                         "(override them as task.sigma=, task.alpha=, task.beta=, task.num_samples=)")
+        if args.sequential is not None:
+            parser.error("--sequential plans from --sigma, --alpha and --beta; not with overrides or --task")
     if not (math.isfinite(args.design_effect) and args.design_effect >= 1):
         parser.error(f"--design-effect must be a number >= 1 (1: independent samples), got {args.design_effect:g}")
     if args.sequential is not None and args.design_effect != 1:
         parser.error("--design-effect does not apply to --sequential plans")
     if args.target_theta is not None and not args.target_theta > 0:
         parser.error("--target-theta must be > 0")
-    if args.task is not None and (args.design is not None or args.agreement is not None or args.savings):
-        parser.error("--design, --agreement and --savings only apply to the table; not with --task")
     if args.agreement is not None and not 0.0 < args.agreement < 1.0:
         parser.error(f"--agreement must be strictly between 0 and 1, got {args.agreement:g}")
     if args.savings and args.design is not None:
@@ -390,11 +241,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.sequential is not None:
             return plan_sequential.run(args)
-        if args.task is not None:
-            return _applied(args)
+        if job:
+            from runner.commands.plan_applied import applied  # lazy: --help stays cheap
+
+            return applied(args)
         return _savings(args) if args.savings else _table(args)
     except UserError as err:
         print(err.render(), file=sys.stderr)
-        # A bad number on the command line is a usage error; anything found in files is not.
-        return EXIT_USAGE if args.task is None else EXIT_ERROR
+        # A bad number on the command line is a usage error; anything found in config or files is not.
+        return EXIT_ERROR if job else EXIT_USAGE
 

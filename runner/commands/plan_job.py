@@ -1,6 +1,9 @@
 """What ``python -m runner.plan OVERRIDES`` plans with: the task's test parameters and the reference entry a run
 of those overrides would be judged against, found before any model loads.
 
+When no entry matches, the plan still holds the task's n and test parameters (a baseline is recorded at that n),
+with the lookup's error beside it: ``python -m runner.plan`` prints the sample size and says what to record.
+
 A task that reads its rows from a packaged copy by default (MMLU, GPQA offline) keys its references with
 ``dataset=packaged``; upstream's entries are keyed on the benchmark's own dataset. The planner asks about the
 benchmark's own dataset first unless the overrides name a source, so ``task=mmlu model=llama31_8b quant=fp8``
@@ -24,9 +27,20 @@ class PlannedJob:
     task: str
     model: str
     metric: str
-    reference: Reference
+    reference: Reference | None  # None: no entry matches (``missing`` says why)
     spec: AccuracySpec
     dataset: str  # which dataset source the matched entry is keyed on, in words
+    params: HypothesisParams | None = None  # the test's parameters: the entry's, else the task's (the n a run uses)
+    missing: ReferenceError_ | None = None  # why no entry matched
+    method: str = "auto"  # stats.method of the job
+
+    @property
+    def test(self) -> HypothesisParams:
+        """The parameters the job is judged with: the matched entry's, else the task's."""
+        if self.params is not None:
+            return self.params
+        assert self.reference is not None
+        return self.reference.params
 
 
 def task_defaults(task: str) -> tuple[str, HypothesisParams]:
@@ -42,9 +56,10 @@ def task_defaults(task: str) -> tuple[str, HypothesisParams]:
     return str(t.metric), HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
 
 
-def planned_job(overrides: list[str]) -> PlannedJob:
+def planned_job(overrides: list[str], missing_ok: bool = False) -> PlannedJob:
     """The entry ``python -m runner OVERRIDES`` would be judged against, with the task's parameters and the
-    entry's overrides; the requested spec carries the task's reference-key parts (``extra_acc_spec``)."""
+    entry's overrides; the requested spec carries the task's reference-key parts (``extra_acc_spec``).
+    No entry matching raises the lookup's error, or with ``missing_ok`` plans with the task's parameters."""
     from hydra import compose, initialize_config_module  # lazy: --help stays cheap
     from hydra.errors import HydraException  # lazy: --help stays cheap
     from runner.config.store import register_schemas  # lazy: --help stays cheap
@@ -70,7 +85,10 @@ def planned_job(overrides: list[str]) -> PlannedJob:
         own = replace(t, dataset=replace(t.dataset, source="hub"))
         tries = [(own, f"the benchmark's own ({t.dataset.hub_id}; task.dataset.source=packaged plans the packaged "
                        "copy's entry)"), (t, "the packaged copy (no entry is keyed on the benchmark's own dataset)")]
+    asked = asked_num_samples(cfg, config)
+    baseline = "; reference.against=baseline: the unquantized entry" if config.reference.against == "baseline" else ""
     first: ReferenceError_ | None = None
+    missed: tuple[ReferenceError_, AccuracySpec, str] | None = None  # the run's own key's miss: what it would record
     unreachable: UserError | None = None  # the benchmark's own dataset, when it cannot be read (offline)
     for task, dataset in tries:
         try:
@@ -84,18 +102,23 @@ def planned_job(overrides: list[str]) -> PlannedJob:
             found = lookup(ref_dir, t.name, t.metric, config.model.hf_id, spec, defaults)
         except ReferenceError_ as err:
             first = first or err
+            if task is t:
+                missed = (err, spec, dataset)
             continue
         except UserError as err:
             if task is t:
                 raise
             unreachable = err
             continue
-        if asked_num_samples(cfg, config) is not None:  # an n the run sets wins over the entry's, as in a run
+        if asked is not None:  # an n the run sets wins over the entry's, as in a run
             found = replace(found, params=replace(found.params, num_samples=t.num_samples))
-        if config.reference.against == "baseline":
-            dataset += "; reference.against=baseline: the unquantized entry"
-        return PlannedJob(t.name, config.model.hf_id, t.metric, found, spec, dataset)
+        return PlannedJob(t.name, config.model.hf_id, t.metric, found, spec, dataset + baseline,
+                          method=config.stats.method)
     if first is None and unreachable is not None:
         raise unreachable
     assert first is not None
-    raise first
+    if not missing_ok or missed is None:
+        raise first
+    err, spec, dataset = missed
+    return PlannedJob(t.name, config.model.hf_id, t.metric, None, spec, dataset + baseline, defaults, err,
+                      config.stats.method)

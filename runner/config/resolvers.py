@@ -5,7 +5,8 @@ Hydra copies the cache into each sweep job), so two jobs started in the same sec
 output directory. ``${runner.path_part:${task.name}}`` turns a name into one safe path component
 before Hydra creates the directory; the names themselves are validated later, with a message.
 ``${runner.checkpoint_id:${model.path},<default id>}`` names the model a checkpoint holds
-(:mod:`runner.backends.identity`).
+(:mod:`runner.backends.identity`); ``${runner.embedded_asset:${model.path},<asset>}`` is the embedded asset only
+while no ``model.path`` is given.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import secrets
 
 from omegaconf import OmegaConf
 
-from runner.backends.identity import checkpoint_id, checkpoint_name
+from runner.backends.identity import checkpoint_id, checkpoint_name, embedded_asset
 
 UNIQUE = "runner.unique"
 PATH_PART = "runner.path_part"
 CHECKPOINT_ID = "runner.checkpoint_id"
 CHECKPOINT_NAME = "runner.checkpoint_name"
+EMBEDDED_ASSET = "runner.embedded_asset"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
 
 
@@ -44,3 +46,5 @@ def register_resolvers() -> None:
 
         OmegaConf.register_new_resolver(CHECKPOINT_ID, checkpoint_id)
         OmegaConf.register_new_resolver(CHECKPOINT_NAME, checkpoint_name)
+    if not OmegaConf.has_resolver(EMBEDDED_ASSET):
+        OmegaConf.register_new_resolver(EMBEDDED_ASSET, embedded_asset)

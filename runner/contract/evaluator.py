@@ -38,6 +38,22 @@ CORPUS_ITEM = "corpus_item"
 the reference's per-sample scores so a paired bootstrap can recompute the metric on both sides)."""
 
 
+ROW = "row"
+"""The meta field naming a sample's row for a person, where the sample id is not the dataset's own id (lm-eval's
+samples are keyed by doc index): ``id=Mercury_7175875``, or ``doc index 12`` when the row carries no id."""
+ROW_ID_KEYS = ("id", "question_id", "qid", "example_id", "uid", "idx", "ind")
+"""Fields in which datasets carry their own row id (ARC's ``id``, BoolQ's ``idx``, HellaSwag's ``ind``), first wins."""
+
+
+def row_label(doc: Any, doc_index: Any) -> str:
+    """The row a person looks up: the document's own id where it carries one, else the doc index, said so."""
+    for key in ROW_ID_KEYS:
+        value = doc.get(key) if isinstance(doc, dict) else None
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+            return f"{key}={value}"
+    return f"doc index {doc_index}"
+
+
 @dataclass(frozen=True)
 class CorpusMetric:
     """A task metric computed over all samples' items at once, not as the mean of per-sample scores: corpus BLEU,

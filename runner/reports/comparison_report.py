@@ -23,8 +23,13 @@ from runner.stats.verdicts import WORDS, inconclusive_fails
 SHOWN_FLIPS = 20
 
 
-def _ids(ids: list[str]) -> str:
-    shown = ", ".join(ids[:SHOWN_FLIPS])
+def _ids(ids: list[str], result: Comparison) -> str:
+    """The first flipped samples, each with the row a person looks up where its id is not one (an lm-eval doc
+    index: the document's own id, or "doc index N")."""
+    def label(sid: str) -> str:
+        row = result.b.samples[sid].row or result.a.samples[sid].row
+        return sid if not row or row == sid else f"{sid} ({row})"
+    shown = ", ".join(label(i) for i in ids[:SHOWN_FLIPS])
     return shown + (f", ... ({len(ids) - SHOWN_FLIPS} more in report.json)" if len(ids) > SHOWN_FLIPS else "")
 
 
@@ -58,8 +63,8 @@ def report_text(result: Comparison, exit_status: int) -> str:
     if result.paired:
         worse, better = ("A right, B wrong", "A wrong, B right") if set(_scores(result)) <= {0.0, 100.0} else (
             "B worse than A", "B better than A")
-        lines.append(f"flipped:     {len(result.worse)} {worse}: {_ids(result.worse) or '-'}")
-        lines.append(f"             {len(result.better)} {better}: {_ids(result.better) or '-'}")
+        lines.append(f"flipped:     {len(result.worse)} {worse}: {_ids(result.worse, result) or '-'}")
+        lines.append(f"             {len(result.better)} {better}: {_ids(result.better, result) or '-'}")
     lines += [f"note: {n}" for n in result.notes]
     lines.append("=" * 72)
     lines.append(f"result: {d.verdict_line()} (exit {exit_status})")

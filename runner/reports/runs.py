@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from runner.contract.errors import UserError
-from runner.contract.evaluator import CORPUS_ITEM
+from runner.contract.evaluator import CORPUS_ITEM, ROW, row_label
 
 LM_EVAL_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 MLFLOW_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -46,6 +46,7 @@ class RunSample:
     prompt: str | None  # None when the source did not keep it
     target_hash: str | None = None  # lm-eval's hash of the target (None for our runs)
     doc_hash: str | None = None  # lm-eval's hash of the document
+    row: str | None = None  # the dataset's row for a person (meta ROW; an lm-eval document's own id, or its index)
 
 
 @dataclass
@@ -150,8 +151,9 @@ def read_run_dir(path: Path, metric: str | None, where: str) -> RunSamples:
                             fix="record run A as a reference (reference.mode=record) and check B against it: the job "
                                 "decides a corpus metric with the paired corpus bootstrap")
         prompt = row.get("prompt")
+        label = meta.get(ROW)
         samples[sid] = RunSample(sid, _number(row["score"], f"{samples_file}, sample {sid}"),
-                                 prompt if isinstance(prompt, str) else None)
+                                 prompt if isinstance(prompt, str) else None, row=str(label) if label else None)
     hib = task.get("higher_is_better")
     tolerance = decision.get("tolerance")
     if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))):
@@ -270,7 +272,7 @@ def read_lm_eval(path: Path, metric: str | None, filter_name: str | None) -> Run
         first = (arguments.get("gen_args_0") if isinstance(arguments, dict) else None) or {}
         prompt = first.get("arg_0") if isinstance(first, dict) else None
         samples[sid] = RunSample(sid, values[sid] * (100.0 if binary else 1.0), prompt if isinstance(prompt, str) else None,
-                                 r.get("target_hash"), r.get("doc_hash"))
+                                 r.get("target_hash"), r.get("doc_hash"), row_label(r.get("doc"), sid))
     match = LM_EVAL_NAME.match(path.name)
     notes = [f"{name} read in percent points (0/1 -> 0/100)"] if binary else []
     return RunSamples(str(path), "lm-eval samples", match["task"] if match else None,

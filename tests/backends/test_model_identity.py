@@ -33,6 +33,8 @@ def test_the_default_model_takes_its_identity_from_the_checkpoint(tmp_path):
     for overrides, hf_id, name in cases:
         model = OmegaConf.to_object(compose([*overrides, "output_dir=/tmp/x"]).model)
         assert (model.hf_id, model.name) == (hf_id, name), overrides
+        # the composed job names the user's checkpoint only: the embedded asset is not read, so it is not shown
+        assert model.embedded == (None if overrides else "smollm2_135m_gguf"), overrides
 
 
 def test_a_local_path_in_name_or_path_is_not_an_identity(tmp_path):

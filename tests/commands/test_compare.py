@@ -169,6 +169,17 @@ def lm_eval_rows(values: dict[str, list[float]], filters: tuple[str, ...] = ("no
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
+def test_flipped_lm_eval_docs_are_named_by_their_own_id_or_as_doc_indexes(tmp_path, capsys):
+    a, b = tmp_path / "samples_arc_a.jsonl", tmp_path / "samples_arc_b.jsonl"
+    a.write_text(lm_eval_rows({"acc": [1.0, 1.0, 0.0, 1.0]}))
+    rows = [json.loads(r) for r in lm_eval_rows({"acc": [0.0, 0.0, 1.0, 1.0]}).splitlines()]
+    rows[0]["doc"] = {"id": "Mercury_7", "question": "Q0"}  # ARC's docs carry an id; the fixture's others do not
+    b.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _, out, _, report = compare(tmp_path, str(a), str(b), "--tolerance", "5", capsys=capsys)
+    assert report["flipped"] == {"worse": ["0", "1"], "better": ["2"]}  # the ids that pair stay lm-eval's indexes
+    assert "0 (id=Mercury_7), 1 (doc index 1)" in out and "2 (doc index 2)" in out
+
+
 def test_bad_input_is_a_message_and_exit_1(tmp_path, capsys, monkeypatch):
     # an in-process job earlier in this worker may have left mlflow.set_tracking_uri's variable behind
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)

@@ -10,6 +10,10 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
+import pytest
+
+from runner.contract.errors import UserError
+
 from tests.conftest import ROOT, run_cli
 
 REFERENCE = """HuggingFaceTB/SmolLM2-135M-Instruct:
@@ -80,3 +84,25 @@ def test_an_extension_of_another_size_than_the_first_look_is_refused_by_the_job(
     with pytest.raises(ConfigError, match="the planned number of samples") as err:
         nested_looks(Draws(), first, [57, 20], 0, "mmlu")
     assert "stats.extend=[57,57]" in str(err.value.fix)
+
+
+def test_the_printed_record_command_for_a_demo_entry_composes_and_is_accepted():
+    # the embedded gate's 0-shot MMLU baseline (references/mmlu.yaml) is a demo entry: recording over it is refused
+    # without reference.overwrite_demo=true, so the command runner.extend prints carries that flag
+    from runner.commands.extend import demo_consent
+    from runner.commands.plan_job import planned_job
+    from runner.job.flow import typed
+    from runner.references import store
+    from tests.conftest import compose
+
+    planned = planned_job(["task=mmlu_0shot", "quant=w4a16", "reference.against=baseline"])
+    refs = store.default_reference_dir()
+    flags, why = demo_consent(refs, planned.task, planned.model, planned.reference.spec)
+    assert flags == ["reference.overwrite_demo=true"] and "experiment=" in why
+    assert demo_consent(refs.parent / "elsewhere", planned.task, planned.model, planned.reference.spec) == ([], "")
+    printed = ["task=mmlu_0shot", "reference.mode=record", "reference.overwrite=true", *flags, "task.num_samples=228"]
+    settings = typed(compose([*printed, "output_dir=/tmp/x"])).reference
+    rec = store.Recording(planned.task, "accuracy", planned.model, planned.reference.spec, 228, 57, why)
+    store.check_replacement(refs, rec, settings.overwrite, settings.overwrite_demo)  # accepted: no exception
+    with pytest.raises(UserError, match="embedded demo"):
+        store.check_replacement(refs, rec, settings.overwrite, False)

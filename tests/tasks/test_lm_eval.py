@@ -62,6 +62,10 @@ def test_multiple_choice_scores_as_lm_eval_with_provenance(tasks, script, tmp_pa
     assert [got[f"arc_local/{i}"]["meta"]["lm_eval"]["acc_norm"] for i in range(4)] == [1.0, 1.0, 0.0, 1.0]
     assert [got[f"arc_local/{i}"]["prediction"] for i in range(4)] == ["oxygen", "100 degrees Celsius",
                                                                       "a wooden spoon", "ice"]
+    # the target in the prediction's form (the choice's text, not lm-eval's index), the row by the doc's own id
+    # (tests/data/arc_easy/test.jsonl: Q1's answerKey B is "carbon dioxide", Q3's "an iron nail")
+    assert [got[f"arc_local/{i}"]["target"] for i in (0, 2)] == ["carbon dioxide", "an iron nail"]
+    assert [got[f"arc_local/{i}"]["meta"]["row"] for i in range(4)] == ["id=Q1", "id=Q2", "id=Q3", "id=Q4"]
     first = got["arc_local/0"]
     assert first["prompt"] == "Question: Which gas do plants take in from the air?\nAnswer:"
     assert first["meta"]["prompt_hash"] == hash_string(first["prompt"]) and first["meta"]["doc_id"] == 0

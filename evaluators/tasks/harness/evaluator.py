@@ -36,7 +36,7 @@ from evaluators.tasks.harness.translate import (loglikelihood_fix, needs_loglike
                                                 to_lm_eval, to_request)
 from runner.contract.backend import Capabilities
 from runner.contract.errors import ConfigError
-from runner.contract.evaluator import CORPUS_ITEM, CorpusMetric, Sample, ScoredSample
+from runner.contract.evaluator import CORPUS_ITEM, ROW, CorpusMetric, Sample, ScoredSample, row_label
 from runner.contract.requests import Request, Response
 
 # lm-eval metrics whose values are fractions of 1: shown in percent (scale 100) like our references
@@ -213,12 +213,13 @@ class HarnessEvaluator(Evaluator):
         sample_id = f"{sub.name}/{doc_id}"
         self._built[sample_id] = (sub, doc, instances)
         doc_text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
+        # the sample id (doc index) pairs a run with its reference; the row is what a person looks up
         meta = {"subtask": sub.name, "doc_id": doc_id, "doc_hash": hash_string(doc_text),
-                "prompt_hash": hash_string(str(instances[0].arguments[0]))}
+                "prompt_hash": hash_string(str(instances[0].arguments[0])), ROW: row_label(doc, doc_id)}
         prompt, chat_turns = str(instances[0].args[0]), read_chat(str(instances[0].args[0]))
         if chat_turns is not None:  # the turns the backend renders with the model's chat template
             prompt = "\n\n".join(f"[{role}] {content}" for role, content in chat_turns[0])
-        return Sample(sample_id, prompt, str(task.doc_to_target(doc)), meta)
+        return Sample(sample_id, prompt, _target(task, doc), meta)
 
     def _instances(self, sample: Sample) -> tuple[Subtask, Any, list[Any]]:
         if sample.id not in self._built:  # a sample made elsewhere (a resumed pool): build it in the same order
@@ -308,6 +309,20 @@ class HarnessEvaluator(Evaluator):
         if self.output_types == ["multiple_choice"] and self.metric in ("acc", "acc_norm") and samples:
             return mean(self.scale / len(self._instances(s)[0].task.doc_to_choice(self._instances(s)[1])) for s in samples)
         return self.config.chance_level
+
+
+def _target(task: Any, doc: Any) -> str:
+    """The answer in the form the prediction takes: a multiple-choice target (lm-eval's choice index, or several)
+    as the choice's text, as :func:`_prediction` names the chosen one; other targets as lm-eval gives them."""
+    target = task.doc_to_target(doc)
+    if task.OUTPUT_TYPE != "multiple_choice":
+        return str(target)
+    choices = task.doc_to_choice(doc)
+
+    def text(t: Any) -> str:
+        indexed = isinstance(t, int) and not isinstance(t, bool) and 0 <= t < len(choices)
+        return str(choices[t]) if indexed else str(t)
+    return " | ".join(text(t) for t in target) if isinstance(target, list) else text(target)
 
 
 def _prediction(task: Any, doc: Any, instances: list[Any], filter_name: str) -> str:
