@@ -28,6 +28,9 @@ verdict in words, the deciding rule's score and reference on the samples it used
 p-value, rounded for reading (metrics of the same names keep full precision), the rule that decided; and
 the evaluated samples."""
 
+WIDTHS = (95, 75, 90, 80, 90, 110)
+"""Pixel widths of the first columns of :data:`COLUMNS` (the rest take MLflow's default)."""
+
 ADDRESS_QUERY = f"workflowType=machine_learning&viewStateShareKey={VIEW_ID}"
 """The query that opens an experiment's runs table in the classic view with :data:`COLUMNS` shown."""
 
@@ -38,11 +41,13 @@ def column_key(kind: str, name: str) -> str:
 
 
 def view_state() -> dict[str, Any]:
-    """The table state the view restores: its columns, in :data:`COLUMNS`' order, and a name column wide
-    enough for ``<model>/<quant>-<task>``."""
+    """The table state the view restores: its columns, in :data:`COLUMNS`' order, a name column wide enough for
+    ``<model>/<quant>-<task>`` and value columns narrow enough that all five figures fit beside it on a laptop
+    screen (also with MLflow's assistant panel open)."""
     keys = [column_key(kind, name) for kind, name in COLUMNS]
     name = column_key("attributes", "Run Name")
-    return {"selectedColumns": keys, "columnOrder": [name, *keys], "columnWidths": {name: 230}}
+    widths = {name: 290} | {column_key(kind, label): width for (kind, label), width in zip(COLUMNS, WIDTHS)}
+    return {"selectedColumns": keys, "columnOrder": [name, *keys], "columnWidths": widths}
 
 
 def view_tag_value(now_ms: int | None = None) -> str:
