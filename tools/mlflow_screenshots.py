@@ -4,8 +4,9 @@ Starts a real ``mlflow server`` on 127.0.0.1 with a fresh sqlite store, runs the
 ``python -m runner experiment=embedded_gate`` against it (or ``--sweep`` overrides of your own),
 then opens the UI in headless Chromium (Playwright driving the system's chromium) and saves:
 
-- ``mlflow_runs.png``: the experiment's runs table at the address the docs print
-  (``/#/experiments/<id>/runs``), parent and children, with the verdict, score, reference and delta columns;
+- ``mlflow_runs.png``: the experiment's runs table at the address every job prints (``runs_table_url``: the
+  classic view with the saved "Verdicts" view), parent and children, with the verdict, score, reference,
+  delta and p-value columns the view selects (no clicks but closing MLflow's assistant panel);
 - ``mlflow_parent.png``: the sweep's parent run: its description names the children that regressed and
   holds the summary table; its ``sweep.regressed`` tag;
 - ``mlflow_child.png``: the w4a16 perplexity run: description (the verdict block), metrics, tags;
@@ -28,7 +29,6 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,10 +66,13 @@ def shoot(uri: str, out: Path, chromium: str, experiment: str) -> list[Path]:
     parent = next(r for r in runs if r.data.tags.get("sweep") == "parent")
     child = next((r for r in runs if r.data.tags.get("quant") == "w4a16" and r.data.tags.get("task") == "perplexity"),
                  runs[-1])
+    sys.path.insert(0, str(ROOT))
+    from runner.tracking.trackers import runs_table_url
+
     base = f"{uri}/#/experiments/{exp.experiment_id}"
     ml = "workflowType=machine_learning"
-    # the runs table at the address docs/mlflow.md prints (and each job prints): it must open on the table itself
-    shots = [("mlflow_runs.png", f"{base}/runs", 620, True),
+    # the runs table at the address each job prints: it must open on the table with the decision's columns
+    shots = [("mlflow_runs.png", runs_table_url(uri, exp.experiment_id), 620, True),
              ("mlflow_parent.png", f"{base}/runs/{parent.info.run_id}?{ml}", 1250, False),
              ("mlflow_child.png", f"{base}/runs/{child.info.run_id}?{ml}", 950, False),
              ("mlflow_flipped.png", f"{base}/runs/{child.info.run_id}/artifacts/flipped_samples.json?{ml}", 900, False)]
@@ -84,9 +87,6 @@ def shoot(uri: str, out: Path, chromium: str, experiment: str) -> list[Path]:
             close = page.get_by_role("button", name="Close")
             if close.count():
                 close.first.click()  # the assistant side panel
-            if table:
-                show_columns(page, metrics=["reference", "score"], tags=["verdict", "delta", "p_value"],
-                             hidden=["Source", "Models"])
             more = page.get_by_text("Show more", exact=True)
             if not table and more.count():
                 more.first.click()  # the whole description: the parent's summary table, a child's report
@@ -97,42 +97,12 @@ def shoot(uri: str, out: Path, chromium: str, experiment: str) -> list[Path]:
     return written
 
 
-def show_columns(page: Any, metrics: list[str], tags: list[str], hidden: list[str]) -> None:
-    """The runs table as a reviewer wants it: the sweep's jobs under the parent, the decision's columns shown
-    (found with the Columns menu's search box: a name is both a metric and a tag, and the tag reads better)."""
-    page.get_by_role("button", name="Columns").first.click()
-    time.sleep(1)
-    search = page.get_by_placeholder("Search columns")
-    for name in hidden:
-        search.fill(name)
-        time.sleep(1)
-        page.get_by_text(name, exact=True).last.click(timeout=3000)
-    for names, pick in ((metrics, "first"), (tags, "last")):
-        for name in names:
-            search.fill(name)
-            time.sleep(1)
-            items = page.get_by_text(name, exact=True)
-            getattr(items, pick).click(timeout=3000)
-    page.keyboard.press("Escape")
-    expand = page.locator(".ag-row button")
-    if expand.count():
-        expand.first.click()
-    created = page.get_by_text("Created", exact=True).first.bounding_box()
-    if created:  # drag the border left of "Created" until <model>/<quant>-<task> fits in the name column
-        x, y = created["x"] - 13, created["y"] + created["height"] / 2
-        page.mouse.move(x, y)
-        page.mouse.down()
-        page.mouse.move(x + 85, y, steps=8)
-        page.mouse.up()
-        page.mouse.move(5, 5)  # no tooltip over the table
-    time.sleep(3)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "img")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     parser.add_argument("--sweep", nargs="*", default=["experiment=embedded_gate"])
+    parser.add_argument("--experiment", default="screenshots", help="the experiment to show (with --store)")
     parser.add_argument("--store", type=Path, help="a directory from an earlier call: its runs are shown, no sweep runs")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -146,7 +116,7 @@ def main() -> None:
                    "tracking.experiment=screenshots", f"hydra.sweep.dir={root / 'sweep'}"]
             status = subprocess.run(cmd, cwd=root, env=env).returncode
             print(f"sweep exit status {status}")
-        for path in shoot(uri, args.out, args.chromium, "screenshots"):
+        for path in shoot(uri, args.out, args.chromium, args.experiment):
             print(f"wrote {path}")
     finally:
         os.killpg(server.pid, 15)

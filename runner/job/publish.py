@@ -71,7 +71,7 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
     write_atomic(job.out_dir / "results.json", json.dumps(results, indent=2, default=str) + "\n", 0o644)
     print(text, flush=True)
     job.tracker.log_metrics(tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))
-    job.tracker.set_tags(readable_tags(decision))
+    job.tracker.set_tags(readable_tags(decision, score))
     job.tracker.set_description(text)
     try:
         log_tables(job, scored, metrics)

@@ -22,7 +22,8 @@ def run_identity(model: ModelConfig, quant: QuantConfig, task: TaskConfig, backe
         "trust_remote_code": str(bool(model.trust_remote_code)).lower(),
     }
     if parent_run_id:
-        tags["mlflow.parentRunId"] = parent_run_id
+        # an evaluation run nested in a parent: MLflow's runs table shows the parent expanded on first sight
+        tags |= {"mlflow.parentRunId": parent_run_id, "mlflow.runType": "evaluation"}
     return run_name(model.name, quant.name, task.name), tags
 
 
@@ -74,17 +75,22 @@ def tracked_metrics(score: float, metrics: dict[str, float], evaluated: int, eva
     return logged
 
 
-def readable_tags(decision: Decision | None) -> dict[str, str]:
-    """Tags shown in MLflow's default runs columns: the verdict, and p-values rounded for people
-    (the metrics keep full precision)."""
+def readable_tags(decision: Decision | None, score: float | None = None) -> dict[str, str]:
+    """Tags the runs table shows (runner.tracking.view): the verdict, and the deciding rule's score, reference,
+    delta and p-value rounded for people (the metrics of the same names keep full precision; without a
+    decision, ``score`` is the run's)."""
     tags = {"verdict": verdict_word(decision), "decided_by": decision.rule if decision else "none"}
-    if decision is not None:
-        tags["verdict_reported"] = decision.reported
-        if decision.advice is not None:
-            tags["to_decide"] = decision.advice.text()[:5000]
-        shown = decision.figures()
-        tags["p_value"] = "-" if shown.p_value is None else f"{shown.p_value:.4g}"
-        tags["delta"] = f"{shown.difference:+.4g}"
+    if decision is None:
+        if score is not None:
+            tags["score"] = f"{score:.4g}"
+        return tags
+    tags["verdict_reported"] = decision.reported
+    if decision.advice is not None:
+        tags["to_decide"] = decision.advice.text()[:5000]
+    shown = decision.figures()
+    tags["score"], tags["reference"] = f"{shown.score:.4g}", f"{shown.reference:.4g}"
+    tags["p_value"] = "-" if shown.p_value is None else f"{shown.p_value:.4g}"
+    tags["delta"] = f"{shown.difference:+.4g}"
     return tags
 
 

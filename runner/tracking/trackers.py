@@ -19,6 +19,7 @@ from typing import Any, Optional, Protocol
 from runner.contract.errors import TrackingError
 from runner.contract.secrets import redact_text, redact_tree, redact_url
 from runner.files.locking import file_lock
+from runner.tracking.view import ADDRESS_QUERY, ensure_runs_view
 
 
 @dataclass
@@ -90,9 +91,10 @@ def open_experiment(uri: str, name: str) -> Any:
 
 
 def runs_table_url(ui: str, experiment_id: str | None) -> str:
-    """The page of the MLflow UI at ``ui`` that lists an experiment's runs as a table (MLflow 3 opens its
-    home page, and an experiment on its overview tab, otherwise)."""
-    return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/runs"
+    """The page of the MLflow UI at ``ui`` that lists an experiment's runs as a table, in the classic view with
+    the decision's columns (:mod:`runner.tracking.view`; MLflow 3 opens its home page, and an experiment on
+    its overview tab, otherwise)."""
+    return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/runs?{ADDRESS_QUERY}"
 
 
 def ui_address(uri: str) -> str:
@@ -129,13 +131,15 @@ def _alive(psutil: Any, pid: int, run_started: float) -> bool:
 
 
 def mark_model_experiment(experiment: Any, uri: str) -> None:
-    """MLflow 3's UI opens an untagged experiment as a GenAI (traces) one; runner experiments hold
-    model evaluations, so they are tagged to open on the runs table, where runs are compared."""
-    if EXPERIMENT_KIND_TAG not in (experiment.tags or {}):
-        from mlflow.tracking import MlflowClient
+    """Runner experiments hold model evaluations: tagged as such for MLflow UIs that read the experiment's kind
+    (3.17's takes the GenAI / machine-learning mode from the address instead:
+    :data:`runner.tracking.view.ADDRESS_QUERY`), and given the saved view that shows the decision's columns."""
+    from mlflow.tracking import MlflowClient
 
-        MlflowClient(tracking_uri=uri).set_experiment_tag(experiment.experiment_id, EXPERIMENT_KIND_TAG,
-                                                          "custom_model_development")
+    client = MlflowClient(tracking_uri=uri)
+    if EXPERIMENT_KIND_TAG not in (experiment.tags or {}):
+        client.set_experiment_tag(experiment.experiment_id, EXPERIMENT_KIND_TAG, "custom_model_development")
+    ensure_runs_view(client, experiment)
 
 
 class Tracker(Protocol):

@@ -64,7 +64,9 @@ def test_every_table_shows_the_deciding_rules_figures_on_the_samples_it_used(tmp
     assert (metrics["reference"], metrics["score"], metrics["n"]) == (subset_reference, 0.0, 4.0)
     _adds_up(metrics["score"], metrics["reference"], metrics["delta"])
     assert metrics["entry_reference"] == 6.25 and "threshold" not in metrics
-    assert readable_tags(decision)["delta"] == f"{shown['difference']:+.4g}"
+    tags = readable_tags(decision, outcome.score)
+    assert tags["delta"] == f"{shown['difference']:+.4g}" and tags["reference"] == f"{subset_reference:.4g}"
+    assert tags["score"] == "0"
 
     # report.txt: the verdict block first, then the deciding test, then the one that did not decide
     report = (job / "report.txt").read_text()

@@ -5,10 +5,12 @@ evaluated samples as the run's dataset, and the samples that flipped against the
 from __future__ import annotations
 
 import json
+import re
 
 import mlflow
 
 from runner.tracking.naming import breakdown_table
+from runner.tracking.view import VIEW_TAG, saved_state
 from tests.conftest import ROOT, run_cli
 
 GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
@@ -36,6 +38,7 @@ def test_a_checked_run_reads_at_a_glance(tmp_path):
     assert metrics["delta"] == metrics["score"] - metrics["reference"]
     assert "delta_pct" not in metrics  # undefined against a reference of 0
     assert tags["p_value"] == f"{metrics['p_value']:.4g}" and tags["delta"].startswith("+")
+    assert (tags["score"], tags["reference"]) == (f"{metrics['score']:.4g}", "0")  # the table's rounded copies
     assert "accuracy:" in tags["mlflow.note.content"] and "INCONCLUSIVE" in tags["mlflow.note.content"]
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"samples.json", "flipped_samples.json", "results.json", "report.txt"} <= artifacts
@@ -44,6 +47,40 @@ def test_a_checked_run_reads_at_a_glance(tmp_path):
     assert len(rows) == 1 and rows[0]["change"] == "better" and rows[0]["reference_score"] == 0.0
     assert run.inputs.dataset_inputs and run.inputs.dataset_inputs[0].dataset.name == "gsm8k-8"
     assert runs[0].data.tags["verdict"] == "no verdict" and runs[0].data.metrics["verdict"] == 3.0
+    assert_the_saved_view_shows_the_decision(client.get_experiment_by_name("runner").tags, run)
+
+
+def assert_the_saved_view_shows_the_decision(experiment_tags, run):
+    """The experiment's saved view (what the printed address opens) selects the decision's columns, and each
+    names a value the run carries: MLflow shows an empty cell for a name nothing logged."""
+    envelope = json.loads(experiment_tags[VIEW_TAG])
+    assert isinstance(envelope["name"], str) and isinstance(envelope["createdAt"], int)  # MLflow's envelope check
+    columns = [re.fullmatch(r"(\w+)\.`(.+)`", key).groups() for key in saved_state(experiment_tags[VIEW_TAG])["selectedColumns"]]
+    carried = {"metrics": run.data.metrics, "tags": run.data.tags,
+               "attributes": {"Dataset"} if run.inputs.dataset_inputs else set()}
+    assert all(name in carried[kind] for kind, name in columns), columns
+    assert {"verdict", "score", "reference", "delta", "p_value"} <= {name for _, name in columns}
+
+
+def test_the_saved_view_is_written_once_and_restored_when_changed(tmp_path):
+    from types import SimpleNamespace
+
+    from runner.tracking.trackers import MlflowTracker
+
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    client = mlflow.MlflowClient(tracking_uri=uri)
+
+    def job() -> str:
+        tracker = MlflowTracker(SimpleNamespace(tracking_uri=uri, experiment="e", connect_timeout_s=5))
+        tracker.start("none-perplexity", {}, {})
+        tracker.end("FINISHED")
+        return client.get_experiment_by_name("e").tags[VIEW_TAG]
+
+    first = job()
+    assert job() == first  # the same view is not rewritten (its createdAt stays)
+    experiment_id = client.get_experiment_by_name("e").experiment_id
+    client.set_experiment_tag(experiment_id, VIEW_TAG, json.dumps({"name": "x", "createdAt": 1, "state": "{}"}))
+    assert saved_state(job()) == saved_state(first)
 
 
 def test_breakdowns_become_one_table_not_many_columns():

@@ -15,9 +15,18 @@ def test_two_models_runs_of_one_task_have_different_names():
     config = typed(compose(["model=llama31_8b", "quant=fp8", "output_dir=."]))
     name, tags = run_identity(config.model, config.quant, config.task, "hf", "check", None)
     assert name == "llama31_8b/fp8-mmlu" and tags["model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert "mlflow.runType" not in tags  # a lone job: nothing to expand
+
+
+def test_a_sweeps_jobs_are_evaluation_runs_so_the_runs_table_expands_their_parent():
+    config = typed(compose(["output_dir=."]))
+    _, tags = run_identity(config.model, config.quant, config.task, "hf", "check", "parent123")
+    # MLflow 3.17's runs table expands, on first sight, the parents of runs whose mlflow.runType is "evaluation"
+    assert tags["mlflow.parentRunId"] == "parent123" and tags["mlflow.runType"] == "evaluation"
 
 
 def test_the_printed_address_is_the_experiments_runs_table():
-    assert runs_table_url("http://127.0.0.1:5000/", "7") == "http://127.0.0.1:5000/#/experiments/7/runs"
+    assert runs_table_url("http://127.0.0.1:5000/", "7") == (
+        "http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=runner-verdicts")
     assert ui_address("sqlite:///mlflow.db") == "http://127.0.0.1:5000"  # `mlflow ui`'s default address
     assert ui_address("https://mlflow.example.org") == "https://mlflow.example.org"
