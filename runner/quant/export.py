@@ -161,6 +161,7 @@ def quantize_and_export(cfg: QuantizeJobConfig, progress: bool = True) -> Export
                           given=cfg.backend.name, allowed="hf (its device and dtype are used)",
                           fix="drop the backend override, or use backend=hf backend.device=cuda")
     quant, model_cfg, backend_cfg = cfg.quant, cfg.model, copy.copy(cfg.backend)
+    backend_cfg.fold_quantized_weights = False  # the export reads the live weight quantizers (amax, block sizes)
     check_exportable(quant)
     out = resolve_output_dir(cfg)
     import torch

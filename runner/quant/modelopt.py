@@ -264,8 +264,10 @@ class Quantized:
 
 
 def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Optional[str],
-             dtype: Any, device: Any, progress: bool = True) -> Quantized:
-    """Quantize ``model`` (loaded, on ``device``) for the spec, or restore it from the cache."""
+             dtype: Any, device: Any, progress: bool = True, fold: bool = False) -> Quantized:
+    """Quantize ``model`` (loaded, on ``device``) for the spec, or restore it from the cache. ``fold``: apply the
+    weight quantizers to the weights once (ModelOpt's ``fold_weight``, after the spec is read back), so that a
+    forward call no longer quantizes every weight again; an export needs them live (``runner.quantize``)."""
     import torch
     import transformers
 
@@ -348,6 +350,9 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
     model.eval()
     spec = read_effective_spec(model, mto)
     details |= spec.details
+    if fold:
+        mtq.fold_weight(model, keep_attrs=True)
+        details["quant_weights"] = "folded (fake-quantized once)"
     log.info("quantized for quant=%s (%s): cache %s, effective quant_algo=%s kv_cache_quant_algo=%s",
              quant.name, recipe, details["quant_cache"], spec.quant_algo, spec.kv_cache_quant_algo)
     return Quantized(model, spec, details, versions)

@@ -228,5 +228,5 @@ def test_a_sweep_worker_loads_a_model_once_per_spec(tmp_path):
     assert loaded_as("seed=1") == "reused"
     assert loaded_as("backend.reuse_loaded_model=false") == "fresh"
     assert loaded_as("seed=2") == "fresh"  # the job before kept nothing
-    assert loaded.load_key("m", None, False, {"quant_algo": "W8A16"}, "auto", "cpu", "sdpa") != \
-        loaded.load_key("m", None, False, {"quant_algo": None}, "auto", "cpu", "sdpa")  # another spec, another model
+    assert loaded.load_key("m", None, False, {"quant_algo": "W8A16"}, "auto", "cpu", "sdpa", True) != \
+        loaded.load_key("m", None, False, {"quant_algo": None}, "auto", "cpu", "sdpa", True)  # another spec, another model

@@ -213,6 +213,12 @@ def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, cold_cache, bas
         assert details["quant_calibration_rows"] == expected
     diffs = [abs(a - b) for a, b in zip(got, baseline)]
     assert max(diffs) > 1e-3  # quantization changes the numbers
+    assert details["quant_weights"].startswith("folded")
+    if name in ("w4a16_awq", "int8_sq"):  # folded weights (the default) give the numbers of live weight quantizers,
+        with backend(spec(name), fold_quantized_weights=False) as be:  # AWQ's input scaling, int8 inputs stay live
+            live = [r.logprob for r in be.loglikelihood(REQUESTS)]
+            assert be.info().details["quant_cache"] == "hit" and "quant_weights" not in be.info().details
+        assert got == pytest.approx(live, rel=1e-6, abs=1e-6)
     if name in CLOSE_SPECS:
         # measured (float32, 4 x 64 calibration tokens): mean |diff| 0.05-0.31 nats, max 0.14-1.02;
         # 4-bit per-channel W4A16 and SmoothQuant with per-tensor INT8 activations move 1.7-2.4 on average
@@ -323,3 +329,4 @@ def test_cli_runs_a_quantized_spec_end_to_end(cold_cache, tmp_path):
     report = json.loads(next(tmp_path.glob("outputs/*/*/report.json")).read_text())
     assert report["spec"]["quant_algo"] == "W8A16"
     assert report["backend"]["details"]["quant_cache"] == "miss" and report["backend"]["versions"]["modelopt"]
+

@@ -57,6 +57,9 @@ class HFBackendConfig:
     # keep the loaded (and quantized) model for the next job of this process that asks for the same one
     # (a sweep's tasks on one spec); false frees it when the job ends
     reuse_loaded_model: bool = True
+    # a quantized spec's weight quantizers applied once to the stored weights (ModelOpt's fold_weight) instead of
+    # in every forward call: the same weights, several times faster simulated quantization; false keeps them live
+    fold_quantized_weights: bool = True
 
 
 class HFBackend(ConfiguredBackend):
@@ -118,7 +121,8 @@ class HFBackend(ConfiguredBackend):
                                       self.model_config.path, self.model_config.embedded)
         self._load_key = loaded_models.load_key(source.location, self.model_config.revision,
                                                 self.model_config.trust_remote_code, self.quant, self.config.dtype,
-                                                str(device), self.config.attn_implementation)
+                                                str(device), self.config.attn_implementation,
+                                                self.config.fold_quantized_weights)
         held = loaded_models.take(self._load_key) if self.config.reuse_loaded_model else None
         reused = held is not None
         if held is None:
@@ -174,7 +178,7 @@ class HFBackend(ConfiguredBackend):
         kv_algo, versions, details = None, {}, {}
         if hf_quant.is_quantized(self.quant):
             done = hf_quant.quantize(model, tokenizer, self.quant, source.location, self.model_config.revision,
-                                     dtype, device, self.progress)
+                                     dtype, device, self.progress, fold=self.config.fold_quantized_weights)
             model = done.model
             quant_algo, kv_algo = done.spec.quant_algo, done.spec.kv_cache_quant_algo
             versions, details = done.versions, done.details

@@ -30,9 +30,9 @@ class LoadedModel:
 
 
 def load_key(location: str, revision: str | None, trust_remote_code: bool, quant: Any, dtype: str, device: str,
-             attn_implementation: str) -> str:
+             attn_implementation: str, folded: bool) -> str:
     quant_doc = dataclasses.asdict(quant) if dataclasses.is_dataclass(quant) else dict(quant)
-    return json.dumps([location, revision, trust_remote_code, quant_doc, dtype, device, attn_implementation],
+    return json.dumps([location, revision, trust_remote_code, quant_doc, dtype, device, attn_implementation, folded],
                       sort_keys=True, default=str)
 
 
