@@ -1,0 +1,61 @@
+"""benchmarks/gpu_throughput.py on CPU: its plan, the lm-eval task it writes and how it reads lm-eval's results, and
+one real step end to end (the other steps run the same code with other task names)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("gpu_throughput", ROOT / "benchmarks" / "gpu_throughput.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_plan_names_every_step_and_skips_cuda_only_calibration_on_cpu(bench, tmp_path):
+    args = bench.parse_args(["--device", "cpu", "--mmlu-samples", "3", "--lm-eval-samples", "5", "--skip", "gsm8k"])
+    steps = {s.name: s for s in bench.plan(args, tmp_path, "/m", tmp_path / "tasks")}
+    assert list(steps) == ["mmlu", "mmlu_0shot", "gsm8k", "nvfp4_calibration", "lm_eval_runner", "lm_eval_hf"]
+    assert steps["nvfp4_calibration"].cmd == [] and "CUDA" in steps["nvfp4_calibration"].note
+    assert steps["gsm8k"].cmd == []
+    assert "task.num_samples=3" in steps["mmlu"].cmd and "backend.device=cpu" in steps["mmlu"].cmd
+    hf = steps["lm_eval_hf"].cmd
+    assert hf[1:5] == ["-m", "lm_eval", "--model", "hf"] and hf[hf.index("--device") + 1] == "cpu"
+    assert hf[hf.index("--tasks") + 1] == bench.LM_EVAL_TASK
+    assert f"task.lm_eval_task={bench.LM_EVAL_TASK}" in steps["lm_eval_runner"].cmd
+    cuda = bench.parse_args([])
+    assert bench.plan(cuda, tmp_path, "/m", tmp_path)[3].cmd[-1] == "quant=nvfp4"
+
+
+def test_lm_eval_side_reads_the_first_packaged_questions_and_its_results(bench, tmp_path):
+    tasks = bench.write_lm_eval_task(tmp_path, 5)
+    rows = [json.loads(line) for line in (tmp_path / "lm_eval_data" / "mmlu_packaged.jsonl").read_text().splitlines()]
+    assert len(rows) == 5 and all(r["correct_answer"] in "ABCD" for r in rows)
+    text = (tasks / f"{bench.LM_EVAL_TASK}.yaml").read_text()
+    assert f"task: {bench.LM_EVAL_TASK}" in text and "mmlu_packaged.jsonl" in text and "Answer:" in text
+    out = tmp_path / "lm_eval_hf" / "model"
+    out.mkdir(parents=True)
+    (out / "results_2026.json").write_text(json.dumps({"total_evaluation_time_seconds": "2.5",
+                                                       "results": {bench.LM_EVAL_TASK: {"acc,none": 0.4}}}))
+    step = bench.Step("lm_eval_hf", ["x"], "lm_eval", 5, requests_per_sample=4, out_dir=str(tmp_path / "lm_eval_hf"))
+    assert bench.read_lm_eval(step) == {"total_evaluation_time_s": 2.5, "samples_per_s_incl_load": 2.0,
+                                        "requests_per_s_incl_load": 8.0, "metrics": {"acc,none": 0.4}}
+
+
+def test_one_step_runs_on_cpu_and_writes_its_figures(bench, tmp_path, capsys):
+    out = tmp_path / "out.json"
+    skip = ["mmlu", "gsm8k", "nvfp4_calibration", "lm_eval_runner", "lm_eval_hf"]
+    assert bench.main(["--device", "cpu", "--dtype", "float32", "--mmlu-0shot-samples", "2", "--lm-eval-samples", "2",
+                       "--work-dir", str(tmp_path / "work"), "--out", str(out), "--skip", *skip]) == 0
+    result = json.loads(out.read_text())
+    step = {s["step"]: s for s in result["steps"]}["mmlu_0shot"]
+    assert step["status"] == "ok" and step["samples"] == 2 and step["device"] == "cpu"
+    assert step["requests_per_s"] == pytest.approx(4 * step["samples_per_s"], rel=0.05)
+    assert "| mmlu_0shot | 2 | ok |" in capsys.readouterr().out
