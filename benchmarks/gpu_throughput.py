@@ -13,15 +13,15 @@ once, so a host lent briefly still leaves the figures of the steps that ran:
   ``python -m lm_eval --model hf``.
 
 Every job runs the embedded model with ``backend=hf``, ``quant=none`` (but the calibration step), the
-generation cache off and no tracking. Figures: ``eval_time_s`` of the job's report (requests answered
+generation cache off and no tracking (MMLU tasks take at least one question per subject, 57). Figures: ``eval_time_s`` of the job's report (requests answered
 and scored; model loading excluded) and samples per second over it; for log-likelihood steps also
 requests per second (four letter continuations per question); lm-eval's
 ``total_evaluation_time_seconds`` (its model load included); and every process's wall time.
 A benchmark, not a test: nothing asserts on timings.
 
     HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python benchmarks/gpu_throughput.py --out gpu.json
-    python benchmarks/gpu_throughput.py --device cpu --mmlu-samples 4 --mmlu-0shot-samples 4 \\
-        --gsm8k-samples 1 --lm-eval-samples 4 --out /tmp/cpu.json     # the same code path, on CPU
+    python benchmarks/gpu_throughput.py --device cpu --dtype float32 --skip mmlu --mmlu-0shot-samples 57 \\
+        --gsm8k-samples 1 --lm-eval-samples 8 --out /tmp/cpu.json     # the same code path, on CPU
     python benchmarks/gpu_throughput.py --dry-run                     # the plan only
 """
 
