@@ -159,8 +159,8 @@ def read_runner(step: Step) -> dict[str, Any]:
     report = json.loads((out_dir / "report.json").read_text())
     seconds, n = float(report["eval_time_s"]), int(report["num_evaluated"])
     details = report["backend"]["details"]
-    figures = {"samples": n, "eval_time_s": seconds, "samples_per_s": round(n / seconds, 1) if seconds else None,
-               "requests_per_s": round(n * step.requests_per_sample / seconds, 1) if seconds else None,
+    figures = {"samples": n, "eval_time_s": seconds, "samples_per_s": rate(n, seconds),
+               "requests_per_s": rate(n * step.requests_per_sample, seconds),
                "device": report["backend"]["device"], "dtype": details.get("torch_dtype"),
                "metrics": report.get("metrics")}
     if "quant_calib_time_s" in details:
@@ -169,12 +169,17 @@ def read_runner(step: Step) -> dict[str, Any]:
     return figures
 
 
+def rate(count: float, seconds: float) -> float | None:
+    """``count / seconds`` to three significant digits (None without a duration)."""
+    return float(f"{count / seconds:.3g}") if seconds else None
+
+
 def read_lm_eval(step: Step) -> dict[str, Any]:
     results = json.loads(max(Path(step.out_dir).rglob("results_*.json"), key=os.path.getmtime).read_text())
     seconds = float(results["total_evaluation_time_seconds"])
     n = step.samples
-    return {"total_evaluation_time_s": seconds, "samples_per_s_incl_load": round(n / seconds, 1),
-            "requests_per_s_incl_load": round(n * step.requests_per_sample / seconds, 1),
+    return {"total_evaluation_time_s": seconds, "samples_per_s_incl_load": rate(n, seconds),
+            "requests_per_s_incl_load": rate(n * step.requests_per_sample, seconds),
             "metrics": results["results"].get(LM_EVAL_TASK)}
 
 
