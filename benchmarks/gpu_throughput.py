@@ -73,7 +73,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--gsm8k-samples", type=int, default=256)
     parser.add_argument("--lm-eval-samples", type=int, default=3000, help="questions of the lm-eval comparison")
     parser.add_argument("--lm-eval-batch-size", default="64")
-    parser.add_argument("--calibration-samples", type=int, default=8, help="questions answered after nvfp4 calibration")
+    parser.add_argument("--calibration-samples", type=int, default=57, help="MMLU questions answered after nvfp4 calibration")
     parser.add_argument("--skip", nargs="*", default=[], help="step names to leave out")
     parser.add_argument("--step-timeout", type=float, default=150.0, help="seconds each step may take")
     parser.add_argument("--budget", type=float, default=450.0, help="seconds for all steps together")
@@ -100,7 +100,7 @@ def plan(args: argparse.Namespace, work: Path, model_path: str, tasks_dir: Path)
     calib = Step("nvfp4_calibration", runner_cmd(args, "mmlu", args.calibration_samples, work / "nvfp4", "quant=nvfp4"),
                  "runner", args.calibration_samples, env={"RUNNER_CACHE_DIR": str(work / "fresh_cache")})
     if not args.device.startswith("cuda"):
-        calib.cmd, calib.note = [], "skipped: NVFP4 fake quantization needs CUDA"
+        calib.cmd, calib.note = [], "NVFP4 fake quantization needs CUDA"
     steps.append(calib)
     steps.append(Step("lm_eval_runner", runner_cmd(args, "lm_eval", args.lm_eval_samples, work / "lm_eval_runner",
                                                    f"task.lm_eval_task={LM_EVAL_TASK}", f"task.include_path={tasks_dir}"),
@@ -113,7 +113,7 @@ def plan(args: argparse.Namespace, work: Path, model_path: str, tasks_dir: Path)
                       "lm_eval", args.lm_eval_samples, requests_per_sample=len(LETTERS), out_dir=str(out)))
     for step in steps:
         if step.name in args.skip:
-            step.cmd, step.note = [], "skipped (--skip)"
+            step.cmd, step.note = [], "--skip"
     return steps
 
 
@@ -176,7 +176,7 @@ def rate(count: float, seconds: float) -> float | None:
 
 def read_lm_eval(step: Step) -> dict[str, Any]:
     results = json.loads(max(Path(step.out_dir).rglob("results_*.json"), key=os.path.getmtime).read_text())
-    seconds = float(results["total_evaluation_time_seconds"])
+    seconds = round(float(results["total_evaluation_time_seconds"]), 2)
     n = step.samples
     return {"total_evaluation_time_s": seconds, "samples_per_s_incl_load": rate(n, seconds),
             "requests_per_s_incl_load": rate(n * step.requests_per_sample, seconds),
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     for step in steps:
         left = deadline - time.monotonic()
         if step.cmd and left < 5:
-            row = {"step": step.name, "samples": step.samples, "status": "skipped: --budget spent"}
+            row = {"step": step.name, "samples": step.samples, "status": "skipped", "note": "--budget spent"}
         else:
             row = run_step(step, min(args.step_timeout, left))
         result["steps"].append(row)
