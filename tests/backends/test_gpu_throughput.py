@@ -1,5 +1,5 @@
-"""benchmarks/gpu_throughput.py on CPU: its plan, the lm-eval task it writes and how it reads lm-eval's results, and
-one real step end to end (the other steps run the same code with other task names)."""
+"""benchmarks/gpu_throughput.py on CPU: its plan, the lm-eval task it writes and how it reads lm-eval's results,
+and a step's process run, timed, read and tabulated."""
 
 from __future__ import annotations
 
