@@ -302,7 +302,8 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
         if calibrated:
             rows = calibration_rows(docs_info[0], tokenizer, n, int(quant.calib_max_seq_length), int(quant.calib_seed))
             calls = len(calibration_batches(rows, int(quant.calib_max_batch_tokens)))
-            details["quant_calibration_rows"] = f"{len(rows)} rows, {sum(len(r) for r in rows)} tokens, {calls} forward calls"
+            details["quant_calibration_rows"] = (f"{len(rows)} rows, {sum(len(r) for r in rows)} tokens, "
+                                                 f"{calls} forward call{'' if calls == 1 else 's'}")
         torch.manual_seed(int(quant.calib_seed))
         start = time.monotonic()
         quantized = run_calibration(model, cfg, rows, int(quant.calib_max_batch_tokens), device, mtq, progress)
