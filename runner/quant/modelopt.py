@@ -58,7 +58,7 @@ from runner.quant.algos import (
     AWQ_ALGOS, AWQ_MAX_CALIB_SAMPLES, needs_calibration, validate_spec as validate_trtllm_names,
 )
 from runner.quant.calibration import (
-    calib_num_samples, calibration_documents, calibration_rows, local_calibration_source,
+    calib_num_samples, calibration_batches, calibration_documents, calibration_rows, local_calibration_source,
 )
 from runner.quant.readback import ReadBack, read_effective_spec
 
@@ -99,10 +99,11 @@ def validate_spec(quant: Any) -> None:
                           allowed="null or one of " + ", ".join(HF_QUANT_ALGOS),
                           fix="choose another quant option, or a TensorRT-LLM backend")
     if needs_calibration(quant):
-        if quant.calib_num_samples < 1 or quant.calib_batch_size < 1 or quant.calib_max_seq_length < 2:
-            raise ConfigError("calibration needs at least one sample, a positive batch size and 2+ tokens per sample",
-                              where=f"quant={quant.name}: calib_num_samples / calib_batch_size / calib_max_seq_length",
-                              given=f"{quant.calib_num_samples} / {quant.calib_batch_size} / {quant.calib_max_seq_length}")
+        if (quant.calib_num_samples < 1 or quant.calib_batch_size < 1 or quant.calib_max_seq_length < 2
+                or quant.calib_max_batch_tokens < 1):
+            raise ConfigError("calibration needs at least one sample, a positive batch size and token budget, and 2+ tokens per sample",
+                              where=f"quant={quant.name}: calib_num_samples / calib_batch_size / calib_max_seq_length / calib_max_batch_tokens",
+                              given=f"{quant.calib_num_samples} / {quant.calib_batch_size} / {quant.calib_max_seq_length} / {quant.calib_max_batch_tokens}")
         if not local_calibration_source(quant):
             raise ConfigError("calibration data must be named", where=f"quant={quant.name}: calib_dataset",
                               given=quant.calib_dataset, allowed="auto, packaged, or a local file or directory path")
@@ -195,22 +196,26 @@ def _weight_entry(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- calibration and the cache
-def run_calibration(model: Any, cfg: dict[str, Any], rows: list[list[int]] | None, batch_size: int,
+def run_calibration(model: Any, cfg: dict[str, Any], rows: list[list[int]] | None, max_batch_tokens: int,
                     device: Any, mtq: Any, progress: bool) -> Any:
-    """``mtq.quantize`` with a forward loop over ``rows`` (None: weights only, no forward pass)."""
+    """``mtq.quantize`` with a forward loop over ``rows`` (None: weights only, no forward pass), in the
+    batches of :func:`calibration_batches`."""
     import torch
 
     forward_loop = None
     if rows is not None:
-        batches = _batches(rows, batch_size)
+        batches = calibration_batches(rows, max_batch_tokens)
 
         def forward_loop(m: Any) -> None:
             from tqdm.auto import tqdm
 
+            # the vocabulary projection stays unquantized (TensorRT-LLM's default): its logits feed no
+            # statistic, so only the last position's are computed unless a quantizer watches it
+            extra = {} if _head_is_quantized(m) else {"logits_to_keep": 1}
             with torch.no_grad():
                 for batch in tqdm(batches, desc="calibrate", unit="batch", disable=not progress, file=sys.stderr,
                                   dynamic_ncols=True, mininterval=1.0):
-                    m(input_ids=torch.tensor(batch, device=device), use_cache=False)
+                    m(input_ids=torch.tensor(batch, device=device), use_cache=False, **extra)
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as caught:
@@ -222,15 +227,12 @@ def run_calibration(model: Any, cfg: dict[str, Any], rows: list[list[int]] | Non
     return model
 
 
-def _batches(rows: list[list[int]], size: int) -> list[list[list[int]]]:
-    """Consecutive rows of equal length, at most ``size`` per batch (no padding needed)."""
-    out: list[list[list[int]]] = []
-    for row in rows:
-        if out and len(out[-1]) < size and len(out[-1][0]) == len(row):
-            out[-1].append(row)
-        else:
-            out.append([row])
-    return out
+def _head_is_quantized(model: Any) -> bool:
+    """Whether any enabled quantizer sits in the model's vocabulary projection."""
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if head is None:
+        return True
+    return any(getattr(sub, "is_enabled", False) for sub in head.modules() if sub is not head)
 
 
 def _canonical(value: Any) -> Any:
@@ -288,11 +290,11 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
         docs_info = calibration_documents(source)
         calib_key = {"source": docs_info[1] if source == "packaged" else "local",
                      "fingerprint": docs_info[2], "num_samples": n, "max_seq_length": int(quant.calib_max_seq_length),
-                     "batch_size": int(quant.calib_batch_size), "seed": int(quant.calib_seed), "format": CALIB_FORMAT}
+                     "seed": int(quant.calib_seed), "format": CALIB_FORMAT}
     details = {"quant_recipe": recipe, "quant_calibration": "none (weights only / dynamic activations)"}
     if calibrated:
         details["quant_calibration"] = (f"{n} x {quant.calib_max_seq_length} tokens of {docs_info[1]}, "
-                                        f"seed {quant.calib_seed}, batch {quant.calib_batch_size}")
+                                        f"seed {quant.calib_seed}")
         if n < quant.calib_num_samples:
             details["quant_calibration"] += f" (AWQ: capped at {AWQ_MAX_CALIB_SAMPLES} as TensorRT-LLM does)"
     versions = {"modelopt": version}
@@ -301,10 +303,12 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
         rows = None
         if calibrated:
             rows = calibration_rows(docs_info[0], tokenizer, n, int(quant.calib_max_seq_length), int(quant.calib_seed))
-            details["quant_calibration_rows"] = f"{len(rows)} rows, {sum(len(r) for r in rows)} tokens"
+            calls = len(calibration_batches(rows, int(quant.calib_max_batch_tokens)))
+            details["quant_calibration_rows"] = (f"{len(rows)} rows, {sum(len(r) for r in rows)} tokens, "
+                                                 f"{calls} forward call{'' if calls == 1 else 's'}")
         torch.manual_seed(int(quant.calib_seed))
         start = time.monotonic()
-        quantized = run_calibration(model, cfg, rows, int(quant.calib_batch_size), device, mtq, progress)
+        quantized = run_calibration(model, cfg, rows, int(quant.calib_max_batch_tokens), device, mtq, progress)
         details["quant_calib_time_s"] = f"{time.monotonic() - start:.1f}"
         return quantized
 

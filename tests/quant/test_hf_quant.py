@@ -61,7 +61,7 @@ def spec(name: str, **overrides) -> QuantConfig:
     quant = OmegaConf.to_object(compose([f"quant={name}", "output_dir=/tmp/x"]).quant)
     quant.calib_num_samples, quant.calib_max_seq_length = 4, 64
     if quant.quant_algo in algos.AWQ_ALGOS:  # each of its 11 candidates runs the layer on every token
-        quant.calib_num_samples = quant.calib_batch_size = 2
+        quant.calib_num_samples = 2
     for key, value in overrides.items():
         setattr(quant, key, value)
     return quant
@@ -209,7 +209,7 @@ def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, cold_cache, bas
     assert details["quant_layers"] == f"{algo}: 210"  # 30 layers x 7 projections; lm_head stays unquantized
     assert details["quant_kv_layers"] == ("30/30" if kv else "0/30")
     if hf_quant.needs_calibration(be.quant):
-        expected = "2 rows, 128 tokens" if algo in algos.AWQ_ALGOS else "4 rows, 256 tokens"
+        expected = "2 rows, 128 tokens, 1 forward call" if algo in algos.AWQ_ALGOS else "4 rows, 256 tokens, 1 forward call"
         assert details["quant_calibration_rows"] == expected
     diffs = [abs(a - b) for a, b in zip(got, baseline)]
     assert max(diffs) > 1e-3  # quantization changes the numbers

@@ -85,8 +85,8 @@ def test_manifest_records_spec_calibration_source_and_versions(export):
     assert manifest["spec"] == {"quant_option": "fp8_kv", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8",
                                 "group_size": None, "smoothquant_alpha": None}
     calib = manifest["calibration"]
-    assert (calib["dataset"], calib["num_samples"], calib["max_seq_length"], calib["batch_size"], calib["seed"]) == \
-        ("packaged", 4, 64, 1, 1234)
+    assert (calib["dataset"], calib["num_samples"], calib["max_seq_length"], calib["max_batch_tokens"], calib["seed"]) == \
+        ("packaged", 4, 64, 16384, 1234)
     assert Path(manifest["model"]["path"]).resolve() == source.resolve()
     assert manifest["model"]["source"] == "embedded" and len(manifest["model"]["files_sha256"]) == 64
     assert manifest["versions"]["modelopt"] == modelopt.__version__

