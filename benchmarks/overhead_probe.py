@@ -38,10 +38,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: make `runner` and `evaluators` importable
     sys.path.insert(0, str(ROOT))
 
+from tests.helpers.micro_model import micro_checkpoint  # noqa: E402  (the same micro model as the parity tests)
+
 # the probe's default n per task: 5-shot MMLU at 18 questions per subject, all of the packaged MMLU
 # (0-shot, 4 letter requests each), a few 256-token GSM8K generations
 DEFAULT_SAMPLES = {"mmlu": 1026, "mmlu_0shot": 14042, "gsm8k": 32}
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json")
 
 # (phase, [(file suffix, function name)]): a phase's time is the inclusive time of its functions; a phase
 # listed under another (indented) is subtracted from it. Calls from inside another phase's function count
@@ -61,27 +62,6 @@ PHASES: list[tuple[str, list[tuple[str, str]]]] = [
     ("evaluator scoring", [("runner/contract/evaluator.py", "score_batch"), ("tasks/harness/evaluator.py", "score_batch")]),
     ("progress", [("runner/contract/progress.py", "update"), ("runner/contract/progress.py", "close")]),
 ]
-
-
-def micro_checkpoint(directory: Path, layers: int = 2, seed: int = 0) -> Path:
-    """The embedded SmolLM2-135M's architecture with ``layers`` layers and seeded random float32 weights,
-    saved with the embedded tokenizer in ``directory``."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    from runner.files.assets import smollm2_checkpoint
-
-    source = smollm2_checkpoint()
-    config = AutoConfig.from_pretrained(source)
-    config.num_hidden_layers = layers
-    config.dtype = "float32"
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.save_pretrained(directory)
-    for name in TOKENIZER_FILES:
-        if (source / name).exists():
-            shutil.copy(source / name, directory / name)
-    return directory
 
 
 def overrides(task: str, args: argparse.Namespace, model_path: Path | None, out_dir: Path) -> list[str]:

@@ -20,9 +20,9 @@ from typing import Any, Optional, Sequence, TYPE_CHECKING
 
 from runner.backends import rolling, token_counts
 from runner.backends.configured import ConfiguredBackend
-from runner.backends.hf import batching, devices, forward, guided, sampling, loaded as loaded_models
+from runner.backends.hf import batching, devices, forward, guided, sampling, scoring, loaded as loaded_models
 from runner.backends.models import load_failure, resolve_model_source
-from runner.backends.prompting import encode_request
+from runner.backends.prompting import encode_requests
 from runner.contract import stopping
 from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
@@ -52,6 +52,10 @@ class HFBackendConfig:
     # what one forward call costs, in padded tokens: batches are cut to minimise padding + calls
     batch_call_cost_tokens: int = 64
     prefix_cache: bool = True  # run a prompt prefix shared by several rows (a few-shot block) once
+    # tokenize every prompt of a bulk call in one tokenizer call (the same ids, without a call per text)
+    bulk_tokenize: bool = True
+    # score each batch's log-likelihood rows with one gather and one host transfer, not torch calls per row
+    batch_scoring: bool = True
     num_threads: Optional[int] = None
     attn_implementation: str = "sdpa"
     # keep the loaded (and quantized) model for the next job of this process that asks for the same one
@@ -233,7 +237,7 @@ class HFBackend(ConfiguredBackend):
         import torch
 
         table = rolling.Rows.of(self._tokenizer, self.chat, requests, self.limits.max_input_len,
-                                self.limits.max_output_len)
+                                self.limits.max_output_len, self.config.bulk_tokenize)
         by_input: dict[tuple[int, ...], list[tuple[int, list[int]]]] = defaultdict(list)
         for r, (seq, scored) in enumerate(table.rows):
             by_input[tuple(seq[:-1])].append((r, scored))
@@ -253,16 +257,14 @@ class HFBackend(ConfiguredBackend):
                         keep = max(keeps[k] for k in batch)
                         logits, *_ = self._prefill([rows[k] for k in batch], keep, group.prefix, shared)
                         logprobs = torch.log_softmax(logits.float(), dim=-1)
-                        for b, k in enumerate(batch):
-                            for row, cont in by_input[inputs[k]]:
-                                span = logprobs[b, keep - len(cont):]
-                                target = torch.tensor(cont, device=span.device)
-                                picked = span.gather(-1, target[:, None]).squeeze(-1)
-                                greedy = bool((span.argmax(-1) == target).all())
-                                answered[row] = LoglikelihoodResult(float(picked.sum()), greedy, len(cont))
-                                left[table.owner[row]] -= 1
-                                if not left[table.owner[row]]:
-                                    bar.update(1)
+                        scored = [(row, b, keep - len(cont), cont) for b, k in enumerate(batch)
+                                  for row, cont in by_input[inputs[k]]]
+                        score = scoring.batch_scores if self.config.batch_scoring else scoring.row_scores
+                        for (row, *_), result in zip(scored, score(logprobs, scored)):
+                            answered[row] = result
+                            left[table.owner[row]] -= 1
+                            if not left[table.owner[row]]:
+                                bar.update(1)
         except BaseException as err:  # a stop (SIGTERM/SIGINT) or a failed batch: the generation cache keeps these
             stopping.keep_answered(err, table.combine(answered))
             raise
@@ -283,9 +285,8 @@ class HFBackend(ConfiguredBackend):
         groups: dict[tuple, list[int]] = defaultdict(list)
         for i, req in enumerate(requests):
             groups[req.sampling_key()].append(i)
-        encoded: list[list[int]] = []
-        for req in requests:
-            encoded.append(encode_request(self._tokenizer, self.chat, req, self.limits.max_input_len))
+        encoded = encode_requests(self._tokenizer, self.chat, requests, self.limits.max_input_len,
+                                  self.config.bulk_tokenize)
         bar = self.bar(len(requests), "generate")
         done: list[int] = []
         try:
