@@ -40,8 +40,9 @@ if str(ROOT) not in sys.path:  # run as a script: make `runner` and `evaluators`
 
 from tests.helpers.micro_model import micro_checkpoint  # noqa: E402  (the same micro model as the parity tests)
 
-# the probe's default n per task: 5-shot MMLU at 18 questions per subject, all of the packaged MMLU
-# (0-shot, 4 letter requests each), a few 256-token GSM8K generations
+# the probe's default n per task: 5-shot MMLU at 18 questions per subject; all of the packaged MMLU, 0-shot, 4 letter
+# requests each (n=14042 asks for 247 per subject, more than any packaged subject holds: 10171 questions); a few
+# 256-token GSM8K generations
 DEFAULT_SAMPLES = {"mmlu": 1026, "mmlu_0shot": 14042, "gsm8k": 32}
 
 # (phase, [(file suffix, function name)]): a phase's time is the inclusive time of its functions; a phase
@@ -49,7 +50,8 @@ DEFAULT_SAMPLES = {"mmlu": 1026, "mmlu_0shot": 14042, "gsm8k": 32}
 # in the innermost listed phase only.
 PHASES: list[tuple[str, list[tuple[str, str]]]] = [
     ("planning", [("hf/batching.py", "plan")]),
-    ("tokenisation", [("backends/prompting.py", "encode_request"), ("backends/rolling.py", "of")]),
+    ("tokenisation", [("backends/prompting.py", "encode_request"), ("backends/prompting.py", "encode_requests"),
+                      ("backends/rolling.py", "of")]),
     ("tensor building", [("hf/forward.py", "prefill"), ("hf/forward.py", "run_prefix")]),
     ("forward", [("torch/nn/modules/module.py", "_wrapped_call_impl")]),
     ("mask building", [("transformers/masking_utils.py", "create_causal_mask")]),
@@ -67,13 +69,25 @@ PHASES: list[tuple[str, list[tuple[str, str]]]] = [
 def overrides(task: str, args: argparse.Namespace, model_path: Path | None, out_dir: Path) -> list[str]:
     """The command-line overrides of the job the probe runs."""
     found = [f"task={task}", "tracking=none", "cache=off", "reference.mode=skip", f"output_dir={out_dir}",
-             f"task.num_samples={args.num_samples or DEFAULT_SAMPLES[task]}", f"seed={args.seed}",
+             f"task.num_samples={samples_for(task, args.num_samples)}", f"seed={args.seed}",
              f"backend.device={args.device}", f"backend.dtype={args.dtype}"]
     if args.threads:
         found.append(f"backend.num_threads={args.threads}")
     if model_path is not None:
         found.append(f"model.path={model_path}")
     return found + list(args.override)
+
+
+def samples_for(task: str, asked: str) -> int:
+    """``--num-samples``: one n for every task, or ``task=n`` pairs (the defaults for the others)."""
+    wanted = dict(DEFAULT_SAMPLES)
+    for part in filter(None, asked.split(",")):
+        name, _, n = part.rpartition("=")
+        if name:
+            wanted[name] = int(n)
+        else:
+            wanted = {k: int(n) for k in wanted}
+    return wanted.get(task, DEFAULT_SAMPLES.get(task, 100))
 
 
 def prepared_job(task: str, args: argparse.Namespace, model_path: Path | None, out_dir: Path) -> Any:
@@ -187,13 +201,17 @@ def enclosing(func: tuple[str, int, str], table: dict, phase_of: dict, seen: set
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default="mmlu,mmlu_0shot,gsm8k", help="tasks to run (comma-separated)")
-    parser.add_argument("--num-samples", type=int, default=0,
-                        help=f"samples per task; 0: the probe's defaults {DEFAULT_SAMPLES}")
+    parser.add_argument("--num-samples", default="",
+                        help=f"samples: one n for every task, or task=n pairs, e.g. mmlu=570,gsm8k=8 (defaults "
+                             f"{DEFAULT_SAMPLES}; mmlu_0shot=14042 draws all 10171 packaged questions)")
     parser.add_argument("--device", default="cpu", help="backend.device (cpu, cuda, cuda:N)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16", "auto"))
     parser.add_argument("--model", default="micro", choices=("micro", "embedded"),
                         help="micro: the 2-layer random-weight model (default); embedded: SmolLM2-135M itself")
     parser.add_argument("--layers", type=int, default=2, help="layers of the micro model")
+    parser.add_argument("--hidden-size", type=int, default=0,
+                        help="width of the micro model (0: the embedded model's 576); e.g. 64 takes the linear layers' "
+                             "arithmetic, which bounds 2 layers at full width on one CPU thread, out of the way")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's choice)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="store_true", help="also run each task under cProfile, grouped by phase")
@@ -216,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("runner").setLevel(logging.WARNING)
     work = Path(tempfile.mkdtemp(prefix="overhead_probe_"))
     try:
-        model_path = micro_checkpoint(work / "micro", args.layers, args.seed) if args.model == "micro" else None
+        model_path = None if args.model == "embedded" else \
+            micro_checkpoint(work / "micro", args.layers, args.seed, args.hidden_size or None)
         results = [run_task(task, args, model_path, work / "out") for task in args.tasks.split(",") if task]
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -227,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
-    model = f"{args.layers}-layer random-weight SmolLM2 architecture" if args.model == "micro" else "embedded SmolLM2-135M"
+    width = f", hidden size {args.hidden_size}" if args.hidden_size else ""
+    model = f"{args.layers}-layer random-weight SmolLM2 architecture{width}" if args.model == "micro" else "embedded SmolLM2-135M"
     print(f"## overhead probe: {model}, {args.dtype}, {args.device}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
           f"1-min load avg {os.getloadavg()[0]:.1f}; overrides {' '.join(args.override) or '-'}")
     print(f"{'task':<12} {'samples':>8} {'requests':>9} {'s':>8} {'samples/s':>10} {'requests/s':>11} {'threads':>8}")

@@ -21,7 +21,7 @@ from tests.helpers.micro_model import micro_checkpoint
 
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
 NONE = QuantConfig(name="none")
-OFF = {"bulk_tokenize": False, "batch_scoring": False}  # every fast path switched off
+OFF = {"bulk_tokenize": False, "batch_scoring": False, "decode_aware_batching": False}  # every fast path switched off
 
 
 def task_requests(task: str, n: int, *overrides: str) -> list:

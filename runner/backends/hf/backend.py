@@ -56,6 +56,9 @@ class HFBackendConfig:
     bulk_tokenize: bool = True
     # score each batch's log-likelihood rows with one gather and one host transfer, not torch calls per row
     batch_scoring: bool = True
+    # cut generation batches counting every decode step (up to max_tokens) as a forward call, not the prefill alone:
+    # fewer, wider batches when many tokens are generated
+    decode_aware_batching: bool = True
     num_threads: Optional[int] = None
     attn_implementation: str = "sdpa"
     # keep the loaded (and quantized) model for the next job of this process that asks for the same one
@@ -204,10 +207,13 @@ class HFBackend(ConfiguredBackend):
         return devices.resolve_device(torch, self.config.device)
 
     # ------------------------------------------------------------------ the shared forward pass
-    def _plan(self, rows: list[list[int]], indices: list[int], keep: Sequence[int]) -> list[batching.Group]:
+    def _plan(self, rows: list[list[int]], indices: list[int], keep: Sequence[int],
+              decode_steps: int = 0) -> list[batching.Group]:
+        """Groups and batches of ``rows``; a generation batch also makes ``decode_steps`` decode calls."""
         limits = batching.Limits(max_rows=min(self.config.batch_size, self.limits.max_batch_size),
                                  max_tokens=self.config.max_batch_tokens,
                                  call_cost_tokens=self.config.batch_call_cost_tokens,
+                                 decode_calls=decode_steps if self.config.decode_aware_batching else 0,
                                  share_prefix=self.config.prefix_cache)
         return batching.plan(rows, indices, keep, limits)
 
@@ -293,7 +299,8 @@ class HFBackend(ConfiguredBackend):
             with torch.inference_mode():
                 for indices in groups.values():
                     params = requests[indices[0]]
-                    for group in self._plan(encoded, indices, [1] * len(encoded)):
+                    steps = min(params.max_tokens, self.limits.max_output_len) - 1
+                    for group in self._plan(encoded, indices, [1] * len(encoded), steps):
                         shared = self._run_prefix(encoded[group.batches[0][0]][:group.prefix]) if group.prefix else None
                         for batch in group.batches:
                             texts = self._generate_batch([encoded[i] for i in batch], [requests[i] for i in batch],
