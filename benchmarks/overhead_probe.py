@@ -6,8 +6,10 @@ checkpoint; each task then runs through this project's own job path: the Hydra c
 ``python -m runner task=... model.path=<micro> backend.dtype=float32 cache=off`` composes it, the job
 prepared and its backend entered as a job does, the task's seeded samples drawn, and
 ``runner.job.answer.answer`` timed (every request answered and scored). One thread, generation cache off.
-With the matrix work nearly gone, what is left is the backend's own cost per request: planning,
-tokenisation, tensor building, per-step host syncs, cache copies, decoding, scoring, progress.
+What is left beside the matrix work is the backend's own cost per request: planning, tokenisation, tensor
+building, per-step host syncs, cache copies, decoding, scoring, progress. At the embedded width (576), two
+layers on one CPU thread are still bound by the linear layers' arithmetic; ``--hidden-size 64`` takes it out
+of the way. Further arguments are job overrides (``backend.bulk_tokenize=false``: a fast path switched off).
 
 ``--profile`` runs each task a second time under cProfile and prints its time grouped into those
 phases (inclusive times of the functions that do each; nested phases are subtracted from their
@@ -15,6 +17,7 @@ parent), and ``--torch-profile`` adds the torch profiler's top operators. On a G
 ``--device cuda --model embedded`` runs the embedded model itself. A benchmark: nothing asserts on timings.
 
     python benchmarks/overhead_probe.py                                 # mmlu, mmlu_0shot, gsm8k
+    python benchmarks/overhead_probe.py --hidden-size 64                # the overhead alone
     python benchmarks/overhead_probe.py --tasks mmlu --num-samples 570 --profile
     python benchmarks/overhead_probe.py --device cuda --model embedded --dtype bfloat16 --threads 0
 """
