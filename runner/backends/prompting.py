@@ -36,7 +36,9 @@ class BulkEncoded:
 
     def __call__(self, text: str, special: bool) -> list[int]:
         found = self._ids.get((text, special))
-        return list(found) if found is not None else list(self._tokenizer(text, add_special_tokens=special)["input_ids"])
+        if found is None:
+            return list(self._tokenizer(text, add_special_tokens=special)["input_ids"])
+        return list(found)
 
 
 def render_prompt(tokenizer: Any, chat: ChatFormat, prompt: str,
