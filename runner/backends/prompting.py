@@ -2,12 +2,43 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from runner.contract.backend import ChatFormat
 from runner.contract.requests import GenerationRequest
 
 TRUNCATIONS = ("left", "right")
+
+Encode = Callable[[str, bool], list[int]]
+"""Token ids of a text, with or without the tokenizer's special tokens."""
+
+
+def encoder(tokenizer: Any) -> Encode:
+    """One tokenizer call per text."""
+    return lambda text, special: list(tokenizer(text, add_special_tokens=special)["input_ids"])
+
+
+class BulkEncoded:
+    """Token ids of many texts from one tokenizer call per special-token setting, each distinct text once.
+
+    A fast tokenizer encodes a list in one call into the same ids as one call per text (padding and
+    truncation off), without the per-call cost; a text not given up front is encoded on its own."""
+
+    def __init__(self, tokenizer: Any, texts: Iterable[tuple[str, bool]]) -> None:
+        self._tokenizer = tokenizer
+        self._ids: dict[tuple[str, bool], list[int]] = {}
+        given = list(texts)
+        for special in (True, False):
+            unique = list(dict.fromkeys(t for t, s in given if s == special))
+            if unique:
+                for text, ids in zip(unique, tokenizer(unique, add_special_tokens=special)["input_ids"]):
+                    self._ids[(text, special)] = list(ids)
+
+    def __call__(self, text: str, special: bool) -> list[int]:
+        found = self._ids.get((text, special))
+        if found is None:
+            return list(self._tokenizer(text, add_special_tokens=special)["input_ids"])
+        return list(found)
 
 
 def render_prompt(tokenizer: Any, chat: ChatFormat, prompt: str,
@@ -37,7 +68,22 @@ def render_prompt(tokenizer: Any, chat: ChatFormat, prompt: str,
                                          **dict(chat.template_kwargs)), True
 
 
-def encode_request(tokenizer: Any, chat: ChatFormat, request: GenerationRequest, budget: int) -> list[int]:
+def request_text(tokenizer: Any, chat: ChatFormat, request: GenerationRequest) -> tuple[str, bool]:
+    """The text :func:`encode_request` tokenizes first (the whole prompt and suffix, rendered)."""
+    return render_prompt(tokenizer, chat, request.prompt + request.suffix, request.messages)
+
+
+def encode_requests(tokenizer: Any, chat: ChatFormat, requests: Sequence[GenerationRequest], budget: int,
+                    bulk: bool = True) -> list[list[int]]:
+    """:func:`encode_request` of each request; with ``bulk``, every prompt tokenized in one call first
+    (:class:`BulkEncoded`: the same ids)."""
+    encode = BulkEncoded(tokenizer, (request_text(tokenizer, chat, r) for r in requests)) if bulk \
+        else encoder(tokenizer)
+    return [encode_request(tokenizer, chat, r, budget, encode) for r in requests]
+
+
+def encode_request(tokenizer: Any, chat: ChatFormat, request: GenerationRequest, budget: int,
+                   encode_text: Encode | None = None) -> list[int]:
     """Token ids of a generation request, at most ``budget`` of them, the same on every backend.
 
     ``truncation="left"`` keeps the last tokens (after the tokenizer's own leading special tokens,
@@ -48,10 +94,10 @@ def encode_request(tokenizer: Any, chat: ChatFormat, request: GenerationRequest,
     """
     if request.truncation not in TRUNCATIONS:
         raise ValueError(f"unknown truncation {request.truncation!r}; allowed: {', '.join(TRUNCATIONS)}")
+    encode_text = encode_text or encoder(tokenizer)
 
     def encode(prompt: str) -> list[int]:
-        text, special = render_prompt(tokenizer, chat, prompt, request.messages)
-        return list(tokenizer(text, add_special_tokens=special)["input_ids"])
+        return encode_text(*render_prompt(tokenizer, chat, prompt, request.messages))
 
     ids = encode(request.prompt + request.suffix)
     if len(ids) <= budget:
@@ -86,35 +132,46 @@ def keep_last(tokenizer: Any, ids: list[int], budget: int, added_special: bool) 
     return head + ids[len(head):][-(budget - len(head)):]
 
 
-def encode_pair(tokenizer: Any, chat: ChatFormat, context: str, continuation: str,
-                conversation: Sequence[tuple[str, str]] | None = None) -> tuple[list[int], list[int]]:
-    """Context and continuation tokens, split the way lm-evaluation-harness splits them: trailing
-    whitespace of the context moves to the continuation, and the continuation's tokens are those of
-    the whole text after the context's (so a merge across the boundary counts once). ``conversation``: the
-    context as chat turns (:func:`render_prompt`)."""
+def pair_texts(tokenizer: Any, chat: ChatFormat, context: str, continuation: str,
+               conversation: Sequence[tuple[str, str]] | None = None) -> tuple[str, str, bool]:
+    """(context, continuation, special) as :func:`encode_pair` tokenizes them: the context rendered, its
+    trailing whitespace moved to the continuation."""
     context, special = render_prompt(tokenizer, chat, context, conversation)
     trailing = len(context) - len(context.rstrip())
     if trailing:
         continuation = context[-trailing:] + continuation
         context = context[:-trailing]
-    whole = list(tokenizer(context + continuation, add_special_tokens=special)["input_ids"])
-    ctx = list(tokenizer(context, add_special_tokens=special)["input_ids"])
+    return context, continuation, special
+
+
+def encode_pair(tokenizer: Any, chat: ChatFormat, context: str, continuation: str,
+                conversation: Sequence[tuple[str, str]] | None = None,
+                encode: Encode | None = None) -> tuple[list[int], list[int]]:
+    """Context and continuation tokens, split the way lm-evaluation-harness splits them: trailing
+    whitespace of the context moves to the continuation, and the continuation's tokens are those of
+    the whole text after the context's (so a merge across the boundary counts once). ``conversation``: the
+    context as chat turns (:func:`render_prompt`); ``encode``: the texts' token ids (:class:`BulkEncoded`)."""
+    encode = encode or encoder(tokenizer)
+    context, continuation, special = pair_texts(tokenizer, chat, context, continuation, conversation)
+    whole = encode(context + continuation, special)
+    ctx = encode(context, special)
     if not ctx:
         # BOS, or EOS without one (lm-eval's prefix token): a BOS of id 0 is a BOS
         ctx = [tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id]
-        return ctx, list(tokenizer(continuation, add_special_tokens=False)["input_ids"])
+        return ctx, encode(continuation, False)
     return ctx, whole[len(ctx):]
 
 
 def loglikelihood_tokens(tokenizer: Any, chat: ChatFormat, context: str, continuation: str,
                          max_input_len: int, max_output_len: int,
-                         conversation: Sequence[tuple[str, str]] | None = None) -> tuple[list[int], list[int]]:
+                         conversation: Sequence[tuple[str, str]] | None = None,
+                         encode: Encode | None = None) -> tuple[list[int], list[int]]:
     """(the token sequence to score, its scored last tokens) of one log-likelihood request.
 
     With a context, the sequence is cut to its last ``max_input_len + max_output_len + 1`` tokens.
     Without one (a whole document, perplexity) it is BOS plus the document's last tokens,
     ``max_input_len`` in all, as TensorRT-LLM's left-truncating tokenizer keeps them."""
-    ctx, cont = encode_pair(tokenizer, chat, context, continuation, conversation)
+    ctx, cont = encode_pair(tokenizer, chat, context, continuation, conversation, encode)
     if context:
         seq = (ctx + cont)[-(max_input_len + max_output_len + 1):]
     else:

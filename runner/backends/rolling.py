@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from runner.backends.prompting import loglikelihood_tokens
+from runner.backends.prompting import BulkEncoded, Encode, encoder, loglikelihood_tokens, pair_texts
 from runner.contract.backend import ChatFormat
 from runner.contract.requests import LoglikelihoodRequest, LoglikelihoodResult
 
@@ -49,11 +49,12 @@ def rolling_rows(tokens: Sequence[int], prefix: int, window: int) -> list[Row]:
 
 
 def request_rows(tokenizer: Any, chat: ChatFormat, request: LoglikelihoodRequest, max_input_len: int,
-                 max_output_len: int) -> list[Row]:
-    """The rows that answer ``request``: its rolling windows, or its one sequence."""
+                 max_output_len: int, encode: Encode | None = None) -> list[Row]:
+    """The rows that answer ``request``: its rolling windows, or its one sequence (its texts' token ids
+    from ``encode``)."""
     if request.rolling_window is None:
         return [loglikelihood_tokens(tokenizer, chat, request.context, request.continuation, max_input_len,
-                                     max_output_len, request.messages)]
+                                     max_output_len, request.messages, encode)]
     return rolling_rows(text_tokens(tokenizer, request.continuation), prefix_token(tokenizer), request.rolling_window)
 
 
@@ -67,10 +68,13 @@ class Rows:
 
     @classmethod
     def of(cls, tokenizer: Any, chat: ChatFormat, requests: Sequence[LoglikelihoodRequest], max_input_len: int,
-           max_output_len: int) -> "Rows":
+           max_output_len: int, bulk: bool = False) -> "Rows":
+        """The rows of ``requests``; with ``bulk``, every context and context + continuation text is tokenized
+        in one call first (:class:`~runner.backends.prompting.BulkEncoded`: the same ids)."""
+        encode = BulkEncoded(tokenizer, bulk_texts(tokenizer, chat, requests)) if bulk else encoder(tokenizer)
         rows, owner, counts = [], [], []
         for i, request in enumerate(requests):
-            mine = request_rows(tokenizer, chat, request, max_input_len, max_output_len)
+            mine = request_rows(tokenizer, chat, request, max_input_len, max_output_len, encode)
             rows += mine
             owner += [i] * len(mine)
             counts.append(len(mine))
@@ -83,6 +87,17 @@ class Rows:
         for row, result in answered.items():
             parts[self.owner[row]].append(result)
         return {i: summed(got) for i, got in parts.items() if len(got) == self.counts[i]}
+
+
+def bulk_texts(tokenizer: Any, chat: ChatFormat, requests: Sequence[LoglikelihoodRequest]) -> list[tuple[str, bool]]:
+    """The texts the non-rolling requests tokenize: each context, and each context with its continuation."""
+    texts = []
+    for request in requests:
+        if request.rolling_window is None:
+            context, continuation, special = pair_texts(tokenizer, chat, request.context, request.continuation,
+                                                        request.messages)
+            texts += [(context, special), (context + continuation, special)]
+    return texts
 
 
 def summed(parts: Sequence[LoglikelihoodResult]) -> LoglikelihoodResult:

@@ -23,6 +23,14 @@ def test_split_minimises_padding_plus_calls():
     assert split([3, 2, 4], [0, 1, 2], Limits(64, 10_000, 100)) == [[1, 0, 2]]
 
 
+def test_a_generation_batch_counts_its_decode_steps_as_calls():
+    # lengths 2,2,3,10, call cost 5: the prefill alone is cut [2,2,3] + [10] (29, above). With 2 decode steps a
+    # batch costs 15 in calls: [2,2,3] + [10] = 24 + 25 = 49 < one batch 15 + 40 = 55, still two; with 8 decode
+    # steps 45: two batches 54 + 55 = 109 > one 45 + 40 = 85
+    assert split([2, 2, 3, 10], "abcd", Limits(64, 10_000, 5, decode_calls=2)) == [["a", "b", "c"], ["d"]]
+    assert split([2, 2, 3, 10], "abcd", Limits(64, 10_000, 5, decode_calls=8)) == [["a", "b", "c", "d"]]
+
+
 def test_split_respects_row_and_token_budgets():
     for limits in (Limits(2, 10_000, 100), Limits(64, 12, 100)):  # 3 rows of 5 = 15 tokens > 12
         batches = split([5] * 5, list(range(5)), limits)

@@ -20,9 +20,9 @@ from typing import Any, Optional, Sequence, TYPE_CHECKING
 
 from runner.backends import rolling, token_counts
 from runner.backends.configured import ConfiguredBackend
-from runner.backends.hf import batching, devices, forward, guided, sampling, loaded as loaded_models
+from runner.backends.hf import batching, devices, forward, guided, sampling, scoring, loaded as loaded_models
 from runner.backends.models import load_failure, resolve_model_source
-from runner.backends.prompting import encode_request
+from runner.backends.prompting import encode_requests
 from runner.contract import stopping
 from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
@@ -52,6 +52,13 @@ class HFBackendConfig:
     # what one forward call costs, in padded tokens: batches are cut to minimise padding + calls
     batch_call_cost_tokens: int = 64
     prefix_cache: bool = True  # run a prompt prefix shared by several rows (a few-shot block) once
+    # tokenize every prompt of a bulk call in one tokenizer call (the same ids, without a call per text)
+    bulk_tokenize: bool = True
+    # score each batch's log-likelihood rows with one gather and one host transfer, not torch calls per row
+    batch_scoring: bool = True
+    # cut generation batches counting every decode step (up to max_tokens) as a forward call, not the prefill alone:
+    # fewer, wider batches when many tokens are generated
+    decode_aware_batching: bool = True
     num_threads: Optional[int] = None
     attn_implementation: str = "sdpa"
     # keep the loaded (and quantized) model for the next job of this process that asks for the same one
@@ -67,6 +74,8 @@ class HFBackend(ConfiguredBackend):
 
     name = "hf"
     capabilities = Capabilities(loglikelihood=True, token_counter=True, per_request_seeds=True, rolling_windows=True)
+    # the same token ids either way; the same model either way (kept for the next job or loaded again)
+    answer_neutral_settings = ("bulk_tokenize", "reuse_loaded_model")
 
     @classmethod
     def gpu_needs(cls, config: Any) -> GpuNeeds:
@@ -204,10 +213,13 @@ class HFBackend(ConfiguredBackend):
         return devices.resolve_device(torch, self.config.device)
 
     # ------------------------------------------------------------------ the shared forward pass
-    def _plan(self, rows: list[list[int]], indices: list[int], keep: Sequence[int]) -> list[batching.Group]:
+    def _plan(self, rows: list[list[int]], indices: list[int], keep: Sequence[int],
+              decode_steps: int = 0) -> list[batching.Group]:
+        """Groups and batches of ``rows``; a generation batch also makes ``decode_steps`` decode calls."""
         limits = batching.Limits(max_rows=min(self.config.batch_size, self.limits.max_batch_size),
                                  max_tokens=self.config.max_batch_tokens,
                                  call_cost_tokens=self.config.batch_call_cost_tokens,
+                                 decode_calls=decode_steps if self.config.decode_aware_batching else 0,
                                  share_prefix=self.config.prefix_cache)
         return batching.plan(rows, indices, keep, limits)
 
@@ -237,7 +249,7 @@ class HFBackend(ConfiguredBackend):
         import torch
 
         table = rolling.Rows.of(self._tokenizer, self.chat, requests, self.limits.max_input_len,
-                                self.limits.max_output_len)
+                                self.limits.max_output_len, self.config.bulk_tokenize)
         by_input: dict[tuple[int, ...], list[tuple[int, list[int]]]] = defaultdict(list)
         for r, (seq, scored) in enumerate(table.rows):
             by_input[tuple(seq[:-1])].append((r, scored))
@@ -257,16 +269,14 @@ class HFBackend(ConfiguredBackend):
                         keep = max(keeps[k] for k in batch)
                         logits, *_ = self._prefill([rows[k] for k in batch], keep, group.prefix, shared)
                         logprobs = torch.log_softmax(logits.float(), dim=-1)
-                        for b, k in enumerate(batch):
-                            for row, cont in by_input[inputs[k]]:
-                                span = logprobs[b, keep - len(cont):]
-                                target = torch.tensor(cont, device=span.device)
-                                picked = span.gather(-1, target[:, None]).squeeze(-1)
-                                greedy = bool((span.argmax(-1) == target).all())
-                                answered[row] = LoglikelihoodResult(float(picked.sum()), greedy, len(cont))
-                                left[table.owner[row]] -= 1
-                                if not left[table.owner[row]]:
-                                    bar.update(1)
+                        scored = [(row, b, keep - len(cont), cont) for b, k in enumerate(batch)
+                                  for row, cont in by_input[inputs[k]]]
+                        score = scoring.batch_scores if self.config.batch_scoring else scoring.row_scores
+                        for (row, *_), result in zip(scored, score(logprobs, scored)):
+                            answered[row] = result
+                            left[table.owner[row]] -= 1
+                            if not left[table.owner[row]]:
+                                bar.update(1)
         except BaseException as err:  # a stop (SIGTERM/SIGINT) or a failed batch: the generation cache keeps these
             stopping.keep_answered(err, table.combine(answered))
             raise
@@ -287,16 +297,16 @@ class HFBackend(ConfiguredBackend):
         groups: dict[tuple, list[int]] = defaultdict(list)
         for i, req in enumerate(requests):
             groups[req.sampling_key()].append(i)
-        encoded: list[list[int]] = []
-        for req in requests:
-            encoded.append(encode_request(self._tokenizer, self.chat, req, self.limits.max_input_len))
+        encoded = encode_requests(self._tokenizer, self.chat, requests, self.limits.max_input_len,
+                                  self.config.bulk_tokenize)
         bar = self.bar(len(requests), "generate")
         done: list[int] = []
         try:
             with torch.inference_mode():
                 for indices in groups.values():
                     params = requests[indices[0]]
-                    for group in self._plan(encoded, indices, [1] * len(encoded)):
+                    steps = min(params.max_tokens, self.limits.max_output_len) - 1
+                    for group in self._plan(encoded, indices, [1] * len(encoded), steps):
                         shared = self._run_prefix(encoded[group.batches[0][0]][:group.prefix]) if group.prefix else None
                         for batch in group.batches:
                             texts = self._generate_batch([encoded[i] for i in batch], [requests[i] for i in batch],

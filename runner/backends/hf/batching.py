@@ -6,7 +6,7 @@ Two things decide CPU throughput once the model is fixed: tokens computed that n
    once per group and every batch of the group attends to its KV cache;
 2. splits each group (and the rows that share nothing) into batches by an exact dynamic program
    over the rows sorted by length, minimising padded tokens plus a fixed cost per forward call,
-   within the batch-size and token budgets.
+   within the batch-size and token budgets; a generation batch makes one call per decode step too.
 Planning looks at token ids only; it is pure and deterministic.
 """
 
@@ -26,6 +26,7 @@ class Limits:
     max_tokens: int
     call_cost_tokens: int
     share_prefix: bool = True
+    decode_calls: int = 0  # forward calls each batch makes after its prefill (a generation's decode steps)
 
 
 @dataclass
@@ -92,15 +93,16 @@ def split(lengths: Sequence[int], items: Sequence[int], limits: Limits) -> list[
     """
     pairs = sorted(zip(lengths, items))
     n = len(pairs)
+    call = limits.call_cost_tokens * (1 + limits.decode_calls)
     best = [0] * (n + 1)
     cut = [0] * (n + 1)
     for j in range(1, n + 1):
         width = pairs[j - 1][0]
-        best[j], cut[j] = best[j - 1] + limits.call_cost_tokens + width, j - 1
+        best[j], cut[j] = best[j - 1] + call + width, j - 1
         for i in range(j - 2, max(-1, j - 1 - limits.max_rows), -1):  # batch = pairs[i:j]
             if (j - i) * width > limits.max_tokens:
                 break
-            cost = best[i] + limits.call_cost_tokens + (j - i) * width
+            cost = best[i] + call + (j - i) * width
             if cost < best[j]:
                 best[j], cut[j] = cost, i
     batches: list[list[int]] = []
