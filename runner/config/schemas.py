@@ -36,6 +36,7 @@ class RunnerConfig:
     report: ReportConfig = field(default_factory=ReportConfig)
     gate: Optional[GateConfig] = None  # a release policy (conf/gate/); None: no release verdict, jobs as configured
     dry_run: bool = False  # list what would run (n, cached requests, estimated time) without loading a model
-    output_dir: str = MISSING
+    # the run's directory (Hydra's); None only while Hydra prints the config (--cfg job --resolve), before one exists
+    output_dir: Optional[str] = MISSING
     # true: hydra.run.dir may name a directory holding an earlier run's results, which this run replaces
     overwrite_output: bool = False

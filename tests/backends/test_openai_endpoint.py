@@ -74,11 +74,11 @@ def test_mmlu_and_gsm8k_answer_as_hf_does_and_the_key_is_never_written(proxy, tm
     key = {"RUNNER_TEST_API_KEY": SECRET}
     agreement = {}
     # gsm8k answers are cut at 24 tokens (not 256): the same greedy prefix on both sides, at a fraction of the time
-    gsm8k = ["task=gsm8k", "task.num_samples=2", "task.max_output_len=24"]
+    gsm8k = ["task=gsm8k", "task.num_samples=1", "task.max_output_len=24"]
     # one request at a time: `transformers serve` on the CPU answers concurrent generations several times
     # slower than the same ones in turn (measured: 2 GSM8K answers in 22 s at 4 in flight, 7 s at 1)
     served_args = endpoint(proxy, "backend.api_key_env=RUNNER_TEST_API_KEY", "backend.max_concurrency=1")
-    for task, n, args in (("mmlu", 7, [*MMLU, ALL_7]), ("gsm8k", 2, gsm8k)):
+    for task, n, args in (("mmlu", 7, [*MMLU, ALL_7]), ("gsm8k", 1, gsm8k)):
         served, local = tmp_path / f"{task}-served", tmp_path / f"{task}-hf"
         common = [*args, "reference.mode=skip", "cache.enabled=false"]
         if task == "mmlu":  # the whole command line once, MLflow on: where a key could leak
@@ -93,7 +93,7 @@ def test_mmlu_and_gsm8k_answer_as_hf_does_and_the_key_is_never_written(proxy, tm
         assert a.keys() == b.keys() and len(a) == n
         agreement[task] = sum(a[k] == b[k] for k in a)
     print(f"served vs in-process predictions agree: {agreement}")
-    assert agreement == {"mmlu": 7, "gsm8k": 2}
+    assert agreement == {"mmlu": 7, "gsm8k": 1}
     assert proxy.authorizations == {f"Bearer {SECRET}"}  # the key was sent ...
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert mlflow_db in written and any(p.name == "config.yaml" for p in written)

@@ -79,5 +79,5 @@ def test_tensorrt_llm_missing_stops_before_any_work(tmp_path, backend):
     proc = run_cli([f"backend={backend}"], tmp_path)
     assert_clean_failure(proc, "tensorrt_llm", "pypi.nvidia.com", "backend=hf")
     assert not (tmp_path / "mlflow.db").exists()  # no run was created, nothing was loaded
-    config = run_cli([f"backend={backend}", "--cfg", "job"], tmp_path)
-    assert config.returncode == 0 and f"name: {backend}" in config.stdout
+    config = run_cli([f"backend={backend}", "--cfg", "job", "--resolve"], tmp_path)  # resolved: no run directory yet
+    assert config.returncode == 0 and f"name: {backend}" in config.stdout and "output_dir: null" in config.stdout

@@ -400,10 +400,11 @@ def _rows(db: Path) -> int:
 
 @pytest.mark.e2e
 def test_a_job_killed_mid_run_resumes_with_exactly_n_samples(tmp_path, shared_cache):
-    """57 packaged questions (one per subject), one request per backend call: SIGKILL after a few
-    calls, rerun, and the job ends with the 57 samples, the first ones answered by the cache."""
+    """24 packaged ARC-Easy questions (96 log-likelihood requests), one request per backend call: SIGKILL after a
+    few calls, rerun, and the job ends with the 24 samples, the first ones answered by the cache."""
     db = tmp_path / "gen.sqlite"
-    args = ["task.num_samples=57", "task.num_fewshot=0", "reference.mode=skip", "tracking=none",
+    n, requests = 24, 96
+    args = ["task=arc_easy", f"task.num_samples={n}", "reference.mode=skip", "tracking=none",
             f"cache.path={db}", "cache.chunk_size=1"]
     env = dict(os.environ) | {"PYTHONPATH": str(ROOT), "RUNNER_CACHE_DIR": str(shared_cache), "OMP_NUM_THREADS": "1"}
     first = subprocess.Popen([sys.executable, "-m", "runner", *args, f"hydra.run.dir={tmp_path / 'first'}"],
@@ -414,22 +415,23 @@ def test_a_job_killed_mid_run_resumes_with_exactly_n_samples(tmp_path, shared_ca
     first.send_signal(signal.SIGKILL)
     first.wait(30)
     kept = _rows(db)
-    assert first.returncode == -signal.SIGKILL and 5 <= kept < 57, kept
+    assert first.returncode == -signal.SIGKILL and 5 <= kept < requests, kept
     assert not (tmp_path / "first" / "samples.jsonl").exists()
 
     second = run_cli([*args, f"hydra.run.dir={tmp_path / 'second'}"], cwd=tmp_path, env=env)
     assert second.returncode == 0, second.stderr[-3000:]
     lines = (tmp_path / "second" / "samples.jsonl").read_text().splitlines()
     ids = [json.loads(line)["sample_id"] for line in lines]
-    assert len(ids) == 57 and len(set(ids)) == 57
+    assert len(ids) == n and len(set(ids)) == n
     report = json.loads((tmp_path / "second" / "report.json").read_text())
-    assert report["generation_cache"]["hits"] >= kept and report["generation_cache"]["misses"] == 57 - report["generation_cache"]["hits"]
+    cache = report["generation_cache"]
+    assert cache["hits"] >= kept and cache["misses"] == requests - cache["hits"]
     assert "generation cache: " in second.stdout + second.stderr
     # a finished job, run again, computes nothing (in this process: the point is the cache, not the process)
     third = run_in_process([*args, f"output_dir={tmp_path / 'third'}"], tmp_path)
     assert third.returncode == 0, third.stderr[-3000:]
     assert json.loads((tmp_path / "third" / "report.json").read_text())["generation_cache"] == \
-        {"hits": 57, "misses": 0, "path": str(db)}
+        {"hits": requests, "misses": 0, "path": str(db)}
     assert (tmp_path / "third" / "samples.jsonl").read_text() == "\n".join(lines) + "\n"
 
 
