@@ -45,7 +45,7 @@ def both(model: ModelConfig, limits: TaskLimits, ask) -> tuple:
     """``ask(backend)`` with the fast paths off, then on."""
     with backend(model, limits, **OFF) as plain:
         before = ask(plain)
-    with backend(model, limits) as fast:
+    with backend(model, limits, decode_aware_batching=True) as fast:  # on CUDA by default; here asked for
         after = ask(fast)
     return before, after
 
