@@ -77,13 +77,13 @@ def encode_requests(tokenizer: Any, chat: ChatFormat, requests: Sequence[Generat
                     bulk: bool = True) -> list[list[int]]:
     """:func:`encode_request` of each request; with ``bulk``, every prompt tokenized in one call first
     (:class:`BulkEncoded`: the same ids)."""
-    encode = BulkEncoded(tokenizer, (request_text(tokenizer, chat, r) for r in requests)) if bulk \
-        else encoder(tokenizer)
-    return [encode_request(tokenizer, chat, r, budget, encode) for r in requests]
+    texts = [request_text(tokenizer, chat, r) for r in requests]  # rendered once, tokenized from here on
+    encode = BulkEncoded(tokenizer, texts) if bulk else encoder(tokenizer)
+    return [encode_request(tokenizer, chat, r, budget, encode, text) for r, text in zip(requests, texts)]
 
 
 def encode_request(tokenizer: Any, chat: ChatFormat, request: GenerationRequest, budget: int,
-                   encode_text: Encode | None = None) -> list[int]:
+                   encode_text: Encode | None = None, rendered: tuple[str, bool] | None = None) -> list[int]:
     """Token ids of a generation request, at most ``budget`` of them, the same on every backend.
 
     ``truncation="left"`` keeps the last tokens (after the tokenizer's own leading special tokens,
@@ -91,6 +91,7 @@ def encode_request(tokenizer: Any, chat: ChatFormat, request: GenerationRequest,
     ``suffix`` and ``"right"``, the end of ``prompt`` is cut instead, so the suffix (and whatever
     the chat template puts after it) survives: the prompt's tokens are shortened, decoded and the
     request rendered again until it fits (a token boundary can move by one when re-encoded).
+    ``rendered``: the request's :func:`request_text`, when the caller has rendered it already.
     """
     if request.truncation not in TRUNCATIONS:
         raise ValueError(f"unknown truncation {request.truncation!r}; allowed: {', '.join(TRUNCATIONS)}")
@@ -99,7 +100,7 @@ def encode_request(tokenizer: Any, chat: ChatFormat, request: GenerationRequest,
     def encode(prompt: str) -> list[int]:
         return encode_text(*render_prompt(tokenizer, chat, prompt, request.messages))
 
-    ids = encode(request.prompt + request.suffix)
+    ids = encode_text(*rendered) if rendered is not None else encode(request.prompt + request.suffix)
     if len(ids) <= budget:
         return ids
     if request.truncation == "left":

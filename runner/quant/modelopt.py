@@ -229,7 +229,7 @@ def run_calibration(model: Any, cfg: dict[str, Any], rows: list[list[int]] | Non
 
 def _head_is_quantized(model: Any) -> bool:
     """Whether any enabled quantizer sits in the model's vocabulary projection."""
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    head = model.get_output_embeddings()  # a transformers causal LM's vocabulary projection
     if head is None:
         return True
     return any(getattr(sub, "is_enabled", False) for sub in head.modules() if sub is not head)
