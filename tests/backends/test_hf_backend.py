@@ -165,6 +165,9 @@ def test_constructor_is_light_and_validates():
         HFBackend(HFBackendConfig(device="tpu"), SMOLLM2, NONE, TaskLimits(8, 2))
     with pytest.raises(ConfigError, match="quant"):
         HFBackend(HFBackendConfig(), SMOLLM2, QuantConfig(name="fp9", quant_algo="FP9"), TaskLimits(8, 2))
+    for bad in ({"batch_size": 0}, {"max_batch_tokens": -1}, {"batch_call_cost_tokens": -1}):
+        with pytest.raises(ConfigError, match="backend.batch_size / backend.max_batch_tokens"):
+            HFBackend(HFBackendConfig(**bad), SMOLLM2, NONE, TaskLimits(8, 2))
 
 
 def test_missing_model_path_is_a_model_error(tmp_path):
@@ -201,6 +204,7 @@ def test_auto_dtype_is_one_reference_key_on_every_cpu(native_bf16, monkeypatch):
     assert info.spec.dtype == "auto"
     assert info.details["checkpoint_dtype"] == "bfloat16"
     assert info.details["torch_dtype"] == ("bfloat16" if native_bf16 else "float32")
+    assert info.details["batch_budget"] == "64 rows, 16384 tokens (CPU defaults)"
     with backend(dtype="float32") as be:  # chosen by hand: part of the key
         assert be.info().spec.dtype == "float32"
 

@@ -39,6 +39,59 @@ def test_split_respects_row_and_token_budgets():
     assert split([50], [0], Limits(64, 12, 100)) == [[0]]  # a row over the budget still runs, alone
 
 
+def test_a_kv_position_cap_counts_the_shared_prefix_and_the_decode_steps():
+    # four rows of 10 tail tokens after a 100-token prefix, 5 decode steps: each row holds 100 + 10 + 5 = 115 KV
+    # positions, so a cap of 230 fits two rows a batch and 229 one; without growth 110 a row, so 220 fits two
+    limits = Limits(64, 10_000, 1_000, max_cache_tokens=230, cache_growth=5)
+    assert split([10] * 4, "abcd", limits, prefix=100) == [["a", "b"], ["c", "d"]]
+    assert split([10] * 4, "abcd", Limits(64, 10_000, 1_000, max_cache_tokens=229, cache_growth=5),
+                 prefix=100) == [["a"], ["b"], ["c"], ["d"]]
+    assert split([10] * 4, "abcd", Limits(64, 10_000, 1_000, max_cache_tokens=220), prefix=100) == [["a", "b"], ["c", "d"]]
+    assert split([10] * 4, "abcd", Limits(64, 10_000, 1_000), prefix=100) == [["a", "b", "c", "d"]]  # no cap
+    # through plan(): the prefix a group shares is what its batches count
+    head = list(range(100, 200))
+    rows = [head + [i] * 10 for i in range(4)]
+    groups = plan(rows, [0, 1, 2, 3], [1] * 4, Limits(64, 10_000, 1_000, max_cache_tokens=230, cache_growth=5))
+    assert [(g.prefix, [len(b) for b in g.batches]) for g in groups] == [(100, [2, 2])]
+
+
+def test_batch_budgets_for_a_cpu_and_for_a_gpu_from_its_memory():
+    from runner.backends.hf.devices import GIB, BatchBudget, ModelShape, cuda_budget
+
+    # an 80 GiB card and an 8B-like model: 16 GiB of weights, 128 KiB of KV and 150 KiB of activations and logits a
+    # token. Left for batches: 0.9 x 80 - 16 - 1 = 55 GiB; KV 0.6 x 55 GiB / 128 KiB = 270336 positions;
+    # tokens 0.3 x 55 GiB / 150 KiB = 115343 (rounded down)
+    shape = ModelShape(16 * GIB, 128 * 1024, 150 * 1024)
+    free = int(0.9 * 80 * GIB) - 17 * GIB
+    assert free == 55 * GIB
+    budget = cuda_budget(80 * GIB, shape, None, None)
+    assert budget.cache_tokens == int(0.6 * free) // (128 * 1024) == 270336
+    assert budget.tokens == int(0.3 * free) // (150 * 1024) == 115343
+    assert budget.rows == 256 and "80.0 GiB" in budget.describe()
+    # what the user set stays; a tiny model's token budget stops at 262144, a huge one's never below a CPU's 16384
+    assert cuda_budget(80 * GIB, shape, 32, 4096) == BatchBudget(32, 4096, 270336, budget.source)
+    assert cuda_budget(141 * GIB, ModelShape(GIB // 4, 23040, 18432), None, None).tokens == 262144
+    assert cuda_budget(24 * GIB, ModelShape(20 * GIB, 128 * 1024, 10 ** 6), None, None).tokens == 16384
+
+
+def test_the_embedded_models_shape_in_memory():
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from runner.backends.hf.devices import model_shape
+    from runner.files.assets import smollm2_checkpoint
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(smollm2_checkpoint()), dtype=torch.bfloat16)
+    shape = model_shape(model, 2)
+    # SmolLM2-135M: 30 layers, 3 KV heads of 64, hidden 576, MLP 1536, vocabulary 49152, tied embeddings.
+    # Parameters: embeddings 49152 x 576 = 28,311,552; a layer q,o 576^2 each, k,v 576 x 192 each, gate/up/down
+    # 576 x 1536 each, two norms of 576 = 3,540,096; 30 layers + a final norm: 134,515,008, 2 bytes each
+    assert shape.weight_bytes == 2 * 134_515_008
+    assert shape.kv_bytes_per_token == 2 * 30 * 3 * 64 * 2 == 23040
+    assert shape.activation_bytes_per_token == 2 * (8 * 576 + 3 * 1536) + 10 * 49152
+
+
 def test_plan_shares_long_prefixes_and_keeps_scored_tokens_out_of_them():
     head = list(range(100, 140))  # 40 shared tokens
     rows = [head + [1, 2], head + [3], head[:20] + [9], [7, 7, 7]]

@@ -47,8 +47,10 @@ class HFBackendConfig:
     name: str = "hf"
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     dtype: str = "auto"  # auto | bfloat16 | float16 | float32
-    batch_size: int = 64
-    max_batch_tokens: int = 16384
+    # rows and padded tokens of one forward call; null: chosen for the device (a CPU: 64 and 16384; a GPU: 256 rows
+    # and tokens sized from its memory, with each batch's KV positions capped to fit: devices.batch_budget)
+    batch_size: Optional[int] = None
+    max_batch_tokens: Optional[int] = None
     # what one forward call costs, in padded tokens: batches are cut to minimise padding + calls
     batch_call_cost_tokens: int = 64
     prefix_cache: bool = True  # run a prompt prefix shared by several rows (a few-shot block) once
@@ -90,8 +92,9 @@ class HFBackend(ConfiguredBackend):
         if not (config.device in ("auto", "cpu", "cuda") or config.device.startswith("cuda:")):
             raise ConfigError("unknown device", where="backend.device", given=config.device,
                               allowed="auto, cpu, cuda, cuda:N")
-        if config.batch_size < 1 or config.max_batch_tokens < 1 or config.batch_call_cost_tokens < 0:
-            raise ConfigError("batch limits must be positive (the call cost non-negative)",
+        if (config.batch_size is not None and config.batch_size < 1) or config.batch_call_cost_tokens < 0 or (
+                config.max_batch_tokens is not None and config.max_batch_tokens < 1):
+            raise ConfigError("batch limits must be positive or null (the call cost non-negative)",
                               where="backend.batch_size / backend.max_batch_tokens / backend.batch_call_cost_tokens",
                               given=f"{config.batch_size} / {config.max_batch_tokens} / {config.batch_call_cost_tokens}")
         if hf_quant.is_quantized(quant):
@@ -104,6 +107,7 @@ class HFBackend(ConfiguredBackend):
         self._held: loaded_models.LoadedModel | None = None
         self._load_key = ""
         self._constraints: guided.JsonConstraints | None = None
+        self._budget: devices.BatchBudget | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def preflight(self) -> None:
@@ -145,6 +149,8 @@ class HFBackend(ConfiguredBackend):
         self._model, self._tokenizer, self._device = model, tokenizer, device
         self._guided = guided.resolve_hf(self.limits.guided_decoding)
         dtype_name = devices.spec_dtype(self.config.dtype, dtype, native)
+        self._budget = devices.batch_budget(torch, device, model, dtype, self.config.batch_size,
+                                            self.config.max_batch_tokens)
         self._info = BackendInfo(
             name=self.name,
             spec=AccuracySpec(dtype=dtype_name, quant_algo=quant_algo, kv_cache_quant_algo=kv_algo),
@@ -154,7 +160,8 @@ class HFBackend(ConfiguredBackend):
                       "python": platform.python_version()} | versions,
             details={"torch_dtype": str(dtype).removeprefix("torch."), "checkpoint_dtype": str(native).removeprefix("torch."),
                      "model_source": source.kind, "threads": str(torch.get_num_threads()),
-                     "guided_decoding": self._guided, "loaded": "reused" if reused else "fresh"} | details,
+                     "guided_decoding": self._guided, "loaded": "reused" if reused else "fresh",
+                     "batch_budget": self._budget.describe()} | details,
         )
         return self
 
@@ -217,11 +224,14 @@ class HFBackend(ConfiguredBackend):
     def _plan(self, rows: list[list[int]], indices: list[int], keep: Sequence[int],
               decode_steps: int = 0) -> list[batching.Group]:
         """Groups and batches of ``rows``; a generation batch also makes ``decode_steps`` decode calls."""
-        limits = batching.Limits(max_rows=min(self.config.batch_size, self.limits.max_batch_size),
-                                 max_tokens=self.config.max_batch_tokens,
+        budget = self._budget
+        assert budget is not None, "batches are planned once the backend has been entered"
+        limits = batching.Limits(max_rows=min(budget.rows, self.limits.max_batch_size),
+                                 max_tokens=budget.tokens,
                                  call_cost_tokens=self.config.batch_call_cost_tokens,
                                  decode_calls=decode_steps if self._decode_aware() else 0,
-                                 share_prefix=self.config.prefix_cache)
+                                 share_prefix=self.config.prefix_cache,
+                                 max_cache_tokens=budget.cache_tokens, cache_growth=decode_steps)
         return batching.plan(rows, indices, keep, limits)
 
     def _decode_aware(self) -> bool:

@@ -6,7 +6,10 @@ Two things decide CPU throughput once the model is fixed: tokens computed that n
    once per group and every batch of the group attends to its KV cache;
 2. splits each group (and the rows that share nothing) into batches by an exact dynamic program
    over the rows sorted by length, minimising padded tokens plus a fixed cost per forward call,
-   within the batch-size and token budgets; a generation batch makes one call per decode step too.
+   within the batch-size and token budgets; a generation batch makes one call per decode step too;
+3. optionally caps the KV positions a batch holds (rows x (shared prefix + longest tail + decode
+   steps)): each batch materialises its own copy of the shared prefix's keys and values, which on a
+   GPU, with budgets sized from its memory, is what runs out first.
 Planning looks at token ids only; it is pure and deterministic.
 """
 
@@ -27,6 +30,9 @@ class Limits:
     call_cost_tokens: int
     share_prefix: bool = True
     decode_calls: int = 0  # forward calls each batch makes after its prefill (a generation's decode steps)
+    # KV positions one batch may hold, rows x (prefix + longest tail + cache_growth); None: not counted
+    max_cache_tokens: int | None = None
+    cache_growth: int = 0  # positions each row's KV cache grows by after the prefill (decode steps)
 
 
 @dataclass
@@ -65,14 +71,14 @@ def plan(rows: Sequence[Sequence[int]], indices: Sequence[int], keep: Sequence[i
         if prefix < MIN_SHARED_PREFIX:
             loners.extend(run)
             continue
-        groups.append(Group(prefix, split([len(rows[i]) - prefix for i in run], run, limits)))
+        groups.append(Group(prefix, split([len(rows[i]) - prefix for i in run], run, limits, prefix)))
     if loners:
         # the rest may still share a short head (a task's fixed instruction): worth one extra call
         # when it saves more tokens than a call costs
         prefix = shared_prefix(rows, loners, keep) if limits.share_prefix else 0
         if prefix * (len(loners) - 1) <= limits.call_cost_tokens:
             prefix = 0
-        groups.append(Group(prefix, split([len(rows[i]) - prefix for i in loners], loners, limits)))
+        groups.append(Group(prefix, split([len(rows[i]) - prefix for i in loners], loners, limits, prefix)))
     return groups
 
 
@@ -85,8 +91,9 @@ def shared_prefix(rows: Sequence[Sequence[int]], members: Sequence[int], keep: S
                       min(len(rows[i]) - keep[i] for i in members)))
 
 
-def split(lengths: Sequence[int], items: Sequence[int], limits: Limits) -> list[list[int]]:
-    """Cut ``items`` (with token ``lengths``) into batches of least padded-plus-call cost.
+def split(lengths: Sequence[int], items: Sequence[int], limits: Limits, prefix: int = 0) -> list[list[int]]:
+    """Cut ``items`` (with token ``lengths`` after a shared ``prefix``) into batches of least
+    padded-plus-call cost.
 
     Sorted by length, an optimal batching takes consecutive runs (a batch costs its row count
     times its longest row); the dynamic program finds the best cut points exactly.
@@ -100,7 +107,9 @@ def split(lengths: Sequence[int], items: Sequence[int], limits: Limits) -> list[
         width = pairs[j - 1][0]
         best[j], cut[j] = best[j - 1] + call + width, j - 1
         for i in range(j - 2, max(-1, j - 1 - limits.max_rows), -1):  # batch = pairs[i:j]
-            if (j - i) * width > limits.max_tokens:
+            if (j - i) * width > limits.max_tokens or (
+                    limits.max_cache_tokens is not None
+                    and (j - i) * (prefix + width + limits.cache_growth) > limits.max_cache_tokens):
                 break
             cost = best[i] + call + (j - i) * width
             if cost < best[j]:

@@ -1,5 +1,5 @@
-"""Where and in which precision the hf backend computes: the device asked for, the dtype chosen for
-the host, and the dtype as it enters the reference key.
+"""Where, in which precision and in what batches the hf backend computes: the device asked for, the
+dtype chosen for the host, the dtype as it enters the reference key, and batch limits sized for the device.
 
 ``backend.dtype=auto`` is one protocol on every host: the checkpoint's precision, widened to
 float32 on a CPU without bfloat16 arithmetic (an exact upcast of the weights, chosen for speed).
@@ -9,7 +9,8 @@ torch is passed in by the caller, which imported it on entry.
 from __future__ import annotations
 
 import platform
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from runner.contract.errors import ConfigError
 
@@ -52,3 +53,70 @@ def spec_dtype(wanted: str, dtype: Any, native: Any) -> str:
     if wanted == "auto" or dtype == native:
         return "auto"
     return str(dtype).removeprefix("torch.")
+
+
+CPU_ROWS, CPU_TOKENS = 64, 16384  # a CPU's batches: wider ones buy nothing once the matrix products are large
+CUDA_ROWS = 256  # a GPU's rows per batch (each task's max_batch_size caps it further)
+CUDA_MAX_TOKENS = 262144
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class BatchBudget:
+    """The limits of one forward call and where they came from (``backend.details.batch_budget``)."""
+
+    rows: int
+    tokens: int
+    cache_tokens: Optional[int]  # KV positions one batch may hold; None: not counted (a CPU's memory is the host's)
+    source: str
+
+    def describe(self) -> str:
+        cache = "" if self.cache_tokens is None else f", {self.cache_tokens} KV positions"
+        return f"{self.rows} rows, {self.tokens} tokens{cache} ({self.source})"
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What a token costs in memory: its KV cache entries, a layer's activations and its logits."""
+
+    weight_bytes: int
+    kv_bytes_per_token: int
+    activation_bytes_per_token: int
+
+
+def model_shape(model: Any, dtype_bytes: int) -> ModelShape:
+    """:class:`ModelShape` of a loaded transformers causal LM (its config and parameters)."""
+    cfg = model.config
+    hidden = int(cfg.hidden_size)
+    heads = int(cfg.num_attention_heads)
+    kv_heads = int(getattr(cfg, "num_key_value_heads", None) or heads)
+    head_dim = int(getattr(cfg, "head_dim", None) or hidden // heads)
+    intermediate = int(getattr(cfg, "intermediate_size", None) or 4 * hidden)
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    # one layer's live activations (residual stream, q/k/v/o, the MLP's gate/up/down) in the compute dtype, and the
+    # position's logits (the model's dtype, a float32 copy and its log-softmax) when it is scored
+    activations = dtype_bytes * (8 * hidden + 3 * intermediate) + 10 * int(cfg.vocab_size)
+    return ModelShape(weights, 2 * int(cfg.num_hidden_layers) * kv_heads * head_dim * dtype_bytes, activations)
+
+
+def cuda_budget(total_bytes: int, shape: ModelShape, rows: Optional[int], tokens: Optional[int]) -> BatchBudget:
+    """Batch limits for a GPU of ``total_bytes``: of 90% of its memory less the weights and 1 GiB (context,
+    allocator), 60% for the batch's KV caches and 30% for its activations and logits; rows and tokens
+    the user set are kept. Deterministic for a card and a model, so a result does not depend on what
+    else happened to be in memory."""
+    free = max(int(0.9 * total_bytes) - shape.weight_bytes - GIB, GIB)
+    cache = max(int(0.6 * free) // shape.kv_bytes_per_token, 1)
+    fitted = min(max(int(0.3 * free) // shape.activation_bytes_per_token, CPU_TOKENS), CUDA_MAX_TOKENS)
+    return BatchBudget(rows or CUDA_ROWS, tokens or fitted, cache,
+                       f"sized from {total_bytes / GIB:.1f} GiB of GPU memory")
+
+
+def batch_budget(torch: Any, device: Any, model: Any, dtype: Any, rows: Optional[int],
+                 tokens: Optional[int]) -> BatchBudget:
+    """``backend.batch_size`` / ``max_batch_tokens`` resolved: as set, else a CPU's defaults or
+    :func:`cuda_budget` from the device's total memory."""
+    if device.type != "cuda":
+        source = "set" if rows and tokens else "CPU defaults"
+        return BatchBudget(rows or CPU_ROWS, tokens or CPU_TOKENS, None, source)
+    total = torch.cuda.get_device_properties(device).total_memory
+    return cuda_budget(total, model_shape(model, torch.tensor([], dtype=dtype).element_size()), rows, tokens)
