@@ -68,9 +68,11 @@ def ok(result) -> None:
     assert result.returncode in (0, 4), result.stdout[-3000:] + result.stderr[-3000:]
 
 
-def test_mmlu_and_gsm8k_answer_as_hf_does_and_the_key_is_never_written(proxy, tmp_path, monkeypatch):
-    """Completions get our rendered prompts: greedy answers equal backend=hf's on the same questions."""
-    mlflow_db = tmp_path / "mlflow.db"
+def test_served_answers_equal_hf_s_pass_its_recorded_reference_and_the_key_is_never_written(proxy, tmp_path,
+                                                                                               monkeypatch):
+    """Completions get our rendered prompts: greedy answers equal backend=hf's on the same questions, and the
+    served MMLU run, checked against the reference backend=hf recorded on them, gets a verdict that passes."""
+    mlflow_db, refs = tmp_path / "mlflow.db", tmp_path / "refs"
     key = {"RUNNER_TEST_API_KEY": SECRET}
     agreement = {}
     # gsm8k answers are cut at 24 tokens (not 256): the same greedy prefix on both sides, at a fraction of the time
@@ -80,15 +82,23 @@ def test_mmlu_and_gsm8k_answer_as_hf_does_and_the_key_is_never_written(proxy, tm
     served_args = endpoint(proxy, "backend.api_key_env=RUNNER_TEST_API_KEY", "backend.max_concurrency=1")
     for task, n, args in (("mmlu", 7, [*MMLU, ALL_7]), ("gsm8k", 1, gsm8k)):
         served, local = tmp_path / f"{task}-served", tmp_path / f"{task}-hf"
-        common = [*args, "reference.mode=skip", "cache.enabled=false"]
+        common = [*args, "cache.enabled=false"]
+        # backend=hf in this process: its predictions, and for MMLU the reference the served run is checked against
+        recorded = ["reference.mode=record", f"reference.dir={refs}"] if task == "mmlu" else ["reference.mode=skip"]
+        ok(run_in_process(["backend=hf", "backend.dtype=float32", *common, *recorded, "tracking=none",
+                           f"output_dir={local}"], tmp_path))
         if task == "mmlu":  # the whole command line once, MLflow on: where a key could leak
-            ok(run_cli([*served_args, *common, "tracking=mlflow", f"tracking.tracking_uri=sqlite:///{mlflow_db}",
-                        f"output_dir={served}"], tmp_path, env=key))
+            ok(run_cli([*served_args, *common, f"reference.dir={refs}", "tracking=mlflow",
+                        f"tracking.tracking_uri=sqlite:///{mlflow_db}", f"output_dir={served}"], tmp_path, env=key))
+            # hf recorded dtype=float32 (not the checkpoint's bfloat16): the served spec declares the same
+            report = json.loads((served / "report.json").read_text())
+            assert report["decision"]["passed"] is True
+            assert report["backend"]["spec_declared"] is True
+            assert any("declared in the config, not read back" in note for note in report["notes"])
         else:  # the same backend in this process: no second interpreter and MLflow store to start
             monkeypatch.setenv("RUNNER_TEST_API_KEY", SECRET)
-            ok(run_in_process([*served_args, *common, "tracking=none", f"output_dir={served}"], tmp_path))
-        # the in-process side of the comparison: only its predictions matter, so it runs in this process
-        ok(run_in_process(["backend=hf", "backend.dtype=float32", *common, "tracking=none", f"output_dir={local}"], tmp_path))
+            ok(run_in_process([*served_args, *common, "reference.mode=skip", "tracking=none", f"output_dir={served}"],
+                              tmp_path))
         a, b = samples(served), samples(local)
         assert a.keys() == b.keys() and len(a) == n
         agreement[task] = sum(a[k] == b[k] for k in a)
@@ -97,22 +107,8 @@ def test_mmlu_and_gsm8k_answer_as_hf_does_and_the_key_is_never_written(proxy, tm
     assert proxy.authorizations == {f"Bearer {SECRET}"}  # the key was sent ...
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert mlflow_db in written and any(p.name == "config.yaml" for p in written)
-    for path in written:  # ... and is in no file: outputs, logs, MLflow's store and artifacts
+    for path in written:  # ... and is in no file: outputs, logs, references, MLflow's store and artifacts
         assert SECRET.encode() not in path.read_bytes(), path
-
-
-def test_a_verdict_against_the_recorded_reference(proxy, tmp_path):
-    refs = tmp_path / "refs"
-    base = [*MMLU, ALL_7, f"reference.dir={refs}", "tracking=none", "cache.enabled=false"]
-    ok(run_in_process(["backend=hf", "backend.dtype=float32", *base, "reference.mode=record",
-                       f"output_dir={tmp_path / 'record'}"], tmp_path))
-    # The in-process run recorded dtype=float32 (not the checkpoint's bfloat16): the served spec declares the same.
-    checked = run_in_process([*endpoint(proxy), *base, f"output_dir={tmp_path / 'check'}"], tmp_path)
-    ok(checked)
-    report = json.loads((tmp_path / "check" / "report.json").read_text())
-    assert report["decision"]["passed"] is True
-    assert report["backend"]["spec_declared"] is True
-    assert any("declared in the config, not read back" in note for note in report["notes"])
 
 
 def test_an_lm_eval_generation_task_gets_a_paired_verdict_and_a_loglikelihood_task_is_refused(proxy, tmp_path):

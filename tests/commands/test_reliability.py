@@ -1,12 +1,14 @@
 """Nothing lost, nothing let in: the store, output directories, signals, overrides of Hydra's own
 nodes, names used in paths, checks before the model loads, and user mistakes that get a message.
 
-Each test goes through the real command line (``python -m runner``) or the real component; the
-model-free ones use the scripted fake backend on the GSM8K fixture."""
+Each test goes through the real command line (``python -m runner``), its job glue in this process
+(:func:`tests.conftest.run_in_process`, where neither the process nor Hydra's parsing is the point), or
+the real component; the model-free ones use the scripted fake backend on the GSM8K fixture."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from runner.contract.errors import UserError
-from tests.conftest import ROOT, _hermetic, compose, run_cli
+from tests.conftest import ROOT, _hermetic, compose, run_cli, run_in_process
 
 GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
          f"task.dataset.local_path={ROOT / 'tests' / 'data' / 'gsm8k_local'}", "task.num_samples=2"]
@@ -262,16 +264,18 @@ def test_a_reference_samples_file_must_stay_inside_the_references_directory(tmp_
 
 # ------------------------------------------------------------------ 9. checks before the model loads
 @pytest.mark.parametrize("content", ["mmlu: [unclosed", "just a string", b"\xff\xfe binary"])
-def test_a_bad_references_file_stops_record_mode_before_the_model_loads(tmp_path, content):
+def test_a_bad_references_file_stops_record_mode_before_the_model_loads(tmp_path, content, caplog):
     refs = tmp_path / "refs"
     refs.mkdir()
     path = refs / "gsm8k.yaml"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    proc = run_cli([*GSM8K, "tracking=none", "reference.mode=record", f"reference.dir={refs}"], tmp_path, env=_env())
+    with caplog.at_level(logging.INFO):
+        proc = run_in_process([*GSM8K, "tracking=none", "reference.mode=record", f"reference.dir={refs}",
+                               f"output_dir={tmp_path / 'out'}"], tmp_path)
     assert proc.returncode == 1
     assert "reference file" in proc.stderr and "Traceback" not in proc.stderr
-    assert "evaluating" not in proc.stdout + proc.stderr  # refused before any sample was asked
-    assert not list(tmp_path.glob("outputs/*/*/samples.jsonl"))
+    assert "evaluating" not in caplog.text  # refused before any sample was asked (the job logs that line)
+    assert not (tmp_path / "out" / "samples.jsonl").exists()
 
 
 def test_an_unwritable_reference_directory_stops_record_mode_before_the_model_loads(tmp_path):
@@ -423,23 +427,27 @@ def test_trust_remote_code_is_said_in_the_report_and_tags(tmp_path):
 
 
 # ------------------------------------------------------------------ references never move by accident
-def test_recording_over_a_registered_entry_is_refused_unless_asked(tmp_path):
+def test_recording_over_a_registered_entry_is_refused_unless_asked(tmp_path, caplog):
     from ruamel.yaml import YAML
 
     refs = tmp_path / "refs"
     record = [*GSM8K, "tracking=none", "reference.mode=record", f"reference.dir={refs}"]
-    first = run_cli([*record, "task.num_samples=3"], tmp_path, env=_env())
+    first = run_in_process([*record, "task.num_samples=3", f"output_dir={tmp_path / 'first'}"], tmp_path)
     assert first.returncode == 0, first.stderr
     before = (refs / "gsm8k.yaml").read_text()
 
-    again = run_cli(record, tmp_path, env=_env())
+    with caplog.at_level(logging.INFO):
+        again = run_in_process([*record, f"output_dir={tmp_path / 'again'}"], tmp_path)
     assert again.returncode == 1 and "already registered" in again.stderr and "reference.overwrite=true" in again.stderr
     assert "at n=3" in again.stderr and "Traceback" not in again.stderr
-    assert "evaluating" not in again.stdout + again.stderr  # refused before any sample was answered
+    assert "evaluating" not in caplog.text  # refused before any sample was answered (the job logs that line)
     assert (refs / "gsm8k.yaml").read_text() == before
 
-    replaced = run_cli([*record, "reference.overwrite=true"], tmp_path, env=_env())
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        replaced = run_in_process([*record, "reference.overwrite=true", f"output_dir={tmp_path / 'replaced'}"], tmp_path)
     assert replaced.returncode == 0, replaced.stderr
+    assert "evaluating 2 gsm8k samples" in caplog.text  # the line the refused runs must not reach
     assert "fewer samples (2) than the one it replaces (3)" in replaced.stdout
     entries = YAML(typ="safe").load((refs / "gsm8k.yaml").read_text())["HuggingFaceTB/SmolLM2-135M-Instruct"]
     assert len(entries) == 1 and entries[0]["recorded"]["num_samples"] == 2

@@ -23,7 +23,7 @@ from runner.backends.hf.backend import HFBackend
 from runner.contract.errors import BackendUnavailable, ConfigError
 from runner.contract.task_config import ModelConfig, QuantConfig
 from runner.backends.hf.backend import HFBackendConfig
-from tests.conftest import ROOT, compose, run_cli
+from tests.conftest import ROOT, compose, run_cli, run_in_process
 
 pytest.importorskip("modelopt.torch.quantization", reason="nvidia-modelopt is not installed")
 
@@ -319,14 +319,17 @@ def test_cli_stops_early_on_cuda_only_spec(tmp_path):
 
 
 @pytest.mark.e2e
-def test_cli_runs_a_quantized_spec_end_to_end(cold_cache, tmp_path):
+def test_a_job_runs_a_quantized_spec_end_to_end(cold_cache, tmp_path):
+    """The command line's job glue in this process (ModelOpt is imported here already; a new interpreter would
+    import it again for nothing this test checks): quantized on a cold cache, evaluated, reported."""
     fixture = str(ROOT / "tests" / "data" / "mmlu_cais")
     args = ["quant=w8a16", "backend.dtype=float32", "tracking=none", "reference.mode=skip", "task.scoring=loglikelihood",
-            "task.dataset.source=local", f"task.dataset.local_path={fixture}", "task.num_fewshot=2"]
-    proc = run_cli(args, tmp_path, env={"RUNNER_CACHE_DIR": str(cold_cache)})
+            "task.dataset.source=local", f"task.dataset.local_path={fixture}", "task.num_fewshot=2",
+            f"output_dir={tmp_path / 'out'}"]
+    proc = run_in_process(args, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "quant_algo=W8A16" in proc.stdout
-    report = json.loads(next(tmp_path.glob("outputs/*/*/report.json")).read_text())
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["spec"]["quant_algo"] == "W8A16"
     assert report["backend"]["details"]["quant_cache"] == "miss" and report["backend"]["versions"]["modelopt"]
 
