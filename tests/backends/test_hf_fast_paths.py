@@ -21,7 +21,8 @@ from tests.helpers.micro_model import micro_checkpoint
 
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
 NONE = QuantConfig(name="none")
-OFF = {"bulk_tokenize": False, "batch_scoring": False, "decode_aware_batching": False}  # every fast path switched off
+OFF = {"bulk_tokenize": False, "batch_scoring": False, "decode_aware_batching": False,  # every fast path switched off
+       "preallocated_cache": False}
 
 
 def task_requests(task: str, n: int, *overrides: str) -> list:
@@ -69,14 +70,17 @@ def test_bulk_tokenization_gives_every_request_the_same_ids():
 def test_fast_paths_keep_5shot_greedy_answers_and_scores(micro):
     mmlu = task_requests("mmlu", 6)
     gsm8k = [GenerationRequest(r.prompt, 24, stop=r.stop) for r in task_requests("gsm8k", 3)]
+    # sampled at temperature 1 from a random model's flat distributions: any change in a logit moves some token
+    sampled = [GenerationRequest(r.prompt, 24, temperature=1.0, seed=7 + i) for i, r in enumerate(gsm8k)]
     letters = task_requests("mmlu", 3, "task.scoring=loglikelihood")
     multi = [LoglikelihoodRequest(r.context, " The answer is B.") for r in letters[:4]]
 
     def ask(be):
-        return be.generate(mmlu), be.generate(gsm8k), be.loglikelihood(letters + multi)
+        return be.generate(mmlu), be.generate(gsm8k + sampled), be.loglikelihood(letters + multi)
 
     (mmlu_a, gsm_a, ll_a), (mmlu_b, gsm_b, ll_b) = both(micro, TaskLimits(4094, 256), ask)
     assert mmlu_a == mmlu_b and gsm_a == gsm_b
+    assert len(set(gsm_a[len(gsm8k):])) == len(sampled)  # three different samples: the comparison has content
     assert [r.logprob for r in ll_b[:len(letters)]] == [r.logprob for r in ll_a[:len(letters)]]
     assert [r.logprob for r in ll_b] == pytest.approx([r.logprob for r in ll_a], rel=1e-6)
     assert [(r.is_greedy, r.num_tokens) for r in ll_b] == [(r.is_greedy, r.num_tokens) for r in ll_a]
@@ -94,3 +98,42 @@ def test_fast_paths_keep_the_embedded_models_answers():
     assert gen_a == gen_b
     assert [r.logprob for r in ll_b] == pytest.approx([r.logprob for r in ll_a], rel=1e-6)
     assert [r.is_greedy for r in ll_b] == [r.is_greedy for r in ll_a]
+
+
+def decode_logits(model, rows: list[list[int]], prefix: int, shared, capacity: int, steps: int) -> list:
+    """Each step's last-position logits of a greedy generation over ``rows`` (the backend's decode loop, bare)."""
+    import torch
+
+    from runner.backends.hf import forward
+
+    logits, cache, mask, position = forward.prefill(model, torch.device("cpu"), 0, rows, 1, prefix, shared, capacity)
+    seen = [logits]
+    for _ in range(steps):
+        mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)
+        out = model(input_ids=logits[:, -1].argmax(-1)[:, None], attention_mask=mask, position_ids=position[:, None],
+                    cache=cache, use_cache=True, logits_to_keep=1)
+        logits, position = out.logits, position + 1
+        seen.append(logits)
+    return seen
+
+
+def test_a_preallocated_cache_gives_the_concatenated_caches_logits_bit_for_bit(micro):
+    """Prefill and 8 decode steps with a shared 40-token prefix and unequal (left-padded) tails, and without a prefix:
+    the preallocated cache (room for every step; room for half of them, so it grows once) gives exactly the logits
+    of transformers' concatenating cache at every step."""
+    import torch
+
+    from runner.backends.hf import forward
+
+    head = [(7 * i) % 500 + 10 for i in range(40)]
+    rows = [head + [11, 12, 13, 14, 15], head + [21, 22], head + [31, 32, 33]]
+    with backend(micro, TaskLimits(512, 8)) as be, torch.inference_mode():
+        model = be.loaded[0]
+        shared = forward.run_prefix(model, torch.device("cpu"), head)
+        for prefix, cached in ((40, shared), (0, None)):
+            plain = decode_logits(model, rows, prefix, cached, 0, 8)
+            for capacity in (45 + 8, 45 + 4):
+                fast = decode_logits(model, rows, prefix, cached, capacity, 8)
+                assert all(torch.equal(a, b) for a, b in zip(plain, fast)), (prefix, capacity)
+        assert type(forward.prefill(model, torch.device("cpu"), 0, rows, 1, 40, shared, 53)[1].layers[0]).__name__ \
+            == "PreallocatedLayer"

@@ -62,6 +62,9 @@ class HFBackendConfig:
     # fewer, wider batches. null: on CUDA only (a GPU decode step costs about the same for 1 row or 64; on a CPU it
     # grows with the rows, and rows that stopped early keep paying: the GSM8K tests took 28 s with it, 21 s without)
     decode_aware_batching: Optional[bool] = None
+    # a generation batch's KV cache and attention mask allocated once for all its positions (prefill and every decode
+    # step) and written in place, instead of concatenated (a copy of the whole cache in every layer at every step)
+    preallocated_cache: bool = True
     num_threads: Optional[int] = None
     attn_implementation: str = "sdpa"
     # keep the loaded (and quantized) model for the next job of this process that asks for the same one
@@ -242,10 +245,11 @@ class HFBackend(ConfiguredBackend):
         """The KV cache of ``tokens`` (one row), shared by every batch of its group."""
         return forward.run_prefix(self._model, self._device, tokens)
 
-    def _prefill(self, rows: list[list[int]], keep: int, prefix: int = 0,
-                 prefix_cache: Any = None) -> tuple[Any, Any, Any, Any]:
+    def _prefill(self, rows: list[list[int]], keep: int, prefix: int = 0, prefix_cache: Any = None,
+                 capacity: int = 0) -> tuple[Any, Any, Any, Any]:
         """(logits of the last ``keep`` positions, cache, attention mask, next position) of a batch."""
-        return forward.prefill(self._model, self._device, self._tokenizer.pad_token_id, rows, keep, prefix, prefix_cache)
+        return forward.prefill(self._model, self._device, self._tokenizer.pad_token_id, rows, keep, prefix, prefix_cache,
+                               capacity)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text, special tokens excluded (tasks that select documents by length)."""
@@ -347,7 +351,12 @@ class HFBackend(ConfiguredBackend):
         generators = None
         if not params.greedy:
             generators = [torch.Generator(device=self._device).manual_seed(int(r.seed)) for r in reqs]
-        logits, cache, mask, position = self._prefill(rows, 1, prefix, shared)
+        preallocate = self.config.preallocated_cache
+        capacity = max(len(r) for r in rows) + max_new if preallocate else 0
+        logits, cache, mask, position = self._prefill(rows, 1, prefix, shared, capacity)
+        filled = mask.shape[1]
+        if preallocate:  # the mask of every position the batch will reach: decode steps take a longer view of it
+            mask = torch.cat([mask, mask.new_ones((len(rows), max_new))], dim=1)
         produced: list[list[int]] = [[] for _ in rows]
         done = [False] * len(rows)
         enforcers = self._enforcers(reqs, eos, logits.shape[-1])
@@ -367,8 +376,10 @@ class HFBackend(ConfiguredBackend):
                     done[i] = True
             if all(done) or step == max_new - 1:
                 break
-            mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype, device=mask.device)], dim=1)
-            out = self._model(input_ids=nxt[:, None], attention_mask=mask, position_ids=position[:, None],
+            filled += 1
+            if not preallocate:
+                mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype, device=mask.device)], dim=1)
+            out = self._model(input_ids=nxt[:, None], attention_mask=mask[:, :filled], position_ids=position[:, None],
                               cache=cache, use_cache=True, logits_to_keep=1)
             logits, position = out.logits, position + 1
         texts = [tokenizer.decode(p, skip_special_tokens=True) for p in produced]

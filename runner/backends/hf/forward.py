@@ -1,7 +1,8 @@
 """The hf backend's forward pass over a batch of token rows, exact and with as little work as the
 model allows: left-padded rows, a token prefix shared by every row run once into a KV cache that each
-batch starts from, and logits kept only at the positions a caller reads. torch and transformers are
-imported inside the functions (the backend imports them on entry).
+batch starts from, logits kept only at the positions a caller reads, and (for a generation) a cache
+allocated once for every position it will hold. torch and transformers are imported inside the
+functions (the backend imports them on entry).
 """
 
 from __future__ import annotations
@@ -41,13 +42,31 @@ def batch_cache(model: Any, prefix_cache: Any, rows: int) -> Any:
     cache.batch_repeat_interleave(rows)
     return cache
 
+def preallocated_cache(model: Any, capacity: int, prefix_cache: Any, rows: int) -> Any:
+    """A generation batch's cache with room for ``capacity`` positions a row, holding a copy of the shared
+    prefix when there is one (:mod:`runner.backends.hf.kv_cache`); None when the model's layers are not plain."""
+    from transformers.cache_utils import DynamicLayer
+
+    from runner.backends.hf import kv_cache  # lazy: a transformers cache layer (imports torch and transformers)
+
+    cache = kv_cache.preallocated(model, capacity)
+    if cache is None or prefix_cache is None:
+        return cache
+    if not all(type(layer) is DynamicLayer for layer in prefix_cache.layers):
+        return None
+    for mine, shared in zip(cache.layers, prefix_cache.layers):
+        mine.update(shared.keys.expand(rows, -1, -1, -1), shared.values.expand(rows, -1, -1, -1))
+    return cache
+
+
 def prefill(model: Any, device: Any, pad_id: int, rows: list[list[int]], keep: int, prefix: int = 0,
-            prefix_cache: Any = None) -> tuple[Any, Any, Any, Any]:
+            prefix_cache: Any = None, capacity: int = 0) -> tuple[Any, Any, Any, Any]:
     """Run ``rows`` (a batch) and return logits of the last ``keep`` positions per row.
 
     Rows are left-padded. With ``prefix``, their first ``prefix`` tokens (identical in every
-    row) are already in ``prefix_cache`` and only the rest is run. Returns
-    (logits[B, keep, V], cache, attention_mask[B, T], next_position[B]).
+    row) are already in ``prefix_cache`` and only the rest is run. ``capacity`` (positions a row's
+    cache will hold, decode steps included; 0: grown by concatenation) preallocates the cache.
+    Returns (logits[B, keep, V], cache, attention_mask[B, T], next_position[B]).
     """
     import torch
     from transformers import DynamicCache
@@ -64,10 +83,9 @@ def prefill(model: Any, device: Any, pad_id: int, rows: list[list[int]], keep: i
         mask[i, prefix + width - n:] = 1
         positions[i, width - n:] = torch.arange(prefix, prefix + n)
     ids, mask, positions = ids.to(device), mask.to(device), positions.to(device)
-    if prefix:
-        cache = batch_cache(model, prefix_cache, len(rows))
-    else:
-        cache = DynamicCache(config=model.config)
+    cache = preallocated_cache(model, capacity, prefix_cache if prefix else None, len(rows)) if capacity else None
+    if cache is None:
+        cache = batch_cache(model, prefix_cache, len(rows)) if prefix else DynamicCache(config=model.config)
     # without padding the mask is all ones: leaving it out lets attention take its causal fast path
     padded = any(len(t) < width for t in tails)
     out = model(input_ids=ids, attention_mask=mask if padded or prefix else None, position_ids=positions,
