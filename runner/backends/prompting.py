@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Sequence
 
+from runner.backends import token_cuts
 from runner.contract.backend import ChatFormat
 from runner.contract.requests import GenerationRequest
 
@@ -22,17 +23,31 @@ class BulkEncoded:
     """Token ids of many texts from one tokenizer call per special-token setting, each distinct text once.
 
     A fast tokenizer encodes a list in one call into the same ids as one call per text (padding and
-    truncation off), without the per-call cost; a text not given up front is encoded on its own."""
+    truncation off), without the per-call cost; a text not given up front is encoded on its own. Where
+    the tokenizer is proven to cut before a space (:mod:`runner.backends.token_cuts`), texts that share
+    a head (a few-shot block, a context before its continuations) are cut there: the head is encoded
+    once, each text's rest apart, and the ids are those of the whole text."""
 
-    def __init__(self, tokenizer: Any, texts: Iterable[tuple[str, bool]]) -> None:
+    def __init__(self, tokenizer: Any, texts: Iterable[tuple[str, bool]], cut_shared_heads: bool = True) -> None:
         self._tokenizer = tokenizer
         self._ids: dict[tuple[str, bool], list[int]] = {}
         given = list(texts)
+        cut = cut_shared_heads and token_cuts.cuts_before_spaces(tokenizer)
         for special in (True, False):
             unique = list(dict.fromkeys(t for t, s in given if s == special))
-            if unique:
-                for text, ids in zip(unique, tokenizer(unique, add_special_tokens=special)["input_ids"]):
-                    self._ids[(text, special)] = list(ids)
+            if not unique:
+                continue
+            cuts = token_cuts.shared_cuts(unique) if cut else {}
+            heads = {text[:b] for text, b in cuts.items() if b}
+            cuts = {text: b for text, b in cuts.items() if b and text not in heads}  # a head is encoded whole
+            whole = [t for t in unique if t not in cuts] + sorted(heads - set(unique))
+            tails = list(dict.fromkeys(text[b:] for text, b in cuts.items()))
+            encoded = dict(zip(whole, tokenizer(whole, add_special_tokens=special)["input_ids"])) if whole else {}
+            rests = dict(zip(tails, tokenizer(tails, add_special_tokens=False)["input_ids"])) if tails else {}
+            for text in unique:
+                b = cuts.get(text, 0)
+                self._ids[(text, special)] = list(encoded[text[:b]]) + list(rests[text[b:]]) if b \
+                    else list(encoded[text])
 
     def __call__(self, text: str, special: bool) -> list[int]:
         found = self._ids.get((text, special))
