@@ -28,6 +28,7 @@ NFC composes a character with the combining marks after it, and no composition i
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any
 
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -43,14 +44,13 @@ MIN_HEAD = 64  # characters; a shorter shared head is not worth a cut (two more 
 def cuts_before_spaces(tokenizer: Any) -> bool:
     """Whether ``tokenizer`` gives a text's ids as those of ``text[:b]`` (with its special tokens) followed by
     those of ``text[b:]`` (without), at every ``b`` where a space follows a non-space character."""
-    found = getattr(tokenizer, "_runner_cuts_before_spaces", None)
+    found = _PROVEN.get(tokenizer)
     if found is None:
-        found = _provable(tokenizer)
-        try:
-            tokenizer._runner_cuts_before_spaces = found
-        except AttributeError:
-            pass
+        found = _PROVEN[tokenizer] = _provable(tokenizer)
     return found
+
+
+_PROVEN: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()  # per tokenizer object, once
 
 
 def _provable(tokenizer: Any) -> bool:
