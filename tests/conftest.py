@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -144,25 +145,33 @@ def _stop_mlflow_server(pid: int) -> None:
         pass
 
 
+def shared_dir(tmp_path_factory, name: str) -> Path:
+    """``name`` under the base temporary directory of the whole test run: the xdist workers share it."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
+@contextlib.contextmanager
+def locked(directory: Path):
+    """An exclusive lock on ``directory/lock`` across processes (the xdist workers), held inside the block."""
+    import fcntl
+
+    with open(directory / "lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory):
     """A real ``mlflow server`` on 127.0.0.1 with its own sqlite store and artifact root, shared by the
     xdist workers of one test run (one start instead of one per worker): the first worker that needs it
     starts it, each user is counted in a state file under a lock, and the last one to finish stops it.
     Test files keep to experiments of their own names, so they share a store as they would in turn."""
-    import fcntl
-
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "mlflow-shared"
-    shared.mkdir(exist_ok=True)
+    shared = shared_dir(tmp_path_factory, "mlflow-shared")
     state_file = shared / "state.json"
-
-    def locked():
-        handle = open(shared / "lock", "w")
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        return handle
-
-    with locked():
+    with locked(shared):
         state = json.loads(state_file.read_text()) if state_file.is_file() else None
         if state is None:
             pid, uri = _start_mlflow_server(shared / f"server-{time.monotonic_ns()}")
@@ -170,7 +179,7 @@ def mlflow_server(tmp_path_factory):
         state["users"] += 1
         state_file.write_text(json.dumps(state))
     yield state["uri"]
-    with locked():
+    with locked(shared):
         state = json.loads(state_file.read_text())
         state["users"] -= 1
         if state["users"] == 0:
@@ -178,6 +187,26 @@ def mlflow_server(tmp_path_factory):
             state_file.unlink()
         else:
             state_file.write_text(json.dumps(state))
+
+
+@pytest.fixture(scope="session")
+def lm_eval_float32_oracle(tmp_path_factory):
+    """lm-eval's own CLI in float32 on the embedded model over the local tasks of tests/helpers/lm_eval_tasks.py
+    (:func:`~tests.helpers.lm_eval_tasks.float32_oracle`), run once for the whole test run: the first worker
+    that needs it runs it under a lock, another waits for it there. A function to call when the run is needed
+    (a test may start its own runs first); it returns the directory with tasks/, data/ and the CLI's cli/."""
+    from tests.helpers.lm_eval_tasks import float32_oracle
+
+    root = shared_dir(tmp_path_factory, "lm-eval-float32")
+
+    def oracle() -> Path:
+        with locked(root):
+            if not (root / "done").is_file():
+                float32_oracle(root)
+                (root / "done").touch()
+        return root
+
+    return oracle
 
 
 def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600):
@@ -193,7 +222,6 @@ def run_in_process(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     traceback, CI reports). For tests about a job's results and messages, not about the process (its
     signals, Hydra's own logging, a fresh interpreter): no new interpreter, and a model loaded by an
     earlier in-process job is reused. Returns a CompletedProcess like :func:`run_cli`."""
-    import contextlib
     import io
 
     from runner.commands.job import run_job

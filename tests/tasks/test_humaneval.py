@@ -462,13 +462,16 @@ def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, mo
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"
-    common = ["task=humaneval", "task.num_samples=2", "task.max_output_len=32", "cache=off", f"reference.dir={refs}",
+    common = ["task=humaneval", "task.num_samples=2", "task.max_output_len=32", f"reference.dir={refs}",
               f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e-humaneval"]
     recorded = run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))
     assert recorded.exit_status == 0 and recorded.spec.extra_acc_spec == "max_output_len=32"
     assert "pass_at_1:" in (refs / "humaneval.yaml").read_text()
+    # the check reads the recorded run's completions back from the generation cache, as a user's rerun does: the
+    # model generates once, and the check, its decision and MLflow run as after any rerun
     checked = run(compose([*common, f"output_dir={tmp_path / 'chk'}"]))
     assert checked.exit_status in (0, 4) and checked.score == recorded.score
+    assert json.loads((tmp_path / "chk" / "report.json").read_text())["generation_cache"]["hits"] == 2
     assert checked.decision is not None and checked.decision.passed
 
     metrics = MlflowClient(tracking_uri=mlflow_server).get_run(checked.run_id).data.metrics

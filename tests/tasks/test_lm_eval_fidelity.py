@@ -1,15 +1,14 @@
 """Fidelity: on the embedded model in float32, task=lm_eval's per-document scores and aggregates equal lm-eval's
 own CLI (``lm_eval --model hf ... --log_samples``) on the same local tasks, for the three request types: multiple
 choice (log-likelihood), generation and rolling log-likelihood. The expected values are read from lm-eval's
-output files; one CLI run covers the three tasks, so the model loads once there. The CLI's ``max_length`` and our
+output files of the session's float32 oracle run (tests/helpers/lm_eval_tasks.py: one CLI run covers these three
+tasks and the compare oracle's, so the CLI starts and loads the model once). The CLI's ``max_length`` and our
 ``task.rolling_window`` are both WINDOW, below the corpus documents' lengths: a rolling text is scored in lm-eval's
 windows on both sides (and above the generation prompt plus its 8 new tokens, which HFLM's max_length would cut)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from dataclasses import asdict
@@ -17,34 +16,23 @@ from dataclasses import asdict
 import pytest
 
 from tests.conftest import compose
-from tests.helpers.lm_eval_tasks import write_tasks
+from tests.helpers.lm_eval_tasks import WINDOW
 
 TASKS = ("arc_local", "gsm8k_local", "corpus_rolling")
-WINDOW = 256  # tokens: the 1-shot GSM8K prompts are ~180; the two corpus documents ~260 and ~550 (2 and 3 windows)
 
 
 @pytest.mark.e2e
-def test_scores_equal_lm_eval_cli_for_each_request_type(tmp_path):
+def test_scores_equal_lm_eval_cli_for_each_request_type(tmp_path, lm_eval_float32_oracle):
     import torch
 
-    from runner.files.assets import smollm2_checkpoint
     from runner.job.answer import job_requests, score_all
     from runner.job.flow import typed
     from runner.job.prepare import prepare
 
-    tasks = write_tasks(tmp_path, gsm8k_rows=2, corpus_docs=2, doc_chars=2400)
-    model = smollm2_checkpoint()
-    env = dict(os.environ) | {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args",
-         f"pretrained={model},dtype=float32,max_length={WINDOW}", "--tasks", ",".join(TASKS), "--include_path", str(tasks), "--log_samples", "--output_path",
-         str(tmp_path / "cli"), "--batch_size", "8", "--device", "cpu", "--gen_kwargs", "max_gen_toks=8"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    cli_s = time.monotonic() - started
-    results = json.loads(next((tmp_path / "cli").rglob("results_*.json")).read_text())["results"]
-    expected = {name: {r["doc_id"]: r for r in map(json.loads, next((tmp_path / "cli").rglob(f"samples_{name}_*.jsonl"))
+    oracle = lm_eval_float32_oracle()
+    tasks, cli = oracle / "tasks", oracle / "cli"
+    results = json.loads(next(cli.rglob("results_*.json")).read_text())["results"]
+    expected = {name: {r["doc_id"]: r for r in map(json.loads, next(cli.rglob(f"samples_{name}_*.jsonl"))
                                                    .read_text().splitlines())} for name in TASKS}
 
     # the runner's side in this process, the model loaded once: each task's own job (prepare: its evaluator, the
@@ -59,14 +47,14 @@ def test_scores_equal_lm_eval_cli_for_each_request_type(tmp_path):
     try:
         with jobs[TASKS[0]].backend as backend:  # one thread, as the CLI's OMP_NUM_THREADS=1
             lengths = [len(backend.loaded[1](json.loads(line)["text"])["input_ids"])
-                       for line in open(tasks.parent / "data" / "corpus.jsonl")]
+                       for line in open(oracle / "data" / "corpus.jsonl")]
             for name, job in jobs.items():
                 samples = job.evaluator.samples(50, 0)
                 scored = score_all(job.evaluator, backend, samples, job_requests(job.evaluator, samples, job.task.sampling))
                 ours[name] = (job.evaluator.aggregate(scored), {s.meta["doc_id"]: asdict(s) for s in scored})
     finally:
         torch.set_num_threads(threads)
-    print(f"lm_eval CLI {cli_s:.1f} s, runner {time.monotonic() - started:.1f} s", file=sys.stderr)
+    print(f"runner {time.monotonic() - started:.1f} s", file=sys.stderr)
 
     metrics, rows = ours["arc_local"]
     assert sorted(rows) == sorted(expected["arc_local"]) == [0, 1, 2, 3]

@@ -11,7 +11,7 @@ import mlflow
 
 from runner.tracking.naming import breakdown_table
 from runner.tracking.view import VIEW_TAG, saved_state
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_in_process
 
 GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
          f"task.dataset.local_path={ROOT / 'tests' / 'data' / 'gsm8k_local'}", "task.num_samples=8", "stats.method=paired"]
@@ -20,11 +20,14 @@ GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
 def test_a_checked_run_reads_at_a_glance(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     common = [*GSM8K, f"tracking.tracking_uri={uri}", f"reference.dir={tmp_path / 'refs'}"]
-    recorded = run_cli([*common, "reference.mode=record"], tmp_path, env={"HF_HUB_OFFLINE": "1"})
+    # both jobs in this process, through the command line's glue (exit status and all): what is checked is what
+    # MLflow holds, not the process
+    recorded = run_in_process([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"], tmp_path)
     assert recorded.returncode == 0, recorded.stderr
     # the fake backend echoes the prompt's end (every answer wrong); now one answer becomes right:
     # the first fixture question's answer is 1,000, and lm-eval's flexible filter takes the last number
-    checked = run_cli([*common, "backend.default_answer=The answer is 1000"], tmp_path, env={"HF_HUB_OFFLINE": "1"})
+    checked = run_in_process([*common, "backend.default_answer=The answer is 1000", f"output_dir={tmp_path / 'chk'}"],
+                             tmp_path)
     assert checked.returncode == 4, checked.stderr  # one gained answer of 8: INCONCLUSIVE
 
     client = mlflow.MlflowClient(tracking_uri=uri)
