@@ -98,7 +98,9 @@ def test_a_stopped_generation_hands_on_the_batches_it_finished(hf, monkeypatch):
     from runner.contract import stopping
     from runner.contract.errors import Terminated
 
-    monkeypatch.setattr(hf.config, "batch_size", 1)
+    from dataclasses import replace
+
+    monkeypatch.setattr(hf, "_budget", replace(hf._budget, rows=1))  # one request a batch
     computed: list[str] = []
 
     def batch(rows, reqs, *args, **kwargs):  # the model's place: one answer naming its prompt per batch
