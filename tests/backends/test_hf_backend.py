@@ -117,6 +117,47 @@ def test_a_stopped_generation_hands_on_the_batches_it_finished(hf, monkeypatch):
     assert len(kept) == 2 and all(kept[i] == f"answer to {asked[i].prompt}" for i in kept)
 
 
+def test_loglikelihood_reads_each_batch_after_launching_the_next_and_a_stop_keeps_what_was_read(hf, monkeypatch):
+    """One request a batch: batch i's answers are read back after batch i+1 is launched (a GPU computes the next
+    while the host reads this one), in request order and with the values of an unpipelined run; SIGTERM inside the
+    fourth launch hands on the two batches already read (the third, launched but unread, is computed again). Values
+    as in one batch of all four, up to the rounding that padding and batch shapes bring (1e-4 relative)."""
+    from dataclasses import replace
+
+    from runner.backends.hf import scoring
+    from runner.contract import stopping
+    from runner.contract.errors import Terminated
+
+    asked = [LoglikelihoodRequest(q, " Green") for q in QUESTIONS[:4]]
+    whole = hf.loglikelihood(asked)
+    monkeypatch.setattr(hf, "_budget", replace(hf._budget, rows=1))
+    events: list[str] = []
+    prefill, batch_scores = hf._prefill, scoring.batch_scores
+
+    def launch(rows, *args, **kwargs):
+        events.append("launch")
+        if events.count("launch") == 4 and stop:
+            raise Terminated("stopped by SIGTERM")
+        return prefill(rows, *args, **kwargs)
+
+    def read(*args, **kwargs):
+        events.append("read")
+        return batch_scores(*args, **kwargs)
+
+    monkeypatch.setattr(hf, "_prefill", launch)
+    monkeypatch.setattr(scoring, "batch_scores", read)
+    stop = False
+    assert [r.logprob for r in hf.loglikelihood(asked)] == pytest.approx([r.logprob for r in whole], rel=1e-4)
+    assert events == ["launch", "launch", "read", "launch", "read", "launch", "read", "read"]
+    events.clear()
+    stop = True
+    with pytest.raises(Terminated) as caught:
+        hf.loglikelihood(asked)
+    kept = stopping.answered(caught.value)
+    assert len(kept) == 2 and all(kept[i].logprob == pytest.approx(whole[i].logprob, rel=1e-4) for i in kept)
+    assert events == ["launch", "launch", "read", "launch", "read", "launch"]  # the planned order: by length
+
+
 def test_stop_strings_cut_the_output(hf):
     free, stopped = hf.generate([GenerationRequest(SHARED + QUESTIONS[0], 8),
                                  GenerationRequest(SHARED + QUESTIONS[0], 8, stop=("\n",))])

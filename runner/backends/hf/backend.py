@@ -280,22 +280,33 @@ class HFBackend(ConfiguredBackend):
         left = list(table.counts)  # rows still unanswered, per request
         if 0 in left:  # an empty rolling text: nothing to compute
             bar.update(left.count(0))
+        score = scoring.batch_scores if self.config.batch_scoring else scoring.row_scores
+
+        def read(batch: list[int], keep: int, logprobs: Any) -> None:
+            """A batch's answers read back to the host (on a GPU: where the host waits for that batch)."""
+            scored = [(row, b, keep - len(cont), cont) for b, k in enumerate(batch) for row, cont in by_input[inputs[k]]]
+            for (row, *_), result in zip(scored, score(logprobs, scored)):
+                answered[row] = result
+                left[table.owner[row]] -= 1
+                if not left[table.owner[row]]:
+                    bar.update(1)
+
         try:
             with torch.inference_mode():
+                # each batch is read after the next one is launched, so that on a GPU the host builds and queues
+                # the next batch while the device computes this one (on a CPU every call runs to its end anyway)
+                pending: tuple[list[int], int, Any] | None = None
                 for group in self._plan(rows, list(range(len(inputs))), keeps):
                     shared = self._run_prefix(rows[group.batches[0][0]][:group.prefix]) if group.prefix else None
                     for batch in group.batches:
                         keep = max(keeps[k] for k in batch)
                         logits, *_ = self._prefill([rows[k] for k in batch], keep, group.prefix, shared)
-                        logprobs = torch.log_softmax(logits.float(), dim=-1)
-                        scored = [(row, b, keep - len(cont), cont) for b, k in enumerate(batch)
-                                  for row, cont in by_input[inputs[k]]]
-                        score = scoring.batch_scores if self.config.batch_scoring else scoring.row_scores
-                        for (row, *_), result in zip(scored, score(logprobs, scored)):
-                            answered[row] = result
-                            left[table.owner[row]] -= 1
-                            if not left[table.owner[row]]:
-                                bar.update(1)
+                        launched = (batch, keep, torch.log_softmax(logits.float(), dim=-1))
+                        if pending is not None:
+                            read(*pending)
+                        pending = launched
+                if pending is not None:
+                    read(*pending)
         except BaseException as err:  # a stop (SIGTERM/SIGINT) or a failed batch: the generation cache keeps these
             stopping.keep_answered(err, table.combine(answered))
             raise
