@@ -17,7 +17,7 @@ def run_prefix(model: Any, device: Any, tokens: list[int]) -> Any:
     from transformers import DynamicCache
 
     cache = DynamicCache(config=model.config)
-    head = torch.tensor([tokens], device=device)
+    head = to_device(torch.tensor([tokens]), device)
     model(input_ids=head, cache=cache, use_cache=True, logits_to_keep=1)
     return cache
 
@@ -41,6 +41,14 @@ def batch_cache(model: Any, prefix_cache: Any, rows: int) -> Any:
     cache = copy.deepcopy(prefix_cache)
     cache.batch_repeat_interleave(rows)
     return cache
+
+def to_device(tensor: Any, device: Any) -> Any:
+    """``tensor`` on ``device``; to a GPU from pinned memory without waiting, so that building the next batch's
+    inputs does not wait for the batch the GPU is still computing (a pageable copy would)."""
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
+
 
 def preallocated_cache(model: Any, capacity: int, prefix_cache: Any, rows: int) -> Any:
     """A generation batch's cache with room for ``capacity`` positions a row, holding a copy of the shared
@@ -82,7 +90,7 @@ def prefill(model: Any, device: Any, pad_id: int, rows: list[list[int]], keep: i
         ids[i, width - n:] = torch.tensor(tail)
         mask[i, prefix + width - n:] = 1
         positions[i, width - n:] = torch.arange(prefix, prefix + n)
-    ids, mask, positions = ids.to(device), mask.to(device), positions.to(device)
+    ids, mask, positions = (to_device(t, device) for t in (ids, mask, positions))
     cache = preallocated_cache(model, capacity, prefix_cache if prefix else None, len(rows)) if capacity else None
     if cache is None:
         cache = batch_cache(model, prefix_cache, len(rows)) if prefix else DynamicCache(config=model.config)
