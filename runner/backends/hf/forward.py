@@ -21,6 +21,7 @@ def run_prefix(model: Any, device: Any, tokens: list[int]) -> Any:
     model(input_ids=head, cache=cache, use_cache=True, logits_to_keep=1)
     return cache
 
+
 def batch_cache(model: Any, prefix_cache: Any, rows: int) -> Any:
     """A cache for ``rows`` rows starting from the shared prefix.
 
@@ -41,6 +42,7 @@ def batch_cache(model: Any, prefix_cache: Any, rows: int) -> Any:
     cache = copy.deepcopy(prefix_cache)
     cache.batch_repeat_interleave(rows)
     return cache
+
 
 def to_device(tensor: Any, device: Any) -> Any:
     """``tensor`` on ``device``; to a GPU from pinned memory without waiting, so that building the next batch's
