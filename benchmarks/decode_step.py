@@ -16,28 +16,19 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script: make `runner` importable
+if str(ROOT) not in sys.path:  # run as a script: make `runner` and the tests' helpers importable
     sys.path.insert(0, str(ROOT))
+
+from tests.helpers.decode_loop import greedy_steps  # noqa: E402  (the decode loop the parity test runs)
 
 
 def step_ms(model, rows: list[list[int]], prefix: int, shared, capacity: int, steps: int) -> float:
     """Milliseconds per decode step after the batch's prefill (``capacity`` 0: the concatenating cache)."""
-    import torch
-
-    from runner.backends.hf import forward
-
-    logits, cache, mask, position = forward.prefill(model, torch.device("cpu"), 0, rows, 1, prefix, shared, capacity)
-    full = torch.cat([mask, mask.new_ones((len(rows), steps))], dim=1)
-    filled = mask.shape[1]
+    loop = greedy_steps(model, rows, prefix, shared, capacity, steps)
+    next(loop)  # the prefill, untimed
     start = time.perf_counter()
-    for step in range(steps):
-        if capacity:
-            mask = full[:, :filled + step + 1]
-        else:
-            mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)
-        out = model(input_ids=logits[:, -1].argmax(-1)[:, None], attention_mask=mask, position_ids=position[:, None],
-                    cache=cache, use_cache=True, logits_to_keep=1)
-        logits, position = out.logits, position + 1
+    for _ in loop:
+        pass
     return (time.perf_counter() - start) / steps * 1e3
 
 

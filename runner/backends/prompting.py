@@ -28,11 +28,11 @@ class BulkEncoded:
     a head (a few-shot block, a context before its continuations) are cut there: the head is encoded
     once, each text's rest apart, and the ids are those of the whole text."""
 
-    def __init__(self, tokenizer: Any, texts: Iterable[tuple[str, bool]], cut_shared_heads: bool = True) -> None:
+    def __init__(self, tokenizer: Any, texts: Iterable[tuple[str, bool]]) -> None:
         self._tokenizer = tokenizer
         self._ids: dict[tuple[str, bool], list[int]] = {}
         given = list(texts)
-        cut = cut_shared_heads and token_cuts.cuts_before_spaces(tokenizer)
+        cut = token_cuts.cuts_before_spaces(tokenizer)
         for special in (True, False):
             unique = list(dict.fromkeys(t for t, s in given if s == special))
             if not unique:

@@ -17,6 +17,7 @@ from runner.contract.requests import GenerationRequest, LoglikelihoodRequest
 from runner.contract.task_config import ModelConfig, QuantConfig
 from runner.job.flow import typed
 from tests.conftest import compose
+from tests.helpers.decode_loop import greedy_steps
 from tests.helpers.micro_model import micro_checkpoint
 
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
@@ -100,23 +101,6 @@ def test_fast_paths_keep_the_embedded_models_answers():
     assert [r.is_greedy for r in ll_b] == [r.is_greedy for r in ll_a]
 
 
-def decode_logits(model, rows: list[list[int]], prefix: int, shared, capacity: int, steps: int) -> list:
-    """Each step's last-position logits of a greedy generation over ``rows`` (the backend's decode loop, bare)."""
-    import torch
-
-    from runner.backends.hf import forward
-
-    logits, cache, mask, position = forward.prefill(model, torch.device("cpu"), 0, rows, 1, prefix, shared, capacity)
-    seen = [logits]
-    for _ in range(steps):
-        mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)
-        out = model(input_ids=logits[:, -1].argmax(-1)[:, None], attention_mask=mask, position_ids=position[:, None],
-                    cache=cache, use_cache=True, logits_to_keep=1)
-        logits, position = out.logits, position + 1
-        seen.append(logits)
-    return seen
-
-
 def test_a_preallocated_cache_gives_the_concatenated_caches_logits_bit_for_bit(micro):
     """Prefill and 8 decode steps with a shared 40-token prefix and unequal (left-padded) tails, and without a prefix:
     the preallocated cache (room for every step; room for half of them, so it grows once) gives exactly the logits
@@ -131,9 +115,9 @@ def test_a_preallocated_cache_gives_the_concatenated_caches_logits_bit_for_bit(m
         model = be.loaded[0]
         shared = forward.run_prefix(model, torch.device("cpu"), head)
         for prefix, cached in ((40, shared), (0, None)):
-            plain = decode_logits(model, rows, prefix, cached, 0, 8)
+            plain = list(greedy_steps(model, rows, prefix, cached, 0, 8))
             for capacity in (45 + 8, 45 + 4):
-                fast = decode_logits(model, rows, prefix, cached, capacity, 8)
+                fast = list(greedy_steps(model, rows, prefix, cached, capacity, 8))
                 assert all(torch.equal(a, b) for a, b in zip(plain, fast)), (prefix, capacity)
         assert type(forward.prefill(model, torch.device("cpu"), 0, rows, 1, 40, shared, 53)[1].layers[0]).__name__ \
             == "PreallocatedLayer"

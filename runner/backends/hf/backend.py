@@ -62,8 +62,8 @@ class HFBackendConfig:
     # fewer, wider batches. null: on CUDA only (a GPU decode step costs about the same for 1 row or 64; on a CPU it
     # grows with the rows, and rows that stopped early keep paying: the GSM8K tests took 28 s with it, 21 s without)
     decode_aware_batching: Optional[bool] = None
-    # a generation batch's KV cache and attention mask allocated once for all its positions (prefill and every decode
-    # step) and written in place, instead of concatenated (a copy of the whole cache in every layer at every step)
+    # a generation batch's KV cache allocated once for all its positions (prefill and every decode step) and written
+    # in place, instead of concatenated (a copy of the whole cache in every layer at every step)
     preallocated_cache: bool = True
     num_threads: Optional[int] = None
     attn_implementation: str = "sdpa"
@@ -362,12 +362,10 @@ class HFBackend(ConfiguredBackend):
         generators = None
         if not params.greedy:
             generators = [torch.Generator(device=self._device).manual_seed(int(r.seed)) for r in reqs]
-        preallocate = self.config.preallocated_cache
-        capacity = max(len(r) for r in rows) + max_new if preallocate else 0
+        capacity = max(len(r) for r in rows) + max_new if self.config.preallocated_cache else 0
         logits, cache, mask, position = self._prefill(rows, 1, prefix, shared, capacity)
         filled = mask.shape[1]
-        if preallocate:  # the mask of every position the batch will reach: decode steps take a longer view of it
-            mask = torch.cat([mask, mask.new_ones((len(rows), max_new))], dim=1)
+        mask = torch.cat([mask, mask.new_ones((len(rows), max_new))], dim=1)  # every position: steps take views
         produced: list[list[int]] = [[] for _ in rows]
         done = [False] * len(rows)
         enforcers = self._enforcers(reqs, eos, logits.shape[-1])
@@ -388,8 +386,6 @@ class HFBackend(ConfiguredBackend):
             if all(done) or step == max_new - 1:
                 break
             filled += 1
-            if not preallocate:
-                mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype, device=mask.device)], dim=1)
             out = self._model(input_ids=nxt[:, None], attention_mask=mask[:, :filled], position_ids=position[:, None],
                               cache=cache, use_cache=True, logits_to_keep=1)
             logits, position = out.logits, position + 1

@@ -52,23 +52,6 @@ def to_device(tensor: Any, device: Any) -> Any:
     return tensor.pin_memory().to(device, non_blocking=True)
 
 
-def preallocated_cache(model: Any, capacity: int, prefix_cache: Any, rows: int) -> Any:
-    """A generation batch's cache with room for ``capacity`` positions a row, holding a copy of the shared
-    prefix when there is one (:mod:`runner.backends.hf.kv_cache`); None when the model's layers are not plain."""
-    from transformers.cache_utils import DynamicLayer
-
-    from runner.backends.hf import kv_cache  # lazy: a transformers cache layer (imports torch and transformers)
-
-    cache = kv_cache.preallocated(model, capacity)
-    if cache is None or prefix_cache is None:
-        return cache
-    if not all(type(layer) is DynamicLayer for layer in prefix_cache.layers):
-        return None
-    for mine, shared in zip(cache.layers, prefix_cache.layers):
-        mine.update(shared.keys.expand(rows, -1, -1, -1), shared.values.expand(rows, -1, -1, -1))
-    return cache
-
-
 def prefill(model: Any, device: Any, pad_id: int, rows: list[list[int]], keep: int, prefix: int = 0,
             prefix_cache: Any = None, capacity: int = 0) -> tuple[Any, Any, Any, Any]:
     """Run ``rows`` (a batch) and return logits of the last ``keep`` positions per row.
@@ -93,7 +76,11 @@ def prefill(model: Any, device: Any, pad_id: int, rows: list[list[int]], keep: i
         mask[i, prefix + width - n:] = 1
         positions[i, width - n:] = torch.arange(prefix, prefix + n)
     ids, mask, positions = (to_device(t, device) for t in (ids, mask, positions))
-    cache = preallocated_cache(model, capacity, prefix_cache if prefix else None, len(rows)) if capacity else None
+    cache = None
+    if capacity:
+        from runner.backends.hf import kv_cache  # lazy: a transformers cache layer (imports torch and transformers)
+
+        cache = kv_cache.preallocated(model, capacity, prefix_cache if prefix else None, len(rows))
     if cache is None:
         cache = batch_cache(model, prefix_cache, len(rows)) if prefix else DynamicCache(config=model.config)
     # without padding the mask is all ones: leaving it out lets attention take its causal fast path

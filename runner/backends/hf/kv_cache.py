@@ -77,11 +77,15 @@ def _grown(buffer: torch.Tensor, filled: int, capacity: int) -> torch.Tensor:
     return bigger
 
 
-def preallocated(model: Any, capacity: int) -> Any:
-    """A cache for one batch whose every layer is a :class:`PreallocatedLayer` of ``capacity`` positions,
-    or None when the model's cache is not made of plain dynamic layers (sliding windows, shared KV)."""
+def preallocated(model: Any, capacity: int, prefix_cache: Any = None, rows: int = 0) -> Any:
+    """A cache for one batch of ``rows`` whose every layer is a :class:`PreallocatedLayer` of ``capacity`` positions,
+    holding a copy of ``prefix_cache`` (one row, shared by the batch) when given; None when the model's cache or
+    the prefix's is not made of plain dynamic layers (sliding windows, shared KV)."""
     cache = DynamicCache(config=model.config)
-    if not all(type(layer) is DynamicLayer for layer in cache.layers):
+    prefix_layers = prefix_cache.layers if prefix_cache is not None else []
+    if not all(type(layer) is DynamicLayer for layer in [*cache.layers, *prefix_layers]):
         return None
     cache.layers = [PreallocatedLayer(capacity) for _ in cache.layers]
+    for mine, shared in zip(cache.layers, prefix_layers):
+        mine.update(shared.keys.expand(rows, -1, -1, -1), shared.values.expand(rows, -1, -1, -1))
     return cache
