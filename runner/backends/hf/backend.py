@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, TYPE_CHECKING
 
-from runner.backends import rolling, token_counts
+from runner.backends import rolling, threads as compute_threads, token_counts
 from runner.backends.configured import ConfiguredBackend
 from runner.backends.hf import batching, devices, forward, guided, sampling, scoring, loaded as loaded_models
 from runner.backends.models import load_failure, resolve_model_source
@@ -65,6 +65,8 @@ class HFBackendConfig:
     # a generation batch's KV cache allocated once for all its positions (prefill and every decode step) and written
     # in place, instead of concatenated (a copy of the whole cache in every layer at every step)
     preallocated_cache: bool = True
+    # CPU compute threads; null: the cores free when the job starts (runner/backends/threads.py: all cores spin-waiting
+    # on a busy host answer several times slower than one)
     num_threads: Optional[int] = None
     attn_implementation: str = "sdpa"
     # keep the loaded (and quantized) model for the next job of this process that asks for the same one
@@ -129,9 +131,13 @@ class HFBackend(ConfiguredBackend):
 
         transformers.logging.disable_progress_bar()
         transformers.logging.set_verbosity_error()
-        if self.config.num_threads:
-            torch.set_num_threads(self.config.num_threads)
         device = self._resolve_device(torch)
+        threads = ""
+        if device.type == "cpu" or self.config.num_threads:
+            choice = compute_threads.choose(self.config.num_threads)
+            torch.set_num_threads(choice.threads)
+            threads = choice.describe()
+            log.info("compute threads: %s", threads)
         if hf_quant.is_quantized(self.quant):
             hf_quant.check_device(self.quant, device.type)
         source = resolve_model_source(self.model_config.name, self.model_config.hf_id,
@@ -162,7 +168,7 @@ class HFBackend(ConfiguredBackend):
             versions={"torch": torch.__version__, "transformers": transformers.__version__,
                       "python": platform.python_version()} | versions,
             details={"torch_dtype": str(dtype).removeprefix("torch."), "checkpoint_dtype": str(native).removeprefix("torch."),
-                     "model_source": source.kind, "threads": str(torch.get_num_threads()),
+                     "model_source": source.kind, "threads": threads or str(torch.get_num_threads()),
                      "guided_decoding": self._guided, "loaded": "reused" if reused else "fresh",
                      "batch_budget": self._budget.describe()} | details,
         )
