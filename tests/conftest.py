@@ -28,7 +28,9 @@ def pytest_configure(config):
     those this process may run on (its affinity), so workers x threads never exceed them."""
     workers = getattr(config.option, "numprocesses", None)
     if "OMP_NUM_THREADS" not in os.environ and isinstance(workers, int) and workers > 1:
-        os.environ["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // workers))
+        from runner.backends.threads import usable_cores
+
+        os.environ["OMP_NUM_THREADS"] = str(max(1, len(usable_cores()) // workers))
 
 
 ROOT = Path(__file__).resolve().parent.parent
