@@ -162,7 +162,9 @@ def read_runner(step: Step) -> dict[str, Any]:
     figures = {"samples": n, "eval_time_s": seconds, "samples_per_s": rate(n, seconds),
                "requests_per_s": rate(n * step.requests_per_sample, seconds),
                "device": report["backend"]["device"], "dtype": details.get("torch_dtype"),
-               "metrics": report.get("metrics")}
+               "metrics": report.get("metrics"),
+               # the batch shape the job measured for itself (backend.batch_search) and the rates it measured
+               "batch_budget": details.get("batch_budget"), "batch_search": details.get("batch_search")}
     if "quant_calib_time_s" in details:
         figures |= {"calib_time_s": float(details["quant_calib_time_s"]),
                     "calibration": details.get("quant_calibration_rows") or details.get("quant_calibration")}

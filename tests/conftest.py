@@ -24,10 +24,13 @@ def pytest_configure(config):
     compute threads. Left to itself, torch starts one OpenMP thread per core in every worker, and threads
     that spin-wait for a core another worker holds made the quantization tests 8x slower inside the suite
     than alone. Set here, in the controller, before xdist starts the workers (they inherit the variable;
-    by then xdist has turned ``-n auto`` into a number); a value the user exported is kept."""
+    by then xdist has turned ``-n auto`` into a number); a value the user exported is kept. The cores are
+    those this process may run on (its affinity), so workers x threads never exceed them."""
     workers = getattr(config.option, "numprocesses", None)
     if "OMP_NUM_THREADS" not in os.environ and isinstance(workers, int) and workers > 1:
-        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+        from runner.backends.threads import usable_cores
+
+        os.environ["OMP_NUM_THREADS"] = str(max(1, len(usable_cores()) // workers))
 
 
 ROOT = Path(__file__).resolve().parent.parent

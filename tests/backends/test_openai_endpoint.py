@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from runner.backends.openai.server import ManagedServer, free_port, render_command
+from runner.backends.threads import cpu_server_env
 from tests.helpers.endpoint_proxy import FaultProxy
 from tests.conftest import ROOT, run_cli, run_in_process
 
@@ -38,7 +39,7 @@ def server(tmp_path_factory):
     port = free_port("127.0.0.1")
     argv = render_command("transformers serve {checkpoint} --host {host} --port {port} --device cpu --dtype float32",
                           {"checkpoint": checkpoint, "host": "127.0.0.1", "port": port})
-    managed = ManagedServer(argv, "127.0.0.1", port, "/health", 180, 20, {},
+    managed = ManagedServer(argv, "127.0.0.1", port, "/health", 180, 20, cpu_server_env({}),
                             tmp_path_factory.mktemp("server") / "server.log")
     managed.start()
     yield managed, checkpoint

@@ -228,10 +228,22 @@ def test_one_sigint_ends_a_job_stalled_on_a_dripping_server_with_130(tmp_path):
     "+hydra.job_logging.handlers.h.class=builtins.open",
     "+hydra.hydra_logging.handlers={h:{class:os.system}}",
 ])
-def test_overrides_that_make_hydra_call_foreign_code_are_refused(tmp_path, override):
+def test_overrides_that_make_hydra_call_foreign_code_are_refused(tmp_path, override, monkeypatch, capsys):
+    """The command line's own entry point in this process, argv as typed (it refuses before Hydra runs; one
+    override also goes through a fresh interpreter, to show nothing but the entry point is involved)."""
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
-    proc = run_cli([*GSM8K, *QUIET, override, "--cfg", "job"], tmp_path, env=_env())
+    args = [*GSM8K, *QUIET, override, "--cfg", "job"]
+    if override == "hydra.launcher._target_=builtins.exec":
+        proc = run_cli(args, tmp_path, env=_env())
+    else:
+        from runner.commands.main import entry
+
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setattr(sys, "argv", ["runner", *_hermetic(args)])
+        with pytest.raises(SystemExit) as stop:
+            entry()
+        proc = subprocess.CompletedProcess(args, stop.value.code, *capsys.readouterr())
     assert proc.returncode == 1
     assert "would make Hydra call code from outside the project" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -16,11 +16,12 @@ import logging
 import platform
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, TYPE_CHECKING
+from typing import Any, Iterator, Optional, Sequence, TYPE_CHECKING
 
-from runner.backends import rolling, token_counts
+from runner.backends import rolling, threads as compute_threads, token_counts
 from runner.backends.configured import ConfiguredBackend
-from runner.backends.hf import batching, devices, forward, guided, sampling, scoring, loaded as loaded_models
+from runner.backends.hf import batching, devices, forward, guided, sampling, scoring, shape_search, \
+    loaded as loaded_models
 from runner.backends.models import load_failure, resolve_model_source
 from runner.backends.prompting import encode_requests
 from runner.contract import stopping
@@ -48,9 +49,13 @@ class HFBackendConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     dtype: str = "auto"  # auto | bfloat16 | float16 | float32
     # rows and padded tokens of one forward call; null: chosen for the device (a CPU: 64 and 16384; a GPU: 256 rows
-    # and tokens sized from its memory, with each batch's KV positions capped to fit: devices.batch_budget)
+    # and tokens sized from its memory, with each batch's KV positions capped to fit: devices.batch_budget), then
+    # measured (batch_search)
     batch_size: Optional[int] = None
     max_batch_tokens: Optional[int] = None
+    # both limits null: a log-likelihood job with enough rows times a few shapes on its first rows, keeps the fastest
+    # (runner/backends/hf/shape_search.py); the same answers up to the arithmetic's rounding (identical in float32)
+    batch_search: bool = True
     # what one forward call costs, in padded tokens: batches are cut to minimise padding + calls
     batch_call_cost_tokens: int = 64
     prefix_cache: bool = True  # run a prompt prefix shared by several rows (a few-shot block) once
@@ -65,6 +70,8 @@ class HFBackendConfig:
     # a generation batch's KV cache allocated once for all its positions (prefill and every decode step) and written
     # in place, instead of concatenated (a copy of the whole cache in every layer at every step)
     preallocated_cache: bool = True
+    # CPU compute threads; null: the cores free when the job starts (runner/backends/threads.py: all cores spin-waiting
+    # on a busy host answer several times slower than one)
     num_threads: Optional[int] = None
     attn_implementation: str = "sdpa"
     # keep the loaded (and quantized) model for the next job of this process that asks for the same one
@@ -111,6 +118,8 @@ class HFBackend(ConfiguredBackend):
         self._load_key = ""
         self._constraints: guided.JsonConstraints | None = None
         self._budget: devices.BatchBudget | None = None
+        self._device_key = ""
+        self._measured = False  # the batch shape was measured (or remembered) for this job
 
     # ------------------------------------------------------------------ lifecycle
     def preflight(self) -> None:
@@ -129,9 +138,13 @@ class HFBackend(ConfiguredBackend):
 
         transformers.logging.disable_progress_bar()
         transformers.logging.set_verbosity_error()
-        if self.config.num_threads:
-            torch.set_num_threads(self.config.num_threads)
         device = self._resolve_device(torch)
+        threads = ""
+        if device.type == "cpu" or self.config.num_threads:
+            choice = compute_threads.choose(self.config.num_threads)
+            torch.set_num_threads(choice.threads)
+            threads = choice.describe()
+            log.info("compute threads: %s", threads)
         if hf_quant.is_quantized(self.quant):
             hf_quant.check_device(self.quant, device.type)
         source = resolve_model_source(self.model_config.name, self.model_config.hf_id,
@@ -154,6 +167,7 @@ class HFBackend(ConfiguredBackend):
         dtype_name = devices.spec_dtype(self.config.dtype, dtype, native)
         self._budget = devices.batch_budget(torch, device, model, dtype, self.config.batch_size,
                                             self.config.max_batch_tokens)
+        self._device_key = shape_search.device_key(torch, device)
         self._info = BackendInfo(
             name=self.name,
             spec=AccuracySpec(dtype=dtype_name, quant_algo=quant_algo, kv_cache_quant_algo=kv_algo),
@@ -162,7 +176,7 @@ class HFBackend(ConfiguredBackend):
             versions={"torch": torch.__version__, "transformers": transformers.__version__,
                       "python": platform.python_version()} | versions,
             details={"torch_dtype": str(dtype).removeprefix("torch."), "checkpoint_dtype": str(native).removeprefix("torch."),
-                     "model_source": source.kind, "threads": str(torch.get_num_threads()),
+                     "model_source": source.kind, "threads": threads or str(torch.get_num_threads()),
                      "guided_decoding": self._guided, "loaded": "reused" if reused else "fresh",
                      "batch_budget": self._budget.describe()} | details,
         )
@@ -225,17 +239,52 @@ class HFBackend(ConfiguredBackend):
 
     # ------------------------------------------------------------------ the shared forward pass
     def _plan(self, rows: list[list[int]], indices: list[int], keep: Sequence[int],
-              decode_steps: int = 0) -> list[batching.Group]:
-        """Groups and batches of ``rows``; a generation batch also makes ``decode_steps`` decode calls."""
+              decode_steps: int = 0, shape: shape_search.Shape | None = None) -> list[batching.Group]:
+        """Groups and batches of ``rows``; a generation batch also makes ``decode_steps`` decode calls.
+        ``shape``: rows and tokens of a call other than the budget's (a shape on trial)."""
         budget = self._budget
         assert budget is not None, "batches are planned once the backend has been entered"
-        limits = batching.Limits(max_rows=min(budget.rows, self.limits.max_batch_size),
-                                 max_tokens=budget.tokens,
+        rows_cap, tokens = (shape.rows, shape.tokens) if shape else (budget.rows, budget.tokens)
+        limits = batching.Limits(max_rows=min(rows_cap, self.limits.max_batch_size),
+                                 max_tokens=tokens,
                                  call_cost_tokens=self.config.batch_call_cost_tokens,
                                  decode_calls=decode_steps if self._decode_aware() else 0,
                                  share_prefix=self.config.prefix_cache,
                                  max_cache_tokens=budget.cache_tokens, cache_growth=decode_steps)
         return batching.plan(rows, indices, keep, limits)
+
+    def _loglikelihood_groups(self, rows: list[list[int]], keeps: Sequence[int]) -> Iterator[batching.Group]:
+        """The planned groups of a log-likelihood call, with the batch shape measured on its first rows when
+        the user set no limit and no earlier job of this process measured it (shape_search)."""
+        indices, lengths, budget = list(range(len(rows))), [len(r) for r in rows], self._budget
+        key = (self._device_key, self._load_key, shape_search.task_shape(lengths))
+        if not self.config.batch_search or self._measured or self.config.batch_size or self.config.max_batch_tokens:
+            yield from self._plan(rows, indices, keeps)
+            return
+        if (known := shape_search.remembered(*key)) is not None:
+            self._use_shape(known, f"measured by an earlier job, {key[2]}")
+        candidates = shape_search.candidates(self._device.type, budget.rows, budget.tokens)
+        sizes = shape_search.trial_sizes(candidates, len(rows), self.limits.max_batch_size)
+        if known is not None or sizes is None:
+            yield from self._plan(rows, indices, keeps)
+            return
+
+        def chosen(best: shape_search.Trial, trials: list[shape_search.Trial]) -> None:
+            shape_search.remember(*key, best.shape)
+            self._use_shape(best.shape, f"measured, {key[2]}")
+            self._info.details["batch_search"] = shape_search.describe(best, trials)
+            log.info("batch shape: %s", self._info.details["batch_search"])
+
+        yield from shape_search.searched_groups(indices, lengths, candidates, sizes,
+                                                lambda chunk, shape: self._plan(rows, chunk, keeps, shape=shape),
+                                                chosen, sync=lambda: forward.sync(self._device))
+
+    def _use_shape(self, shape: shape_search.Shape, source: str) -> None:
+        """Plan this job's later batches under ``shape`` (the KV positions cap, if any, stays)."""
+        assert self._budget is not None and self._info is not None
+        self._budget = devices.BatchBudget(shape.rows, shape.tokens, self._budget.cache_tokens, source)
+        self._measured = True
+        self._info.details["batch_budget"] = self._budget.describe()
 
     def _decode_aware(self) -> bool:
         chosen = self.config.decode_aware_batching
@@ -296,7 +345,7 @@ class HFBackend(ConfiguredBackend):
                 # each batch is read after the next one is launched, so that on a GPU the host builds and queues
                 # the next batch while the device computes this one (on a CPU every call runs to its end anyway)
                 pending: tuple[list[int], int, Any] | None = None
-                for group in self._plan(rows, list(range(len(inputs))), keeps):
+                for group in self._loglikelihood_groups(rows, keeps):
                     shared = self._run_prefix(rows[group.batches[0][0]][:group.prefix]) if group.prefix else None
                     for batch in group.batches:
                         keep = max(keeps[k] for k in batch)

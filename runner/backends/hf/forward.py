@@ -44,6 +44,14 @@ def batch_cache(model: Any, prefix_cache: Any, rows: int) -> Any:
     return cache
 
 
+def sync(device: Any) -> None:
+    """Wait for the work queued on a GPU (a CPU's calls have finished when they return)."""
+    if device.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(device)
+
+
 def to_device(tensor: Any, device: Any) -> Any:
     """``tensor`` on ``device``; to a GPU from pinned memory without waiting, so that building the next batch's
     inputs does not wait for the batch the GPU is still computing (a pageable copy would)."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from runner.backends import rolling, token_counts
+from runner.backends.threads import cpu_server_env
 from runner.backends.configured import ConfiguredBackend
 from runner.backends.models import resolve_model_source
 from runner.backends.openai import answers
@@ -209,8 +210,10 @@ class OpenAIBackend(ConfiguredBackend):
             self._server, self._server_reused = kept, True
             return f"{kept.root_url}/v1"
         port = free_port(launch.host)
+        # a CPU server's threads: the cores free now (the reuse key above keeps the configured env only)
+        env = cpu_server_env(dict(launch.env)) if launch.gpus == 0 else dict(launch.env)
         self._server = ManagedServer(render_command(launch.command, values | {"port": port}), launch.host, port,
-                                     launch.health_path, launch.ready_timeout_s, launch.stop_timeout_s, launch.env,
+                                     launch.health_path, launch.ready_timeout_s, launch.stop_timeout_s, env,
                                      Path(launch.log_file))
         self._server.start()
         return f"{self._server.root_url}/v1"

@@ -1,0 +1,153 @@
+"""The floor: a plain transformers forward loop over the MMLU prompts, beside the runner's job and lm-eval's ``hf``.
+
+What a careful user would write by hand to score MMLU letters: each question's prompt once (its four letters
+" A".." D" are single tokens read at the last position), prompts sorted by length and cut into left-padded
+batches of at most ``--budgets`` padded tokens, ``logits_to_keep=1``, no prefix sharing; each budget timed and
+the best kept (optionally also under ``torch.compile``). Beside it, in the same run and alternating: this
+project's ``hf`` backend at its defaults (which now measure their own batch shape) and lm-evaluation-harness's
+``hf`` at ``--lm-eval-batch-size``, both through benchmarks/mmlu_throughput.py's workers (the same questions,
+model files, dtype and threads). Every measurement is its own subprocess; evaluation wall time, model load
+excluded; the one-minute load average before and after each. Nothing asserts on timings.
+
+    python benchmarks/forward_floor.py                                  # 456 questions, 0- and 5-shot, bf16
+    python benchmarks/forward_floor.py --num-samples 57 --shots 0 --repeats 1 --budgets 1024,4096
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import mmlu_throughput as mt  # noqa: E402  (the questions, the runner's and lm-eval's workers)
+
+LETTERS = (" A", " B", " C", " D")
+
+
+def floor_batches(lengths: list[int], budget: int) -> list[list[int]]:
+    """Indices sorted by length, cut so that rows x the longest row stays within ``budget`` tokens."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and (len(batches[-1]) + 1) * lengths[i] <= budget:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def run_floor(questions_path: Path, dtype: str, budget: int, compiled: bool) -> dict[str, Any]:
+    """The plain loop in this process: load, tokenize, then every batch's forward timed as one."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from runner.files.assets import smollm2_checkpoint
+
+    rows = mt.read_questions(questions_path)
+    path = smollm2_checkpoint()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval()
+    forward = torch.compile(model) if compiled else model
+    letter_ids = [tokenizer(t, add_special_tokens=False).input_ids[-1] for t in LETTERS]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    start = time.perf_counter()
+    ids = [tokenizer(r["prompt"], add_special_tokens=False).input_ids for r in rows]
+    batches = floor_batches([len(x) for x in ids], budget)
+    predictions: dict[str, str] = {}
+    with torch.inference_mode():
+        for batch in batches:
+            width = max(len(ids[i]) for i in batch)
+            tokens = torch.tensor([[pad] * (width - len(ids[i])) + ids[i] for i in batch])
+            mask = torch.tensor([[0] * (width - len(ids[i])) + [1] * len(ids[i]) for i in batch])
+            logits = forward(input_ids=tokens, attention_mask=mask, logits_to_keep=1).logits[:, -1, letter_ids]
+            for i, best in zip(batch, logits.float().argmax(-1).tolist()):
+                predictions[rows[i]["id"]] = "ABCD"[best]
+    done = time.perf_counter()
+    return {"eval_s": done - start, "predictions": predictions, "batches": len(batches),
+            "correct": sum(predictions[r["id"]] == r["target"] for r in rows), "threads": torch.get_num_threads()}
+
+
+def spawn_floor(args: argparse.Namespace, shots: int, budget: int, compiled: bool) -> dict[str, Any]:
+    """One floor measurement in a fresh process (the same environment as mmlu_throughput's sides)."""
+    result = Path(args.out_dir) / f"floor_{shots}shot_{budget}_{int(compiled)}.json"
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--out-dir", args.out_dir, "--shots", str(shots),
+           "--dtype", args.dtype, "--budget", str(budget), "--result", str(result)] + (["--compile"] if compiled else [])
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    if args.threads:
+        env |= {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
+    before = os.getloadavg()[0]
+    if subprocess.run(cmd, env=env, cwd=mt.ROOT).returncode != 0:
+        raise SystemExit(f"[floor] {shots}-shot budget {budget} failed")
+    out = json.loads(result.read_text()) | {"loadavg_1m": [before, os.getloadavg()[0]]}
+    print(f"[floor] {shots}-shot, {budget} tokens{' compiled' if compiled else ''}: {out['eval_s']:.1f} s "
+          f"({out['batches']} batches), load {before:.1f} -> {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+    return out
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--num-samples", type=int, default=456)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shots", default="0,5")
+    parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))
+    parser.add_argument("--budgets", default="1024,2048,4096,16384", help="the floor's token budgets to time")
+    parser.add_argument("--compile", action="store_true", help="also time the best budget under torch.compile")
+    parser.add_argument("--lm-eval-batch-size", default="4", help="lm-eval's batch size (its best on the 2-core EPYC)")
+    parser.add_argument("--repeats", type=int, default=3, help="alternating rounds of floor, runner, lm-eval")
+    parser.add_argument("--threads", type=int, default=0, help="OMP_NUM_THREADS for every side (0: unset)")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--out-dir")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--budget", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.worker:
+        out = run_floor(Path(args.out_dir) / f"questions_{args.shots}shot.jsonl", args.dtype, args.budget, args.compile)
+        Path(args.result).write_text(json.dumps(out))
+        return 0
+    args.out_dir = str(Path(args.out_dir or tempfile.mkdtemp(prefix="forward_floor_")).resolve())
+    budgets = [int(b) for b in args.budgets.split(",")]
+    summary: dict[str, Any] = {"cpu": mt.cpu_model(), "cores": len(os.sched_getaffinity(0)), "dtype": args.dtype,
+                               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "shots": {}}
+    for shots in (int(s) for s in args.shots.split(",")):
+        n = mt.write_questions(Path(args.out_dir) / f"questions_{shots}shot.jsonl", args.num_samples, shots, args.seed)
+        # the floor's best budget first (one pass over the budgets), then alternating rounds at that budget
+        scan = {b: spawn_floor(args, shots, b, False)["eval_s"] for b in budgets}
+        best = min(scan, key=scan.__getitem__)
+        times: dict[str, list[float]] = {"floor": [], "runner": [], "lm-eval": []}
+        for _ in range(args.repeats):
+            times["floor"].append(spawn_floor(args, shots, best, False)["eval_s"])
+            times["runner"].append(mt.spawn(args, "runner", shots, args.dtype, "loglikelihood")["eval_s"])
+            times["lm-eval"].append(mt.spawn(args, "lm-eval", shots, args.dtype, args.lm_eval_batch_size)["eval_s"])
+        if args.compile:
+            times["floor compiled"] = [spawn_floor(args, shots, best, True)["eval_s"] for _ in range(args.repeats)]
+        medians = {side: statistics.median(t) for side, t in times.items()}
+        summary["shots"][str(shots)] = {"questions": n, "floor_budget_scan_s": scan, "floor_budget": best,
+                                        "eval_s": times, "median_s": medians,
+                                        "runner_over_floor": medians["runner"] / medians["floor"],
+                                        "lm_eval_over_runner": medians["lm-eval"] / medians["runner"]}
+        print(f"\n{shots}-shot, {n} questions, {args.dtype}: median eval s: " +
+              ", ".join(f"{side} {m:.1f}" for side, m in medians.items()) +
+              f"; runner / floor {medians['runner'] / medians['floor']:.2f}, lm-eval / runner "
+              f"{medians['lm-eval'] / medians['runner']:.2f} (floor budget {best}: {scan})")
+    print(f"host: {summary['cpu']}, {summary['cores']} cores; {summary['date']}")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

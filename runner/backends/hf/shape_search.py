@@ -1,0 +1,137 @@
+"""Batch shapes by measurement: the hf backend times a few (rows, token budget) shapes on the task's own rows.
+
+The fastest shape depends on the device (matrix units, caches, GPU memory), the model and the task's
+lengths: on a CPU with bfloat16 matrix tiles a plain forward loop was twice as fast at 16 rows as at 64,
+the CPU default. No fixed default is right everywhere, so the first log-likelihood
+call of a job that has enough rows runs consecutive chunks of them under each candidate shape (real
+work: every row is answered once, whatever shape ran it), measures the tokens delivered per second, and
+plans the rest under the fastest. The choice is remembered for the process per device, model and task
+shape, so a sweep's later jobs skip the trial. Shapes the user set (``backend.batch_size``,
+``backend.max_batch_tokens``) are used as they are. Answers depend on the shape only through the
+arithmetic's rounding (identical in float32; tests/backends/test_shape_search.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+from runner.backends.hf.batching import Group
+
+log = logging.getLogger("runner")
+
+TRIAL_BATCHES = 2  # full batches of its own each candidate runs
+MIN_ROWS_FACTOR = 1.5  # search only when the trials take at most two thirds of the rows
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One forward call's limits: rows and padded tokens."""
+
+    rows: int
+    tokens: int
+
+    def __str__(self) -> str:
+        return f"{self.rows} rows x {self.tokens} tokens"
+
+
+@dataclass(frozen=True)
+class Trial:
+    """A candidate's measurement: tokens of its rows (prefixes included) and the seconds they took."""
+
+    shape: Shape
+    tokens: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else float("inf")
+
+
+def candidates(device_type: str, rows: int, tokens: int) -> tuple[Shape, ...]:
+    """The shapes to time. A CPU: 8 to 64 rows, 256 tokens a row (its memory is the host's; wider batches
+    buy nothing once the products are large). A GPU: a quarter, half and all of its memory-sized budget
+    (``rows`` x ``tokens``), so every candidate fits."""
+    if device_type == "cpu":
+        return tuple(Shape(r, 256 * r) for r in (8, 16, 32, 64))
+    return tuple(Shape(max(1, rows // d), max(1, tokens // d)) for d in (4, 2, 1))
+
+
+def trial_sizes(candidates: Sequence[Shape], total_rows: int, max_rows: int) -> list[int] | None:
+    """Rows each candidate is timed on (``TRIAL_BATCHES`` of its batches, rows capped by the task's
+    ``max_rows``), or None when the job has too few rows for the trial to pay."""
+    sizes = [TRIAL_BATCHES * min(shape.rows, max_rows) for shape in candidates]
+    return sizes if total_rows >= MIN_ROWS_FACTOR * sum(sizes) else None
+
+
+def fastest(trials: Sequence[Trial]) -> Trial:
+    """The trial with the highest rate; on a tie the earlier (narrower) one."""
+    best = trials[0]
+    for trial in trials[1:]:
+        if trial.rate > best.rate:
+            best = trial
+    return best
+
+
+def searched_groups(indices: Sequence[int], lengths: Sequence[int], candidates: Sequence[Shape],
+                    sizes: Sequence[int], plan: Callable[[list[int], Shape], list[Group]],
+                    chosen: Callable[[Trial, list[Trial]], None], timer: Callable[[], float] = time.perf_counter,
+                    sync: Callable[[], None] = lambda: None) -> Iterator[Group]:
+    """The groups of ``indices``: consecutive chunks of ``sizes`` rows planned under each candidate and timed
+    while the caller runs them (``sync`` waits for the device), then the rest under the fastest, reported
+    to ``chosen`` before the rest is planned. ``lengths`` are the rows' token counts (the work delivered)."""
+    trials: list[Trial] = []
+    start = 0
+    for shape, size in zip(candidates, sizes):
+        chunk = list(indices[start:start + size])
+        start += size
+        sync()
+        began = timer()
+        yield from plan(chunk, shape)
+        sync()
+        trials.append(Trial(shape, sum(lengths[i] for i in chunk), timer() - began))
+    best = fastest(trials)
+    chosen(best, trials)
+    rest = list(indices[start:])
+    if rest:
+        yield from plan(rest, best.shape)
+
+
+def device_key(torch, device) -> str:
+    """The device as a memo key: a GPU's name, or a CPU's model name and compute threads."""
+    if device.type == "cuda":
+        return f"{device}: {torch.cuda.get_device_name(device)}"
+    name = "cpu"
+    try:
+        with open("/proc/cpuinfo") as handle:
+            name = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), name)
+    except OSError:
+        pass
+    return f"{name}, {torch.get_num_threads()} threads"
+
+
+def task_shape(lengths: Sequence[int]) -> str:
+    """The task's lengths as a memo key: the median row length rounded up to a power of two."""
+    median = max(1, int(statistics.median(lengths))) if lengths else 1
+    return f"rows of ~{1 << (median - 1).bit_length()} tokens"
+
+
+_chosen: dict[tuple[str, str, str], Shape] = {}
+
+
+def remembered(device: str, model: str, task: str) -> Shape | None:
+    """The shape an earlier job of this process measured for this device, model and task shape."""
+    return _chosen.get((device, model, task))
+
+
+def remember(device: str, model: str, task: str, shape: Shape) -> None:
+    _chosen[(device, model, task)] = shape
+
+
+def describe(best: Trial, trials: Sequence[Trial]) -> str:
+    """The measured rates, the chosen one first: for the log and the run's details."""
+    rates = ", ".join(f"{t.shape.rows}x{t.shape.tokens}: {t.rate:.0f}" for t in trials)
+    return f"{best.shape} (measured tokens/s: {rates})"

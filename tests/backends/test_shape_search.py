@@ -1,0 +1,130 @@
+"""Batch shapes by measurement (runner/backends/hf/shape_search.py): the choice by a scripted timer, every row
+answered once whatever ran it, and the hf backend's answers in float32 the same whichever shape wins (on a
+2-layer random-weight model of the embedded architecture: tests/helpers/micro_model.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.backends.hf import shape_search
+from runner.backends.hf.batching import Group
+from runner.backends.hf.backend import HFBackend, HFBackendConfig
+from runner.backends.hf.shape_search import Shape, Trial
+from runner.contract.backend import TaskLimits
+from runner.contract.requests import LoglikelihoodRequest
+from runner.contract.task_config import ModelConfig, QuantConfig
+from tests.helpers.micro_model import micro_checkpoint
+
+CPU = shape_search.candidates("cpu", 64, 16384)
+
+
+def test_candidates_for_a_cpu_and_within_a_gpu_s_budget():
+    assert CPU == (Shape(8, 2048), Shape(16, 4096), Shape(32, 8192), Shape(64, 16384))
+    assert shape_search.candidates("cuda", 256, 100_000) == (Shape(64, 25_000), Shape(128, 50_000),
+                                                             Shape(256, 100_000))
+
+
+def test_trials_run_two_batches_each_and_only_when_the_job_has_the_rows_to_pay_for_them():
+    # 2 x (8 + 16 + 32 + 64) = 240 trial rows; searched from 1.5 x 240 = 360 rows
+    assert shape_search.trial_sizes(CPU, 360, 1024) == [16, 32, 64, 128]
+    assert shape_search.trial_sizes(CPU, 359, 1024) is None
+    # a task's own row cap shrinks the trials (and the rows they need: 2 x (8 + 16 + 16 + 16) x 1.5 = 168)
+    assert shape_search.trial_sizes(CPU, 168, 16) == [16, 32, 32, 32]
+
+
+def test_the_fastest_rate_wins_and_a_tie_goes_to_the_narrower_shape():
+    trials = [Trial(Shape(8, 1), 1000, 2.0), Trial(Shape(16, 1), 1000, 1.0), Trial(Shape(32, 1), 2000, 2.0),
+              Trial(Shape(64, 1), 1000, 1.25)]
+    assert shape_search.fastest(trials).shape == Shape(16, 1)  # 1000 tokens/s, tied with 32 rows: the first
+    assert trials[0].rate == 500.0 and Trial(Shape(1, 1), 5, 0.0).rate == float("inf")
+
+
+def test_task_shape_is_the_median_length_to_a_power_of_two():
+    assert shape_search.task_shape([10, 60, 61, 900]) == "rows of ~64 tokens"
+    assert shape_search.task_shape([64]) == "rows of ~64 tokens" and shape_search.task_shape([65]) == \
+        "rows of ~128 tokens"
+
+
+def test_searched_groups_time_each_candidate_on_its_own_chunk_and_plan_the_rest_under_the_fastest():
+    lengths = [10] * 400
+    clock = iter([0.0, 4.0,  # 8 rows: 16 rows x 10 tokens in 4 s = 40/s
+                  4.0, 5.0,  # 16 rows: 320 tokens in 1 s = 320/s (the fastest)
+                  5.0, 7.0,  # 32 rows: 640 in 2 s = 320/s (a tie: the narrower wins)
+                  7.0, 11.0])  # 64 rows: 1280 in 4 s = 320/s
+    planned: list[tuple[Shape, list[int]]] = []
+    reported: list[tuple[Trial, list[Trial]]] = []
+    syncs: list[int] = []
+
+    def plan(chunk: list[int], shape: Shape) -> list[Group]:
+        planned.append((shape, chunk))
+        return [Group(0, [chunk[i:i + shape.rows] for i in range(0, len(chunk), shape.rows)])]
+
+    groups = list(shape_search.searched_groups(range(400), lengths, CPU, [16, 32, 64, 128], plan,
+                                               lambda best, trials: reported.append((best, trials)),
+                                               timer=lambda: next(clock), sync=lambda: syncs.append(1)))
+    assert [shape for shape, _ in planned] == [*CPU, Shape(16, 4096)]
+    assert [len(chunk) for _, chunk in planned] == [16, 32, 64, 128, 160]
+    answered = [i for g in groups for batch in g.batches for i in batch]
+    assert sorted(answered) == list(range(400))  # every row once
+    best, trials = reported[0]
+    assert best.shape == Shape(16, 4096) and [t.rate for t in trials] == [40.0, 320.0, 320.0, 320.0]
+    assert len(syncs) == 8  # before and after each trial
+    assert shape_search.describe(best, trials) == ("16 rows x 4096 tokens (measured tokens/s: 8x2048: 40, "
+                                                   "16x4096: 320, 32x8192: 320, 64x16384: 320)")
+
+
+@pytest.fixture(scope="module")
+def micro(tmp_path_factory) -> ModelConfig:
+    path = micro_checkpoint(tmp_path_factory.mktemp("micro"), hidden_size=96)
+    return ModelConfig(name="micro", hf_id="local/micro", path=str(path))
+
+
+def requests(n: int) -> list[LoglikelihoodRequest]:
+    """``n`` distinct contexts of varied lengths, four one-token letters each (an MMLU-like 0-shot call)."""
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda".split()
+    out = []
+    for i in range(n):
+        context = " ".join(words[(i * 7 + j) % len(words)] for j in range(5 + i % 37)) + f" {i}\nAnswer:"
+        out += [LoglikelihoodRequest(context, f" {letter}") for letter in "ABCD"]
+    return out
+
+
+def scores(micro: ModelConfig, reqs, **config) -> tuple[list, HFBackend]:
+    be = HFBackend(HFBackendConfig(dtype="float32", device="cpu", num_threads=1, **config), micro,
+                   QuantConfig(name="none"), TaskLimits(max_input_len=2048, max_output_len=8), progress=False)
+    with be:
+        return be.loglikelihood(reqs), be
+
+
+TRIED = (Shape(2, 512), Shape(5, 1280), Shape(12, 3072))  # small shapes: a trial of 38 rows, 57 needed
+
+
+@pytest.mark.parametrize("winner", [0, 2])
+def test_float32_answers_are_the_same_whichever_shape_wins(micro, monkeypatch, winner):
+    """The search on (the narrowest or the widest shape forced to win) against one fixed shape: the same
+    greedy flags and log-likelihoods to float32 rounding; the choice is logged in the details and
+    remembered for the next job on the same device, model and lengths; a shape the user set is kept."""
+    monkeypatch.setattr(shape_search, "_chosen", {})
+    monkeypatch.setattr(shape_search, "candidates", lambda *args: TRIED)
+    monkeypatch.setattr(shape_search, "fastest", lambda trials: trials[winner])
+    reqs = requests(60)
+    fixed, _ = scores(micro, reqs, batch_size=7, max_batch_tokens=3000)
+    searched, be = scores(micro, reqs)
+    assert [r.is_greedy for r in searched] == [r.is_greedy for r in fixed]
+    assert [r.num_tokens for r in searched] == [r.num_tokens for r in fixed]
+    assert [r.logprob for r in searched] == pytest.approx([r.logprob for r in fixed], rel=1e-5, abs=1e-5)
+    details = be.info().details
+    assert details["batch_search"].startswith(str(TRIED[winner]))
+    assert details["batch_budget"].startswith(f"{TRIED[winner].rows} rows") and "measured, rows of ~" in \
+        details["batch_budget"]
+
+    def no_trial(*args, **kwargs):
+        raise AssertionError("searched again")
+
+    monkeypatch.setattr(shape_search, "searched_groups", no_trial)
+    again, be = scores(micro, reqs)  # the next job: the remembered shape, no trial
+    assert "measured by an earlier job" in be.info().details["batch_budget"] and "batch_search" not in \
+        be.info().details
+    assert [r.logprob for r in again] == pytest.approx([r.logprob for r in fixed], rel=1e-5, abs=1e-5)
+    _, be = scores(micro, reqs, batch_size=7)  # the user's shape wins
+    assert be.info().details["batch_budget"].startswith("7 rows")
