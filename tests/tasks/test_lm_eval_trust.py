@@ -194,3 +194,50 @@ def test_a_prompt_template_cannot_reach_python(tmp_path):
                      "tracking=none", "reference.mode=skip", f"output_dir={tmp_path / 'out'}", "task.num_samples=2"]))
     assert "doc_to_text" in str(err.value) or "template" in str(err.value)
     assert not (tmp_path / "marker").exists()
+
+
+METRIC_SCRIPT = '''import pathlib
+pathlib.Path(r"{marker}").write_text("ran")
+'''
+
+
+@pytest.mark.parametrize("form", ["file", "directory", "directory, hf_evaluate", "unregistered name, hf_evaluate"])
+def test_a_metric_lm_eval_would_load_with_evaluate_needs_trust(tmp_path, form):
+    """lm-eval hands a metric missing from its registry to ``evaluate.load``, which imports a local script (a file,
+    or a directory D holding D/D.py): code without a tag, refused before anything is imported."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    script = tmp_path / "m" / "m.py"
+    script.parent.mkdir()
+    script.write_text(METRIC_SCRIPT.format(marker=tmp_path / "marker"))
+    name = {"file": str(script), "directory": str(script.parent), "directory, hf_evaluate": str(script.parent),
+            "unregistered name, hf_evaluate": "acc"}[form]
+    metric = f"  - metric: {name}\n" + ("    hf_evaluate: true\n" if "hf_evaluate" in form else "")
+    (tasks / "t.yaml").write_text(task("t").replace("  - metric: acc\n", metric))
+    err = refused(tasks, tmp_path, "t", "would run Python code")
+    assert name in str(err) and "trust_include_code=true" in str(err)
+
+
+@pytest.mark.parametrize("line, words", [
+    ("process_results: os.system\n", "process_results"),
+    ("filter_list:\n  - name: f\n    filter:\n      - function: os:system\n", "filter function"),
+    ("metric_list:\n  - metric: acc\n    aggregation: os:system\n", "aggregation"),
+])
+def test_a_name_lm_eval_would_drop_is_refused_whatever_the_trust(tmp_path, line, words):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    body = task("t")
+    (tasks / "t.yaml").write_text((body.split("metric_list:")[0] if "metric_list" in line else body) + line)
+    for extra in ((), ("task.trust_include_code=true",)):
+        err = refused(tasks, tmp_path, "t", "does not have", *extra)
+        assert words in str(err)
+
+
+def test_a_module_function_metric_with_trust_is_refused_offline(tmp_path):
+    """With consent, a metric that is not a local script would be fetched from the Hub: offline, a message."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "t.yaml").write_text(task("t").replace("metric: acc", "metric: os:system"))
+    refused(tasks, tmp_path, "t", "neither registered nor a local metric script", "task.trust_include_code=true")
+    err = refused(tasks, tmp_path, "t", "would run Python code")
+    assert "os:system" in str(err)

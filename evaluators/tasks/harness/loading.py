@@ -70,7 +70,8 @@ def check_include_path(include_path: str | None, trusted: bool, allowed: Sequenc
         shown = ", ".join(f"{_shown(p, policy)} ({', '.join(sorted(set(f))[:3])})" for p, f in list(found.code.items())[:5])
         raise ConfigError("local lm-eval task files would run Python code (!function) in this process",
                           where="task.include_path", given=f"{root}: {shown}" + (" ..." if len(found.code) > 5 else ""),
-                          allowed="task files without !function, or task.trust_include_code=true on this command line",
+                          allowed="task files without !function and with registered lm-eval metrics, or "
+                                  "task.trust_include_code=true on this command line",
                           fix="read those files and the code they name; set task.trust_include_code=true only if you "
                               "trust it (the same stance as model.trust_remote_code)")
     return policy
