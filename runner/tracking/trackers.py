@@ -252,6 +252,8 @@ class MlflowTracker:
                     "or a database URI (postgresql://, mysql://, mssql://), databricks",
                     fix="use sqlite:///<dir>/mlflow.db for a local store (MLflow's file store ./mlruns is "
                     "deprecated), or run with tracking=none")
+            if scheme in ("postgresql", "mysql", "mssql"):
+                check_database_driver(self.uri)
 
     def start(self, run_name: str, params: dict[str, Any], tags: dict[str, str]) -> None:
         import mlflow
@@ -319,3 +321,23 @@ class MlflowTracker:
         return (f"MLflow run {self.run_id} in {uri} (experiment '{self.config.experiment}'); "
                 f"browse with: mlflow ui --backend-store-uri {uri}, then the runs table at "
                 f"{runs_table_url(ui_address(uri), self.experiment_id)}")
+
+
+def check_database_driver(uri: str) -> None:
+    """The database driver a ``postgresql://`` (``mysql://``, ``mssql://``) tracking URI needs is importable:
+    SQLAlchemy, which MLflow connects through, names and imports it."""
+    from sqlalchemy.engine import make_url  # heavy third-party: only for a database store
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    where = "tracking.tracking_uri / MLFLOW_TRACKING_URI"
+    try:
+        make_url(uri).get_dialect().import_dbapi()
+    except ImportError as err:
+        raise TrackingError("the database driver this MLflow tracking URI needs is not installed", where=where,
+                            given=f"{redact_url(uri)} (missing python package: {err.name})",
+                            fix=f"pip install the driver ({err.name}), name an installed one in the scheme "
+                                "(postgresql+pg8000://...), or run with tracking=none") from None
+    except (ArgumentError, NoSuchModuleError, ValueError) as err:
+        raise TrackingError("this MLflow database URI cannot be read", where=where,
+                            given=f"{redact_url(uri)} ({redact_text(str(err))[:200]})",
+                            fix="write dialect[+driver]://user@host/database, or run with tracking=none") from None
