@@ -85,6 +85,22 @@ CALIB_FORMAT = 1  # bump when the rendering or packing of calibration text chang
 KEY_FORMAT = 1  # bump when the meaning of the cache key inputs changes
 
 
+def restore_cached(mto: Any, model: Any, saved: Path, device: Any) -> Any | None:
+    """The quantized model restored from a cache file, loaded with ``weights_only=True`` whatever the environment
+    says (``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` overrides only a call that does not say): a file that holds more
+    than tensors and plain values is refused, logged, and None returned (the caller calibrates again)."""
+    import pickle
+
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            return mto.restore(model, str(saved), map_location=device, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, KeyError, TypeError) as err:
+        log.warning("the quantized-model cache file %s is not a plain checkpoint (%s): calibrating again", saved,
+                    " ".join(str(err).split())[:200])
+        return None
+
+
 def is_quantized(quant: Any) -> bool:
     return bool(quant.quant_algo or quant.kv_cache_quant_algo)
 
@@ -330,11 +346,10 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
         store = EngineCache(cache_dir() / "quantized")
         with store.locked(key) as entry:
             saved = entry.engine_dir / "modelopt_model.pt"
-            if entry.complete() and saved.is_file():
-                start = time.monotonic()
-                out = io.StringIO()
-                with contextlib.redirect_stdout(out):
-                    model = mto.restore(model, str(saved), map_location=device)
+            start = time.monotonic()
+            restored = restore_cached(mto, model, saved, device) if entry.verified() and saved.is_file() else None
+            if restored is not None:
+                model = restored
                 details |= {"quant_cache": "hit", "quant_load_time_s": f"{time.monotonic() - start:.1f}",
                             "quant_calib_time_s_at_build": str(entry.manifest().get("calib_time_s", ""))}
             else:
