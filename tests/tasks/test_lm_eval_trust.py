@@ -241,3 +241,15 @@ def test_a_module_function_metric_with_trust_is_refused_offline(tmp_path):
     refused(tasks, tmp_path, "t", "neither registered nor a local metric script", "task.trust_include_code=true")
     err = refused(tasks, tmp_path, "t", "would run Python code")
     assert "os:system" in str(err)
+
+
+def test_a_template_loop_is_bounded_in_output_and_time(tmp_path):
+    from runner.job.flow import run
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    loop = "{% for i in range(99999) %}{% for j in range(99999) %}xxxxxxxx{% endfor %}{% endfor %}"
+    (tasks / "t.yaml").write_text(task("t").replace("doc_to_text: \"Question:", f"doc_to_text: \"{loop}Question:"))
+    with pytest.raises(ConfigError, match="renders too much or for too long"):
+        run(compose(["task=lm_eval", "task.lm_eval_task=t", f"task.include_path={tasks}", "backend=fake",
+                     "tracking=none", "reference.mode=skip", f"output_dir={tmp_path / 'out'}", "task.num_samples=2"]))

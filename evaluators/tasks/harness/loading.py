@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import json
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -24,6 +25,9 @@ from evaluators.tasks.harness.task_files import Policy, check_tree, guarded
 from runner.contract.errors import ConfigError, DataError
 
 log = logging.getLogger("runner")
+TEMPLATE_MAX_CHARS = 1 << 20
+"""A prompt rendered from one document is far below a million characters; a template loop is not."""
+TEMPLATE_MAX_S = 10.0
 
 
 @dataclass
@@ -123,6 +127,22 @@ def sandbox_templates() -> None:
             except SecurityError as err:
                 raise refused(str(err)) from None
 
+    class Bounded(Sandbox.template_class):  # type: ignore[name-defined, misc]
+        def render(self, *args: Any, **kwargs: Any) -> str:
+            """The output, built chunk by chunk within :data:`TEMPLATE_MAX_CHARS` and :data:`TEMPLATE_MAX_S`."""
+            start, size, out = time.monotonic(), 0, []
+            for chunk in self.generate(*args, **kwargs):
+                size += len(chunk)
+                out.append(chunk)
+                if size > TEMPLATE_MAX_CHARS or time.monotonic() - start > TEMPLATE_MAX_S:
+                    raise ConfigError("an lm-eval prompt template renders too much or for too long",
+                                      where="a template of the task (doc_to_text, doc_to_target, doc_to_choice, ...)",
+                                      given=f"over {size} characters in {time.monotonic() - start:.1f} s",
+                                      allowed=f"at most {TEMPLATE_MAX_CHARS} characters and {TEMPLATE_MAX_S:.0f} s "
+                                              "per document", fix="remove the loop that repeats the output")
+            return "".join(out)
+
+    Sandbox.template_class = Bounded
     current = lm_eval.utils.env
     if type(current).__name__ == "Sandbox":
         return
