@@ -49,6 +49,7 @@ def check_job(cfg: DictConfig) -> None:
     for key in SEEDS:
         _check_int(cfg, key, 0, f"a whole number from 0 to {MAX_SEED}", MAX_SEED)
     _check_threads(cfg)
+    _check_durations(cfg, "")
     _check_sigma(cfg)
     _check_metric(cfg)
     _check_report_paths(cfg)
@@ -93,6 +94,28 @@ def _check_int(cfg: DictConfig, key: str, low: int, allowed: str, high: int | No
     if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
         raise ConfigError("value out of range", where=key, given=repr(value), allowed=allowed,
                           fix=f"set {key} to a value in the allowed range")
+
+
+MAX_SECONDS = 10**7
+"""A duration setting (``*_s``) at most 10^7 s (116 days): more is no limit, and sleeping that long overflows."""
+
+
+def _check_durations(node: DictConfig, where: str) -> None:
+    """Every ``*_s`` number finite, not negative and at most :data:`MAX_SECONDS`."""
+    for key in node.keys():
+        if key in SKIPPED and not where:
+            continue
+        path = f"{where}.{key}" if where else str(key)
+        child = node._get_node(key)
+        if isinstance(child, DictConfig):
+            if not child._is_none() and not child._is_missing():
+                _check_durations(child, path)
+            continue
+        value = OmegaConf.select(node, str(key), default=None, throw_on_resolution_failure=False)
+        if str(key).endswith("_s") and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not 0 <= value <= MAX_SECONDS:  # NaN fails both comparisons
+                raise ConfigError("a duration out of range", where=path, given=repr(value),
+                                  allowed=f"0 to {MAX_SECONDS} seconds", fix=f"set {path} to a number of seconds in range")
 
 
 def _check_threads(cfg: DictConfig) -> None:

@@ -25,6 +25,9 @@ from evaluators.tasks.harness.task_files import Policy, check_tree, guarded
 from runner.contract.errors import ConfigError, DataError
 
 log = logging.getLogger("runner")
+MAX_KB = 1 << 20
+"""task.yaml_max_kb at most 1 GiB."""
+MAX_NODES = 100_000_000
 TEMPLATE_MAX_CHARS = 1 << 20
 """A prompt rendered from one document is far below a million characters; a template loop is not."""
 TEMPLATE_MAX_S = 10.0
@@ -58,9 +61,11 @@ def check_include_path(include_path: str | None, trusted: bool, allowed: Sequenc
             raise ConfigError("an allowed include directory is not a directory", where="task.include_allow",
                               given=entry, fix="name directories whose task files may be included")
         dirs.append(path.resolve())
-    for limit, name in ((max_kb, "task.yaml_max_kb"), (max_nodes, "task.yaml_max_nodes")):
-        if limit < 1:
-            raise ConfigError("a task-file limit is a positive number", where=name, given=limit)
+    for limit, name, most in ((max_kb, "task.yaml_max_kb", MAX_KB), (max_nodes, "task.yaml_max_nodes", MAX_NODES)):
+        if not 1 <= limit <= most:
+            raise ConfigError("a task-file limit is out of range", where=name, given=limit, allowed=f"1 to {most}",
+                              fix=f"set {name} to at most {most}: a larger limit is no limit, and a file of that "
+                                  "size would not fit in memory")
     check_installed()
     policy = Policy(root.resolve(), tuple(dirs), trusted, max_kb * 1024, max_nodes)
     found = check_tree(policy)

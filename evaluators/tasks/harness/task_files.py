@@ -191,7 +191,7 @@ def _read(path: Path, policy: Policy, origin: Path | None) -> bytes:
                               given=f"{size / 1024:.0f} KiB", allowed=f"at most {policy.max_bytes // 1024} KiB "
                               "(task.yaml_max_kb)", fix="raise task.yaml_max_kb if the file is meant to be this large")
         with open(path, "rb") as handle:
-            data = handle.read(policy.max_bytes + 1)
+            data = handle.read(min(policy.max_bytes, size) + 1)
     except OSError as err:
         raise ConfigError("an lm-eval task file cannot be read", where=where, given=f"{type(err).__name__}: {err}") from None
     if len(data) > policy.max_bytes:  # grew since stat
