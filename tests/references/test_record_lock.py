@@ -78,3 +78,15 @@ def test_num_threads_above_the_cores_is_refused(tmp_path):
         check_job(compose(["backend=hf", f"backend.num_threads={cores * 50}", out]))
     with pytest.raises(ConfigError, match="seed"):
         check_job(compose(["seed=18446744073709551616", out]))
+
+
+def test_write_atomic_syncs_the_content_before_the_rename(tmp_path, monkeypatch):
+    """A crash after the rename must not leave an empty file under the name: the data is fsynced first."""
+    from runner.files import paths
+
+    calls: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(paths.os, "fsync", lambda fd: (calls.append("fsync"), real_fsync(fd))[1])
+    monkeypatch.setattr(paths.os, "replace", lambda a, b: (calls.append("replace"), real_replace(a, b))[1])
+    paths.write_atomic(tmp_path / "f.yaml", "x: 1\n")
+    assert calls == ["fsync", "replace"] and (tmp_path / "f.yaml").read_text() == "x: 1\n"
