@@ -34,7 +34,7 @@ SECRET_PARAM = re.compile(r"(key|token|secret|passw|pwd|auth|credential|signatur
 SECRET_PARAMS = frozenset({"pass", "pw", "pwd", "jwt", "code", "sig", "sas", "otp", "ticket", "p", "secret", "key"})
 """Query or fragment names that are secrets as whole names (``?pw=``, ``?code=`` of OAuth, ``?sig=`` of a SAS)."""
 SECRET_NAME = re.compile(
-    r"^(key|token|secret|password|passwd|passphrase|pwd|auth|authorization|proxy[_-]?authorization|cookie|"
+    r"^(token|secret|password|passwd|passphrase|pwd|auth|authorization|proxy[_-]?authorization|cookie|"
     r"credentials?|bearer|jwt|apikey|api[_-]key)$"
     r"|[_-](api[_-]?key|access[_-]?key|private[_-]?key|secret[_-]?key|auth[_-]?key|token|secret|password|passwd|"
     r"passphrase|pwd|credentials?|authorization|cookie|jwt|signature)$", re.IGNORECASE)
@@ -148,6 +148,8 @@ NAMED_VALUE = re.compile(
     r"(?P<scheme>(?:bearer|basic|token|digest)\s+)?(?P<value>(?:\\.|[^\s\"',&}\]\\])+)", re.IGNORECASE)
 """``NAME=VALUE``, ``NAME: VALUE``, ``"NAME": "VALUE"``, ``Authorization: Bearer VALUE`` in text; a value ends at
 a space, a quote, a comma, ``&`` or a closing bracket (a backslash escapes, as in Hydra's ``override_dirname``)."""
+PLACEHOLDER = re.compile(r"<[\w -]*>")
+"""A placeholder in a message (``export OPENAI_API_KEY=<key>``): not a secret."""
 
 
 def redact_text(text: str) -> str:
@@ -167,7 +169,8 @@ def redact_text(text: str) -> str:
 
 def _redact_named(match: re.Match[str]) -> str:
     name, value = match.group("name"), match.group("value")
-    if value == REDACTED or value.startswith("//"):  # hidden already; a URL's scheme (http://...) is not a name
+    if value == REDACTED or value.startswith("//") or PLACEHOLDER.fullmatch(value):
+        # hidden already; a URL's scheme (http://...) is not a name; a message's <key> is a placeholder
         return match.group(0)
     if _hidden(name, re.sub(r"\\(.)", r"\1", value)):
         return f"{name}{match.group('sep')}{match.group('scheme') or ''}{REDACTED}"
