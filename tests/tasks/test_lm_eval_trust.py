@@ -253,3 +253,21 @@ def test_a_template_loop_is_bounded_in_output_and_time(tmp_path):
     with pytest.raises(ConfigError, match="renders too much or for too long"):
         run(compose(["task=lm_eval", "task.lm_eval_task=t", f"task.include_path={tasks}", "backend=fake",
                      "tracking=none", "reference.mode=skip", f"output_dir={tmp_path / 'out'}", "task.num_samples=2"]))
+
+
+def test_a_catastrophic_regex_in_a_template_is_stopped():
+    """``(a|a)+$`` over 40 a's and a '!' takes hours in Python's re; the template filter gives up after its limit
+    (the regex package checks its timeout as it backtracks: within seconds of it, not to the millisecond)."""
+    import time
+
+    from evaluators.tasks.harness import loading
+
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match="regular expression ran too long"):
+        old, loading.TEMPLATE_MAX_S = loading.TEMPLATE_MAX_S, 0.5
+        try:
+            loading.bounded_regex_replace("a" * 40 + "!", "(a|a)+$", "")
+        finally:
+            loading.TEMPLATE_MAX_S = old
+    assert time.monotonic() - start < 30
+    assert loading.bounded_regex_replace("a-b", "-", "+") == "a+b"

@@ -153,7 +153,22 @@ def sandbox_templates() -> None:
         return
     sandbox = Sandbox(loader=current.loader, undefined=current.undefined, keep_trailing_newline=current.keep_trailing_newline)
     sandbox.filters.update(current.filters)
+    sandbox.filters["regex_replace"] = bounded_regex_replace
     lm_eval.utils.env = sandbox
+
+
+def bounded_regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
+    """lm-eval's ``regex_replace`` template filter within :data:`TEMPLATE_MAX_S`: Python's ``re`` cannot be
+    stopped inside a match, and a pattern such as ``(a+)+$`` takes exponential time; the ``regex`` package
+    (a transformers dependency) takes a timeout."""
+    import regex  # third-party, comes with transformers; only when a template uses the filter
+
+    try:
+        return str(regex.sub(pattern, repl, string, count=count, timeout=TEMPLATE_MAX_S))
+    except TimeoutError:
+        raise ConfigError("an lm-eval template's regular expression ran too long", where="a template of the task "
+                          "(regex_replace)", given=str(pattern)[:200], allowed=f"at most {TEMPLATE_MAX_S:.0f} s",
+                          fix="write the pattern without nested repetition (such as (a+)+)") from None
 
 
 @contextlib.contextmanager
