@@ -9,9 +9,10 @@ size chosen from the observed difference raises the false-alarm rate above alpha
 
 A run directory may come from someone else, so only what a look needs is replayed from its
 ``.hydra/overrides.yaml``: an allow-list of keys (:data:`REPLAYED`: the task, model, quantization, the backend's
-settings that change answers, the statistics, the reference, the cache and the seed). A command to start
-(``backend.launch.*``), an environment to set or a key's variable (``backend.api_key_env``), Hydra's own nodes
-(job settings, ``env_set``, launchers, callbacks, search paths) and anything else are dropped, and the command
+settings that change answers, the statistics, the reference, the cache, the seed, the tracking and experiment
+options). A command to start (``backend.launch.*``), a key's variable (``backend.api_key_env``), where results go
+(``tracking.tracking_uri``), Hydra's own nodes (job settings, ``env_set``, launchers, callbacks, search paths)
+and anything else are dropped, and the command
 prints what it replays and what it dropped; an override given on this command's own line after N is the
 user's and is used. Consent is not inherited either: the rerun gets ``model.trust_remote_code``,
 ``task.trust_include_code`` and ``task.include_allow`` only from this command's own flags, and a saved run that
@@ -47,7 +48,7 @@ from runner.stats.unpaired.ztest import HypothesisParams
 
 REPLAYED = ("task", "model", "quant", "backend", "stats", "reference", "cache", "seed", "tracking", "experiment")
 """Keys (and the keys under them) replayed from a run directory's overrides: what a look needs."""
-NOT_REPLAYED = ("backend.launch", "backend.api_key_env", "tracking.uri")
+NOT_REPLAYED = ("backend.launch", "backend.api_key_env", "tracking.tracking_uri")
 """Keys under :data:`REPLAYED` that are dropped: a command to start, which secret to send, where results go."""
 
 

@@ -130,7 +130,7 @@ def test_runner_extend_replays_only_what_a_look_needs(tmp_path):
 
     hostile = [f"backend.launch.command=touch {tmp_path / 'marker'}", "+hydra.job.env_set.TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1",
                "+hydra.job.env_set.HF_HOME=/tmp/theirs", "hydra/launcher=joblib", "+hydra.callbacks.x._target_=os.system",
-               "hydra.job.chdir=true", "backend.api_key_env=AWS_SECRET_ACCESS_KEY", "tracking.uri=http://theirs:5000",
+               "hydra.job.chdir=true", "backend.api_key_env=AWS_SECRET_ACCESS_KEY", "tracking.tracking_uri=http://theirs:5000",
                "+extra.thing=1"]
     rerun = plan_rerun(hostile_run(tmp_path, hostile), 2, extra=["seed=3"])
     assert rerun.dropped == hostile
