@@ -165,3 +165,13 @@ def test_a_fifo_in_a_run_directory_is_not_opened(tmp_path, name):
         assert "FIFO" in str(err.value)
     else:
         assert plan_rerun(run_dir, 2).overrides  # an optional file that is not regular is skipped, not waited on
+
+
+def test_a_fifo_for_a_runs_samples_is_a_message_in_runner_compare(tmp_path):
+    import os
+
+    from runner.reports.runs import _jsonl
+
+    os.mkfifo(tmp_path / "samples.jsonl")
+    with pytest.raises(UserError, match="not a regular file"):
+        _jsonl(tmp_path / "samples.jsonl")
