@@ -16,6 +16,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+import filelock
+
 from runner.contract.errors import UserError
 
 log = logging.getLogger("runner")
@@ -44,8 +46,6 @@ def check_lock_path(path: Path) -> None:
 def file_lock(path: Path, timeout_s: float = TIMEOUT_S) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created if needed) for the block's duration; a
     :class:`UserError` naming the lock file when another job holds it past ``timeout_s``."""
-    import filelock  # third-party, small; here so that importing this module stays free
-
     path.parent.mkdir(parents=True, exist_ok=True)
     check_lock_path(path)
     lock = filelock.FileLock(str(path), thread_local=False)

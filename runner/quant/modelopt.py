@@ -44,6 +44,7 @@ import copy
 import importlib.util
 import io
 import logging
+import pickle
 import sys
 import time
 import warnings
@@ -89,8 +90,6 @@ def restore_cached(mto: Any, model: Any, saved: Path, device: Any) -> Any | None
     """The quantized model restored from a cache file, loaded with ``weights_only=True`` whatever the environment
     says (``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` overrides only a call that does not say): a file that holds more
     than tensors and plain values is refused, logged, and None returned (the caller calibrates again)."""
-    import pickle
-
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):

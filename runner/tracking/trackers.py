@@ -11,6 +11,7 @@ import functools
 import logging
 import os
 import socket
+import sqlite3
 import urllib.error
 import urllib.request
 import warnings
@@ -209,10 +210,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 def store_errors(uri: str, what: str) -> Iterator[None]:
     """The tracking store's own failures (a full disk under a sqlite store, a database that refuses a write, a
     server's error) as a :class:`TrackingError`; the job's files are written before anything is tracked."""
-    import sqlite3
-
     from mlflow.exceptions import MlflowException
-    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.exc import SQLAlchemyError  # lazy: comes with mlflow, as slow to import
 
     try:
         yield
@@ -369,8 +368,8 @@ class MlflowTracker:
 def check_database_driver(uri: str) -> None:
     """The database driver a ``postgresql://`` (``mysql://``, ``mssql://``) tracking URI needs is importable:
     SQLAlchemy, which MLflow connects through, names and imports it."""
-    from sqlalchemy.engine import make_url  # heavy third-party: only for a database store
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+    from sqlalchemy.engine import make_url  # lazy: comes with mlflow, slow to import; only for a database store
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError  # lazy: as above
 
     where = "tracking.tracking_uri / MLFLOW_TRACKING_URI"
     try:

@@ -161,7 +161,7 @@ def bounded_regex_replace(string: str, pattern: str, repl: str, count: int = 0) 
     """lm-eval's ``regex_replace`` template filter within :data:`TEMPLATE_MAX_S`: Python's ``re`` cannot be
     stopped inside a match, and a pattern such as ``(a+)+$`` takes exponential time; the ``regex`` package
     (a transformers dependency) takes a timeout."""
-    import regex  # third-party, comes with transformers; only when a template uses the filter
+    import regex  # lazy: third-party (comes with transformers); only when a template uses the filter
 
     try:
         return str(regex.sub(pattern, repl, string, count=count, timeout=TEMPLATE_MAX_S))
