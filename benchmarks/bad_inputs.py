@@ -1,4 +1,4 @@
-"""Replay the bad-input list of the red-team rounds (issues 20, 30 and 39) through ``python -m runner`` and
+"""Replay the bad-input list of the red-team rounds (issues 20, 30, 39 and 48) through ``python -m runner`` and
 count how each one ends.
 
 Each case is one command line (``python -m runner``, or ``runner.compare`` / ``runner.extend`` for a case whose
@@ -10,13 +10,17 @@ An outcome is one of:
   the case expects (what the input is: "symlink loop", "sqlite:///", ...);
 - ``weak``: exit status != 0 without a traceback, but the message misses where the problem is or
   what it is (a symlink loop reported as a missing file), or a file the user owned was changed;
-- ``accepted``: exit status 0: the input ran as if it were fine; or code the case's task files name ran
-  (their module writes a marker file on import), whatever the exit status;
-- ``traceback``: a Python traceback on the terminal.
+- ``accepted``: exit status 0: the input ran as if it were fine;
+- ``traceback``: a Python traceback on the terminal;
+- ``code ran``: code the case's files name ran (their module writes a marker file on import), whatever the exit
+  status and the output.
 
 A case whose input is legal but hostile (a password in a URL, a control character in a sample id) has a
 ``check`` instead: it reads what the run left and says ``message`` when the outputs hold what they should
 (no password in any file, well-formed XML, no raw escape on the terminal) and ``weak`` when they do not.
+
+Round 5 (issue 48) adds what runs code without a tag (a task's metrics, a run directory's launch command and
+environment), secrets outside a URL, waits and hangs, and the tracebacks of that round.
 
 Usage: ``python benchmarks/bad_inputs.py [--only SUBSTRING] [--verbose]``; prints one line per case and
 the counts table docs/reliability.md quotes. Takes about two minutes on two cores (each case is a new
@@ -57,6 +61,8 @@ class Case:
     intact: list[str] = field(default_factory=list)  # files (under {tmp}) the run must leave as they were
     env: dict[str, str] = field(default_factory=dict)
     read_only: str | None = None  # a directory (under {tmp}) mounted read-only for the run (``unshare -rm``, Linux)
+    small: str | None = None  # a directory (under {tmp}) mounted as a 64 KiB tmpfs for the run: a full disk
+    timeout: int = 300  # seconds before the run counts as hung
     check: Callable[[Path, int, str], bool] | None = None  # (tmp, exit status, output): the outputs are right
     absent: list[str] = field(default_factory=list)  # files (under {tmp}) whose existence after the run means code ran
     module: str = "runner"  # python -m MODULE ARGS
@@ -196,6 +202,84 @@ def _foreign_run(tmp: Path) -> None:
 BOMB = "metadata:\n  a0: &a0 [" + ", ".join(["lol"] * 10) + "]\n" + "".join(
     f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 10))
 SSTI = "{{ cycler.__init__.__globals__.os.system('touch {tmp}/marker') }}"
+
+METRIC_SCRIPT = "import pathlib\npathlib.Path(__file__).resolve().parents[{up}].joinpath('marker').write_text('ran')\n"
+
+
+def _metric_task(metric: str, extra: str = "") -> Callable[[Path], None]:
+    """A task whose metric lm-eval would hand to ``evaluate.load``: {tmp}/m.py and {tmp}/d/d.py write the marker."""
+    def setup(tmp: Path) -> None:
+        _tasks({"tasks/t.yaml": _lm_eval_task().replace("  - metric: acc\n", f"  - metric: {metric}\n{extra}")},
+               ())(tmp)
+        (tmp / "m.py").write_text(METRIC_SCRIPT.format(up=0))
+        (tmp / "d").mkdir()
+        (tmp / "d" / "d.py").write_text(METRIC_SCRIPT.format(up=1))
+    return setup
+
+
+def _run_dir(overrides: list[str], task_setup: Callable[[Path], None] | None = None,
+             base: tuple[str, ...] = (*FAST, "stats.extensions=1")) -> Callable[[Path], None]:
+    """A run directory from someone else, planned for one extension, whose saved overrides are ``base`` and
+    ``overrides``."""
+    def setup(tmp: Path) -> None:
+        if task_setup:
+            task_setup(tmp)
+        (tmp / "run" / ".hydra").mkdir(parents=True)
+        base_ = [*base, f"cache.path={tmp}/gen.sqlite"]
+        saved = [o.replace("{tmp}", str(tmp)) for o in [*base_, *overrides]]
+        (tmp / "run" / ".hydra" / "overrides.yaml").write_text("".join(f"- '{o}'\n" for o in saved))
+        (tmp / "run" / "config.yaml").write_text("task: {num_samples: 2}\nmodel: {trust_remote_code: false}\n"
+                                                 "stats: {extensions: 1, extend: []}\n")
+    return setup
+
+
+def _fifo(rel: str) -> Callable[[Path], None]:
+    def setup(tmp: Path) -> None:
+        (tmp / rel).unlink(missing_ok=True)
+        os.mkfifo(tmp / rel)
+    return setup
+
+
+def _lock_as(kind: str) -> Callable[[Path], None]:
+    """``refs/.runner-record.lock`` as a directory, a dangling symlink, a FIFO, or a symlink to a file outside."""
+    def setup(tmp: Path) -> None:
+        lock = tmp / "refs" / ".runner-record.lock"
+        lock.parent.mkdir()
+        if kind == "directory":
+            lock.mkdir()
+        elif kind == "FIFO":
+            os.mkfifo(lock)
+        else:
+            (tmp / "outside").mkdir()
+            if kind == "symlink out":
+                (tmp / "outside" / "precious").write_text("keep me\n")
+            lock.symlink_to(tmp / "outside" / "precious")
+    return setup
+
+
+def _other_tables(tmp: Path) -> None:
+    import sqlite3
+
+    db = sqlite3.connect(tmp / "other.sqlite")
+    db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, answer TEXT)")
+    db.commit()
+    db.close()
+
+
+SECRETS = ("Tok-launch-env-5566", "Body-key-7788", "Query-pw-9911", "Frag-tok-2233", "Pw4-dirname-c4fe",
+           "sk-pastedKEYabcdefghijklmnop1234", "Jwt-query-4455", "Pg-pass-6677")
+
+
+def _no_secret(tmp: Path, rc: int, text: str) -> bool:
+    """No secret of :data:`SECRETS` in any file the run left nor on the terminal (any exit status)."""
+    files = [p for p in tmp.rglob("*") if p.is_file()]
+    return not any(s.encode() in p.read_bytes() for p in files for s in SECRETS) and not any(s in text for s in SECRETS)
+
+
+def _said_dropped(tmp: Path, rc: int, text: str) -> bool:
+    """runner.extend said what it dropped, and nothing it dropped took effect."""
+    return "dropped" in text and "env_set" in text and not (tmp / "marker").exists() and rc in (0, 3, 4)
+
 
 MMLU_LOCAL = ["backend=fake", "task=mmlu", *QUIET, "task.dataset.source=local", "task.num_fewshot=0",
               "task.num_samples=2"]
@@ -377,6 +461,69 @@ def cases() -> list[Case]:
              setup=_write("thesis/chapter1.tex", "mine"), check=_said_unrelated),
         Case("runner.extend: a foreign run's trust_include_code", ["{tmp}/run", "2"], "does not inherit", _foreign_run,
              absent=["marker"], module="runner.extend"),
+        # ---- round 5 (issue 48): code from a task's metrics, a run directory or a cache; secrets outside a URL;
+        # waits and hangs; the tracebacks
+        *[Case(f"lm-eval metric: {what}", LM_EVAL, want, _metric_task(metric, extra), absent=["marker"])
+          for what, metric, extra, want in (
+            ("a metric script path", "{tmp}/m.py", "", "trust_include_code"),
+            ("a metric directory D/D.py", "{tmp}/d", "", "trust_include_code"),
+            ("hf_evaluate: true", "{tmp}/d", "    hf_evaluate: true\n", "trust_include_code"),
+            ("module:function", "os:system", "", "trust_include_code"),
+            ("a string aggregation", "acc", "    aggregation: bogus\n", "aggregation"))],
+        Case("lm-eval: process_results: os.system", LM_EVAL, "process_results",
+             _tasks({"tasks/t.yaml": _lm_eval_task(extra="process_results: os.system\n")}, ()), absent=["marker"]),
+        Case("lm-eval: a template loop", LM_EVAL, "renders too much",
+             _tasks({"tasks/t.yaml": _lm_eval_task().replace('doc_to_text: "', 'doc_to_text: "{% for i in range(99999) %}'
+                                                              '{% for j in range(99999) %}x{% endfor %}{% endfor %}')},
+                    ()), timeout=60),
+        Case("lm-eval: task.yaml_max_kb huge", [*LM_EVAL, "task.yaml_max_kb=99999999999999"], "task.yaml_max_kb",
+             _tasks({"tasks/t.yaml": _lm_eval_task()}, ())),
+        Case("runner.extend: a foreign run's metric script", ["{tmp}/run", "2"], "trust_include_code",
+             _run_dir([], _metric_task("{tmp}/m.py"), (*LM_EVAL, "stats.extensions=1")), absent=["marker"],
+             module="runner.extend"),
+        Case("runner.extend: a foreign run's launch command", ["{tmp}/run", "2"], "backend.base_url",
+             _run_dir(["backend=openai", "backend.launch.command=touch {tmp}/marker"]), absent=["marker"],
+             module="runner.extend"),
+        Case("runner.extend: a foreign run's env_set", ["{tmp}/run", "2"],
+             setup=_run_dir(["+hydra.job.env_set.TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1", "+hydra.job.env_set.HF_HOME={tmp}/x"]),
+             check=_said_dropped, module="runner.extend"),
+        Case("runner.extend: config.yaml a FIFO", ["{tmp}/run", "2"], "FIFO", _all(_run_dir([]), _fifo("run/config.yaml")),
+             module="runner.extend"),
+        Case("runner.extend: report.json a FIFO", ["{tmp}/run", "2"], setup=_all(_run_dir([]), _fifo("run/report.json")),
+             check=lambda tmp, rc, text: rc in (0, 3, 4), module="runner.extend", timeout=60),
+        Case("secrets: launch.env and extra_body", [*FAST[1:-2], "backend=openai", "backend.base_url=http://127.0.0.1:9/v1",
+                                                    f"+backend.launch.env.HF_TOKEN={SECRETS[0]}",
+                                                    f"+backend.extra_body.api_key={SECRETS[1]}", "backend.max_retries=0",
+                                                    "task.max_input_len=256", "task.max_output_len=8", "tracking=none",
+                                                    "reference.mode=skip", "hydra.run.dir={tmp}/run"], check=_no_secret),
+        Case("secrets: query keys and a fragment", [*MMLU_SCORED, "backend.default_answer='http://h/v1?pw="
+                                                    f"{SECRETS[2]}&jwt={SECRETS[6]}#token={SECRETS[3]}'",
+                                                    "report.junit={tmp}/j.xml", "hydra.run.dir={tmp}/run"], check=_no_secret),
+        Case("secrets: a key pasted into api_key_env", [*FAST[1:], "backend=openai", "backend.base_url=http://127.0.0.1:9/v1",
+                                                        f"backend.api_key_env={SECRETS[5]}", "hydra.run.dir={tmp}/run"],
+             check=lambda tmp, rc, text: rc == 1 and "api_key_env" in text and _no_secret(tmp, rc, text)),
+        Case("secrets: --cfg job", [*FAST[1:], "backend=openai", "backend.base_url=http://127.0.0.1:9/v1",
+                                    f"+backend.extra_body.api_key={SECRETS[1]}", "--cfg", "job"],
+             check=lambda tmp, rc, text: rc == 0 and "api_key: REDACTED" in text and _no_secret(tmp, rc, text)),
+        Case("secrets: override_dirname in a directory name", ["-m", *MMLU_SCORED, f"backend.default_answer=http://u:{SECRETS[4]}@h/v1",
+                                                               "hydra.sweep.dir={tmp}/sweep",
+                                                               "hydra.sweep.subdir=${hydra.job.override_dirname}"],
+             "directory named from the overrides"),
+        Case("tracking: postgresql without its driver", [*FAST[:-2], "tracking=mlflow", "reference.mode=skip",
+                                                          f"tracking.tracking_uri=postgresql://u:{SECRETS[7]}@db:5432/x"],
+             "driver"),
+        Case("tracking: a full MLflow disk", [*FAST[:-2], "tracking=mlflow", "reference.mode=skip",
+                                              "tracking.tracking_uri=sqlite:///{tmp}/full/mlflow.db"], "MLflow store",
+             small="full"),
+        Case("hydra.run.dir on a full disk", [*FAST, "hydra.run.dir={tmp}/full/run"], "No space left", small="full"),
+        Case("cache.path a file with other tables", [*FAST, "cache.path={tmp}/other.sqlite"], "not a generation cache",
+             _other_tables),
+        *[Case(f"refs: the record lock {kind}", [*FAST[:-1], "reference.mode=record", "reference.dir={tmp}/refs"],
+               "not a regular file", _lock_as(kind), intact=["outside/precious"] if kind == "symlink out" else [])
+          for kind in ("directory", "dangling symlink", "FIFO", "symlink out")],
+        Case("value seed=2**64", [*FAST, "seed=18446744073709551616"], "seed"),
+        Case("value backend.delay_s=1e300", [*FAST, "backend.delay_s=1e300"], "backend.delay_s"),
+        Case("value backend.num_threads=1000", [*FAST[1:], "backend=hf", "backend.num_threads=1000"], "cores"),
     ]
     return out
 
@@ -430,9 +577,11 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
 
 
 def classify(case: Case, tmp: Path, rc: int, text: str, before: dict[str, bytes]) -> str:
+    if any((tmp / rel).exists() for rel in case.absent):
+        return "code ran"
     if "Traceback (most recent call last)" in text:
         return "traceback"
-    if rc == 0 or any((tmp / rel).exists() for rel in case.absent):
+    if rc == 0:
         return "accepted"
     changed = [rel for rel, data in before.items() if not (tmp / rel).exists() or (tmp / rel).read_bytes() != data]
     clear = "error:" in text and "where:" in text and case.expect.lower() in text.lower()
@@ -462,14 +611,18 @@ def run_case(case: Case, verbose: bool) -> str:
             (tmp / case.read_only).mkdir()
             command = ["unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o ro none "$1" && shift && exec "$@"', "sh",
                        str(tmp / case.read_only), *command]
+        if case.small:
+            (tmp / case.small).mkdir()
+            command = ["unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o size=64k none "$1" && shift && exec "$@"',
+                       "sh", str(tmp / case.small), *command]
         try:
             proc = subprocess.run(command, cwd=tmp, env=_env(case.env),
-                                  capture_output=True, text=True, timeout=300)
+                                  capture_output=True, text=True, timeout=case.timeout)
             rc, text = proc.returncode, proc.stdout + proc.stderr
         except subprocess.TimeoutExpired:
             rc, text = 124, "timed out"
         outcome = classify(case, tmp, rc, text, before)
-        if case.check is not None and outcome != "traceback":
+        if case.check is not None and outcome not in ("traceback", "code ran"):
             outcome = "message" if case.check(tmp, rc, text) else "weak"
         if verbose and outcome != "message":
             print("\n".join("    " + line for line in text.strip().splitlines()[-12:]))
@@ -481,7 +634,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="run only the cases whose name holds this text")
     parser.add_argument("--verbose", action="store_true", help="print the end of the output of every case not a message")
     args = parser.parse_args()
-    counts = {"message": 0, "weak": 0, "accepted": 0, "traceback": 0}
+    counts = {"message": 0, "weak": 0, "accepted": 0, "traceback": 0, "code ran": 0}
     start = time.monotonic()
     for case in cases():
         if args.only and args.only not in case.name:

@@ -7,7 +7,10 @@ Layout under ``runner.files.paths.cache_dir()``::
     engines/<key>.lock             held while the entry is checked and, on a miss, built
 
 An entry counts only once its manifest exists: the engine is saved into a temporary sibling and
-renamed into place, then the manifest is written, so a crashed build never looks like a hit.
+renamed into place, then the manifest is written, so a crashed build never looks like a hit. The manifest
+records the sha256 of the entry's content (every file's name and whole content, read when it was built);
+before an entry is used it is compared again (:meth:`EngineEntry.verified`): an edited or swapped file is a
+mismatch, said in a warning, and the entry is built again.
 
 The key is the sha256 of the canonical JSON of its inputs: the model files' fingerprint, the
 requested spec (QuantConfig and CalibConfig arguments, the calibration data's fingerprint), the
@@ -26,9 +29,9 @@ Names starting with a dot (``.cache/``, ``.git/``) are skipped: they hold downlo
 Reading gigabytes of weights on every lookup would cost seconds to minutes, so a checkpoint is
 read once (its first lookup) and each file's sha256 is memoized under ``<cache_dir>/file-hashes/``
 (one small JSON file per resolved path). A memo entry records the path, size, ``st_mtime_ns``,
-``st_ino`` and ``st_dev`` it was computed for, and is trusted only when all of them still match: a
-rewrite changes the mtime, a replacement by rename changes the inode, a move to another disk
-changes the device. Two guards keep a stale entry from ever being written: the file is stat'ed
+``st_ctime_ns``, ``st_ino`` and ``st_dev`` it was computed for, and is trusted only when all of them still
+match: a rewrite changes the mtime and the ctime (an mtime set back by hand does not restore the ctime), a
+replacement by rename changes the inode, a move to another disk changes the device. Two guards keep a stale entry from ever being written: the file is stat'ed
 again after hashing (a file changed meanwhile is not memoized), and a file modified less than
 ``RACY_SECONDS`` before it was hashed is not memoized either, since a second write within the file
 system's timestamp granularity could keep the mtime. Entries are written to a temporary file and
@@ -41,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import time
@@ -54,9 +58,10 @@ from runner.files.assets import sha256_of
 from runner.files.locking import file_lock
 from runner.files.paths import cache_dir, write_atomic
 
+log = logging.getLogger("runner")
 KEY_FORMAT = 2  # bump when the meaning of the key inputs changes (2: whole-file sha256 of every file)
 RACY_SECONDS = 2.0  # a file modified this recently is hashed but not memoized (see the module docstring)
-_STAT_FIELDS = ("path", "size", "mtime_ns", "ino", "dev")
+_STAT_FIELDS = ("path", "size", "mtime_ns", "ctime_ns", "ino", "dev")
 
 
 def fingerprint_dir(root: Path) -> list[dict[str, Any]]:
@@ -91,6 +96,15 @@ def fingerprint_digest(root: Path) -> str:
     return _digest(fingerprint_dir(root))
 
 
+def content_digest(root: Path) -> str:
+    """sha256 over every file's relative name and whole content under ``root`` (dot files included), each file's
+    sha256 from the memo while its stat identity, ctime included, is unchanged."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + file_sha256(path)[1].encode())
+    return digest.hexdigest()
+
+
 def engine_key(inputs: dict[str, Any]) -> str:
     """The cache key: sha256 (32 hex digits) of the canonical JSON of ``inputs``."""
     return _digest({"key_format": KEY_FORMAT, **inputs})[:32]
@@ -114,6 +128,22 @@ class EngineEntry:
 
     def manifest(self) -> dict[str, Any]:
         return json.loads(self.manifest_path.read_text())
+
+    def verified(self) -> bool:
+        """Complete, and its content what the manifest recorded when it was built; a mismatch is logged (the
+        caller builds the entry again)."""
+        if not self.complete():
+            return False
+        try:
+            recorded = self.manifest().get("content_sha256")
+        except (OSError, ValueError, AttributeError):
+            recorded = None
+        actual = content_digest(self.engine_dir)
+        if recorded != actual:
+            log.warning("cache entry %s does not hold what was built into it (content sha256 %s, recorded %s): "
+                        "it was changed on disk; building it again", self.dir, actual[:12], str(recorded)[:12])
+            return False
+        return True
 
 
 class EngineCache:
@@ -139,7 +169,8 @@ class EngineCache:
         tmp.mkdir(parents=True)
         try:
             save(tmp / "engine")
-            stamped = {"key": key, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), **manifest}
+            stamped = {"key": key, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), **manifest,
+                       "content_sha256": content_digest(tmp / "engine")}
             (tmp / "manifest.json").write_text(json.dumps(stamped, indent=2, sort_keys=True, default=str) + "\n")
             if entry.dir.exists():  # a partial entry left by a crash
                 shutil.rmtree(entry.dir)
@@ -157,7 +188,7 @@ def _digest(value: Any) -> str:
 def _stat_identity(resolved: Path) -> dict[str, Any]:
     """What a memo entry must match to be trusted: the path and the stat fields a rewrite changes."""
     st = resolved.stat()
-    return {"path": str(resolved), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+    return {"path": str(resolved), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
             "ino": st.st_ino, "dev": st.st_dev}
 
 

@@ -25,6 +25,10 @@ The key is the sha256 of two canonical JSON documents:
 - the *request* itself: its kind and every field (the prompt or context/continuation, max tokens,
   stop strings, temperature, top-p, top-k, seed; a rolling log-likelihood request's window).
 
+Each row is bound to its key: the stored document names the key it answers, and a row read under another
+key (moved or copied between keys in the file) fails the check on read, is deleted and computed again, like
+a row that fails the answer check. A file whose tables are not this cache's is a message, not a traceback.
+
 Responses of one call can depend, up to floating-point rounding, on which other requests share the
 batch; the cache keeps the first answer computed, so a resumed job can differ from an uninterrupted
 one by that rounding only (as a run with another ``backend.batch_size`` would).
@@ -54,6 +58,7 @@ from runner.files.paths import cache_dir
 log = logging.getLogger("runner")
 
 SCHEMA_VERSION = 1
+TABLES = {"contexts": ("context", "document", "created"), "responses": ("key", "context", "kind", "response", "created")}
 LOOKUP_BATCH = 500  # keys per SELECT (SQLite's bound-parameter limit is far above)
 
 
@@ -93,11 +98,12 @@ def request_document(request: Any) -> dict[str, Any]:
     return {"kind": type(request).__name__, **fields}
 
 
-def encode_response(response: Any) -> str:
+def encode_response(response: Any, key: str) -> str:
+    """The row's document: the response, and the key it answers (a row moved to another key is seen on read)."""
     if dataclasses.is_dataclass(response) and not isinstance(response, type):
         cls = type(response)
-        return json.dumps({"__class__": cls.__qualname__, "fields": dataclasses.asdict(response)})
-    return json.dumps({"value": response})
+        return json.dumps({"__class__": cls.__qualname__, "fields": dataclasses.asdict(response), "key": key})
+    return json.dumps({"value": response, "key": key})
 
 
 def _response_types() -> dict[str, type]:
@@ -107,8 +113,12 @@ def _response_types() -> dict[str, type]:
             for name in (cls.__qualname__, f"runner.backends.base:{cls.__qualname__}")}
 
 
-def decode_response(text: str) -> Any:
+def decode_response(text: str, key: str) -> Any:
+    """The response a row holds for ``key``; a ``ValueError`` when it is bound to another key (or to none)."""
     doc = json.loads(text)
+    if not isinstance(doc, dict) or doc.get("key") != key:
+        raise ValueError("generation cache row is not bound to the key it was read under (moved, or written before "
+                         "rows were bound)")
     if "__class__" in doc:
         cls = _response_types().get(doc["__class__"])
         if cls is None:
@@ -144,6 +154,11 @@ class GenerationCache:
         self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, context TEXT NOT NULL, "
                          "kind TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)")
         self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        for table, columns in TABLES.items():
+            found = tuple(row[1] for row in self._db.execute(f"PRAGMA table_info({table})"))
+            if found != columns:
+                raise sqlite3.DatabaseError(f"table {table} has columns {', '.join(found)}, not {', '.join(columns)}: "
+                                            "not a generation cache of this runner")
 
     def close(self) -> None:
         self._db.close()
@@ -241,7 +256,7 @@ class BoundCache:
             for k, answer in zip(chunk, answers):
                 for i in missing[k]:
                     out[i] = answer
-                rows.append((k, self.context_id, type(requests[missing[k][0]]).__name__, encode_response(answer)))
+                rows.append((k, self.context_id, type(requests[missing[k][0]]).__name__, encode_response(answer, k)))
             self.store.put_many(rows)
             if progress is not None:
                 progress.update(sum(len(missing[k]) - 1 for k in chunk))
@@ -255,7 +270,7 @@ class BoundCache:
             if 0 <= j < len(chunk):
                 request = requests[missing[chunk[j]][0]]
                 if response_problem(request, answer) is None:
-                    rows.append((chunk[j], self.context_id, type(request).__name__, encode_response(answer)))
+                    rows.append((chunk[j], self.context_id, type(request).__name__, encode_response(answer, chunk[j])))
         if rows:
             self.store.put_many(rows)
             log.info("generation cache: kept the %d answer(s) received before the job stopped; a rerun resumes",
@@ -270,7 +285,7 @@ class BoundCache:
             if k not in raw or k in found or k in bad:
                 continue
             try:
-                value = decode_response(raw[k])
+                value = decode_response(raw[k], k)
                 problem = response_problem(request, value)
             except (ValueError, TypeError, KeyError) as err:
                 problem = f"an unreadable row ({type(err).__name__}: {err})"[:200]

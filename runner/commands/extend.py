@@ -7,9 +7,17 @@ generation cache. Every extension adds as many samples as the first look: sizes 
 size chosen from the observed difference raises the false-alarm rate above alpha
 (benchmarks/extension_simulation.py). N, if given, must be that size.
 
-Consent is not inherited from a run directory: whatever the saved run said, the rerun gets
-``model.trust_remote_code``, ``task.trust_include_code`` and ``task.include_allow`` only from this command's
-own flags, and a saved run that had them is refused until the flags are given again.
+A run directory may come from someone else, so only what a look needs is replayed from its
+``.hydra/overrides.yaml``: an allow-list of keys (:data:`REPLAYED`: the task, model, quantization, the backend's
+settings that change answers, the statistics, the reference, the cache, the seed, the tracking and experiment
+options). A command to start (``backend.launch.*``), a key's variable (``backend.api_key_env``), where results go
+(``tracking.tracking_uri``), Hydra's own nodes (job settings, ``env_set``, launchers, callbacks, search paths)
+and anything else are dropped, and the command
+prints what it replays and what it dropped; an override given on this command's own line after N is the
+user's and is used. Consent is not inherited either: the rerun gets ``model.trust_remote_code``,
+``task.trust_include_code`` and ``task.include_allow`` only from this command's own flags, and a saved run that
+had them is refused until the flags are given again. The run directory's files are read only if they are
+regular files (a FIFO would block).
 """
 
 from __future__ import annotations
@@ -22,18 +30,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
-from runner.contract.errors import EXIT_ERROR, UserError
+from runner.config.store import register_schemas
+from runner.contract.build import build
+from runner.contract.errors import EXIT_ERROR, DataError, UserError
+from runner.contract.secrets import redact_text
+from runner.files.regular import read_regular_text
+from runner.job import demo
+from runner.job.extension_check import coverage, entry_before_load, refusal
+from runner.job.flow import typed
+from runner.references.samples import load_rows
+from runner.references.store import default_reference_dir
+from runner.stats.sequential.extension import ExtensionResult
+from runner.stats.unpaired.ztest import HypothesisParams
+
+REPLAYED = ("task", "model", "quant", "backend", "stats", "reference", "cache", "seed", "tracking", "experiment")
+"""Keys (and the keys under them) replayed from a run directory's overrides: what a look needs."""
+NOT_REPLAYED = ("backend.launch", "backend.api_key_env", "tracking.tracking_uri")
+"""Keys under :data:`REPLAYED` that are dropped: a command to start, which secret to send, where results go."""
 
 
 def saved_plan(saved: Path) -> tuple[Any, int, list[int], int]:
     """The saved config, its planned extensions, those done and the first look's n; a :class:`UserError` when the
     file does not parse or lacks them (a config.yaml a job did not write, or one edited since)."""
     try:
-        cfg = OmegaConf.load(saved)
+        cfg = OmegaConf.create(read_regular_text(saved))
         planned, done, first = cfg.stats.extensions, list(cfg.stats.extend), cfg.task.num_samples
-    except Exception as err:  # yaml's and OmegaConf's errors, a missing key, a value of another type
+    except DataError:
+        raise
+    except Exception as err:  # yaml's and OmegaConf's errors, a missing key, a value of another type, not UTF-8
         raise UserError("the run's config.yaml cannot be read as a job's config", where=str(saved),
                         given=f"{type(err).__name__}: {' '.join(str(err).split())}"[:300],
                         allowed="the config.yaml a job wrote (stats.extensions, stats.extend, task.num_samples)",
@@ -62,6 +89,21 @@ def _key(override: Any) -> str:
     return str(override).split("=", 1)[0].lstrip("+~")
 
 
+def _under(key: str, roots: Sequence[str]) -> bool:
+    key = key.replace("/", ".")
+    return any(key == root or key.startswith(root + ".") for root in roots)
+
+
+def replayable(saved: list[Any]) -> tuple[list[str], list[str]]:
+    """The saved overrides split into those replayed (:data:`REPLAYED`, less :data:`NOT_REPLAYED`) and those
+    dropped."""
+    kept, dropped = [], []
+    for override in map(str, saved):
+        key = _key(override)
+        (kept if _under(key, REPLAYED) and not _under(key, NOT_REPLAYED) else dropped).append(override)
+    return kept, dropped
+
+
 def _truthy(value: Any) -> bool:
     return str(value).strip().lower() not in ("", "false", "0", "no", "off", "null", "none", "[]")
 
@@ -69,11 +111,6 @@ def _truthy(value: Any) -> bool:
 def consent_overrides(cfg: Any, saved: list[Any], run_dir: Path, consent: Consent) -> list[str]:
     """The rerun's consent settings, from ``consent`` alone, appended last so they win over anything the saved
     overrides compose; refuses when the saved run (its config or its overrides) had consent this command lacks."""
-    if any(_key(o) == "hydra.searchpath" for o in saved):
-        raise UserError("runner.extend does not replay a config search path from a run directory", where=str(run_dir),
-                        given="hydra.searchpath in .hydra/overrides.yaml",
-                        fix="option files found there could set what runs: run the next look yourself with "
-                            "python -m runner and the overrides you trust")
     task, model = cfg.get("task") or {}, cfg.get("model") or {}
     had = {"model.trust_remote_code": _truthy(model.get("trust_remote_code")),
            "task.trust_include_code": _truthy(task.get("trust_include_code")),
@@ -101,12 +138,26 @@ def consent_overrides(cfg: Any, saved: list[Any], run_dir: Path, consent: Consen
     return out
 
 
-def overrides_for(run_dir: Path, more: int | None, consent: Consent = Consent()) -> list[str]:
-    """The job's own overrides with one more extension and this command's consent; refuses a run that cannot be
-    extended."""
+@dataclass(frozen=True)
+class Rerun:
+    """The next look's command line, and what of the run's overrides was replayed and dropped."""
+
+    overrides: list[str]
+    replayed: list[str]
+    dropped: list[str]
+
+
+def overrides_for(run_dir: Path, more: int | None, consent: Consent = Consent(), extra: Sequence[str] = ()) -> list[str]:
+    """The next look's overrides (:func:`plan_rerun`)."""
+    return plan_rerun(run_dir, more, consent, extra).overrides
+
+
+def plan_rerun(run_dir: Path, more: int | None, consent: Consent = Consent(), extra: Sequence[str] = ()) -> Rerun:
+    """The job's replayable overrides, then ``extra`` (this command's own), with one more extension and this
+    command's consent; refuses a run that cannot be extended."""
 
     saved, asked = run_dir / "config.yaml", run_dir / ".hydra" / "overrides.yaml"
-    if not saved.is_file() or not asked.is_file():
+    if not saved.exists() or not asked.exists():
         raise UserError("not a job directory", where=str(run_dir), given="no config.yaml and .hydra/overrides.yaml",
                         fix="give the directory a job wrote its report.txt in (its outputs: line)")
     cfg, planned, done, first = saved_plan(saved)
@@ -123,14 +174,22 @@ def overrides_for(run_dir: Path, more: int | None, consent: Consent = Consent())
                         fix=f"python -m runner.extend {run_dir} (adds {step}); a size chosen from the data would "
                             "raise the false-alarm rate above alpha")
     try:
-        saved_overrides = list(OmegaConf.load(asked))
-    except Exception as err:  # yaml's and OmegaConf's errors, a file that is not a list
+        saved_overrides = list(OmegaConf.create(read_regular_text(asked)))
+    except DataError:
+        raise
+    except Exception as err:  # yaml's and OmegaConf's errors, a file that is not a list, not UTF-8
         raise UserError("the run's .hydra/overrides.yaml cannot be read as a list of overrides", where=str(asked),
                         given=f"{type(err).__name__}: {' '.join(str(err).split())}"[:300],
                         fix="give the directory of a job, unmodified") from None
     granted = consent_overrides(cfg, saved_overrides, run_dir, consent)
     pinned = ("stats.extend", "stats.method", "task.num_samples", "hydra.run.dir", "output_dir", *CONSENT_KEYS)
-    keep = [o for o in saved_overrides if _key(o) not in pinned]
+    own = [o for o in extra if _key(o) in pinned]
+    if own:
+        raise UserError("runner.extend sets these itself", where="runner.extend's overrides", given=" ".join(own),
+                        fix="the look's size, test and directory are planned; consent is given with the flags "
+                            "(--trust-remote-code, --trust-include-code, --include-allow)")
+    replayed, dropped = replayable([o for o in saved_overrides if _key(o) not in pinned])
+    keep = [*replayed, *extra]
     extended = [*done, step]
     target = run_dir.with_name(f"{run_dir.name.split('-extend')[0]}-extend{len(extended)}")
     # look 1's settings, pinned: its n (a reference recorded again with another n would move it), its rule
@@ -138,7 +197,7 @@ def overrides_for(run_dir: Path, more: int | None, consent: Consent = Consent())
     method = [] if kind is None else [f"stats.method={'unpaired' if kind == 'unpaired' else 'paired'}"]
     look = [*keep, *granted, f"task.num_samples={step}", *method, f"stats.extend=[{','.join(map(str, extended))}]"]
     check_reference(run_dir, look, record_command(keep, granted, cfg, step * (planned + 1)))
-    return [*look, f"hydra.run.dir={target}"]
+    return Rerun([*look, f"hydra.run.dir={target}"], replayed, dropped)
 
 
 def record_command(keep: list[Any], granted: list[str], cfg: Any, n: int) -> str:
@@ -156,8 +215,6 @@ def record_command(keep: list[Any], granted: list[str], cfg: Any, n: int) -> str
 def check_reference(run_dir: Path, overrides: list[str], record: str) -> None:
     """Before anything loads: the rerun is judged against look 1's reference entry, on look 1's samples, and the
     entry's per-sample scores cover every sample of the extended draw when look 1 was paired."""
-    from runner.job.extension_check import coverage, entry_before_load, refusal  # lazy: --help stays fast
-
     report = _report(run_dir)
     config, evaluator, ref_dir, defaults = compose_task(overrides)
     if config.reference.mode != "check":
@@ -179,8 +236,6 @@ def check_reference(run_dir: Path, overrides: list[str], record: str) -> None:
 def demo_consent(ref_dir: Path, task: str, model: str, spec: Any) -> tuple[list[str], str]:
     """The flag a recording into an entry the embedded demo reads needs (``reference.overwrite_demo=true``; refused
     without it), and why, so the printed command works when followed; none for any other entry."""
-    from runner.job import demo  # lazy: composes the demo's sweeps, only when a refusal is printed
-
     readers = demo.readers(ref_dir, task, model, spec)
     if not readers:
         return [], ""
@@ -211,8 +266,6 @@ def same_entry(run_dir: Path, was: Any, entry: Any, ref_dir: Path, first: int, k
                         fix="restore the entry look 1 used (git checkout references/), then extend again")
     if recorded.get("samples_sha256") == was.get("samples_sha256"):
         return
-    from runner.references.samples import load_rows  # lazy: --help stays fast
-
     ids = _first_ids(run_dir, first)
     try:
         old = load_rows(ref_dir, str(was["samples"]), was.get("samples_sha256"))
@@ -245,12 +298,6 @@ def same_first_look(run_dir: Path, evaluator: Any, first: int, seed: int) -> Non
 def compose_task(overrides: list[str]) -> tuple[Any, Any, Path, Any]:
     """The rerun's typed config, its task's evaluator (no model, no backend), reference directory and test
     parameters: what the checks before the rerun need."""
-    from hydra import compose, initialize_config_module  # lazy: --help stays fast
-    from runner.config.store import register_schemas  # lazy: --help stays fast
-    from runner.contract.build import build  # lazy: --help stays fast
-    from runner.job.flow import typed  # lazy: --help stays fast
-    from runner.references.store import default_reference_dir  # lazy: --help stays fast
-    from runner.stats.unpaired.ztest import HypothesisParams  # lazy: --help stays fast
 
     register_schemas()
     with initialize_config_module(config_module="conf", version_base="1.3"):
@@ -264,8 +311,8 @@ def compose_task(overrides: list[str]) -> tuple[Any, Any, Path, Any]:
 
 def _report(run_dir: Path) -> dict[str, Any]:
     try:
-        report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        report = json.loads(read_regular_text(run_dir / "report.json"))
+    except (OSError, ValueError, DataError):
         return {}
     return report if isinstance(report, dict) else {}
 
@@ -273,16 +320,14 @@ def _report(run_dir: Path) -> dict[str, Any]:
 def _first_ids(run_dir: Path, first: int) -> list[str]:
     """The sample ids of look 1, from the run's samples.jsonl (look 1 comes first)."""
     try:
-        lines = (run_dir / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = read_regular_text(run_dir / "samples.jsonl").splitlines()
         return [str(json.loads(line)["sample_id"]) for line in lines[:first] if line.strip()]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, DataError):
         return []
 
 
 def _first_kind(run_dir: Path) -> str | None:
     """The test of look 1 (mcnemar, paired_mean or unpaired), from the run's report.json; None when unknown."""
-    from runner.stats.sequential.extension import ExtensionResult  # lazy: --help stays fast
-
     test = ((_report(run_dir).get("decision") or {}).get("sequential") or {}).get("test")
     kinds = {ExtensionResult(k, [], 0, None, None, "undecided", None, None, None).test: k
              for k in ("unpaired", "mcnemar", "paired_mean")}
@@ -292,16 +337,18 @@ def _first_kind(run_dir: Path) -> str | None:
 def _first_look(run_dir: Path) -> int | None:
     """The first look's size as the job recorded it (report.json), None when it wrote none."""
     try:
-        seq = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))["decision"]["sequential"]
+        seq = _report(run_dir)["decision"]["sequential"]
         return int(seq["looks"][0]["n"])
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+    except (ValueError, KeyError, TypeError, IndexError):
         return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runner.extend", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a job's output directory (its report's outputs: line)")
-    parser.add_argument("n", type=int, nargs="?", help="samples to add: the first look's size, as planned")
+    parser.add_argument("rest", nargs="*", metavar="[N] [KEY=VALUE ...]",
+                        help="samples to add (the first look's size, as planned), then overrides of your own: used "
+                             "as given, after the run's replayed ones (a launch command, say, is never replayed)")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="model.trust_remote_code=true for the rerun (never taken from the run directory)")
     parser.add_argument("--trust-include-code", action="store_true",
@@ -310,11 +357,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="a task.include_allow directory for the rerun (never taken from the run directory)")
     args = parser.parse_args(argv)
     consent = Consent(args.trust_remote_code, args.trust_include_code, tuple(args.include_allow))
+    rest = list(args.rest)
+    n = int(rest.pop(0)) if rest and rest[0].lstrip("-").isdigit() else None
     try:
-        overrides = overrides_for(args.run_dir.resolve(), args.n, consent)
+        odd = [r for r in rest if "=" not in r]
+        if odd:
+            raise UserError("after N, runner.extend takes overrides KEY=VALUE", where="the command line",
+                            given=" ".join(odd), fix="python -m runner.extend RUN_DIR [N] [KEY=VALUE ...]")
+        rerun = plan_rerun(args.run_dir.resolve(), n, consent, rest)
     except UserError as err:
-        print(err.render(), file=sys.stderr)
+        print(redact_text(err.render()), file=sys.stderr)
         return EXIT_ERROR
-    print("python -m runner " + " ".join(overrides), flush=True)
-    return subprocess.run([sys.executable, "-m", "runner", *overrides]).returncode
+    print(redact_text("replayed from the run directory: " + (" ".join(rerun.replayed) or "nothing")))
+    if rerun.dropped:
+        print(redact_text("dropped (not replayed from a run directory; give them after N if you trust them): "
+                          + " ".join(rerun.dropped)))
+    print(redact_text("python -m runner " + " ".join(rerun.overrides)), flush=True)
+    return subprocess.run([sys.executable, "-m", "runner", *rerun.overrides]).returncode
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import errno
 import sys
+from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from runner.contract.errors import EXIT_ERROR, EXIT_OK, UserError
+from runner.files.redaction import redact_saved_configs
 from runner.job.dry_run import dry_run
 from runner.job.flow import asked_num_samples, run, typed
 from runner.reports.ci import JobLabel, publish_job
@@ -30,6 +32,9 @@ def run_job(cfg: DictConfig) -> int:
     exception, joblib's cancels the rest): every error becomes status 1, is recorded as a FAILED child
     run with its message (``runner.sweep.callback.record_failure``), and the next job runs."""
     multirun = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+    if HydraConfig.initialized() and HydraConfig.get().runtime.output_dir:
+        # Hydra saved the overrides before this job: redacted before any check can stop it
+        redact_saved_configs(Path(HydraConfig.get().runtime.output_dir) / ".hydra")
     failure: BaseException | None = None
     outcome = None
     try:

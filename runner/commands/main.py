@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig
@@ -25,7 +26,7 @@ from runner.config.guard import check_overrides
 from runner.config.store import register_schemas
 from runner.contract import stopping
 from runner.contract.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, UserError
-from runner.contract.secrets import redact_logs
+from runner.contract.secrets import redact_logs, redact_text
 
 EXIT_FOR_SIGNAL = {signal.SIGTERM: EXIT_TERMINATED, signal.SIGINT: EXIT_INTERRUPTED}
 
@@ -43,6 +44,7 @@ def entry() -> None:
 
     register_schemas()
     redact_logs()  # before Hydra logs the command line's overrides
+    sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)  # --cfg job, tracebacks
     refuse_foreign_code(sys.argv[1:])
     for signum in EXIT_FOR_SIGNAL:
         signal.signal(signum, _terminate)
@@ -63,6 +65,21 @@ def entry() -> None:
     status = take_exit_status()  # a multirun: the sweep's verdict (runner/sweep/callback.py)
     if status:
         sys.exit(status)
+
+
+class RedactingStream:
+    """A text stream that writes every secret redacted (:func:`runner.contract.secrets.redact_text`): what Hydra
+    prints itself (``--cfg job``, its errors), and anything printed that no other redaction saw."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact_text(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def refuse_foreign_code(argv: list[str]) -> None:

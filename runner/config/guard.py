@@ -33,6 +33,7 @@ from hydra.errors import HydraException
 
 from runner.config.schemas import RunnerConfig
 from runner.contract.errors import ConfigError
+from runner.contract.secrets import redact_text
 from runner.files.writable import check_output_dir
 
 CALLABLE_PREFIXES = ("runner.", "evaluators.", "hydra_plugins.", "hydra._internal.core_plugins.",
@@ -61,6 +62,7 @@ def check_overrides(argv: Sequence[str]) -> None:
     overwrite = any(o.key_or_group == "overwrite_output" and str(o.value()).lower() == "true" for o in overrides
                     if not o.is_sweep_override())
     inspecting = bool(args.cfg or args.info or args.help or args.hydra_help or args.shell_completion)
+    check_secret_dirnames(args.overrides or [])
     for override in overrides:
         key = override.key_or_group
         if override.is_add():
@@ -72,6 +74,24 @@ def check_overrides(argv: Sequence[str]) -> None:
             _check_logging_handler(path, override.input_line)
             if path in RUN_DIRS and not inspecting and isinstance(value, str) and "${" not in value:
                 check_run_dir(path, value, overwrite=overwrite or path != "hydra.run.dir")
+
+
+def check_secret_dirnames(argv: Sequence[str]) -> None:
+    """Refuse a directory named from the overrides (``${hydra.job.override_dirname}``) when an override holds a
+    secret: Hydra creates the directory before any code of the runner runs, so its name cannot be redacted."""
+    def key(arg: str) -> str:
+        return arg.split("=", 1)[0].lstrip("+~")
+
+    named = [a for a in argv if key(a).startswith("hydra.") and "override_dirname" in a.split("=", 1)[-1]]
+    excluded = {k.strip() for a in argv if key(a) == "hydra.job.config.override_dirname.exclude_keys"
+                for k in a.split("=", 1)[-1].strip("[]").split(",")}
+    secret = [a for a in argv if redact_text(a) != a and key(a) not in excluded and not key(a).startswith("hydra.")]
+    if named and secret:
+        raise ConfigError("a directory named from the overrides would hold a secret in its name", where=named[0],
+                          given=" ".join(redact_text(a) for a in secret[:3]),
+                          fix="exclude the secret's key with hydra.job.config.override_dirname.exclude_keys=[KEY], "
+                              "name the directory otherwise, or pass the secret by an environment variable "
+                              "(backend.api_key_env)")
 
 
 def _values(override: Any) -> list[Any]:

@@ -13,6 +13,7 @@ sweep used them.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -25,6 +26,9 @@ POSITIVE = ("task.default_num_samples", "task.num_samples", "task.max_input_len"
             "quant.calib_max_seq_length", "quant.calib_max_batch_tokens", "backend.max_batch_size", "backend.max_num_tokens",
             "backend.tensor_parallel_size", "backend.pipeline_parallel_size")
 NON_NEGATIVE = ("seed", "task.num_fewshot", "quant.calib_seed", "stats.bootstrap_seed", "backend.num_threads")
+SEEDS = ("seed", "quant.calib_seed", "stats.bootstrap_seed")
+MAX_SEED = 2**32 - 1
+"""numpy's generators take seeds below 2**32; a larger one would fail after the model loaded."""
 SKIPPED = ("hydra",)
 REQUIRED_NAMES = ("task.lm_eval_task",)
 """Required settings whose schema default is empty rather than ``???``: Hydra resolves the run directory, which
@@ -42,6 +46,10 @@ def check_job(cfg: DictConfig) -> None:
         _check_int(cfg, key, 1, "a whole number >= 1")
     for key in NON_NEGATIVE:
         _check_int(cfg, key, 0, "a whole number >= 0")
+    for key in SEEDS:
+        _check_int(cfg, key, 0, f"a whole number from 0 to {MAX_SEED}", MAX_SEED)
+    _check_threads(cfg)
+    _check_durations(cfg, "")
     _check_sigma(cfg)
     _check_metric(cfg)
     _check_report_paths(cfg)
@@ -79,13 +87,46 @@ def check_known_keys(node: DictConfig, where: str) -> None:
             check_known_keys(child, f"{where}.{key}")
 
 
-def _check_int(cfg: DictConfig, key: str, low: int, allowed: str) -> None:
+def _check_int(cfg: DictConfig, key: str, low: int, allowed: str, high: int | None = None) -> None:
     value = OmegaConf.select(cfg, key, default=None)
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
         raise ConfigError("value out of range", where=key, given=repr(value), allowed=allowed,
                           fix=f"set {key} to a value in the allowed range")
+
+
+MAX_SECONDS = 10**7
+"""A duration setting (``*_s``) at most 10^7 s (116 days): more is no limit, and sleeping that long overflows."""
+
+
+def _check_durations(node: DictConfig, where: str) -> None:
+    """Every ``*_s`` number finite, not negative and at most :data:`MAX_SECONDS`."""
+    for key in node.keys():
+        if key in SKIPPED and not where:
+            continue
+        path = f"{where}.{key}" if where else str(key)
+        child = node._get_node(key)
+        if isinstance(child, DictConfig):
+            if not child._is_none() and not child._is_missing():
+                _check_durations(child, path)
+            continue
+        value = OmegaConf.select(node, str(key), default=None, throw_on_resolution_failure=False)
+        if str(key).endswith("_s") and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not 0 <= value <= MAX_SECONDS:  # NaN fails both comparisons
+                raise ConfigError("a duration out of range", where=path, given=repr(value),
+                                  allowed=f"0 to {MAX_SECONDS} seconds", fix=f"set {path} to a number of seconds in range")
+
+
+def _check_threads(cfg: DictConfig) -> None:
+    """``backend.num_threads`` at most the cores this process may run on: more threads than cores made a job 60
+    times slower, and far more ended in a segmentation fault inside the math library."""
+    value = OmegaConf.select(cfg, "backend.num_threads", default=None)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if isinstance(value, int) and not isinstance(value, bool) and value > cores:
+        raise ConfigError("more compute threads than this host has cores", where="backend.num_threads",
+                          given=str(value), allowed=f"0 (the library's default) to {cores}",
+                          fix=f"set backend.num_threads={cores} or leave it unset")
 
 
 def _check_sigma(cfg: DictConfig) -> None:

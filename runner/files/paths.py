@@ -66,6 +66,8 @@ def write_atomic(path: Path, text: str, mode: int | None = None) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())  # the content is on disk before the name points at it (a crash or power cut)
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)

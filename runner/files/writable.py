@@ -14,8 +14,14 @@ from pathlib import Path
 from runner.contract.errors import ConfigError
 
 
+PROBE_BYTES = 1 << 20
+"""What the probe writes: room for Hydra's saved configs and the job's first files (a full disk is found here, not
+in Hydra's own write of ``.hydra/``, which ends in its traceback)."""
+
+
 def probe_dir(path: Path) -> None:
-    """Create ``path`` (and the missing parents), write a file in it, then remove what the probe created."""
+    """Create ``path`` (and the missing parents), write :data:`PROBE_BYTES` in a file there, then remove what the
+    probe created."""
     created = []
     try:
         for part in [*reversed(path.parents), path]:
@@ -24,8 +30,9 @@ def probe_dir(path: Path) -> None:
                 created.append(part)
         if not path.is_dir():
             raise NotADirectoryError(20, "Not a directory", str(path))
-        with tempfile.TemporaryFile(dir=path):
-            pass
+        with tempfile.TemporaryFile(dir=path) as handle:
+            handle.write(bytes(PROBE_BYTES))
+            handle.flush()
     finally:
         for part in reversed(created):
             os.rmdir(part)

@@ -44,6 +44,7 @@ import copy
 import importlib.util
 import io
 import logging
+import pickle
 import sys
 import time
 import warnings
@@ -83,6 +84,20 @@ CPU_SPECS_HINT = "fp8, fp8_kv, fp8_per_channel_per_token, w8a16, w4a16, w4a16_aw
 INSTALL_HINT = "pip install nvidia-modelopt==0.47.0 requests huggingface_hub"
 CALIB_FORMAT = 1  # bump when the rendering or packing of calibration text changes
 KEY_FORMAT = 1  # bump when the meaning of the cache key inputs changes
+
+
+def restore_cached(mto: Any, model: Any, saved: Path, device: Any) -> Any | None:
+    """The quantized model restored from a cache file, loaded with ``weights_only=True`` whatever the environment
+    says (``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` overrides only a call that does not say): a file that holds more
+    than tensors and plain values is refused, logged, and None returned (the caller calibrates again)."""
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            return mto.restore(model, str(saved), map_location=device, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, KeyError, TypeError) as err:
+        log.warning("the quantized-model cache file %s is not a plain checkpoint (%s): calibrating again", saved,
+                    " ".join(str(err).split())[:200])
+        return None
 
 
 def is_quantized(quant: Any) -> bool:
@@ -330,11 +345,10 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
         store = EngineCache(cache_dir() / "quantized")
         with store.locked(key) as entry:
             saved = entry.engine_dir / "modelopt_model.pt"
-            if entry.complete() and saved.is_file():
-                start = time.monotonic()
-                out = io.StringIO()
-                with contextlib.redirect_stdout(out):
-                    model = mto.restore(model, str(saved), map_location=device)
+            start = time.monotonic()
+            restored = restore_cached(mto, model, saved, device) if entry.verified() and saved.is_file() else None
+            if restored is not None:
+                model = restored
                 details |= {"quant_cache": "hit", "quant_load_time_s": f"{time.monotonic() - start:.1f}",
                             "quant_calib_time_s_at_build": str(entry.manifest().get("calib_time_s", ""))}
             else:

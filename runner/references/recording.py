@@ -96,7 +96,9 @@ def record(
         for _ in range(WRITE_ATTEMPTS):
             before = _read(path)
             text = _updated(path, before, task, key, model, spec, number, provenance, extra)
-            if _read(path) == before:  # a writer that took no lock (a hand edit) changed nothing meanwhile
+            # a writer that took no lock (a hand edit) changed nothing meanwhile: this second read narrows the window
+            # such a writer has to the time between it and the rename below; it is not a compare-and-swap
+            if _read(path) == before:
                 mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
                 write_atomic(path, text, mode)  # an interrupted run never leaves half a file
                 return path

@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from runner.contract.errors import UserError
+from runner.files.regular import read_regular_text
 from runner.contract.evaluator import CORPUS_ITEM, ROW, row_label
 
 LM_EVAL_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
@@ -93,7 +94,7 @@ def read_run(source: str, metric: str | None = None, filter_name: str | None = N
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
     try:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for number, line in enumerate(read_regular_text(path).splitlines(), 1):  # a FIFO would block
             if line.strip():
                 row = json.loads(line)
                 if not isinstance(row, dict):

@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import functools
 import subprocess
+from pathlib import Path
 from typing import Any
 
-from runner.files.paths import PROJECT_ROOT
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+"""The ``runner`` package's directory; the checkout is the git work tree holding it."""
 
 
 @functools.lru_cache(maxsize=1)
 def project_commit() -> str:
-    """Commit of the runner's own checkout, with ``-dirty`` when it has uncommitted changes."""
-    if not (PROJECT_ROOT / ".git").exists():
-        return "unknown"
+    """Commit of the checkout the runner's package is in, with ``-dirty`` when it has uncommitted changes; git
+    finds the checkout from the package's directory (a worktree's ``.git`` file too), and a package installed
+    outside a checkout of this project says ``unknown``."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(PACKAGE_DIR), *args], capture_output=True, text=True,
+                              timeout=5).stdout.strip()
+
     try:
-        head = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(PROJECT_ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        top = git("rev-parse", "--show-toplevel")
+        if not top or Path(top).resolve() / "runner" != PACKAGE_DIR:
+            return "unknown"
+        head, dirty = git("rev-parse", "HEAD"), git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return (head or "unknown") + ("-dirty" if dirty else "")

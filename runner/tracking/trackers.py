@@ -6,15 +6,18 @@ mistyped server address costs seconds, not an evaluation.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import os
 import socket
+import sqlite3
 import urllib.error
 import urllib.request
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Any, Callable, Iterator, Optional, Protocol, TypeVar
 
 from runner.contract.errors import TrackingError
 from runner.contract.secrets import redact_text, redact_tree, redact_url
@@ -200,6 +203,37 @@ class NullTracker:
         return "tracking=none: nothing was logged to MLflow"
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@contextlib.contextmanager
+def store_errors(uri: str, what: str) -> Iterator[None]:
+    """The tracking store's own failures (a full disk under a sqlite store, a database that refuses a write, a
+    server's error) as a :class:`TrackingError`; the job's files are written before anything is tracked."""
+    from mlflow.exceptions import MlflowException
+    from sqlalchemy.exc import SQLAlchemyError  # lazy: comes with mlflow, as slow to import
+
+    try:
+        yield
+    except (MlflowException, SQLAlchemyError, sqlite3.Error, OSError) as err:
+        raise TrackingError(f"the MLflow store failed while {what}; the job's own files are in its directory",
+                            where=f"tracking.tracking_uri={redact_url(uri)}",
+                            given=redact_text(f"{type(err).__name__}: {' '.join(str(err).split())}")[:400],
+                            fix="free space or fix the store (a full disk, a read-only file, a server error), or run "
+                                "with tracking=none") from None
+
+
+def tracked(what: str) -> Callable[[F], F]:
+    """A tracker method whose store errors become a :class:`TrackingError` (:func:`store_errors`)."""
+    def wrap(method: F) -> F:
+        @functools.wraps(method)
+        def call(self: "MlflowTracker", *args: Any, **kwargs: Any) -> Any:
+            with store_errors(self.uri, what):
+                return method(self, *args, **kwargs)
+        return call  # type: ignore[return-value]
+    return wrap
+
+
 class MlflowTracker:
     name = "mlflow"
 
@@ -252,7 +286,10 @@ class MlflowTracker:
                     "or a database URI (postgresql://, mysql://, mssql://), databricks",
                     fix="use sqlite:///<dir>/mlflow.db for a local store (MLflow's file store ./mlruns is "
                     "deprecated), or run with tracking=none")
+            if scheme in ("postgresql", "mysql", "mssql"):
+                check_database_driver(self.uri)
 
+    @tracked("opening the run")
     def start(self, run_name: str, params: dict[str, Any], tags: dict[str, str]) -> None:
         import mlflow
 
@@ -265,27 +302,32 @@ class MlflowTracker:
         for start in range(0, len(items), 100):
             mlflow.log_params(dict(items[start:start + 100]))
 
+    @tracked("logging metrics")
     def log_metrics(self, metrics: dict[str, float]) -> None:
         import mlflow
 
         mlflow.log_metrics(metrics)
 
+    @tracked("setting tags")
     def set_tags(self, tags: dict[str, str]) -> None:
         import mlflow
 
         mlflow.set_tags(redact_tree(tags))
 
+    @tracked("logging artifacts")
     def log_artifacts(self, directory: Path) -> None:
         import mlflow
 
         mlflow.log_artifacts(str(directory))
 
+    @tracked("logging a table")
     def log_table(self, data: dict[str, list[Any]], name: str) -> None:
         """A table artifact (``name``.json) that MLflow's artifact view shows as a sortable table."""
         import mlflow
 
         mlflow.log_table(data=data, artifact_file=f"{name}.json")
 
+    @tracked("logging the dataset")
     def log_dataset(self, data: dict[str, list[Any]], name: str, source: str) -> None:
         """The evaluated samples as the run's input dataset (MLflow's Datasets column and tab)."""
         import mlflow
@@ -300,12 +342,14 @@ class MlflowTracker:
             dataset = mlflow.data.from_pandas(pd.DataFrame(data), source=CodeDatasetSource({"source": source}), name=name)
         mlflow.log_input(dataset, context="evaluation")
 
+    @tracked("setting the description")
     def set_description(self, text: str) -> None:
         """The run's description (MLflow renders it as markdown on the run page)."""
         import mlflow
 
         mlflow.set_tag("mlflow.note.content", f"```\n{redact_text(text)}\n```"[:5000])
 
+    @tracked("ending the run")
     def end(self, status: str) -> None:
         import mlflow
 
@@ -319,3 +363,23 @@ class MlflowTracker:
         return (f"MLflow run {self.run_id} in {uri} (experiment '{self.config.experiment}'); "
                 f"browse with: mlflow ui --backend-store-uri {uri}, then the runs table at "
                 f"{runs_table_url(ui_address(uri), self.experiment_id)}")
+
+
+def check_database_driver(uri: str) -> None:
+    """The database driver a ``postgresql://`` (``mysql://``, ``mssql://``) tracking URI needs is importable:
+    SQLAlchemy, which MLflow connects through, names and imports it."""
+    from sqlalchemy.engine import make_url  # lazy: comes with mlflow, slow to import; only for a database store
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError  # lazy: as above
+
+    where = "tracking.tracking_uri / MLFLOW_TRACKING_URI"
+    try:
+        make_url(uri).get_dialect().import_dbapi()
+    except ImportError as err:
+        raise TrackingError("the database driver this MLflow tracking URI needs is not installed", where=where,
+                            given=f"{redact_url(uri)} (missing python package: {err.name})",
+                            fix=f"pip install the driver ({err.name}), name an installed one in the scheme "
+                                "(postgresql+pg8000://...), or run with tracking=none") from None
+    except (ArgumentError, NoSuchModuleError, ValueError) as err:
+        raise TrackingError("this MLflow database URI cannot be read", where=where,
+                            given=f"{redact_url(uri)} ({redact_text(str(err))[:200]})",
+                            fix="write dialect[+driver]://user@host/database, or run with tracking=none") from None

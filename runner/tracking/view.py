@@ -66,7 +66,7 @@ def saved_state(tag_value: str | None) -> dict[str, Any] | None:
 
 
 def ensure_runs_view(client: Any, experiment: Any) -> None:
-    """Tag ``experiment`` with the verdict view unless it already holds this very view (a person's edits to
-    other views, and the experiment's other tags, stay as they are)."""
-    if saved_state((experiment.tags or {}).get(VIEW_TAG)) != view_state():
+    """Tag ``experiment`` with the verdict view when it has none: a person's edits to it (and the experiment's
+    other tags and views) stay as they are."""
+    if VIEW_TAG not in (experiment.tags or {}):
         client.set_experiment_tag(experiment.experiment_id, VIEW_TAG, view_tag_value())

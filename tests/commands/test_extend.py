@@ -106,3 +106,72 @@ def test_the_printed_record_command_for_a_demo_entry_composes_and_is_accepted():
     store.check_replacement(refs, rec, settings.overwrite, settings.overwrite_demo)  # accepted: no exception
     with pytest.raises(UserError, match="embedded demo"):
         store.check_replacement(refs, rec, settings.overwrite, False)
+
+
+def hostile_run(tmp_path, overrides: list[str]):
+    """A run directory from someone else, planned for one extension, whose saved overrides hold ``overrides``."""
+    import yaml
+
+    run_dir = tmp_path / "foreign"
+    (run_dir / ".hydra").mkdir(parents=True)
+    base = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
+            f"task.dataset.local_path={ROOT / 'tests' / 'data' / 'gsm8k_local'}", "task.num_samples=2",
+            "reference.mode=skip", "stats.extensions=1", "tracking=none", f"cache.path={tmp_path / 'gen.sqlite'}"]
+    (run_dir / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump([*base, *overrides]))
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({"task": {"num_samples": 2}, "model": {},
+                                                        "stats": {"extensions": 1, "extend": []}}))
+    return run_dir
+
+
+def test_runner_extend_replays_only_what_a_look_needs(tmp_path):
+    """A launch command, an environment, Hydra's job settings, a launcher and a callback named by a run directory
+    are dropped (and said to be); the look's own keys are replayed; the user's own overrides are used."""
+    from runner.commands.extend import plan_rerun
+
+    hostile = [f"backend.launch.command=touch {tmp_path / 'marker'}", "+hydra.job.env_set.TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1",
+               "+hydra.job.env_set.HF_HOME=/tmp/theirs", "hydra/launcher=joblib", "+hydra.callbacks.x._target_=os.system",
+               "hydra.job.chdir=true", "backend.api_key_env=AWS_SECRET_ACCESS_KEY", "tracking.tracking_uri=http://theirs:5000",
+               "+extra.thing=1"]
+    rerun = plan_rerun(hostile_run(tmp_path, hostile), 2, extra=["seed=3"])
+    assert rerun.dropped == hostile
+    assert not set(hostile) & set(rerun.overrides)
+    assert "task=gsm8k" in rerun.replayed and "stats.extensions=1" in rerun.replayed
+    assert rerun.overrides.index("seed=3") > rerun.overrides.index("task=gsm8k")
+    with pytest.raises(UserError, match="sets these itself"):
+        plan_rerun(hostile_run(tmp_path / "again", []), 2, extra=["task.trust_include_code=true"])
+
+
+def test_runner_extend_prints_what_it_replays_and_drops(tmp_path):
+    run_dir = hostile_run(tmp_path, ["backend.launch.command=touch marker", "+hydra.job.env_set.X=1"])
+    proc = extend(str(run_dir), "2", f"cache.path={tmp_path / 'gen.sqlite'}", cwd=tmp_path)
+    assert "dropped" in proc.stdout and "backend.launch.command=touch marker" in proc.stdout, proc.stdout + proc.stderr
+    assert "replayed from the run directory: backend=fake" in proc.stdout
+    assert not (tmp_path / "marker").exists()
+
+
+@pytest.mark.parametrize("name", ["config.yaml", ".hydra/overrides.yaml", "report.json", "samples.jsonl"])
+def test_a_fifo_in_a_run_directory_is_not_opened(tmp_path, name):
+    """A FIFO blocks open() until a writer comes: each file runner.extend reads is opened only if regular."""
+    import os
+
+    from runner.commands.extend import plan_rerun
+
+    run_dir = hostile_run(tmp_path, [])
+    (run_dir / name).unlink(missing_ok=True)
+    os.mkfifo(run_dir / name)
+    if name in ("config.yaml", ".hydra/overrides.yaml"):
+        with pytest.raises(UserError, match="not a regular file") as err:
+            plan_rerun(run_dir, 2)
+        assert "FIFO" in str(err.value)
+    else:
+        assert plan_rerun(run_dir, 2).overrides  # an optional file that is not regular is skipped, not waited on
+
+
+def test_a_fifo_for_a_runs_samples_is_a_message_in_runner_compare(tmp_path):
+    import os
+
+    from runner.reports.runs import _jsonl
+
+    os.mkfifo(tmp_path / "samples.jsonl")
+    with pytest.raises(UserError, match="not a regular file"):
+        _jsonl(tmp_path / "samples.jsonl")

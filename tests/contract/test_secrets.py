@@ -122,3 +122,60 @@ def test_log_records_are_redacted_whatever_handler_writes_them(caplog):
     with caplog.at_level(logging.INFO):
         logging.getLogger("hydra.anything").info("#0 : a=%s,b=%s", f"http://u:{PASSWORD}@h", f"https://v:{PASSWORD}@g")
     assert PASSWORD not in caplog.text and caplog.text.count("REDACTED") == 2
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("backend.launch.env.HF_TOKEN=tok-Value-1234 task=mmlu", "tok-Value-1234"),
+    ("+backend.extra_body.api_key=body-Value-1234,task=mmlu", "body-Value-1234"),
+    ("backend.api_key_env=sk-abcdefghijklmnopqrstuvwxyz123456", "sk-abcdefghijklmnopqrstuvwxyz123456"),
+    ("https://h/v1?pw=q-Value-1234&x=1", "q-Value-1234"),
+    ("https://h/v1?pass=q-Value-1234&jwt=j-Value-1234", "Value-1234"),
+    ("https://h/v1?code=oauth-Code-1234", "oauth-Code-1234"),
+    ("https://h/v1#token=frag-Value-1234&x=1", "frag-Value-1234"),
+    ("Authorization: Bearer bearer-Value-1234", "bearer-Value-1234"),
+    ('{"authorization": "Basic YWxpY2U6cGFzc3dvcmQ="}', "YWxpY2U6cGFzc3dvcmQ="),
+    ("HF_TOKEN: yaml-Value-1234\nother: 1", "yaml-Value-1234"),
+    ("the key hf_abcdefghijklmnopqrstuvwxyz12 leaked", "hf_abcdefghijklmnopqrstuvwxyz12"),
+])
+def test_every_kind_of_secret_value_is_redacted_in_text(text, secret):
+    assert secret not in redact_text(text) and "REDACTED" in redact_text(text)
+
+
+def test_names_that_only_resemble_secrets_are_kept():
+    text = "task.cluster_key=subject max_tokens: 5 backend.api_key_env=OPENAI_API_KEY model.trust_remote_code=true"
+    assert redact_text(text) == text
+    tree = {"task": {"cluster_key": "subject"}, "backend": {"api_key_env": "OPENAI_API_KEY", "max_tokens": 5}}
+    assert redact_tree(tree) == tree
+
+
+def test_config_trees_hide_values_under_secret_names():
+    tree = {"backend": {"launch": {"env": {"HF_TOKEN": "tok-Value-1234", "CUDA_VISIBLE_DEVICES": "0"}},
+                        "extra_body": {"api_key": "body-Value-1234", "temperature": 0.5}}}
+    shown = redact_tree(tree)
+    assert shown["backend"]["launch"]["env"] == {"HF_TOKEN": "REDACTED", "CUDA_VISIBLE_DEVICES": "0"}
+    assert shown["backend"]["extra_body"] == {"api_key": "REDACTED", "temperature": 0.5}
+
+
+def test_a_secret_the_runner_holds_is_hidden_wherever_it_comes_back():
+    """A server echoing the request's headers prints the key and the Basic-auth form of a URL's password."""
+    import base64
+
+    from runner.contract.secrets import remember
+
+    remember("Held-key-98765")
+    redact_url("http://alice:Url-pass-4321@h/v1")
+    basic = base64.b64encode(b"alice:Url-pass-4321").decode()
+    echoed = f'{{"x-api": "Held-key-98765", "authorization2": "{basic}", "raw": "Url-pass-4321"}}'
+    assert not any(s in redact_text(echoed) for s in ("Held-key-98765", basic, "Url-pass-4321"))
+
+
+def test_a_directory_named_from_overrides_holding_a_secret_is_refused():
+    from runner.config.guard import check_overrides
+    from runner.contract.errors import ConfigError
+
+    secret = "backend.base_url=http://u:Dir-pass-1234@h/v1"
+    with pytest.raises(ConfigError, match="directory named from the overrides") as err:
+        check_overrides(["-m", "hydra.sweep.subdir=${hydra.job.override_dirname}", secret])
+    assert "Dir-pass-1234" not in str(err.value)
+    check_overrides(["-m", "hydra.sweep.subdir=${hydra.job.override_dirname}", secret,
+                     "hydra.job.config.override_dirname.exclude_keys=[backend.base_url]"])

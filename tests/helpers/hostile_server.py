@@ -60,7 +60,8 @@ RAW_BODIES: dict[str, tuple[str, bytes]] = {
 }
 STATUS = {"error_500": (500, {}, b'{"error": "internal: CUDA out of memory"}'),
           "retry_after_huge": (429, {"Retry-After": "999999"}, b'{"error": "rate limited"}')}
-MODES = sorted({*JSON_BODIES, *RAW_BODIES, *STATUS, "huge_declared", "huge_streamed", "drip", "hang", "redirect"})
+MODES = sorted({*JSON_BODIES, *RAW_BODIES, *STATUS, "huge_declared", "huge_streamed", "drip", "hang", "redirect",
+               "echo_headers"})
 
 
 class HostileServer:
@@ -78,6 +79,7 @@ class HostileServer:
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self.on_post = lambda mode: None
+        self.last_body = ""
         self.server.daemon_threads = True
         self.server.handle_error = lambda request, address: None  # a client that gave up resets the connection
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -109,7 +111,7 @@ class HostileServer:
                     {"id": MODEL, "object": "model", "max_model_len": 4096}]}).encode())
 
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
+                owner.last_body = self.rfile.read(int(self.headers.get("content-length") or 0)).decode("utf-8", "replace")
                 mode = owner.next_mode()
                 owner.on_post(mode)
                 try:
@@ -126,6 +128,9 @@ class HostileServer:
                 if mode in STATUS:
                     status, headers, body = STATUS[mode]
                     return self._send(status, "application/json", body, headers)
+                if mode == "echo_headers":  # a debugging proxy's 400: the request's headers and body, echoed
+                    return self._send(400, "application/json", json.dumps({"error": {
+                        "message": "bad request", "headers": dict(self.headers.items()), "body": owner.last_body}}).encode())
                 if mode == "redirect":
                     return self._send(307, "text/plain", b"moved", {"Location": f"{owner.redirect_to}/completions"})
                 if mode == "huge_declared":

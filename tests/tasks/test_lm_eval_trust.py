@@ -194,3 +194,80 @@ def test_a_prompt_template_cannot_reach_python(tmp_path):
                      "tracking=none", "reference.mode=skip", f"output_dir={tmp_path / 'out'}", "task.num_samples=2"]))
     assert "doc_to_text" in str(err.value) or "template" in str(err.value)
     assert not (tmp_path / "marker").exists()
+
+
+METRIC_SCRIPT = '''import pathlib
+pathlib.Path(r"{marker}").write_text("ran")
+'''
+
+
+@pytest.mark.parametrize("form", ["file", "directory", "directory, hf_evaluate", "unregistered name, hf_evaluate"])
+def test_a_metric_lm_eval_would_load_with_evaluate_needs_trust(tmp_path, form):
+    """lm-eval hands a metric missing from its registry to ``evaluate.load``, which imports a local script (a file,
+    or a directory D holding D/D.py): code without a tag, refused before anything is imported."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    script = tmp_path / "m" / "m.py"
+    script.parent.mkdir()
+    script.write_text(METRIC_SCRIPT.format(marker=tmp_path / "marker"))
+    name = {"file": str(script), "directory": str(script.parent), "directory, hf_evaluate": str(script.parent),
+            "unregistered name, hf_evaluate": "acc"}[form]
+    metric = f"  - metric: {name}\n" + ("    hf_evaluate: true\n" if "hf_evaluate" in form else "")
+    (tasks / "t.yaml").write_text(task("t").replace("  - metric: acc\n", metric))
+    err = refused(tasks, tmp_path, "t", "would run Python code")
+    assert name in str(err) and "trust_include_code=true" in str(err)
+
+
+@pytest.mark.parametrize("line, words", [
+    ("process_results: os.system\n", "process_results"),
+    ("filter_list:\n  - name: f\n    filter:\n      - function: os:system\n", "filter function"),
+    ("metric_list:\n  - metric: acc\n    aggregation: os:system\n", "aggregation"),
+])
+def test_a_name_lm_eval_would_drop_is_refused_whatever_the_trust(tmp_path, line, words):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    body = task("t")
+    (tasks / "t.yaml").write_text((body.split("metric_list:")[0] if "metric_list" in line else body) + line)
+    for extra in ((), ("task.trust_include_code=true",)):
+        err = refused(tasks, tmp_path, "t", "does not have", *extra)
+        assert words in str(err)
+
+
+def test_a_module_function_metric_with_trust_is_refused_offline(tmp_path):
+    """With consent, a metric that is not a local script would be fetched from the Hub: offline, a message."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "t.yaml").write_text(task("t").replace("metric: acc", "metric: os:system"))
+    refused(tasks, tmp_path, "t", "neither registered nor a local metric script", "task.trust_include_code=true")
+    err = refused(tasks, tmp_path, "t", "would run Python code")
+    assert "os:system" in str(err)
+
+
+def test_a_template_loop_is_bounded_in_output_and_time(tmp_path):
+    from runner.job.flow import run
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    loop = "{% for i in range(99999) %}{% for j in range(99999) %}xxxxxxxx{% endfor %}{% endfor %}"
+    (tasks / "t.yaml").write_text(task("t").replace("doc_to_text: \"Question:", f"doc_to_text: \"{loop}Question:"))
+    with pytest.raises(ConfigError, match="renders too much or for too long"):
+        run(compose(["task=lm_eval", "task.lm_eval_task=t", f"task.include_path={tasks}", "backend=fake",
+                     "tracking=none", "reference.mode=skip", f"output_dir={tmp_path / 'out'}", "task.num_samples=2"]))
+
+
+def test_a_catastrophic_regex_in_a_template_is_stopped():
+    """``(a|a)+$`` over 40 a's and a '!' takes hours in Python's re; the template filter gives up after its limit
+    (the regex package checks its timeout as it backtracks: within seconds of it, not to the millisecond)."""
+    import time
+
+    from evaluators.tasks.harness import loading
+
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match="regular expression ran too long"):
+        old, loading.TEMPLATE_MAX_S = loading.TEMPLATE_MAX_S, 0.5
+        try:
+            loading.bounded_regex_replace("a" * 40 + "!", "(a|a)+$", "")
+        finally:
+            loading.TEMPLATE_MAX_S = old
+    assert time.monotonic() - start < 30
+    assert loading.bounded_regex_replace("a-b", "-", "+") == "a+b"

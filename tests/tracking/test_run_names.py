@@ -30,3 +30,13 @@ def test_the_printed_address_is_the_experiments_runs_table():
         "http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=runner-verdicts")
     assert ui_address("sqlite:///mlflow.db") == "http://127.0.0.1:5000"  # `mlflow ui`'s default address
     assert ui_address("https://mlflow.example.org") == "https://mlflow.example.org"
+
+
+def test_the_project_commit_is_found_from_the_checkout():
+    """Recorded references said ``runner_commit: unknown``: the root was looked up from the package's directory."""
+    import subprocess
+
+    from runner.tracking.provenance import PACKAGE_DIR, project_commit
+
+    head = subprocess.run(["git", "-C", str(PACKAGE_DIR), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert project_commit().removesuffix("-dirty") == head.strip() != ""

@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import json
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -24,6 +25,12 @@ from evaluators.tasks.harness.task_files import Policy, check_tree, guarded
 from runner.contract.errors import ConfigError, DataError
 
 log = logging.getLogger("runner")
+MAX_KB = 1 << 20
+"""task.yaml_max_kb at most 1 GiB."""
+MAX_NODES = 100_000_000
+TEMPLATE_MAX_CHARS = 1 << 20
+"""A prompt rendered from one document is far below a million characters; a template loop is not."""
+TEMPLATE_MAX_S = 10.0
 
 
 @dataclass
@@ -54,9 +61,11 @@ def check_include_path(include_path: str | None, trusted: bool, allowed: Sequenc
             raise ConfigError("an allowed include directory is not a directory", where="task.include_allow",
                               given=entry, fix="name directories whose task files may be included")
         dirs.append(path.resolve())
-    for limit, name in ((max_kb, "task.yaml_max_kb"), (max_nodes, "task.yaml_max_nodes")):
-        if limit < 1:
-            raise ConfigError("a task-file limit is a positive number", where=name, given=limit)
+    for limit, name, most in ((max_kb, "task.yaml_max_kb", MAX_KB), (max_nodes, "task.yaml_max_nodes", MAX_NODES)):
+        if not 1 <= limit <= most:
+            raise ConfigError("a task-file limit is out of range", where=name, given=limit, allowed=f"1 to {most}",
+                              fix=f"set {name} to at most {most}: a larger limit is no limit, and a file of that "
+                                  "size would not fit in memory")
     check_installed()
     policy = Policy(root.resolve(), tuple(dirs), trusted, max_kb * 1024, max_nodes)
     found = check_tree(policy)
@@ -70,7 +79,8 @@ def check_include_path(include_path: str | None, trusted: bool, allowed: Sequenc
         shown = ", ".join(f"{_shown(p, policy)} ({', '.join(sorted(set(f))[:3])})" for p, f in list(found.code.items())[:5])
         raise ConfigError("local lm-eval task files would run Python code (!function) in this process",
                           where="task.include_path", given=f"{root}: {shown}" + (" ..." if len(found.code) > 5 else ""),
-                          allowed="task files without !function, or task.trust_include_code=true on this command line",
+                          allowed="task files without !function and with registered lm-eval metrics, or "
+                                  "task.trust_include_code=true on this command line",
                           fix="read those files and the code they name; set task.trust_include_code=true only if you "
                               "trust it (the same stance as model.trust_remote_code)")
     return policy
@@ -122,12 +132,43 @@ def sandbox_templates() -> None:
             except SecurityError as err:
                 raise refused(str(err)) from None
 
+    class Bounded(Sandbox.template_class):  # type: ignore[name-defined, misc]
+        def render(self, *args: Any, **kwargs: Any) -> str:
+            """The output, built chunk by chunk within :data:`TEMPLATE_MAX_CHARS` and :data:`TEMPLATE_MAX_S`."""
+            start, size, out = time.monotonic(), 0, []
+            for chunk in self.generate(*args, **kwargs):
+                size += len(chunk)
+                out.append(chunk)
+                if size > TEMPLATE_MAX_CHARS or time.monotonic() - start > TEMPLATE_MAX_S:
+                    raise ConfigError("an lm-eval prompt template renders too much or for too long",
+                                      where="a template of the task (doc_to_text, doc_to_target, doc_to_choice, ...)",
+                                      given=f"over {size} characters in {time.monotonic() - start:.1f} s",
+                                      allowed=f"at most {TEMPLATE_MAX_CHARS} characters and {TEMPLATE_MAX_S:.0f} s "
+                                              "per document", fix="remove the loop that repeats the output")
+            return "".join(out)
+
+    Sandbox.template_class = Bounded
     current = lm_eval.utils.env
     if type(current).__name__ == "Sandbox":
         return
     sandbox = Sandbox(loader=current.loader, undefined=current.undefined, keep_trailing_newline=current.keep_trailing_newline)
     sandbox.filters.update(current.filters)
+    sandbox.filters["regex_replace"] = bounded_regex_replace
     lm_eval.utils.env = sandbox
+
+
+def bounded_regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
+    """lm-eval's ``regex_replace`` template filter within :data:`TEMPLATE_MAX_S`: Python's ``re`` cannot be
+    stopped inside a match, and a pattern such as ``(a+)+$`` takes exponential time; the ``regex`` package
+    (a transformers dependency) takes a timeout."""
+    import regex  # lazy: third-party (comes with transformers); only when a template uses the filter
+
+    try:
+        return str(regex.sub(pattern, repl, string, count=count, timeout=TEMPLATE_MAX_S))
+    except TimeoutError:
+        raise ConfigError("an lm-eval template's regular expression ran too long", where="a template of the task "
+                          "(regex_replace)", given=str(pattern)[:200], allowed=f"at most {TEMPLATE_MAX_S:.0f} s",
+                          fix="write the pattern without nested repetition (such as (a+)+)") from None
 
 
 @contextlib.contextmanager

@@ -6,6 +6,9 @@ as the parser resolves it (after ``%TAG`` directives, URI escapes and verbatim t
 accepts), and checks the file's events before anything is constructed:
 
 - a ``!function`` tag needs ``task.trust_include_code=true``; a tag outside YAML's core schema is refused;
+- so does a metric lm-eval would load with ``evaluate.load`` (a path, a name not in its registry,
+  ``hf_evaluate: true``); a ``process_results``, filter or aggregation lm-eval would drop is refused
+  (``named_code``);
 - the file's size is at most ``task.yaml_max_kb``; its nodes, with every alias expanded, at most
   ``task.yaml_max_nodes``; its nesting at most ``MAX_DEPTH``; an alias inside its own anchor is refused;
 - an ``include:`` must resolve inside the include path or a directory of ``task.include_allow``.
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from evaluators.tasks.harness import named_code
 from runner.contract.errors import ConfigError
 
 log = logging.getLogger("runner")
@@ -136,6 +140,7 @@ def _load(path: Path, policy: Policy, found: Findings, *, resolve: bool, seen: t
     if not isinstance(cfg, dict):
         raise ConfigError("an lm-eval task file must hold one mapping of keys", where=str(path),
                           given=type(cfg).__name__, fix="write the task's keys (task:, dataset_path:, ...) at the top level")
+    _check_names(cfg, path, policy, found, resolve)
     if not recursive or "include" not in cfg:
         return cfg
     includes = cfg.pop("include")
@@ -157,6 +162,22 @@ def _load(path: Path, policy: Policy, found: Findings, *, resolve: bool, seen: t
     return merged
 
 
+def _check_names(cfg: dict[str, Any], path: Path, policy: Policy, found: Findings, resolve: bool) -> None:
+    """Metrics, ``process_results`` and filters that name code without a tag, counted as code; names lm-eval
+    would drop, refused."""
+    names = named_code.scan(cfg)
+    named_code.check_unknown(names, str(path))
+    if not names.code:
+        return
+    found.code.setdefault(path, []).extend(named_code.described(names))
+    if resolve and not policy.trusted:
+        raise ConfigError("an lm-eval task file would run Python code (a metric lm-eval loads with evaluate.load)",
+                          where=str(path), given="; ".join(named_code.described(names)[:3]),
+                          fix="set task.trust_include_code=true only if you trust the code it names")
+    if policy.trusted:
+        named_code.check_offline(names, str(path))
+
+
 def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
     return any(path == root or root in path.parents for root in roots)
 
@@ -170,7 +191,7 @@ def _read(path: Path, policy: Policy, origin: Path | None) -> bytes:
                               given=f"{size / 1024:.0f} KiB", allowed=f"at most {policy.max_bytes // 1024} KiB "
                               "(task.yaml_max_kb)", fix="raise task.yaml_max_kb if the file is meant to be this large")
         with open(path, "rb") as handle:
-            data = handle.read(policy.max_bytes + 1)
+            data = handle.read(min(policy.max_bytes, size) + 1)
     except OSError as err:
         raise ConfigError("an lm-eval task file cannot be read", where=where, given=f"{type(err).__name__}: {err}") from None
     if len(data) > policy.max_bytes:  # grew since stat
@@ -266,7 +287,7 @@ def _construct(data: bytes, path: Path, policy: Policy, resolve: bool) -> Any:
     def function(loader: Any, node: Any) -> Any:
         spec = loader.construct_scalar(node)
         if not resolve:
-            return str(base / spec)  # what lm-eval's index keeps: a name, nothing imported
+            return named_code.NamedFunction(base / spec)  # what lm-eval's index keeps: a name, nothing imported
         if not policy.trusted:
             raise ConfigError("an lm-eval task file would run Python code (!function)", where=str(path), given=spec,
                               fix="set task.trust_include_code=true only if you trust the code it names")

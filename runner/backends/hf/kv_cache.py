@@ -65,6 +65,21 @@ class PreallocatedLayer(DynamicLayer):
     def batch_repeat_interleave(self, repeats: int) -> None:
         raise NotImplementedError("a preallocated generation cache is sized for its batch when it is made")
 
+    # The methods below assign ``keys``/``values`` in transformers' DynamicLayer, which would leave the buffers
+    # this layer writes into stale: refused, none is called by the runner's generation loop
+    # (tests/backends/test_kv_cache_overrides.py checks every such method of the installed class is overridden).
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        raise NotImplementedError("a preallocated generation cache keeps its batch; rows are never selected")
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        raise NotImplementedError("a preallocated generation cache is not used with beam search")
+
+    def offload(self) -> None:
+        raise NotImplementedError("a preallocated generation cache stays on its device")
+
+    def prefetch(self) -> None:
+        raise NotImplementedError("a preallocated generation cache stays on its device")
+
 
 def _buffer(like: torch.Tensor, capacity: int) -> torch.Tensor:
     batch, heads, _, dim = like.shape

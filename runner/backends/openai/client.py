@@ -26,7 +26,7 @@ from runner.backends.openai.answers import InvalidAnswer
 from runner.backends.openai.transport import ResponseTooLarge, guarded_transport
 from runner.contract import stopping
 from runner.contract.errors import ConfigError, EndpointError
-from runner.contract.secrets import looks_like_key, redact_url
+from runner.contract.secrets import looks_like_key, redact_url, remember
 
 log = logging.getLogger("runner")
 T = TypeVar("T")
@@ -49,11 +49,13 @@ def api_key(env_name: str | None) -> str:
     if not value:
         raise ConfigError("the API key variable is not set", where="backend.api_key_env", given=env_name,
                           fix=f"export {env_name}=<key>, or set backend.api_key_env=null for a server without keys")
+    remember(value)  # a server that echoes the request's headers in an error body does not print it
     return value
 
 
 def make_client(base_url: str, key: str, timeout_s: float, max_retries: int, max_response_bytes: int) -> Any:
     """The client library's client over :func:`~runner.backends.openai.transport.guarded_transport`."""
+    redact_url(base_url)  # its password (sent as Basic auth) is remembered as a secret: hidden wherever it comes back
     import httpx2
     import openai
 
