@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from runner.config.gate import apply_policy
 from runner.config.schemas import RunnerConfig
 from runner.config.validate import check_job
+from runner.contract.fingerprint import fingerprint
 from runner.contract.secrets import redact_tree
 from runner.files.paths import write_atomic
 from runner.files.redaction import redact_saved_configs
@@ -30,6 +31,7 @@ from runner.job.looks import monitor_for
 from runner.job.prepare import prepare
 from runner.job.publish import publish
 from runner.job.record import record, warn_at_chance
+from runner.job.replicate import measure as measure_replicates
 from runner.job.reference import find_reference
 from runner.job.samples import select_samples
 from runner.job.state import Job, Outcome
@@ -117,6 +119,9 @@ def evaluate(job: Job) -> Outcome:
     expect(job)
     with job.backend:
         loaded = load(job)
+        job.host = fingerprint(loaded.info, job.backend.host_fields())
+        replicating = job.mode == "record" and job.config.reference.noise == "replicate"
+        perturbations = job.backend.perturbations() if replicating else []
         reference, params = find_reference(job, loaded.spec)
         samples = select_samples(job, params, reference is not None)
         if reference is not None and job.tolerance is None:
@@ -134,5 +139,6 @@ def evaluate(job: Job) -> Outcome:
             advise(job, decision)
     if job.mode == "record":
         warn_at_chance(job, samples[:len(scored)], metrics)
-    record_path = record(job, loaded, scored, metrics) if job.mode == "record" else None
+    replicates = measure_replicates(job, perturbations, samples, scored) if replicating else []
+    record_path = record(job, loaded, scored, metrics, replicates) if job.mode == "record" else None
     return publish(job, loaded, scored, metrics, params, decision, record_path, eval_time_s, cache_stats)

@@ -26,15 +26,22 @@ from runner.stats.unpaired.ztest import HypothesisParams, check_params
 log = logging.getLogger("runner")
 REFERENCE_MODES = ("check", "record", "skip")
 REFERENCE_AGAINST = ("spec", "baseline")
+REFERENCE_NOISE = ("none", "replicate")
 
 
 def prepare(config: RunnerConfig) -> Job:
     """Build and check everything that needs no model."""
     ref = config.reference
     for what, key, value, allowed in (("mode", "reference.mode", ref.mode, REFERENCE_MODES),
-                                      ("target", "reference.against", ref.against, REFERENCE_AGAINST)):
+                                      ("target", "reference.against", ref.against, REFERENCE_AGAINST),
+                                      ("noise measure", "reference.noise", ref.noise, REFERENCE_NOISE)):
         if value not in allowed:
             raise ConfigError(f"unknown reference {what}", where=key, given=value, allowed=", ".join(allowed))
+    if ref.noise != "none" and ref.mode != "record":
+        raise ConfigError("reference.noise measures the A/A replicate of a recording", where="reference.noise",
+                          given=f"{ref.noise} with reference.mode={ref.mode}", allowed="none, unless reference.mode=record",
+                          fix="add reference.mode=record, or measure two existing runs with python -m runner.compare "
+                              "RUN_A RUN_B --aa")
     task, model, quant = config.task, config.model, config.quant
     for where, name in (("task.name", task.name), ("model.name", model.name), ("quant.name", quant.name)):
         check_name(name, where)

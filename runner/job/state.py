@@ -58,6 +58,7 @@ class Job:
     asked_num_samples: int | None = None  # task.num_samples when the run set it; None: it inherits the reference's n
     reference_num_samples: int | None = None  # the reference entry's n when it differs from the n asked for
     gates: list[Any] = field(default_factory=list)  # the job's own further gates (a speculative run's acceptance length)
+    host: dict[str, str] = field(default_factory=dict)  # where this run is measured (runner.contract.fingerprint)
 
     @property
     def mode(self) -> str:

@@ -43,6 +43,9 @@ class ReferenceConfig:
     overwrite: bool = False  # record mode: replace an entry registered for the same spec (refused otherwise)
     # record mode: also replace an entry of the project's references/ that the embedded demo reads (refused otherwise)
     overwrite_demo: bool = False
+    # record mode: none | replicate (score the same samples again under the backend's perturbations, batch size 1 and
+    # the other dtype auto can choose, and store the A/A shift with the entry: runner/job/replicate.py)
+    noise: str = "none"
 
 
 def default_reference_dir() -> Path:

@@ -1,0 +1,137 @@
+"""The system's own noise: an A/A replicate (the same model and samples scored twice, under a perturbation such as
+batch size 1 or another compute dtype) summarised, and the floor it sets.
+
+A paired test of a continuous metric holds its alpha against the noise of drawing samples, not against a systematic
+numeric shift with nothing changed: 40 documents all moving by +0.00015 is a "significant" regression to a t-test.
+The replicate measures that shift; a NO-GO claim of a continuous rule is then tested against the larger of the
+margin and the shift's one-sided upper bound (the floor). A 0/100 rule keeps its p-values (a symmetric flip only
+costs power) and reports the discordance the replicate leads one to expect.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+CONFIDENCE = 0.95
+"""The one-sided confidence of the shift's bounds."""
+
+
+@dataclass(frozen=True)
+class Replicate:
+    """One A/A comparison: run B (perturbed) against run A (as recorded) on the same ``n`` samples.
+
+    ``shift_*``: the mean per-sample score change B - A (metric units) and its one-sided ``confidence`` bounds;
+    ``worse``/``better``: on a 0/100 metric, samples right in A and wrong in B, and the reverse (None otherwise);
+    ``answer_changes``: samples whose prediction changed (a wrong answer to another wrong one counts);
+    ``loglik_max``/``loglik_p99``: the largest and 99th-percentile absolute log-likelihood change over every scored
+    option (None when the task scores none); ``hosts``: the two fingerprints, ``a`` and ``b``."""
+
+    perturbation: str
+    n: int
+    answer_changes: int
+    shift_mean: float
+    shift_lower: float
+    shift_upper: float
+    worse: int | None = None
+    better: int | None = None
+    loglik_max: float | None = None
+    loglik_p99: float | None = None
+    confidence: float = CONFIDENCE
+    hosts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    @property
+    def floor(self) -> float:
+        """The largest mean shift, either way, the replicate does not rule out: max(|lower|, |upper|)."""
+        return max(abs(self.shift_lower), abs(self.shift_upper))
+
+    @property
+    def discordant(self) -> int | None:
+        return None if self.worse is None or self.better is None else self.worse + self.better
+
+    def describe(self) -> str:
+        """``batch_size=1: 3 of 570 answers changed (b=2, c=1), shift -0.18 (95% bounds -0.53, +0.18)...``"""
+        pct = f"{100 * self.confidence:.0f}%"
+        parts = [f"{self.answer_changes} of {self.n} answers changed"
+                 + (f" (b={self.worse}, c={self.better})" if self.worse is not None else ""),
+                 f"shift {self.shift_mean:+.4g} ({pct} bounds {self.shift_lower:+.4g}, {self.shift_upper:+.4g})"]
+        if self.loglik_max is not None:
+            parts.append(f"|loglik change| max {self.loglik_max:.3g}, p99 {self.loglik_p99:.3g}")
+        return f"{self.perturbation}: " + ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The form stored with a reference entry (``recorded.noise.replicates``) and in report.json."""
+        out: dict[str, Any] = {"perturbation": self.perturbation, "n": self.n, "answer_changes": self.answer_changes}
+        if self.worse is not None:
+            out["discordant"] = {"worse": self.worse, "better": self.better}
+        out["shift"] = {"mean": self.shift_mean, "lower": self.shift_lower, "upper": self.shift_upper,
+                        "confidence": self.confidence}
+        if self.loglik_max is not None:
+            out["loglik_change"] = {"max": self.loglik_max, "p99": self.loglik_p99}
+        out["hosts"] = {k: dict(v) for k, v in self.hosts.items()}
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Replicate":
+        """The stored form back; a missing or mistyped field raises ValueError naming it."""
+        def number(where: Mapping[str, Any], key: str, path: str) -> float:
+            value = where.get(key) if isinstance(where, Mapping) else None
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{path}{key} must be a finite number, not {value!r}")
+            return float(value)
+
+        shift = data.get("shift") or {}
+        disc = data.get("discordant")
+        ll = data.get("loglik_change")
+        hosts = data.get("hosts") or {}
+        return cls(str(data.get("perturbation") or "unnamed"), int(number(data, "n", "")),
+                   int(number(data, "answer_changes", "")), number(shift, "mean", "shift."),
+                   number(shift, "lower", "shift."), number(shift, "upper", "shift."),
+                   None if disc is None else int(number(disc, "worse", "discordant.")),
+                   None if disc is None else int(number(disc, "better", "discordant.")),
+                   None if ll is None else number(ll, "max", "loglik_change."),
+                   None if ll is None else number(ll, "p99", "loglik_change."),
+                   number(shift, "confidence", "shift.") if "confidence" in shift else CONFIDENCE,
+                   {str(k): {str(a): str(b) for a, b in (v or {}).items()} for k, v in hosts.items()})
+
+
+def replicate(perturbation: str, a: Sequence[float], b: Sequence[float], changed: int,
+              a_logliks: Sequence[Sequence[float]] | None = None, b_logliks: Sequence[Sequence[float]] | None = None,
+              hosts: Mapping[str, Mapping[str, str]] | None = None, confidence: float = CONFIDENCE) -> Replicate:
+    """The replicate of paired per-sample scores ``a`` (as recorded) and ``b`` (perturbed), ``changed`` of whose
+    predictions differ; ``*_logliks``: each sample's scored options' log-likelihoods, in the same order."""
+    import numpy as np
+    from scipy import stats
+
+    if len(a) != len(b) or not a:
+        raise ValueError(f"a replicate pairs equal, non-empty score lists (got {len(a)} and {len(b)})")
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    d = y - x
+    mean = float(d.mean())
+    half = 0.0
+    if len(d) > 1 and float(d.std(ddof=1)) > 0:
+        half = float(stats.t.ppf(confidence, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
+    binary = bool(np.isin(x, (0.0, 100.0)).all() and np.isin(y, (0.0, 100.0)).all())
+    worse = int(((x == 100.0) & (y == 0.0)).sum()) if binary else None
+    better = int(((x == 0.0) & (y == 100.0)).sum()) if binary else None
+    ll_max = ll_p99 = None
+    if a_logliks is not None and b_logliks is not None:
+        moves = [abs(q - p) for ra, rb in zip(a_logliks, b_logliks) for p, q in zip(ra, rb)]
+        if moves:
+            ll_max, ll_p99 = float(max(moves)), float(np.percentile(moves, 99))
+    return Replicate(perturbation, len(d), int(changed), mean, mean - half, mean + half, worse, better, ll_max, ll_p99,
+                     confidence, {k: dict(v) for k, v in (hosts or {}).items()})
+
+
+def floor(replicates: Sequence[Replicate]) -> float:
+    """The noise floor of a metric: the largest shift any replicate does not rule out (0 with none)."""
+    return max((r.floor for r in replicates), default=0.0)
+
+
+def expected_discordance(replicates: Sequence[Replicate], n: int) -> float | None:
+    """How many of ``n`` paired 0/100 samples the noise alone flips, at the largest replicate's rate (None: no 0/100
+    replicate)."""
+    rates = [r.discordant / r.n for r in replicates if r.discordant is not None and r.n]
+    return max(rates) * n if rates else None
