@@ -141,4 +141,4 @@ def evaluate(job: Job) -> Outcome:
         warn_at_chance(job, samples[:len(scored)], metrics)
     replicates = measure_replicates(job, perturbations, samples, scored) if replicating else []
     record_path = record(job, loaded, scored, metrics, replicates) if job.mode == "record" else None
-    return publish(job, loaded, scored, metrics, params, decision, record_path, eval_time_s, cache_stats)
+    return publish(job, loaded, scored, metrics, params, decision, record_path, eval_time_s, cache_stats, replicates)

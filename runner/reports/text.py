@@ -3,6 +3,7 @@ samples are evaluated."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from runner.contract.spec import AccuracySpec
@@ -40,10 +41,14 @@ def asked_n_note(params: HypothesisParams, reference_n: int, paired_pool: int | 
 
 
 def report_text(task: TaskConfig, model: ModelConfig, spec: AccuracySpec, score: float, evaluated: int,
-                params: HypothesisParams, decision: Decision | None, mode: str, notes: list[str]) -> str:
+                params: HypothesisParams, decision: Decision | None, mode: str, notes: list[str],
+                where: Sequence[str] = ()) -> str:
+    """The report block; ``where``: its opening lines on where the reference and this run were measured and the
+    noise (:class:`runner.reports.noise.NoiseView`)."""
     lines = [
         "=" * 72,
         f"{task.name} | {model.hf_id} | {spec.describe()}",
+        *where,
         f"{task.metric}: {score:.4f} on {evaluated} samples",
     ]
     if decision is not None:
