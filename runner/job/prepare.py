@@ -37,6 +37,9 @@ def prepare(config: RunnerConfig) -> Job:
                                       ("noise measure", "reference.noise", ref.noise, REFERENCE_NOISE)):
         if value not in allowed:
             raise ConfigError(f"unknown reference {what}", where=key, given=value, allowed=", ".join(allowed))
+    if ref.replicate_samples is not None and ref.replicate_samples < 2:
+        raise ConfigError("the A/A replicate needs at least 2 samples", where="reference.replicate_samples",
+                          given=ref.replicate_samples, allowed="an integer >= 2, or null (all the recording's samples)")
     if ref.noise != "none" and ref.mode != "record":
         raise ConfigError("reference.noise measures the A/A replicate of a recording", where="reference.noise",
                           given=f"{ref.noise} with reference.mode={ref.mode}", allowed="none, unless reference.mode=record",

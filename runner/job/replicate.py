@@ -44,7 +44,10 @@ def perturbed_job(job: Job, perturbation: Perturbation) -> Job:
 
 def measure(job: Job, perturbations: Sequence[Perturbation], samples: list[Sample],
             scored: list[ScoredSample]) -> list[Replicate]:
-    """Every perturbation's replicate of ``scored`` (the recording, measured on ``job.host``)."""
+    """Every perturbation's replicate of ``scored`` (the recording, measured on ``job.host``), on its first
+    ``reference.replicate_samples`` samples (all when None)."""
+    n = job.config.reference.replicate_samples or len(scored)
+    scored = scored[:n]
     out = []
     for perturbation in perturbations:
         log.info("A/A replicate: scoring the %d samples again with %s", len(scored), perturbation.name)

@@ -46,6 +46,8 @@ class ReferenceConfig:
     # record mode: none | replicate (score the same samples again under the backend's perturbations, batch size 1 and
     # the other dtype auto can choose, and store the A/A shift with the entry: runner/job/replicate.py)
     noise: str = "none"
+    # the replicate's samples: the first N of the recording's (a seeded draw, as every subset); None: all of them
+    replicate_samples: Optional[int] = None
 
 
 def default_reference_dir() -> Path:
