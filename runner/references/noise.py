@@ -29,6 +29,7 @@ from runner.contract.errors import ReferenceError_
 from runner.contract.spec import AccuracySpec
 from runner.files.locking import file_lock
 from runner.files.paths import write_atomic
+from runner.references.recording import _commented, _plain, record_lock
 from runner.references.store import PROVENANCE_KEY, Reference, _entries, _matches, reference_path
 from runner.stats.noise import Replicate
 
@@ -76,8 +77,6 @@ def attach(ref_dir: str | os.PathLike[str], task: str, model: str, spec: Accurac
     """Write ``block`` as ``recorded.noise`` of the entry of ``(model, spec)`` in ``<ref_dir>/<task>.yaml``, keeping
     everything else of the file; returns the file written. The entry must exist."""
     from ruamel.yaml import YAML
-
-    from runner.references.recording import _commented, _plain, record_lock
 
     path = reference_path(ref_dir, task)
     if not path.is_file():
