@@ -133,7 +133,8 @@ JOB_ENTRIES = frozenset({".hydra", "config.yaml", "report.txt", "report.json", "
 
 def unrelated_entries(out_dir: Path) -> list[str]:
     """Entries of the output directory that no job wrote, sorted (a directory of unrelated files is said)."""
-    return sorted(p.name for p in out_dir.iterdir() if p.name not in JOB_ENTRIES and not p.name.endswith(".log"))
+    return sorted(p.name for p in out_dir.iterdir() if p.name not in JOB_ENTRIES and not p.name.endswith(".log")
+                  and not (p.name.startswith("replicate-") and p.name.endswith(".jsonl")))  # the A/A passes' samples
 
 
 def prepare_output_dir(out_dir: Path) -> Path:

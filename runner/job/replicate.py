@@ -18,6 +18,7 @@ from runner.contract.evaluator import LOGLIKELIHOODS, Sample, ScoredSample
 from runner.contract.fingerprint import fingerprint
 from runner.job.answer import answer
 from runner.job.state import Job
+from runner.reports.outputs import write_samples
 from runner.stats.noise import Replicate, replicate
 
 log = logging.getLogger("runner")
@@ -56,6 +57,7 @@ def measure(job: Job, perturbations: Sequence[Perturbation], samples: list[Sampl
             info = other.backend.info()
             host = fingerprint(info, other.backend.host_fields())
             again, seconds, _ = answer(other, info, samples[:len(scored)])
+        write_samples(job.out_dir / f"replicate-{len(out) + 1}.jsonl", again)  # the A/A pairs, for replaying
         found = compare(perturbation.name, scored, again, {"a": job.host, "b": host})
         log.info("A/A replicate %s (%.0f s)", found.describe(), seconds)
         out.append(found)
