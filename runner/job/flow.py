@@ -27,6 +27,7 @@ from runner.job.decide import acceptance_gates, advise, decide
 from runner.job.expect import expectation
 from runner.job.extension_check import check_job as check_extension
 from runner.job.load import load
+from runner.job.noise import check_tolerance as check_floor
 from runner.job.looks import monitor_for
 from runner.job.prepare import prepare
 from runner.job.publish import publish
@@ -127,6 +128,7 @@ def evaluate(job: Job) -> Outcome:
         if reference is not None and job.tolerance is None:
             job.tolerance = resolve_tolerance(job.config.stats, job.task, reference.value)
             check_scale(job, reference.value)
+            check_floor(job)
         samples, monitor = monitor_for(job, reference, params, samples)
         scored, eval_time_s, cache_stats = answer(job, loaded.info, samples, monitor, reference, params)
         job.gates = acceptance_gates(job)

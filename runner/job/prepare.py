@@ -18,6 +18,7 @@ from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Evaluator
 from runner.contract.reasoning import check_sampling, sampled, template_kwargs
 from runner.files.paths import check_hub_id, check_name
+from runner.job.noise import FLOOR_MODES
 from runner.job.state import Job
 from runner.references import acceptance, store as references
 from runner.stats.settings import validate as validate_stats
@@ -34,7 +35,8 @@ def prepare(config: RunnerConfig) -> Job:
     ref = config.reference
     for what, key, value, allowed in (("mode", "reference.mode", ref.mode, REFERENCE_MODES),
                                       ("target", "reference.against", ref.against, REFERENCE_AGAINST),
-                                      ("noise measure", "reference.noise", ref.noise, REFERENCE_NOISE)):
+                                      ("noise measure", "reference.noise", ref.noise, REFERENCE_NOISE),
+                                      ("floor", "reference.floor", ref.floor, FLOOR_MODES)):
         if value not in allowed:
             raise ConfigError(f"unknown reference {what}", where=key, given=value, allowed=", ".join(allowed))
     if ref.replicate_samples is not None and ref.replicate_samples < 2:

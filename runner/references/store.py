@@ -48,6 +48,9 @@ class ReferenceConfig:
     noise: str = "none"
     # the replicate's samples: the first N of the recording's (a seeded draw, as every subset); None: all of them
     replicate_samples: Optional[int] = None
+    # how the entry's measured noise enters a continuous paired rule: auto (whenever the entry has a replicate) |
+    # host_differs (only when this run's host fingerprint differs from the entry's) | off (runner/job/noise.py)
+    floor: str = "auto"
 
 
 def default_reference_dir() -> Path:

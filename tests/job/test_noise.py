@@ -139,3 +139,39 @@ def test_a_malformed_noise_record_is_refused_with_the_field(tmp_path):
     with pytest.raises(ReferenceError_, match=r"replicates\[0\]") as err:
         replicates_of(_entry(refs))
     assert "shift.upper must be a finite number" in str(err.value)
+
+
+PPL = ["backend=fake", "task=perplexity", "task.num_samples=8", "tracking=none", "cache=off"]
+
+
+def _ppl(tmp_path: Path, name: str, *args: str):
+    return run(compose([*PPL, *args, f"output_dir={tmp_path / name}"]))
+
+
+def test_a_shift_the_replicate_measured_is_inconclusive_within_the_noise_and_a_real_one_is_no_go(tmp_path):
+    refs = tmp_path / "refs"
+    # the replicate's numeric path: every token log-likelihood sum 0.02 lower, so every document's perplexity rises
+    _ppl(tmp_path, "rec", "reference.mode=record", "reference.noise=replicate", f"reference.dir={refs}",
+         "backend.replicate_shift=-0.02")
+    same = ["backend.shift=-0.02", f"reference.dir={refs}"]  # a run that differs by exactly that path
+    floored = _ppl(tmp_path, "floored", *same)
+    assert floored.decision.outcome == "INCONCLUSIVE" and floored.exit_status == 4
+    assert floored.decision.margin > 0 and floored.decision.advice is None
+    report = (tmp_path / "floored" / "report.txt").read_text()
+    assert "within the measured noise: a regression > 0 is shown at the stated margin" in report
+    off = _ppl(tmp_path, "off", *same, "reference.floor=off")  # without the floor the t-test calls it a regression
+    assert off.decision.outcome == "NO-GO" and off.decision.margin == 0.0
+    real = _ppl(tmp_path, "real", "backend.shift=-1.0", f"reference.dir={refs}")  # fifty times the measured shift
+    assert real.decision.outcome == "NO-GO" and real.decision.margin == floored.decision.margin
+    same_host = _ppl(tmp_path, "host", *same, "reference.floor=host_differs")
+    assert same_host.decision.margin > 0  # the numeric path is part of the fingerprint: the hosts differ
+
+
+def test_a_tolerance_within_the_floor_is_refused_before_any_request(tmp_path):
+    refs = tmp_path / "refs"
+    _ppl(tmp_path, "rec", "reference.mode=record", "reference.noise=replicate", f"reference.dir={refs}",
+         "backend.replicate_shift=-0.5")
+    with pytest.raises(ConfigError, match="within the reference's measured noise") as err:
+        _ppl(tmp_path, "tight", f"reference.dir={refs}", "stats.tolerance=0.0001")
+    assert "reference.floor=off" in str(err.value)
+    assert not (tmp_path / "tight" / "samples.jsonl").exists()
