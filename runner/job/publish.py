@@ -65,8 +65,10 @@ def noise_view(job: Job, decision: Decision | None, evaluated: int,
         return NoiseView(job.host, replicates=replicates, recording=True)
     if job.reference is None:
         return None
-    paired = decision.paired.n if decision is not None and decision.paired is not None else None
-    return NoiseView(job.host, host_of(job.reference.recorded), replicates_of(job.reference), paired or evaluated)
+    paired = decision.paired if decision is not None else None
+    flips = sum(paired.discordant) if paired is not None and paired.discordant is not None else None
+    return NoiseView(job.host, host_of(job.reference.recorded), replicates_of(job.reference),
+                     paired.n if paired is not None else evaluated, observed=flips)
 
 
 def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[str, float], params: HypothesisParams,

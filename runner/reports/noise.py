@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.contract.fingerprint import describe, describe_differences, differences
-from runner.stats.noise import Replicate, expected_discordance, floor
+from runner.stats.noise import Replicate, discordance_upper, expected_discordance, floor
 
 NOT_MEASURED = "not measured (the reference entry has no A/A replicate: record it with reference.noise=replicate)"
 
@@ -28,6 +28,7 @@ class NoiseView:
     replicates: Sequence[Replicate] = field(default_factory=tuple)
     n: int | None = None
     recording: bool = False
+    observed: int | None = None  # the run's discordant pairs (b + c) on a 0/100 metric
 
     @property
     def differs(self) -> list[tuple[str, str, str]]:
@@ -50,6 +51,10 @@ class NoiseView:
             text = f"A/A floor {self.floor:.4g} (largest of {len(self.replicates)}: {worst.describe()})"
             if self.expected_discordant is not None:
                 text += f"; {self.expected_discordant:.1f} of {self.n} paired answers expected to flip from noise alone"
+                upper = discordance_upper(self.replicates, self.n or 0)
+                if self.observed is not None and upper is not None:
+                    text += (f" (95% upper {upper:.1f}); this run flipped {self.observed}, "
+                             f"{max(self.observed - upper, 0.0):.1f} beyond that bound")
         if not self.recording:
             if self.reference_host is None:
                 text += "; the reference's host was not recorded"
@@ -73,6 +78,7 @@ class NoiseView:
     def to_dict(self) -> dict[str, Any]:
         """report.json's and results.json's ``noise``."""
         return {"line": self.line(), "floor": self.floor, "expected_discordant": self.expected_discordant,
+                "observed_discordant": self.observed,
                 "reference_host": dict(self.reference_host) if self.reference_host is not None else None,
                 "run_host": dict(self.run_host),
                 "differs": [{"key": k, "reference": a, "run": b} for k, a, b in self.differs],

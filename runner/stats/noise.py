@@ -135,3 +135,13 @@ def expected_discordance(replicates: Sequence[Replicate], n: int) -> float | Non
     replicate)."""
     rates = [r.discordant / r.n for r in replicates if r.discordant is not None and r.n]
     return max(rates) * n if rates else None
+
+
+def discordance_upper(replicates: Sequence[Replicate], n: int, confidence: float = CONFIDENCE) -> float | None:
+    """The one-sided upper ``confidence`` bound of the flips noise alone causes among ``n`` paired 0/100 samples: the
+    Clopper-Pearson bound of the largest replicate's discordance rate, times ``n`` (None: no 0/100 replicate)."""
+    from scipy import stats
+
+    bounds = [1.0 if r.discordant >= r.n else float(stats.beta.ppf(confidence, r.discordant + 1, r.n - r.discordant))
+              for r in replicates if r.discordant is not None and r.n]
+    return max(bounds) * n if bounds else None

@@ -76,6 +76,9 @@ def test_a_replicate_recorded_with_the_entry_and_shown_by_every_later_report(tmp
     assert lines[5].startswith("noise:       A/A floor 0 (largest of 1: shift=0.5,jitter=0: 0 of 24 answers")
     payload = json.loads((tmp_path / "check" / "report.json").read_text())
     assert payload["noise"]["floor"] == 0.0 and payload["noise"]["expected_discordant"] == 0.0
+    # 0 of 24 flipped in the replicate: the noise's 95% upper bound is 24 (1 - 0.05^(1/24)) = 2.8 flips
+    assert payload["noise"]["observed_discordant"] == 0
+    assert "(95% upper 2.8); this run flipped 0, 0.0 beyond that bound" in payload["noise"]["line"]
     assert payload["noise"]["differs"] == [{"key": "compute_dtype", "reference": "shift 0, jitter 0",
                                            "run": "shift 0.25, jitter 0"}]
     assert payload["host"]["compute_dtype"] == "shift 0.25, jitter 0"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.stats.noise import Replicate, expected_discordance, floor, replicate
+from runner.stats.noise import Replicate, discordance_upper, expected_discordance, floor, replicate
 
 
 def test_a_binary_replicate_by_hand():
@@ -39,3 +39,10 @@ def test_the_stored_form_round_trips_and_names_a_bad_field():
         Replicate.from_dict(bad)
     with pytest.raises(ValueError, match="equal, non-empty"):
         replicate("x", [1.0], [1.0, 2.0], 0)
+
+
+def test_the_noise_flips_upper_bound_is_clopper_pearson():
+    # 0 of 190 flipped: the one-sided 95% Clopper-Pearson bound is 1 - 0.05^(1/190) = 0.015642 (the "rule of three")
+    rep = replicate("batch_size=1", [100.0] * 95 + [0.0] * 95, [100.0] * 95 + [0.0] * 95, 0)
+    assert discordance_upper([rep], 570) == pytest.approx(570 * (1 - 0.05 ** (1 / 190)), rel=1e-9)
+    assert discordance_upper([replicate("x", [1.5, 2.0], [1.5, 2.0], 0)], 10) is None
