@@ -1,0 +1,119 @@
+"""The noise family of the calibration grid: real A/A pairs replayed, resampled, through the paired rules.
+
+    python benchmarks/noise_calibration.py                      # every cell, 4000 trials each
+    python benchmarks/noise_calibration.py --trials 500 --n 20
+
+An A/A pair is one sample scored twice with nothing changed but the system (batch size 1, float32 for bfloat16):
+the recording's ``samples.jsonl`` and its perturbed pass ``replicate-K.jsonl`` (reference.noise=replicate), shipped
+in ``tests/data/aa_pairs/``. Each trial draws a replicate (n pairs, with replacement) and, independently, a run (n
+pairs): the replicate's floor is measured on the first, the continuous paired t-test judges the second at
+margin 0 (the rule without the floor) and at max(margin, floor) (with it). A NO-GO on an A/A run is a false
+alarm; the cell holds when its rate is at most alpha + 2 SE. The floor's own bound is one-sided 95%, so a trial
+can draw a floor below the true shift; the rate counts those trials too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAIRS = ROOT / "tests" / "data" / "aa_pairs"
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Real A/A pairs of one task and perturbation: per-sample scores as recorded (``a``) and perturbed (``b``)."""
+
+    name: str
+    a: tuple[float, ...]
+    b: tuple[float, ...]
+    higher_is_better: bool
+
+
+def load(path: Path) -> Pairs:
+    """A pairs file: ``{"name", "higher_is_better", "pairs": [[a, b], ...]}``."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return Pairs(str(data["name"]), tuple(float(p[0]) for p in data["pairs"]), tuple(float(p[1]) for p in data["pairs"]),
+                 bool(data["higher_is_better"]))
+
+
+@dataclass(frozen=True)
+class Rate:
+    value: float
+    se: float
+    trials: int
+
+    @classmethod
+    def of(cls, hits: int, trials: int) -> "Rate":
+        p = hits / trials
+        return cls(p, math.sqrt(max(p * (1 - p), 1.0 / trials) / trials), trials)
+
+
+def false_nogo(pairs: Pairs, n: int, alpha: float, trials: int, seed: int, floored: bool,
+               swap: bool = False) -> Rate:
+    """How often the continuous paired t-test says NO-GO on a resampled A/A run of ``n`` pairs; ``floored``: at
+    max(0, the floor of an independently resampled replicate of ``n`` pairs); ``swap``: the perturbed side is the
+    reference (a run on the other host checked against a reference recorded on this one, and the reverse)."""
+    import numpy as np
+
+    from runner.stats.noise import replicate
+    from runner.stats.paired import paired_continuous
+
+    rng = np.random.default_rng(seed)
+    a, b = (np.asarray(pairs.b), np.asarray(pairs.a)) if swap else (np.asarray(pairs.a), np.asarray(pairs.b))
+    hits = 0
+    for _ in range(trials):
+        margin = 0.0
+        if floored:
+            rep = rng.integers(0, len(a), n)
+            margin = replicate("aa", a[rep].tolist(), b[rep].tolist(), 0).floor
+        run = rng.integers(0, len(a), n)
+        result = paired_continuous(a[run].tolist(), b[run].tolist(), alpha, 0.2, pairs.higher_is_better, method="t",
+                                   tolerance=margin)
+        hits += not result.passed
+    return Rate.of(hits, trials)
+
+
+def cells(files: list[Path], n: int, alpha: float, trials: int, seed: int) -> list[tuple[str, str, Rate]]:
+    """(pairs and direction, with or without the floor, rate) for every pairs file, both directions."""
+    out = []
+    for i, path in enumerate(files):
+        pairs = load(path)
+        for swap in (False, True):
+            direction = f"{pairs.name}{' (swapped)' if swap else ''} n={n}"
+            for floored in (False, True):
+                rate = false_nogo(pairs, n, alpha, trials, seed + 7919 * i + 2 * swap + floored, floored, swap)
+                out.append((direction, "with the floor" if floored else "margin 0 (no floor)", rate))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trials", type=int, default=4000)
+    ap.add_argument("--n", type=int, default=40, help="pairs per replicate and per run (default 40: perplexity's n)")
+    ap.add_argument("--alpha", type=float, default=0.01, help="the rule's alpha (default 0.01: perplexity's)")
+    ap.add_argument("--seed", type=int, default=20261129)
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+    files = sorted(PAIRS.glob("*.json"))
+    print("| A/A pairs | rule | false NO-GO rate | SE | nominal | holds |\n|---|---|---|---|---|---|")
+    failed = 0
+    for setting, rule, rate in cells(files, args.n, args.alpha, args.trials, args.seed):
+        holds = rate.value <= args.alpha + 2 * rate.se
+        failed += rule == "with the floor" and not holds
+        print(f"| {setting} | {rule} | {rate.value:.4f} | {rate.se:.4f} | <= {args.alpha:g} | "
+              f"{'yes' if holds else 'NO'} |")
+    print(f"\n{args.trials} trials per cell; {time.perf_counter() - start:.0f} s on "
+          f"{platform.processor() or platform.machine()}, python {platform.python_version()}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
