@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.contract.fingerprint import describe, describe_differences, differences
-from runner.stats.noise import Replicate, discordance_upper, expected_discordance, floor
+from runner.stats.noise import Fidelity, Replicate, discordance_upper, expected_discordance, floor
 
 NOT_MEASURED = "not measured (the reference entry has no A/A replicate: record it with reference.noise=replicate)"
 
@@ -29,6 +29,16 @@ class NoiseView:
     n: int | None = None
     recording: bool = False
     observed: int | None = None  # the run's discordant pairs (b + c) on a 0/100 metric
+    fidelity: Fidelity | None = None  # the run's option log-likelihoods against the reference's (never decides)
+
+    def fidelity_line(self) -> str | None:
+        """The run's picks changed and option KL beside the replicates' (the A/A floor of the same statistics)."""
+        if self.fidelity is None or not self.fidelity.n:
+            return None
+        floor_of = [f"{r.perturbation}: {r.answer_changes} of {r.n} changed"
+                    + (f", option KL {r.option_kl:.3g}" if r.option_kl is not None else "") for r in self.replicates]
+        return (f"{self.fidelity.describe()} (A/A: {'; '.join(floor_of) if floor_of else 'not measured'}); "
+                "a look, not a verdict")
 
     @property
     def differs(self) -> list[tuple[str, str, str]]:
@@ -70,15 +80,18 @@ class NoiseView:
             return out + ([f"noise:       A/A floor {self.floor:.4g}"] if self.replicates else [])
         reference = describe(self.reference_host) if self.reference_host is not None else \
             "not recorded (the entry predates host fingerprints: record it again)"
+        fidelity = self.fidelity_line()
         return [f"reference measured on: {reference}",
                 f"this run measured on:  {describe(self.run_host)}",
                 f"differs:     {describe_differences(self.differs) if self.reference_host is not None else 'unknown'}",
-                f"noise:       {self.line()}"]
+                f"noise:       {self.line()}"] + ([f"fidelity:    {fidelity}"] if fidelity else [])
 
     def to_dict(self) -> dict[str, Any]:
         """report.json's and results.json's ``noise``."""
         return {"line": self.line(), "floor": self.floor, "expected_discordant": self.expected_discordant,
                 "observed_discordant": self.observed,
+                "fidelity": None if self.fidelity is None else {"n": self.fidelity.n, "picks_changed": self.fidelity.picks,
+                                                                "option_kl": self.fidelity.option_kl},
                 "reference_host": dict(self.reference_host) if self.reference_host is not None else None,
                 "run_host": dict(self.run_host),
                 "differs": [{"key": k, "reference": a, "run": b} for k, a, b in self.differs],

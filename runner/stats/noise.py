@@ -41,6 +41,7 @@ class Replicate:
     loglik_p99: float | None = None
     confidence: float = CONFIDENCE
     hosts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    option_kl: float | None = None  # mean KL(A || B) of the options' softmax, per sample (a multiple-choice task)
 
     @property
     def floor(self) -> float:
@@ -59,6 +60,8 @@ class Replicate:
                  f"shift {self.shift_mean:+.4g} ({pct} bounds {self.shift_lower:+.4g}, {self.shift_upper:+.4g})"]
         if self.loglik_max is not None:
             parts.append(f"|loglik change| max {self.loglik_max:.3g}, p99 {self.loglik_p99:.3g}")
+        if self.option_kl is not None:
+            parts.append(f"option KL {self.option_kl:.3g}")
         return f"{self.perturbation}: " + ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,6 +73,8 @@ class Replicate:
                         "confidence": self.confidence}
         if self.loglik_max is not None:
             out["loglik_change"] = {"max": self.loglik_max, "p99": self.loglik_p99}
+        if self.option_kl is not None:
+            out["option_kl"] = self.option_kl
         out["hosts"] = {k: dict(v) for k, v in self.hosts.items()}
         return out
 
@@ -94,7 +99,8 @@ class Replicate:
                    None if ll is None else number(ll, "max", "loglik_change."),
                    None if ll is None else number(ll, "p99", "loglik_change."),
                    number(shift, "confidence", "shift.") if "confidence" in shift else CONFIDENCE,
-                   {str(k): {str(a): str(b) for a, b in (v or {}).items()} for k, v in hosts.items()})
+                   {str(k): {str(a): str(b) for a, b in (v or {}).items()} for k, v in hosts.items()},
+                   number(data, "option_kl", "") if "option_kl" in data else None)
 
 
 def replicate(perturbation: str, a: Sequence[float], b: Sequence[float], changed: int,
@@ -116,13 +122,45 @@ def replicate(perturbation: str, a: Sequence[float], b: Sequence[float], changed
     binary = bool(np.isin(x, (0.0, 100.0)).all() and np.isin(y, (0.0, 100.0)).all())
     worse = int(((x == 100.0) & (y == 0.0)).sum()) if binary else None
     better = int(((x == 0.0) & (y == 100.0)).sum()) if binary else None
-    ll_max = ll_p99 = None
+    ll_max = ll_p99 = kl = None
     if a_logliks is not None and b_logliks is not None:
         moves = [abs(q - p) for ra, rb in zip(a_logliks, b_logliks) for p, q in zip(ra, rb)]
         if moves:
             ll_max, ll_p99 = float(max(moves)), float(np.percentile(moves, 99))
+        kl = fidelity(a_logliks, b_logliks).option_kl
     return Replicate(perturbation, len(d), int(changed), mean, mean - half, mean + half, worse, better, ll_max, ll_p99,
-                     confidence, {k: dict(v) for k, v in (hosts or {}).items()})
+                     confidence, {k: dict(v) for k, v in (hosts or {}).items()}, kl)
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """How far a run's option log-likelihoods are from the reference's on the same samples: ``picks`` changed of ``n``
+    multiple-choice samples (argmax over options, a wrong pick to another wrong one included) and the mean KL
+    divergence of the options' softmax (reference || run). An early, cheap look: it plans, never decides."""
+
+    n: int
+    picks: int
+    option_kl: float | None
+
+    def describe(self) -> str:
+        kl = f", option KL {self.option_kl:.3g}" if self.option_kl is not None else ""
+        return f"{self.picks} of {self.n} picks changed{kl}"
+
+
+def fidelity(a_logliks: Sequence[Sequence[float]], b_logliks: Sequence[Sequence[float]]) -> Fidelity:
+    """The :class:`Fidelity` of paired option log-likelihoods (samples with fewer than two options count toward
+    neither figure)."""
+    import numpy as np
+
+    picks, kls = 0, []
+    for ra, rb in zip(a_logliks, b_logliks):
+        if len(ra) < 2 or len(ra) != len(rb):
+            continue
+        x, y = np.asarray(ra, dtype=float), np.asarray(rb, dtype=float)
+        picks += int(np.argmax(x) != np.argmax(y))
+        p, q = np.exp(x - np.logaddexp.reduce(x)), y - np.logaddexp.reduce(y)
+        kls.append(float(np.sum(p * ((x - np.logaddexp.reduce(x)) - q))))
+    return Fidelity(len(kls), picks, float(np.mean(kls)) if kls else None)
 
 
 def floor(replicates: Sequence[Replicate]) -> float:

@@ -112,6 +112,11 @@ def test_jitter_flips_answers_and_the_replicate_counts_them_as_the_samples_show(
     assert (aa.worse, aa.better, aa.answer_changes, aa.n) == (worse, better, changed, 24)
     assert aa.perturbation == "runs: compute_dtype shift 0, jitter 0 -> shift 0, jitter 3"
     assert aa.floor == pytest.approx(rep.floor)
+    # the jittered path checked against the entry: its picks changed beside the replicate's (a look, never a verdict)
+    _run(tmp_path, "check", f"reference.dir={refs}", "backend.jitter=3.0")
+    shown = json.loads((tmp_path / "check" / "report.json").read_text())["noise"]["fidelity"]
+    assert (shown["n"], shown["picks_changed"]) == (24, changed) and shown["option_kl"] > 0
+    assert f"fidelity:    {changed} of 24 picks changed" in (tmp_path / "check" / "report.txt").read_text()
 
 
 def test_compare_aa_refuses_two_models_or_a_write_without_aa(tmp_path, capsys):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from runner.stats.noise import Replicate, discordance_upper, expected_discordance, floor, replicate
+from runner.stats.noise import Replicate, discordance_upper, expected_discordance, fidelity, floor, replicate
 
 
 def test_a_binary_replicate_by_hand():
@@ -46,3 +48,15 @@ def test_the_noise_flips_upper_bound_is_clopper_pearson():
     rep = replicate("batch_size=1", [100.0] * 95 + [0.0] * 95, [100.0] * 95 + [0.0] * 95, 0)
     assert discordance_upper([rep], 570) == pytest.approx(570 * (1 - 0.05 ** (1 / 190)), rel=1e-9)
     assert discordance_upper([replicate("x", [1.5, 2.0], [1.5, 2.0], 0)], 10) is None
+
+
+def test_fidelity_counts_picks_and_the_options_kl_by_hand():
+    # options [0, log 3] -> softmax (1/4, 3/4); [log 3, 0] -> (3/4, 1/4): the pick changes and
+    # KL = 1/4 log(1/3) + 3/4 log(3) = 0.5 log 3 = 0.549306
+    found = fidelity([[0.0, math.log(3)], [-1.0, -2.0], [-5.0]], [[math.log(3), 0.0], [-1.0, -2.0], [-4.0]])
+    assert (found.n, found.picks) == (2, 1)
+    assert found.option_kl == pytest.approx(0.5 * math.log(3) / 2, rel=1e-12)
+    rep = replicate("x", [100.0, 0.0], [0.0, 0.0], 1, [[0.0, math.log(3)], [-1.0, -2.0]],
+                    [[math.log(3), 0.0], [-1.0, -2.0]])
+    assert rep.option_kl == pytest.approx(0.5 * math.log(3) / 2, rel=1e-12)
+    assert Replicate.from_dict(rep.to_dict()) == rep
