@@ -2,6 +2,7 @@
 
     python benchmarks/noise_calibration.py                      # every cell, 4000 trials each
     python benchmarks/noise_calibration.py --trials 500 --n 20
+    python benchmarks/noise_calibration.py --pairs-from RECORD_DIR   # write a record job's A/A pairs to tests/data/aa_pairs/
 
 An A/A pair is one sample scored twice with nothing changed but the system (batch size 1, float32 for bfloat16):
 the recording's ``samples.jsonl`` and its perturbed pass ``replicate-K.jsonl`` (reference.noise=replicate), shipped
@@ -18,6 +19,7 @@ import argparse
 import json
 import math
 import platform
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -94,13 +96,44 @@ def cells(files: list[Path], n: int, alpha: float, trials: int, seed: int) -> li
     return out
 
 
+def write_pairs(record_dir: Path, out_dir: Path = PAIRS) -> list[Path]:
+    """The A/A pairs of a ``reference.mode=record reference.noise=replicate`` job directory: its samples.jsonl against
+    each replicate-K.jsonl, named after the task and the perturbation (report.json's ``noise.replicates``)."""
+    report = json.loads((record_dir / "report.json").read_text(encoding="utf-8"))
+    config = (record_dir / "config.yaml").read_text(encoding="utf-8")
+    higher = "higher_is_better: false" not in config
+    names = [r["perturbation"] for r in (report.get("noise") or {}).get("replicates", [])]
+
+    def scores(path: Path) -> dict[str, float]:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return {str(r["sample_id"]): float(r["score"]) for r in rows}
+
+    base, written = scores(record_dir / "samples.jsonl"), []
+    for k, name in enumerate(names, start=1):
+        other = scores(record_dir / f"replicate-{k}.jsonl")
+        label = f"{report['task']} {name}"
+        target = out_dir / f"{report['task']}_{re.sub(r'[^A-Za-z0-9.]+', '_', name)}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"name": label, "higher_is_better": higher, "source": str(report.get("model")),
+                                      "host": report.get("host"),
+                                      "pairs": [[base[sid], other[sid]] for sid in other if sid in base]}, indent=1)
+                          + "\n", encoding="utf-8")
+        written.append(target)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=4000)
     ap.add_argument("--n", type=int, default=40, help="pairs per replicate and per run (default 40: perplexity's n)")
     ap.add_argument("--alpha", type=float, default=0.01, help="the rule's alpha (default 0.01: perplexity's)")
     ap.add_argument("--seed", type=int, default=20261129)
+    ap.add_argument("--pairs-from", type=Path, help="write this record job's A/A pairs to tests/data/aa_pairs/ and stop")
     args = ap.parse_args(argv)
+    if args.pairs_from:
+        for path in write_pairs(args.pairs_from):
+            print(f"wrote {path}")
+        return 0
     start = time.perf_counter()
     files = sorted(PAIRS.glob("*.json"))
     print("| A/A pairs | rule | false NO-GO rate | SE | nominal | holds |\n|---|---|---|---|---|---|")
