@@ -26,13 +26,13 @@ if str(ROOT) not in sys.path:  # run as a script: make `runner` and the calibrat
     sys.path.insert(0, str(ROOT))
 
 from runner.contract.evaluator import CorpusMetric, ScoredSample  # noqa: E402
-from runner.stats import calibration  # noqa: E402
-from runner.stats.calibration.run import measure  # noqa: E402
-from runner.stats.decision import decide_against  # noqa: E402
-from runner.stats.entry import Entry  # noqa: E402
+from benchmarks import calibration_grid as calibration  # noqa: E402
+from benchmarks.calibration_grid.run import measure  # noqa: E402
+from runner.stats.dispatch import decide_against  # noqa: E402
+from runner.stats.data.entry import Entry  # noqa: E402
 from runner.stats.settings import StatsConfig  # noqa: E402
-from runner.stats.unpaired.ztest import HypothesisParams  # noqa: E402
-from runner.stats.verdicts import Tolerance  # noqa: E402
+from runner.stats.data.hypothesis import HypothesisParams  # noqa: E402
+from runner.stats.data.tolerance import Tolerance  # noqa: E402
 
 
 def _stats(**kw: Any) -> SimpleNamespace:
