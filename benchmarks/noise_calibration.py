@@ -65,8 +65,8 @@ def false_nogo(pairs: Pairs, n: int, alpha: float, trials: int, seed: int, floor
     reference (a run on the other host checked against a reference recorded on this one, and the reverse)."""
     import numpy as np
 
-    from runner.stats.noise import replicate
-    from runner.stats.paired import paired_continuous
+    from runner.stats.numerics.noise import replicate
+    from runner.stats.rules.paired_continuous import paired_continuous
 
     rng = np.random.default_rng(seed)
     a, b = (np.asarray(pairs.b), np.asarray(pairs.a)) if swap else (np.asarray(pairs.a), np.asarray(pairs.b))

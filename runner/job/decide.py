@@ -14,10 +14,12 @@ from runner.references.samples import RunProvenance, pairing_problem
 from runner.references.acceptance import entry as acceptance_entry
 from runner.references.store import Reference
 from runner.stats.acceptance import AcceptanceGate
-from runner.stats import advising, claims as claim_rules
-from runner.stats.decision import Decision, decide_against
-from runner.stats.sequential.extension import ExtensionResult
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats import advising
+from runner.stats.numerics.looks import look_claims
+from runner.stats.decision import Decision
+from runner.stats.dispatch import decide_against
+from runner.stats.rules.extension import ExtensionResult
+from runner.stats.data.hypothesis import HypothesisParams
 
 
 def decide(job: Job, reference: Reference | None, samples: list[Sample], scored: list[ScoredSample],
@@ -40,7 +42,7 @@ def decide(job: Job, reference: Reference | None, samples: list[Sample], scored:
             else:
                 counts = (*p.discordant, p.n) if p is not None and p.discordant is not None else None
             assert decision.tolerance is not None
-            decision.claims = claim_rules.sequential(not seq.passed, *seq.bound(), params.higher_is_better,
+            decision.claims = look_claims(not seq.passed, *seq.bound(), params.higher_is_better,
                                                      params.alpha, decision.margin, decision.tolerance.points, counts)
     label = noise.host_failure_note(job, decision)
     if label:
@@ -90,7 +92,7 @@ def acceptance_gates(job: Job) -> list[AcceptanceGate]:
 
 def advise(job: Job, decision: Decision) -> None:
     """How many more samples would decide; the backend is still open, so the task can say whether it has them."""
-    if any(n.startswith("within the measured noise") for n in decision.notes):
+    if decision.within_noise:
         return  # more samples cannot move a systematic shift
     recorded = (job.reference.recorded or {}) if job.reference is not None else {}
     first_look = decision.sequential.looks[0].n if isinstance(decision.sequential, ExtensionResult) else None

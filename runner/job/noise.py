@@ -11,16 +11,16 @@ labelled so.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from runner.contract.errors import ConfigError
 from runner.contract.fingerprint import describe_differences, differences
 from runner.job.state import Job
 from runner.references.noise import host_of, replicates_of
 from runner.stats.decision import Decision
-from runner.stats.noise import Replicate, floor
+from runner.stats.data.noise import Replicate
+from runner.stats.numerics.noise import floor
 from runner.stats.settings import margin_points
-from runner.stats.verdicts import NO_GO
+from runner.stats.data.verdicts import NO_GO
 
 FLOOR_MODES = ("auto", "host_differs", "off")
 """``reference.floor``: auto (whenever the entry has a replicate of a continuous metric), host_differs (only when
@@ -68,11 +68,11 @@ def with_floor(job: Job, decision: Decision, redo: Callable[[float], Decision]) 
         decision.notes.append(f"noise floor {line:.4g} (the reference's A/A replicate) is within the margin {margin:g}")
         return decision
     raised = redo(line)
+    raised.noise_floor, raised.stated_margin = line, margin
     raised.notes.append(f"noise floor: the NO-GO claim is tested against {line:.4g} = max(margin {margin:g}, the "
                         f"A/A shift's one-sided upper bound {line:.4g}) (reference.floor={job.config.reference.floor})")
     if decision.outcome == NO_GO and raised.outcome != NO_GO:
-        assert raised.claims is not None
-        raised.claims = replace(raised.claims, within=False)
+        raised.within_noise = True
         raised.notes.append(f"within the measured noise: a regression > {margin:g} is shown at the stated margin, but "
                             f"not one > the A/A floor {line:.4g}; more samples cannot move a systematic shift")
     return raised

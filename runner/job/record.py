@@ -11,7 +11,7 @@ from runner.contract.evaluator import CORPUS_ITEM, LOGLIKELIHOODS, Sample, Score
 from runner.job.state import Job, Loaded
 from runner.references import recording, samples as reference_samples
 from runner.references.noise import HOST_KEY, NOISE_KEY, noise_block
-from runner.stats.noise import Replicate
+from runner.stats.data.noise import Replicate
 from runner.tracking.provenance import project_commit
 
 log = logging.getLogger("runner")

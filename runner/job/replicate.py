@@ -2,7 +2,7 @@
 declares (the hf backend: batch size 1, and the other dtype ``auto`` can choose), each compared with the recording.
 
 The result, stored with the entry (``recorded.noise``), is the A/A floor a later run's verdict uses
-(:mod:`runner.stats.noise`). Each perturbed pass builds the backend again from the job's settings with the
+(:mod:`runner.stats.numerics.noise`). Each perturbed pass builds the backend again from the job's settings with the
 perturbation's replaced, so it goes through the same code (and generation cache) as a run configured that way.
 """
 
@@ -19,7 +19,8 @@ from runner.contract.fingerprint import fingerprint
 from runner.job.answer import answer
 from runner.job.state import Job
 from runner.reports.outputs import write_samples
-from runner.stats.noise import Replicate, replicate
+from runner.stats.data.noise import Replicate
+from runner.stats.numerics.noise import replicate
 
 log = logging.getLogger("runner")
 

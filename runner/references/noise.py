@@ -31,7 +31,7 @@ from runner.files.locking import file_lock
 from runner.files.paths import write_atomic
 from runner.references.recording import _commented, _plain, record_lock
 from runner.references.store import PROVENANCE_KEY, Reference, _entries, _matches, reference_path
-from runner.stats.noise import Replicate
+from runner.stats.data.noise import Replicate
 
 HOST_KEY = "host"
 NOISE_KEY = "noise"

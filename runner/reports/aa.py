@@ -1,6 +1,6 @@
 """``python -m runner.compare RUN_A RUN_B --aa``: two runs of one model as an A/A replicate.
 
-The same record ``reference.noise=replicate`` stores at record time (:mod:`runner.stats.noise`), built from any two
+The same record ``reference.noise=replicate`` stores at record time (:mod:`runner.stats.numerics.noise`), built from any two
 job directories of the same model and task (another host, dtype, batch size, thread count or server concurrency),
 and optionally written into a references file as the entry's ``recorded.noise``.
 """
@@ -17,7 +17,8 @@ from runner.contract.evaluator import LOGLIKELIHOODS
 from runner.contract.fingerprint import describe, describe_differences, differences
 from runner.contract.spec import AccuracySpec
 from runner.references.noise import attach, noise_block
-from runner.stats.noise import Replicate, replicate
+from runner.stats.data.noise import Replicate
+from runner.stats.numerics.noise import replicate
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.contract.fingerprint import describe, describe_differences, differences
-from runner.stats.noise import Fidelity, Replicate, discordance_upper, expected_discordance, floor
+from runner.stats.data.noise import Fidelity, Replicate
+from runner.stats.numerics.noise import discordance_upper, expected_discordance, floor
 
 NOT_MEASURED = "not measured (the reference entry has no A/A replicate: record it with reference.noise=replicate)"
 

@@ -20,7 +20,7 @@ from runner.references import store
 from runner.references.noise import host_of, replicates_of
 from runner.reports.ci import JobLabel, job_case
 from runner.reports.config import ReportConfig
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 from tests.conftest import compose
 
 SMOLLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -167,6 +167,8 @@ def test_a_shift_the_replicate_measured_is_inconclusive_within_the_noise_and_a_r
     assert floored.decision.margin > 0 and floored.decision.advice is None
     report = (tmp_path / "floored" / "report.txt").read_text()
     assert "within the measured noise: a regression > 0 is shown at the stated margin" in report
+    assert floored.decision.within_noise and floored.decision.noise_floor == floored.decision.margin
+    assert "verdict:     INCONCLUSIVE (within the measured noise: an increase > 0 is shown, but not one > the" in report
     off = _ppl(tmp_path, "off", *same, "reference.floor=off")  # without the floor the t-test calls it a regression
     assert off.decision.outcome == "NO-GO" and off.decision.margin == 0.0
     real = _ppl(tmp_path, "real", "backend.shift=-1.0", f"reference.dir={refs}")  # fifty times the measured shift

@@ -1,4 +1,4 @@
-"""The A/A replicate's figures (runner.stats.noise), against numbers worked by hand."""
+"""The A/A replicate's figures (runner.stats.numerics.noise), against numbers worked by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from runner.stats.noise import Replicate, discordance_upper, expected_discordance, fidelity, floor, replicate
+from runner.stats.data.noise import Replicate
+from runner.stats.numerics.noise import discordance_upper, expected_discordance, fidelity, floor, replicate
 
 
 def test_a_binary_replicate_by_hand():
