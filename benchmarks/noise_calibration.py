@@ -1,4 +1,4 @@
-"""The noise family of the calibration grid: real A/A pairs replayed, resampled, through the paired rules.
+"""The noise family of the calibration grid (benchmarks/calibration_grid/noise.py), with and without the floor.
 
     python benchmarks/noise_calibration.py                      # every cell, 4000 trials each
     python benchmarks/noise_calibration.py --trials 500 --n 20
@@ -17,70 +17,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import re
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAIRS = ROOT / "tests" / "data" / "aa_pairs"
+if str(ROOT) not in sys.path:  # run as a script: make `runner` and the calibration cells importable
+    sys.path.insert(0, str(ROOT))
 
-
-@dataclass(frozen=True)
-class Pairs:
-    """Real A/A pairs of one task and perturbation: per-sample scores as recorded (``a``) and perturbed (``b``)."""
-
-    name: str
-    a: tuple[float, ...]
-    b: tuple[float, ...]
-    higher_is_better: bool
-
-
-def load(path: Path) -> Pairs:
-    """A pairs file: ``{"name", "higher_is_better", "pairs": [[a, b], ...]}``."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return Pairs(str(data["name"]), tuple(float(p[0]) for p in data["pairs"]), tuple(float(p[1]) for p in data["pairs"]),
-                 bool(data["higher_is_better"]))
-
-
-@dataclass(frozen=True)
-class Rate:
-    value: float
-    se: float
-    trials: int
-
-    @classmethod
-    def of(cls, hits: int, trials: int) -> "Rate":
-        p = hits / trials
-        return cls(p, math.sqrt(max(p * (1 - p), 1.0 / trials) / trials), trials)
-
-
-def false_nogo(pairs: Pairs, n: int, alpha: float, trials: int, seed: int, floored: bool,
-               swap: bool = False) -> Rate:
-    """How often the continuous paired t-test says NO-GO on a resampled A/A run of ``n`` pairs; ``floored``: at
-    max(0, the floor of an independently resampled replicate of ``n`` pairs); ``swap``: the perturbed side is the
-    reference (a run on the other host checked against a reference recorded on this one, and the reverse)."""
-    import numpy as np
-
-    from runner.stats.numerics.noise import replicate
-    from runner.stats.rules.paired_continuous import paired_continuous
-
-    rng = np.random.default_rng(seed)
-    a, b = (np.asarray(pairs.b), np.asarray(pairs.a)) if swap else (np.asarray(pairs.a), np.asarray(pairs.b))
-    hits = 0
-    for _ in range(trials):
-        margin = 0.0
-        if floored:
-            rep = rng.integers(0, len(a), n)
-            margin = replicate("aa", a[rep].tolist(), b[rep].tolist(), 0).floor
-        run = rng.integers(0, len(a), n)
-        result = paired_continuous(a[run].tolist(), b[run].tolist(), alpha, 0.2, pairs.higher_is_better, method="t",
-                                   tolerance=margin)
-        hits += not result.passed
-    return Rate.of(hits, trials)
+from benchmarks.calibration_grid.cells import Rate  # noqa: E402
+from benchmarks.calibration_grid.noise import PAIRS, false_nogo, load  # noqa: E402
 
 
 def cells(files: list[Path], n: int, alpha: float, trials: int, seed: int) -> list[tuple[str, str, Rate]]:

@@ -13,7 +13,8 @@ import importlib
 
 from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate, Rule
 
-FAMILIES: tuple[str, ...] = ("binary", "continuous", "clustered", "unpaired", "corpus", "sequential", "release")
+FAMILIES: tuple[str, ...] = ("binary", "continuous", "clustered", "unpaired", "corpus", "sequential", "release",
+                             "noise")
 """The rule families: the modules ``benchmarks.calibration_grid.<name>``, each holding ``FAMILY``."""
 
 

@@ -1,20 +1,14 @@
-"""The noise family of the calibration grid (benchmarks/noise_calibration.py): the embedded perplexity reference's
+"""The noise family of the calibration grid (benchmarks/calibration_grid/noise.py): the embedded perplexity reference's
 real A/A pairs (recorded in bfloat16, scored again in float32 and at batch size 1; tests/data/aa_pairs/), resampled,
 through the continuous paired t-test. A float32 reference against a bfloat16 run raises false NO-GOs well above
 alpha at margin 0; with the floor they stay within alpha + 2 SE."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 
+from benchmarks.calibration_grid import noise as calibration
 from tests.conftest import ROOT
-
-_spec = importlib.util.spec_from_file_location("noise_calibration", ROOT / "benchmarks" / "noise_calibration.py")
-calibration = sys.modules.setdefault("noise_calibration", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(calibration)
 
 ALPHA, TRIALS = 0.01, 300
 
