@@ -21,7 +21,7 @@ from evaluators.checks import check_choice
 from evaluators.deviations import chat_deviation
 from evaluators.metrics import mean
 from runner.contract.errors import ConfigError, DataError
-from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.evaluator import LOGLIKELIHOODS, Sample, ScoredSample
 from runner.contract.requests import Request, Response, LoglikelihoodRequest
 from runner.contract.task_config import DatasetConfig, TaskConfig
 from runner.files.assets import ARC_EASY_VALIDATION
@@ -96,7 +96,7 @@ class ArcEasyEvaluator(Evaluator):
         pick, pick_norm = labels[raw.index(max(raw))], labels[norm.index(max(norm))]
         scores = {"accuracy": 100.0 * (pick == sample.target), "accuracy_norm": 100.0 * (pick_norm == sample.target)}
         return ScoredSample(sample.id, sample.prompt, pick if self.metric == "accuracy" else pick_norm, sample.target,
-                            scores[self.metric], {"options": len(labels)} | scores)
+                            scores[self.metric], {"options": len(labels)} | scores | {LOGLIKELIHOODS: raw})
 
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
         if not scored:

@@ -39,7 +39,7 @@ from evaluators.base import Evaluator
 from evaluators.data.corpus import UPSTREAM_CORPUS, Corpus, load_corpus
 from evaluators.metrics import mean
 from runner.contract.errors import ConfigError
-from runner.contract.evaluator import Sample, ScoredSample
+from runner.contract.evaluator import LOGLIKELIHOODS, Sample, ScoredSample
 from runner.contract.requests import Request, Response, LoglikelihoodRequest, LoglikelihoodResult
 from runner.contract.task_config import TaskConfig
 
@@ -177,7 +177,7 @@ class PerplexityEvaluator(Evaluator):
         ppl = document_perplexity(result.logprob, result.num_tokens)
         doc_tokens = sample.meta.get("doc_tokens", result.num_tokens)
         meta = {"doc_tokens": doc_tokens, "tokens_scored": result.num_tokens, "nll_sum": -result.logprob,
-                "truncated": result.num_tokens < doc_tokens}
+                "truncated": result.num_tokens < doc_tokens, LOGLIKELIHOODS: [result.logprob]}
         return ScoredSample(sample.id, sample.prompt, f"{ppl:.4f}", "", ppl, meta)
 
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:

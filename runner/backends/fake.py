@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from runner.backends.configured import ConfiguredBackend
-from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
+from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, Perturbation, TaskLimits
 from runner.contract.errors import ConfigError
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
@@ -40,6 +40,13 @@ class FakeBackendConfig:
     # declare rolling windows (off: a rolling text longer than its window is refused before any request)
     rolling_windows: bool = True
     delay_s: float = 0.0  # seconds entering the backend takes, as a model load would (answers unchanged)
+    # another numeric path, as another host or batch would take: every log-likelihood moves by ``shift`` plus a
+    # deterministic per-text amount in [-jitter, +jitter]
+    shift: float = 0.0
+    jitter: float = 0.0
+    # the A/A replicate's perturbation this backend declares (reference.noise=replicate): these shift and jitter
+    replicate_shift: float = 0.0
+    replicate_jitter: float = 0.0
 
 
 class FakeBackend(ConfiguredBackend):
@@ -77,6 +84,17 @@ class FakeBackend(ConfiguredBackend):
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+    def host_fields(self) -> dict[str, str]:
+        """The numeric path (shift and jitter) stands for the compute dtype."""
+        return {"compute_dtype": f"shift {self.config.shift:g}, jitter {self.config.jitter:g}"}
+
+    def perturbations(self) -> list[Perturbation]:
+        """The scripted numeric path (``replicate_shift``/``replicate_jitter``), when one is set."""
+        shift, jitter = self.config.replicate_shift, self.config.replicate_jitter
+        if not shift and not jitter:
+            return []
+        return [Perturbation(f"shift={shift:g},jitter={jitter:g}", (("shift", shift), ("jitter", jitter)))]
 
     def info(self) -> BackendInfo:
         spec = AccuracySpec(quant_algo=self.quant.quant_algo, kv_cache_quant_algo=self.quant.kv_cache_quant_algo)
@@ -118,6 +136,9 @@ class FakeBackend(ConfiguredBackend):
             if lp is None:
                 digest = hashlib.sha256(f"{r.context}\x00{r.continuation}".encode()).digest()
                 lp = -1.0 - digest[0] / 32.0
+            if self.config.shift or self.config.jitter:
+                noise = hashlib.sha256(f"jitter\x00{r.context}\x00{r.continuation}".encode()).digest()
+                lp += self.config.shift + self.config.jitter * (noise[0] / 127.5 - 1.0)
             out.append(LoglikelihoodResult(lp, False, max(1, len(r.continuation.split()))))
         self._answered(len(out))
         return out

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
-from runner.contract.errors import EXIT_ERROR, EXIT_INTERRUPTED, UserError
+from runner.contract.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, UserError
 from runner.files.writable import check_output_dir, check_output_file
 
 EPILOG = """exit status: 0 GO, 3 NO-GO, 4 INCONCLUSIVE (0 or 3 with --on-inconclusive pass|fail), 1 error (input that
@@ -26,7 +26,8 @@ examples:
   python -m runner.compare outputs/2026-01-01/10-00-00-ab12cd-base outputs/2026-01-02/10-00-00-ef34ab-int8 --tolerance 2
   python -m runner.compare lm_eval_out/base/samples_arc_easy_2026-01-01T10-00-00.000000.jsonl \\
       lm_eval_out/int8/samples_arc_easy_2026-01-02T10-00-00.000000.jsonl --metric acc --tolerance 2
-  python -m runner.compare 3f2a...e1 9c4b...07 --tracking-uri http://mlflow:5000 --tolerance 1"""
+  python -m runner.compare 3f2a...e1 9c4b...07 --tracking-uri http://mlflow:5000 --tolerance 1
+  python -m runner.compare outputs/run-bf16 outputs/run-fp32 --aa --write-reference references   # A/A replicate"""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -67,6 +68,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tracking-uri", help="MLflow server of run ids (default: $MLFLOW_TRACKING_URI)")
     p.add_argument("--output-dir", type=Path, help="where the reports go (default: outputs/compare/<date>/<time>-<id>)")
     p.add_argument("--markdown", help="also write a markdown summary here")
+    p.add_argument("--aa", action="store_true",
+                   help="A and B are two runs of one model (another host, dtype, batch size...): print their A/A "
+                        "replicate (the shift and flips with nothing changed) instead of a verdict")
+    p.add_argument("--write-reference", metavar="DIR",
+                   help="with --aa: write the replicate as recorded.noise of A's entry in DIR/<task>.yaml")
     return p
 
 
@@ -78,6 +84,12 @@ def default_output_dir() -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.write_reference and not args.aa:
+        print(UserError("--write-reference writes an A/A replicate", where="--write-reference",
+                        given=args.write_reference, fix="add --aa").render(), file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    if args.aa:
+        return main_aa(args.a, args.b, args.write_reference)
     from runner.reports import comparison, comparison_report, runs  # lazy: --help stays fast (no statistics loaded)
 
     try:
@@ -105,6 +117,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     print(f"outputs: {out_dir} (report.txt, report.json, junit.xml)", flush=True)
     return result.decision.exit_status
+
+
+def main_aa(a: str, b: str, write_reference: str | None) -> int:
+    """``--aa``: the A/A replicate of two runs, printed (and written into a references file); exit 0, or 1."""
+    from runner.reports.aa import run_aa  # lazy: --help stays fast
+
+    try:
+        print(run_aa(a, b, write_reference), flush=True)
+    except UserError as err:
+        print(err.render(), file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    return EXIT_OK
 
 
 def entry() -> None:

@@ -1,7 +1,7 @@
 """``python -m runner.extend RUN_DIR [N]``: evaluate the next planned look of a finished job.
 
 The job must have planned its extensions at its first look (``stats.extensions=K``): only then is alpha
-left for a further look (runner/stats/sequential/extension.py). The command reruns the job with the same overrides
+left for a further look (runner/stats/rules/extension.py). The command reruns the job with the same overrides
 and ``stats.extend`` one size longer, in ``RUN_DIR-extend<k>``; the earlier looks come back from the
 generation cache. Every extension adds as many samples as the first look: sizes are planned, since a
 size chosen from the observed difference raises the false-alarm rate above alpha
@@ -43,8 +43,8 @@ from runner.job.extension_check import coverage, entry_before_load, refusal
 from runner.job.flow import typed
 from runner.references.samples import load_rows
 from runner.references.store import default_reference_dir
-from runner.stats.sequential.extension import ExtensionResult
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.rules.extension import ExtensionResult
+from runner.stats.data.hypothesis import HypothesisParams
 
 REPLAYED = ("task", "model", "quant", "backend", "stats", "reference", "cache", "seed", "tracking", "experiment")
 """Keys (and the keys under them) replayed from a run directory's overrides: what a look needs."""

@@ -66,6 +66,15 @@ class Capabilities:
 
 
 @dataclass(frozen=True)
+class Perturbation:
+    """One way a later run of the same model is likely to differ from a recording (batch size 1, the other dtype
+    ``auto`` can choose, concurrency 1): its name, and the backend settings (``backend.<key>``) it replaces."""
+
+    name: str
+    settings: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
 class GpuNeeds:
     """How a job of this backend takes GPUs in a sweep that runs one job per GPU group.
 
@@ -122,6 +131,16 @@ class Backend(ABC):
 
     @abstractmethod
     def info(self) -> BackendInfo: ...
+
+    def host_fields(self) -> dict[str, str]:
+        """This backend's part of the host fingerprint (:mod:`runner.contract.fingerprint`), once entered: the
+        compute dtype, threads, batch budget, parallel degree, attention kernels or server it actually used."""
+        return {}
+
+    def perturbations(self) -> list[Perturbation]:
+        """The A/A replicate's perturbations (``reference.noise=replicate``), once entered: the settings a later run
+        on another host or configuration is likely to differ by; empty where the backend declares none."""
+        return []
 
     def acceptance_length(self) -> float | None:
         """Mean acceptance length of speculative decoding over what was generated so far (accepted draft

@@ -38,6 +38,11 @@ CORPUS_ITEM = "corpus_item"
 the reference's per-sample scores so a paired bootstrap can recompute the metric on both sides)."""
 
 
+LOGLIKELIHOODS = "loglikelihoods"
+"""The meta field of a log-likelihood task's sample: every scored option's (or document's) log-likelihood, in the
+order of its requests; the A/A replicate reads how far they move (runner/job/replicate.py)."""
+
+
 ROW = "row"
 """The meta field naming a sample's row for a person, where the sample id is not the dataset's own id (lm-eval's
 samples are keyed by doc index): ``id=Mercury_7175875``, or ``doc index 12`` when the row carries no id."""

@@ -4,18 +4,22 @@ the end), and, when it is INCONCLUSIVE, how many more samples would decide."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from runner.contract.evaluator import Sample, ScoredSample
+from runner.job import noise
 from runner.job.looks import Monitor
 from runner.job.state import Job
 from runner.references.samples import RunProvenance, pairing_problem
 from runner.references.acceptance import entry as acceptance_entry
 from runner.references.store import Reference
 from runner.stats.acceptance import AcceptanceGate
-from runner.stats import advising, claims as claim_rules
-from runner.stats.decision import Decision, decide_against
-from runner.stats.sequential.extension import ExtensionResult
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats import advising
+from runner.stats.numerics.looks import look_claims
+from runner.stats.decision import Decision
+from runner.stats.dispatch import decide_against
+from runner.stats.rules.extension import ExtensionResult
+from runner.stats.data.hypothesis import HypothesisParams
 
 
 def decide(job: Job, reference: Reference | None, samples: list[Sample], scored: list[ScoredSample],
@@ -38,8 +42,11 @@ def decide(job: Job, reference: Reference | None, samples: list[Sample], scored:
             else:
                 counts = (*p.discordant, p.n) if p is not None and p.discordant is not None else None
             assert decision.tolerance is not None
-            decision.claims = claim_rules.sequential(not seq.passed, *seq.bound(), params.higher_is_better,
+            decision.claims = look_claims(not seq.passed, *seq.bound(), params.higher_is_better,
                                                      params.alpha, decision.margin, decision.tolerance.points, counts)
+    label = noise.host_failure_note(job, decision)
+    if label:
+        decision.notes.append(label)
     job.notes.extend(decision.notes)
     return decision
 
@@ -52,10 +59,16 @@ def decision_at(job: Job, reference: Reference, samples: list[Sample], scored: l
     if rows is not None:
         problem = pairing_problem(reference.recorded or {}, rows, scored,
                                   RunProvenance(job.config.seed, ev.source_used))
-    return decide_against(reference, scored, metrics[job.task.metric], params, job.config.stats,
-                          ev.chance_level(samples), job.task.metric, rows, problem,
-                          [*ev.extra_gates(metrics, reference), *job.gates], job.tolerance,
-                          cluster_key=job.task.cluster_key, corpus=ev.corpus_metric(), score_bounds=ev.score_bounds())
+
+    def at(stats: Any) -> Decision:
+        return decide_against(reference, scored, metrics[job.task.metric], params, stats,
+                              ev.chance_level(samples), job.task.metric, rows, problem,
+                              [*ev.extra_gates(metrics, reference), *job.gates], job.tolerance,
+                              cluster_key=job.task.cluster_key, corpus=ev.corpus_metric(),
+                              score_bounds=ev.score_bounds())
+
+    return noise.with_floor(job, at(job.config.stats),
+                            lambda line: at(replace(job.config.stats, margin=line, margin_unit="points")))
 
 
 def acceptance_gates(job: Job) -> list[AcceptanceGate]:
@@ -79,6 +92,8 @@ def acceptance_gates(job: Job) -> list[AcceptanceGate]:
 
 def advise(job: Job, decision: Decision) -> None:
     """How many more samples would decide; the backend is still open, so the task can say whether it has them."""
+    if decision.within_noise:
+        return  # more samples cannot move a systematic shift
     recorded = (job.reference.recorded or {}) if job.reference is not None else {}
     first_look = decision.sequential.looks[0].n if isinstance(decision.sequential, ExtensionResult) else None
     found = advising.for_decision(decision, recorded.get("num_samples") or first_look)

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from runner.config.gate import apply_policy
 from runner.config.schemas import RunnerConfig
 from runner.config.validate import check_job
+from runner.contract.fingerprint import fingerprint
 from runner.contract.secrets import redact_tree
 from runner.files.paths import write_atomic
 from runner.files.redaction import redact_saved_configs
@@ -26,18 +27,22 @@ from runner.job.decide import acceptance_gates, advise, decide
 from runner.job.expect import expectation
 from runner.job.extension_check import check_job as check_extension
 from runner.job.load import load
+from runner.job.noise import check_tolerance as check_floor
 from runner.job.looks import monitor_for
 from runner.job.prepare import prepare
 from runner.job.publish import publish
 from runner.job.record import record, warn_at_chance
+from runner.job.replicate import measure as measure_replicates
 from runner.job.reference import find_reference
 from runner.job.samples import select_samples
 from runner.job.state import Job, Outcome
 from runner.reports.outputs import write_failure, write_samples
 from runner.reports.text import summary_line
-from runner.stats.sequential.extension import ExtensionResult
+from runner.stats.rules.extension import ExtensionResult
 from runner.stats.settings import margin_points
-from runner.stats.verdicts import INCONCLUSIVE, check_binary_range, resolve_tolerance
+from runner.stats.data.verdicts import INCONCLUSIVE
+from runner.stats.data.tolerance import check_binary_range
+from runner.stats.settings import resolve_tolerance
 from runner.tracking.naming import run_identity
 from runner.tracking.provenance import flatten
 from runner.tracking.trackers import parent_run_id
@@ -117,11 +122,15 @@ def evaluate(job: Job) -> Outcome:
     expect(job)
     with job.backend:
         loaded = load(job)
+        job.host = fingerprint(loaded.info, job.backend.host_fields())
+        replicating = job.mode == "record" and job.config.reference.noise == "replicate"
+        perturbations = job.backend.perturbations() if replicating else []
         reference, params = find_reference(job, loaded.spec)
         samples = select_samples(job, params, reference is not None)
         if reference is not None and job.tolerance is None:
             job.tolerance = resolve_tolerance(job.config.stats, job.task, reference.value)
             check_scale(job, reference.value)
+            check_floor(job)
         samples, monitor = monitor_for(job, reference, params, samples)
         scored, eval_time_s, cache_stats = answer(job, loaded.info, samples, monitor, reference, params)
         job.gates = acceptance_gates(job)
@@ -134,5 +143,6 @@ def evaluate(job: Job) -> Outcome:
             advise(job, decision)
     if job.mode == "record":
         warn_at_chance(job, samples[:len(scored)], metrics)
-    record_path = record(job, loaded, scored, metrics) if job.mode == "record" else None
-    return publish(job, loaded, scored, metrics, params, decision, record_path, eval_time_s, cache_stats)
+    replicates = measure_replicates(job, perturbations, samples, scored) if replicating else []
+    record_path = record(job, loaded, scored, metrics, replicates) if job.mode == "record" else None
+    return publish(job, loaded, scored, metrics, params, decision, record_path, eval_time_s, cache_stats, replicates)

@@ -18,23 +18,35 @@ from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Evaluator
 from runner.contract.reasoning import check_sampling, sampled, template_kwargs
 from runner.files.paths import check_hub_id, check_name
+from runner.job.noise import FLOOR_MODES
 from runner.job.state import Job
 from runner.references import acceptance, store as references
 from runner.stats.settings import validate as validate_stats
-from runner.stats.unpaired.ztest import HypothesisParams, check_params
+from runner.stats.data.hypothesis import HypothesisParams, check_params
 
 log = logging.getLogger("runner")
 REFERENCE_MODES = ("check", "record", "skip")
 REFERENCE_AGAINST = ("spec", "baseline")
+REFERENCE_NOISE = ("none", "replicate")
 
 
 def prepare(config: RunnerConfig) -> Job:
     """Build and check everything that needs no model."""
     ref = config.reference
     for what, key, value, allowed in (("mode", "reference.mode", ref.mode, REFERENCE_MODES),
-                                      ("target", "reference.against", ref.against, REFERENCE_AGAINST)):
+                                      ("target", "reference.against", ref.against, REFERENCE_AGAINST),
+                                      ("noise measure", "reference.noise", ref.noise, REFERENCE_NOISE),
+                                      ("floor", "reference.floor", ref.floor, FLOOR_MODES)):
         if value not in allowed:
             raise ConfigError(f"unknown reference {what}", where=key, given=value, allowed=", ".join(allowed))
+    if ref.replicate_samples is not None and ref.replicate_samples < 2:
+        raise ConfigError("the A/A replicate needs at least 2 samples", where="reference.replicate_samples",
+                          given=ref.replicate_samples, allowed="an integer >= 2, or null (all the recording's samples)")
+    if ref.noise != "none" and ref.mode != "record":
+        raise ConfigError("reference.noise measures the A/A replicate of a recording", where="reference.noise",
+                          given=f"{ref.noise} with reference.mode={ref.mode}", allowed="none, unless reference.mode=record",
+                          fix="add reference.mode=record, or measure two existing runs with python -m runner.compare "
+                              "RUN_A RUN_B --aa")
     task, model, quant = config.task, config.model, config.quant
     for where, name in (("task.name", task.name), ("model.name", model.name), ("quant.name", quant.name)):
         check_name(name, where)
@@ -123,7 +135,8 @@ JOB_ENTRIES = frozenset({".hydra", "config.yaml", "report.txt", "report.json", "
 
 def unrelated_entries(out_dir: Path) -> list[str]:
     """Entries of the output directory that no job wrote, sorted (a directory of unrelated files is said)."""
-    return sorted(p.name for p in out_dir.iterdir() if p.name not in JOB_ENTRIES and not p.name.endswith(".log"))
+    return sorted(p.name for p in out_dir.iterdir() if p.name not in JOB_ENTRIES and not p.name.endswith(".log")
+                  and not (p.name.startswith("replicate-") and p.name.endswith(".jsonl")))  # the A/A passes' samples
 
 
 def prepare_output_dir(out_dir: Path) -> Path:

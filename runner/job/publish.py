@@ -10,19 +10,24 @@ from pathlib import Path
 from typing import Any
 
 from runner.contract.errors import EXIT_OK
-from runner.contract.evaluator import CORPUS_ITEM, ScoredSample
+from runner.contract.evaluator import CORPUS_ITEM, LOGLIKELIHOODS, ScoredSample
 from runner.contract.printable import printable
 from runner.contract.secrets import redact_text, redact_tree
 from runner.files.paths import write_atomic
 from runner.job.state import Job, Loaded, Outcome
 from runner.references import samples as reference_samples
+from runner.references.samples import SampleRow
+from runner.references.noise import host_of, replicates_of
 from runner.reports.lm_eval import results_json
+from runner.reports.noise import NoiseView, noise_tags
 from runner.reports.outputs import report_payload
 from runner.reports.text import report_text
-from runner.stats.clustered import variance as clustering
-from runner.stats.corpus.bootstrap import bootstrap_sigma
+from runner.stats.numerics import cluster_variance as clustering
+from runner.stats.numerics.corpus_bootstrap import bootstrap_sigma
 from runner.stats.decision import Decision
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.data.noise import Fidelity, Replicate
+from runner.stats.numerics.noise import fidelity
 from runner.tracking import tables
 from runner.tracking.naming import breakdown_table, readable_tags, tracked_metrics
 
@@ -54,24 +59,51 @@ def corpus_standard_error(job: Job, scored: list[ScoredSample]) -> float | None:
     return sigma / math.sqrt(len(scored))
 
 
+def noise_view(job: Job, decision: Decision | None, scored: list[ScoredSample],
+               replicates: list[Replicate]) -> NoiseView | None:
+    """What the reports say on where the reference and this run were measured and the noise (None: a run with
+    neither a reference nor a recording, ``reference.mode=skip``)."""
+    if job.mode == "record":
+        return NoiseView(job.host, replicates=replicates, recording=True)
+    if job.reference is None:
+        return None
+    paired = decision.paired if decision is not None else None
+    flips = sum(paired.discordant) if paired is not None and paired.discordant is not None else None
+    return NoiseView(job.host, host_of(job.reference.recorded), replicates_of(job.reference),
+                     paired.n if paired is not None else len(scored), observed=flips,
+                     fidelity=run_fidelity(job.reference_rows or {}, scored))
+
+
+def run_fidelity(rows: dict[str, SampleRow], scored: list[ScoredSample]) -> Fidelity | None:
+    """The run's option log-likelihoods against the reference's per-sample rows, where both kept them."""
+    pairs = [(rows[s.sample_id].loglikelihoods, s.meta[LOGLIKELIHOODS]) for s in scored
+             if s.sample_id in rows and rows[s.sample_id].loglikelihoods is not None
+             and isinstance(s.meta.get(LOGLIKELIHOODS), list)]
+    return fidelity([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
+
+
 def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[str, float], params: HypothesisParams,
             decision: Decision | None, record_path: Path | None, eval_time_s: float,
-            cache_stats: dict[str, Any] | None) -> Outcome:
+            cache_stats: dict[str, Any] | None, replicates: list[Replicate] | None = None) -> Outcome:
     task, score = job.task, metrics[job.task.metric]
+    view = noise_view(job, decision, scored, replicates)
     text = printable(redact_text(report_text(task, job.model, loaded.spec, score, len(scored), params, decision,
-                                             job.mode, job.notes)))
+                                             job.mode, job.notes, view.lines() if view else ())))
     write_atomic(job.out_dir / "report.txt", text + "\n", 0o644)
     payload = redact_tree(report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
                                          job.notes, cache_stats, job.tracker.run_id, eval_time_s,
                                          job.evaluator.score_bounds()))
     payload["reference_entry"] = reference_entry(job)
+    payload["host"] = dict(job.host)
+    payload["noise"] = view.to_dict() if view else None
     write_atomic(job.out_dir / "report.json", json.dumps(payload, indent=2, default=str) + "\n", 0o644)
     results = redact_tree(results_json(task, job.model, loaded.spec, metrics, [s.score for s in scored], loaded.info,
                                        eval_time_s, payload["decision"], corpus_standard_error(job, scored)))
+    results["runner"] |= {"host": dict(job.host), "noise": payload["noise"]}
     write_atomic(job.out_dir / "results.json", json.dumps(results, indent=2, default=str) + "\n", 0o644)
     print(text, flush=True)
     job.tracker.log_metrics(tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))
-    job.tracker.set_tags(readable_tags(decision, score))
+    job.tracker.set_tags(readable_tags(decision, score) | (noise_tags(view) if view else {}))
     job.tracker.set_description(text)
     try:
         log_tables(job, scored, metrics)

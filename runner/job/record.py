@@ -7,9 +7,11 @@ import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
-from runner.contract.evaluator import CORPUS_ITEM, Sample, ScoredSample
+from runner.contract.evaluator import CORPUS_ITEM, LOGLIKELIHOODS, Sample, ScoredSample
 from runner.job.state import Job, Loaded
 from runner.references import recording, samples as reference_samples
+from runner.references.noise import HOST_KEY, NOISE_KEY, noise_block
+from runner.stats.data.noise import Replicate
 from runner.tracking.provenance import project_commit
 
 log = logging.getLogger("runner")
@@ -30,11 +32,15 @@ def warn_at_chance(job: Job, samples: list[Sample], metrics: dict[str, float]) -
     return note
 
 
-def record(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[str, float]) -> Path:
+def record(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[str, float],
+           replicates: list[Replicate] | None = None) -> Path:
+    """The entry of the effective spec written with its per-sample scores, provenance, the host it was measured on
+    and, with ``reference.noise=replicate``, its A/A ``replicates``."""
     task, info, score = job.task, loaded.info, metrics[job.task.metric]
     samples_file, samples_sha = reference_samples.store(
         job.ref_dir, task.name, ((s.sample_id, s.score, s.prompt) for s in scored),
-        {s.sample_id: s.meta[CORPUS_ITEM] for s in scored if s.meta.get(CORPUS_ITEM) is not None})
+        {s.sample_id: s.meta[CORPUS_ITEM] for s in scored if s.meta.get(CORPUS_ITEM) is not None},
+        {s.sample_id: s.meta[LOGLIKELIHOODS] for s in scored if isinstance(s.meta.get(LOGLIKELIHOODS), list)})
     path = recording.record(
         job.ref_dir, task.name, task.metric, job.model.hf_id, loaded.spec, score,
         provenance={
@@ -43,8 +49,8 @@ def record(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[s
             "num_samples": len(scored), "seed": job.config.seed, "mlflow_run_id": job.tracker.run_id,
             "runner_commit": project_commit(), "model_source": info.details.get("model_source", ""),
             "dataset_source": job.evaluator.source_used or "",
-            "samples": samples_file, "samples_sha256": samples_sha,
-        },
+            "samples": samples_file, "samples_sha256": samples_sha, HOST_KEY: dict(job.host),
+        } | ({NOISE_KEY: noise_block("replicate", replicates)} if replicates else {}),
         extra={"num_samples": task.num_samples} | job.evaluator.reference_extras(metrics))
     job.notes.append(f"recorded {task.metric}={score:.4f} for {job.model.hf_id} [{loaded.spec.describe()}] in {path}")
     return path

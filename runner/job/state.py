@@ -15,8 +15,8 @@ from runner.contract.task_config import ModelConfig, QuantConfig, TaskConfig
 from runner.references.samples import SampleRow
 from runner.references.store import Reference
 from runner.stats.decision import Decision
-from runner.stats.unpaired.ztest import HypothesisParams
-from runner.stats.verdicts import Tolerance
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.data.tolerance import Tolerance
 from runner.tracking.trackers import Tracker
 
 
@@ -58,6 +58,7 @@ class Job:
     asked_num_samples: int | None = None  # task.num_samples when the run set it; None: it inherits the reference's n
     reference_num_samples: int | None = None  # the reference entry's n when it differs from the n asked for
     gates: list[Any] = field(default_factory=list)  # the job's own further gates (a speculative run's acceptance length)
+    host: dict[str, str] = field(default_factory=dict)  # where this run is measured (runner.contract.fingerprint)
 
     @property
     def mode(self) -> str:

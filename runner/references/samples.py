@@ -35,15 +35,20 @@ class SampleRow:
     score: float
     prompt_sha256: str | None  # None in files recorded before prompt hashes were stored
     item: Any = None  # the sample's corpus item, for a task with a corpus metric
+    loglikelihoods: tuple[float, ...] | None = None  # a log-likelihood task's scored options, in request order
 
 
 def store(ref_dir: Path, task: str, rows: Iterable[tuple[str, float, str]],
-          items: Mapping[str, Any] | None = None) -> tuple[str, str]:
+          items: Mapping[str, Any] | None = None,
+          loglikelihoods: Mapping[str, Sequence[float]] | None = None) -> tuple[str, str]:
     """Write ``(sample_id, score, prompt)`` rows (the prompt as its hash), with each sample's corpus item from
-    ``items`` when the task has a corpus metric; return (path relative to ``ref_dir``, sha256 of the file)."""
-    items = items or {}
+    ``items`` when the task has a corpus metric and its options' log-likelihoods from ``loglikelihoods`` when it
+    scores them; return (path relative to ``ref_dir``, sha256 of the file)."""
+    items, loglikelihoods = items or {}, loglikelihoods or {}
     body = "".join(json.dumps({"sample_id": sid, "score": float(score), "prompt_sha256": prompt_hash(prompt)}
-                              | ({"item": items[sid]} if sid in items else {})) + "\n"
+                              | ({"item": items[sid]} if sid in items else {})
+                              | ({"loglikelihoods": [float(v) for v in loglikelihoods[sid]]}
+                                 if sid in loglikelihoods else {})) + "\n"
                    for sid, score, prompt in rows)
     digest = hashlib.sha256(body.encode()).hexdigest()
     relative = Path("samples") / task / f"{digest[:20]}.jsonl"
@@ -88,7 +93,9 @@ def load_rows(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[s
                                           where=str(path), given=f"sample_id {row['sample_id']}",
                                           allowed="one row per sample, as a recording writes it",
                                           fix="restore it from version control, or record the reference again")
-                rows[str(row["sample_id"])] = SampleRow(float(row["score"]), row.get("prompt_sha256"), row.get("item"))
+                lls = row.get("loglikelihoods")
+                rows[str(row["sample_id"])] = SampleRow(float(row["score"]), row.get("prompt_sha256"), row.get("item"),
+                                                        None if lls is None else tuple(float(v) for v in lls))
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
         raise ReferenceError_("the reference's per-sample scores file is malformed", where=str(path),
                               given=f"{type(err).__name__}: {err}"[:300],

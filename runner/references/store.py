@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from runner.contract.errors import ReferenceError_
 from runner.contract.spec import SPEC_KEYS, AccuracySpec
-from runner.stats.unpaired.ztest import HypothesisParams, check_params
+from runner.stats.data.hypothesis import HypothesisParams, check_params
 
 OVERRIDE_KEYS = ("alpha", "beta", "sigma", "num_samples", "higher_is_better")
 """Entry keys that replace the task's statistical defaults for that entry only."""
@@ -43,6 +43,14 @@ class ReferenceConfig:
     overwrite: bool = False  # record mode: replace an entry registered for the same spec (refused otherwise)
     # record mode: also replace an entry of the project's references/ that the embedded demo reads (refused otherwise)
     overwrite_demo: bool = False
+    # record mode: none | replicate (score the same samples again under the backend's perturbations, batch size 1 and
+    # the other dtype auto can choose, and store the A/A shift with the entry: runner/job/replicate.py)
+    noise: str = "none"
+    # the replicate's samples: the first N of the recording's (a seeded draw, as every subset); None: all of them
+    replicate_samples: Optional[int] = None
+    # how the entry's measured noise enters a continuous paired rule: auto (whenever the entry has a replicate) |
+    # host_differs (only when this run's host fingerprint differs from the entry's) | off (runner/job/noise.py)
+    floor: str = "auto"
 
 
 def default_reference_dir() -> Path:

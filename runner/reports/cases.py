@@ -58,6 +58,8 @@ def from_row(row: dict[str, Any], inconclusive_fails: bool = True, details: str 
         message = verdict
     if row.get("advice"):
         message += f"; {row['advice']}"
+    if row.get("noise"):
+        message += f"; noise: {row['noise']}"
     name, classname = str(row.get("job")), None
     if row.get("task") and row.get("quant"):
         name, classname = str(row["task"]), f"{model_name or row.get('model')}/{row['quant']}"

@@ -14,7 +14,7 @@ from runner.reports.cases import Case, compared, fmt_p, from_row
 from runner.reports.config import ReportConfig
 from runner.reports.junit import write_junit, write_junit_suites
 from runner.reports.markdown import markdown, release_markdown, write_markdown
-from runner.stats.verdicts import WORDS, inconclusive_fails
+from runner.stats.data.verdicts import WORDS, inconclusive_fails
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ def job_case(label: JobLabel, outcome: Any = None, error: BaseException | None =
                                                         shown.n) + f", p {fmt_p(shown.p_value)}"
     if decision.advice is not None:
         message += f"; {decision.advice.text()}"
+    noise = job_noise(Path(outcome.output_dir))
+    if noise:
+        message += f"; noise: {noise}"
     return Case(name, WORDS[decision.outcome], message, details, shown.score, shown.reference,
                 shown.difference, shown.p_value, shown.n, time_s,
                 inconclusive_fails=inconclusive_fails(label.verdicts, label.on_inconclusive), classname=classname)
@@ -62,6 +65,17 @@ def job_files(job_dir: Path) -> tuple[str, float | None]:
     except (OSError, ValueError, AttributeError):
         time_s = None
     return details, time_s if isinstance(time_s, (int, float)) else None
+
+
+def job_noise(job_dir: Path) -> str | None:
+    """The job's noise line (report.json's ``noise.line``: the reference's A/A floor and what differs between its
+    host and the run's); None where the job wrote none."""
+    try:
+        noise = json.loads((job_dir / "report.json").read_text(encoding="utf-8")).get("noise")
+    except (OSError, ValueError, AttributeError):
+        return None
+    line = noise.get("line") if isinstance(noise, dict) else None
+    return line if isinstance(line, str) else None
 
 
 def sweep_case(sweep_dir: Path, row: dict[str, Any], fails: bool) -> Case:

@@ -14,7 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from runner.stats.verdicts import GO, INCONCLUSIVE, NO_GO, combine, decisive
+from runner.stats.data.verdicts import GO, INCONCLUSIVE, NO_GO, combine, decisive
+from runner.stats.numerics import ztest
 
 # a decision is a runner.stats.decision.Decision, typed Any here: that module imports this one
 Decision = Any
@@ -133,6 +134,7 @@ def to_dict(d: Decision) -> dict[str, Any]:
         "stats_gate": d.gate,
         "rule": d.rule, "test": d.test, "hypothesis": hypothesis(d),
         "margin": d.margin, "tolerance": d.tolerance.points if d.tolerance else None,
+        "noise_floor": d.noise_floor, "stated_margin": d.stated_margin, "within_noise": d.within_noise,
         "tolerance_source": d.tolerance.source if d.tolerance else None,
         "regression_shown": not d.all_passed, "within_tolerance_shown": bool(d.claims and d.claims.within),
         "passed": d.all_passed, "accuracy_passed": d.passed,
@@ -194,6 +196,9 @@ def verdict_line(d: Decision) -> str:
     out = d.outcome
     if failed:
         why = f"failed gate: {', '.join(failed)}{'' if d.passed else ' and accuracy'}"
+    elif d.within_noise:
+        why = (f"within the measured noise: {a_worse} > {d.stated_margin or 0:g} is shown, but not one > the "
+               f"reference's A/A floor {d.margin:.4g}")
     elif d.claims is None:
         why = (("the deterministic rule " + ("holds" if d.passed else "fails"))
                if d.rule not in STATISTICAL_RULES else d.no_interval)
@@ -249,10 +254,10 @@ def render(d: Decision) -> str:
     if d.paired is not None:
         parts.append(d.paired.render())
     if d.rule in THRESHOLD_RULES:
-        parts.append(d.verdict.render())
+        parts.append(ztest.render(d.verdict))
     if d.sequential is not None:
         parts.append(d.sequential.render())
     parts += [g.render() for g in d.gates]
     if d.rule not in THRESHOLD_RULES:
-        parts.append(d.verdict.render(f"TensorRT-LLM unpaired test (not deciding: the {d.rule} test decided)"))
+        parts.append(ztest.render(d.verdict, f"TensorRT-LLM unpaired test (not deciding: the {d.rule} test decided)"))
     return "\n".join(parts)

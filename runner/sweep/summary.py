@@ -29,10 +29,10 @@ from omegaconf import OmegaConf
 from runner.contract.errors import EXIT_ERROR, EXIT_OK
 from runner.contract.spec import AccuracySpec
 from runner.reports.cases import fmt, fmt_p
-from runner.stats.decision import STATISTICAL_RULES
+from runner.stats.decision_text import STATISTICAL_RULES
 from runner.stats.decision_text import claim_gate
 from runner.stats.multiple_testing import adjust
-from runner.stats.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, combine, exit_status, reported
+from runner.stats.data.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, combine, exit_status, reported
 from runner.sweep import release
 from runner.sweep.html import render as render_html
 from runner.tracking.naming import run_name
@@ -42,7 +42,7 @@ from runner.tracking.naming import run_name
 COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
            "claim", "bound", "bound_line", "ci_low", "ci_high", "threshold", "theta", "test", "alpha", "p_value",
            "verdict", "p_adjusted", "sweep_verdict", "advice", "entry_reference", "run_score", "run_n",
-           "unpaired_threshold", "unpaired_p_value", "cache_hits", "cache_misses", "error", "mlflow_run_id"]
+           "unpaired_threshold", "unpaired_p_value", "noise", "cache_hits", "cache_misses", "error", "mlflow_run_id"]
 FIGURES = ("n", "score", "reference", "difference", "claim", "bound", "bound_line", "ci_low", "ci_high", "threshold",
            "theta", "alpha", "p_value", "entry_reference", "run_score", "run_n", "unpaired_threshold",
            "unpaired_p_value")
@@ -143,6 +143,7 @@ class Summary:
                          f"{fmt(r['threshold']):>8} {fmt_p(r['p_value']):>8} {fmt_p(r['p_adjusted']):>8}  "
                          f"{r['verdict']} -> {r['sweep_verdict']}" + (f"  ({_clip(r['error'], 80)})" if r["error"] else ""))
         lines.append(COLUMN_NOTE)
+        lines += [f"  {r['job'][:32]} noise: {_clip(r['noise'], 200)}" for r in self.rows if r.get("noise")]
         lines.append(self.render_cache())
         if self.stopped:
             lines.append(f"sweep stopped early: {_clip(self.stopped, 200)}")
@@ -316,7 +317,8 @@ def _read_row(job_dir: Path) -> dict[str, Any]:
         metric = payload.get("metric") or asked.task.metric  # as the task resolved it (task=lm_eval: never auto)
         row |= {"spec": AccuracySpec(**payload["spec"]).describe(), "n": payload.get("num_evaluated"), "metric": metric,
                 "score": payload["metrics"].get(metric), "mlflow_run_id": payload.get("mlflow_run_id"),
-                "cache_hits": cache.get("hits"), "cache_misses": cache.get("misses")}
+                "cache_hits": cache.get("hits"), "cache_misses": cache.get("misses"),
+                "noise": (payload.get("noise") or {}).get("line")}
         if decision:
             row |= {k: decision[k] for k in FIGURES if k in decision}
             row["test"] = decision["rule"]

@@ -22,13 +22,14 @@ VIEW_TAG = f"mlflow.sharedViewState.{VIEW_ID}"
 """MLflow's prefix for a saved runs-table view, and this view's id."""
 
 COLUMNS = (("tags", "verdict"), ("tags", "score"), ("tags", "reference"), ("tags", "delta"), ("tags", "p_value"),
-           ("tags", "decided_by"), ("attributes", "Dataset"))
+           ("tags", "decided_by"), ("tags", "noise"), ("attributes", "Dataset"))
 """The columns the view shows, in order: the tags a job logs under these names (runner.tracking.naming): the
 verdict in words, the deciding rule's score and reference on the samples it used, their difference and its
-p-value, rounded for reading (metrics of the same names keep full precision), the rule that decided; and
+p-value, rounded for reading (metrics of the same names keep full precision), the rule that decided, the noise
+line (the reference's A/A floor and what differs between its host and this run's: runner.reports.noise); and
 the evaluated samples."""
 
-WIDTHS = (95, 75, 90, 80, 90, 110)
+WIDTHS = (95, 75, 90, 80, 90, 110, 200)
 """Pixel widths of the first columns of :data:`COLUMNS` (the rest take MLflow's default)."""
 
 ADDRESS_QUERY = f"workflowType=machine_learning&viewStateShareKey={VIEW_ID}"

@@ -25,7 +25,7 @@ from runner.backends.hf import batching, devices, forward, guided, sampling, sco
 from runner.backends.models import load_failure, resolve_model_source
 from runner.backends.prompting import encode_requests
 from runner.contract import stopping
-from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
+from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, Perturbation, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
@@ -181,6 +181,25 @@ class HFBackend(ConfiguredBackend):
                      "batch_budget": self._budget.describe()} | details,
         )
         return self
+
+    def host_fields(self) -> dict[str, str]:
+        """The compute dtype ``auto`` chose, threads, the batch budget, attention kernels and the GPUs visible."""
+        info = self.info()
+        fields = {"compute_dtype": info.details.get("torch_dtype", ""), "threads": info.details.get("threads", ""),
+                  "batch_budget": info.details.get("batch_budget", ""), "attention": self.config.attn_implementation}
+        if self._device.type == "cuda":
+            import torch
+
+            fields["gpus"] = str(torch.cuda.device_count())
+        return fields
+
+    def perturbations(self) -> list[Perturbation]:
+        """Batch size 1 against the batches chosen, and the other dtype ``auto`` chooses on another host."""
+        held = self._held
+        assert held is not None and self._budget is not None, "perturbations are known once the backend is entered"
+        out = [Perturbation("batch_size=1", (("batch_size", 1),))] if self._budget.rows > 1 else []
+        other = devices.other_auto_dtype(held.dtype, held.native)
+        return out + ([Perturbation(f"dtype={other}", (("dtype", other),))] if other else [])
 
     def _load(self, source: Any, device: Any) -> loaded_models.LoadedModel:
         """Load the checkpoint and, for a quantized spec, quantize it (ModelOpt, simulated)."""

@@ -44,6 +44,15 @@ def resolve_dtype(torch: Any, wanted: str, native: Any, device: Any) -> Any:
     return torch.bfloat16 if cpu_has_native_bf16() else torch.float32
 
 
+def other_auto_dtype(dtype: Any, native: Any) -> str | None:
+    """The dtype ``auto`` chooses on a host of the other kind (float32 where this one computes in a half precision;
+    the checkpoint's half precision where this one widened it to float32); None when ``auto`` has one choice only."""
+    name, native_name = str(dtype).removeprefix("torch."), str(native).removeprefix("torch.")
+    if name != "float32":
+        return "float32"
+    return native_name if native_name != "float32" else None
+
+
 def spec_dtype(wanted: str, dtype: Any, native: Any) -> str:
     """The dtype as a reference key: ``auto`` unless the user chose a dtype other than the checkpoint's.
 

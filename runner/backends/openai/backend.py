@@ -29,7 +29,7 @@ from runner.backends.openai.payloads import (
 )
 from runner.backends.openai.server import render_command, keep, ManagedServer, free_port, take_kept
 from runner.contract import stopping
-from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, TaskLimits
+from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, Perturbation, TaskLimits
 from runner.contract.errors import BackendUnavailable, ConfigError, EndpointError
 from runner.contract.secrets import redact_url
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
@@ -168,6 +168,16 @@ class OpenAIBackend(ConfiguredBackend):
             versions={"openai": openai.__version__, "python": platform.python_version()},
             details=details, spec_declared=True,
         )
+
+    def host_fields(self) -> dict[str, str]:
+        """What the served model is and how hard it was asked: the server, the model it lists, the concurrency."""
+        info = self.info()
+        return {"server": f"{info.details.get('served_model', '')} at {info.details.get('base_url', '')}",
+                "concurrency": str(self.config.max_concurrency)}
+
+    def perturbations(self) -> list[Perturbation]:
+        """One request at a time against the run's concurrency (a server batches concurrent requests)."""
+        return [Perturbation("max_concurrency=1", (("max_concurrency", 1),))] if self.config.max_concurrency > 1 else []
 
     def __exit__(self, *exc: object) -> None:
         client, self._client = self._client, None

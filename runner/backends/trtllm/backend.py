@@ -283,6 +283,14 @@ class TRTLLMBackendBase(ConfiguredBackend):
         )
         return self
 
+    def host_fields(self) -> dict[str, str]:
+        """The engine's dtype, parallel degree and step budget (its batch budget)."""
+        info = self.info()
+        return {"compute_dtype": info.details.get("engine_dtype", info.spec.dtype),
+                "tensor_parallel": str(self.config.tensor_parallel_size),
+                "pipeline_parallel": str(self.config.pipeline_parallel_size),
+                "batch_budget": f"{self.limits.max_batch_size} rows, {self.config.max_num_tokens} tokens"}
+
     def __exit__(self, *exc: object) -> None:
         if self._llm is not None:
             self._llm.shutdown()

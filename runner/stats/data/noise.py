@@ -1,0 +1,112 @@
+"""The system's own noise as data: an A/A replicate's figures (the same model and samples scored twice, under a
+perturbation such as batch size 1 or another compute dtype) and a run's fidelity to its reference's option
+log-likelihoods. Computed by :mod:`runner.stats.numerics.noise`; stored with a reference entry (``recorded.noise``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+CONFIDENCE = 0.95
+"""The one-sided confidence of the shift's bounds."""
+
+@dataclass(frozen=True)
+class Replicate:
+    """One A/A comparison: run B (perturbed) against run A (as recorded) on the same ``n`` samples.
+
+    ``shift_*``: the mean per-sample score change B - A (metric units) and its one-sided ``confidence`` bounds;
+    ``worse``/``better``: on a 0/100 metric, samples right in A and wrong in B, and the reverse (None otherwise);
+    ``answer_changes``: samples whose prediction changed (a wrong answer to another wrong one counts);
+    ``loglik_max``/``loglik_p99``: the largest and 99th-percentile absolute log-likelihood change over every scored
+    option (None when the task scores none); ``hosts``: the two fingerprints, ``a`` and ``b``."""
+
+    perturbation: str
+    n: int
+    answer_changes: int
+    shift_mean: float
+    shift_lower: float
+    shift_upper: float
+    worse: int | None = None
+    better: int | None = None
+    loglik_max: float | None = None
+    loglik_p99: float | None = None
+    confidence: float = CONFIDENCE
+    hosts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    option_kl: float | None = None  # mean KL(A || B) of the options' softmax, per sample (a multiple-choice task)
+
+    @property
+    def floor(self) -> float:
+        """The largest mean shift, either way, the replicate does not rule out: max(|lower|, |upper|)."""
+        return max(abs(self.shift_lower), abs(self.shift_upper))
+
+    @property
+    def discordant(self) -> int | None:
+        return None if self.worse is None or self.better is None else self.worse + self.better
+
+    def describe(self) -> str:
+        """``batch_size=1: 3 of 570 answers changed (b=2, c=1), shift -0.18 (95% bounds -0.53, +0.18)...``"""
+        pct = f"{100 * self.confidence:.0f}%"
+        parts = [f"{self.answer_changes} of {self.n} answers changed"
+                 + (f" (b={self.worse}, c={self.better})" if self.worse is not None else ""),
+                 f"shift {self.shift_mean:+.4g} ({pct} bounds {self.shift_lower:+.4g}, {self.shift_upper:+.4g})"]
+        if self.loglik_max is not None:
+            parts.append(f"|loglik change| max {self.loglik_max:.3g}, p99 {self.loglik_p99:.3g}")
+        if self.option_kl is not None:
+            parts.append(f"option KL {self.option_kl:.3g}")
+        return f"{self.perturbation}: " + ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The form stored with a reference entry (``recorded.noise.replicates``) and in report.json."""
+        out: dict[str, Any] = {"perturbation": self.perturbation, "n": self.n, "answer_changes": self.answer_changes}
+        if self.worse is not None:
+            out["discordant"] = {"worse": self.worse, "better": self.better}
+        out["shift"] = {"mean": self.shift_mean, "lower": self.shift_lower, "upper": self.shift_upper,
+                        "confidence": self.confidence}
+        if self.loglik_max is not None:
+            out["loglik_change"] = {"max": self.loglik_max, "p99": self.loglik_p99}
+        if self.option_kl is not None:
+            out["option_kl"] = self.option_kl
+        out["hosts"] = {k: dict(v) for k, v in self.hosts.items()}
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Replicate":
+        """The stored form back; a missing or mistyped field raises ValueError naming it."""
+        def number(where: Mapping[str, Any], key: str, path: str) -> float:
+            value = where.get(key) if isinstance(where, Mapping) else None
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{path}{key} must be a finite number, not {value!r}")
+            return float(value)
+
+        shift = data.get("shift") or {}
+        disc = data.get("discordant")
+        ll = data.get("loglik_change")
+        hosts = data.get("hosts") or {}
+        return cls(str(data.get("perturbation") or "unnamed"), int(number(data, "n", "")),
+                   int(number(data, "answer_changes", "")), number(shift, "mean", "shift."),
+                   number(shift, "lower", "shift."), number(shift, "upper", "shift."),
+                   None if disc is None else int(number(disc, "worse", "discordant.")),
+                   None if disc is None else int(number(disc, "better", "discordant.")),
+                   None if ll is None else number(ll, "max", "loglik_change."),
+                   None if ll is None else number(ll, "p99", "loglik_change."),
+                   number(shift, "confidence", "shift.") if "confidence" in shift else CONFIDENCE,
+                   {str(k): {str(a): str(b) for a, b in (v or {}).items()} for k, v in hosts.items()},
+                   number(data, "option_kl", "") if "option_kl" in data else None)
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """How far a run's option log-likelihoods are from the reference's on the same samples: ``picks`` changed of ``n``
+    multiple-choice samples (argmax over options, a wrong pick to another wrong one included) and the mean KL
+    divergence of the options' softmax (reference || run). An early, cheap look: it plans, never decides."""
+
+    n: int
+    picks: int
+    option_kl: float | None
+
+    def describe(self) -> str:
+        kl = f", option KL {self.option_kl:.3g}" if self.option_kl is not None else ""
+        return f"{self.picks} of {self.n} picks changed{kl}"
