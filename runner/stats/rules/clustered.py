@@ -99,7 +99,8 @@ def both(clustered: Claims, independent: Claims, df: str) -> Claims:
                   within=clustered.within and independent.within,
                   low=min(clustered.low, independent.low), high=max(clustered.high, independent.high),
                   method=f"the less decisive of clustered paired t (CR2, {df}) and {independent.method}",
-                  p_within=p_within)
+                  p_within=p_within, moved_go=max(clustered.moved_go, independent.moved_go),
+                  moved_no_go=max(clustered.moved_no_go, independent.moved_no_go))
 
 
 def too_few(claims: Claims, deff: clustering.DesignEffect | None, stats: Any, notes: list[str]) -> Claims:

@@ -86,9 +86,10 @@ def paired_continuous(
     mean_d = float(diff.mean())
     sd = float(diff.std(ddof=1))
     regression = gate == "regression"
+    pinned = 0.0  # the t and bootstrap bounds invert their tests exactly: only the betting bound is pinned
     if method == "betting":
         name = BETTING
-        p, ci, width = _betting(sign * diff, bounds, alpha, tolerance, regression, seed, truncation)
+        p, ci, width, pinned = _betting(sign * diff, bounds, alpha, tolerance, regression, seed, truncation)
         k = math.sqrt(2.0 * math.log(1.0 / alpha)) + abs(z(beta))
         ci = ci if sign > 0 else (-ci[1], -ci[0])
         ci_method = f"betting bounds, differences within +-{width:g}"
@@ -122,6 +123,7 @@ def paired_continuous(
         sd_diff=sd,
         ci=ci,
         ci_method=ci_method,
+        pinned=pinned,
         betting=BettingSample(tuple(float(v) for v in diff), width, _truncation(truncation), seed)
         if method == "betting" else None,
     )
@@ -129,9 +131,10 @@ def paired_continuous(
 
 def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: float,  # noqa: ANN001
              regression: bool, seed: int = 0,
-             truncation: float | None = None) -> tuple[float, tuple[float, float], float]:
+             truncation: float | None = None) -> tuple[float, tuple[float, float], float, float]:
     """The betting test of the oriented differences ``gain`` (negative is worse) against ``-tolerance``, and the
-    interval for the gain whose side of the test inverts it: ``(p, (low, high), w)``, ``w`` the score range."""
+    interval for the gain whose side of the test inverts it: ``(p, (low, high), w, pinned)``, ``w`` the score range,
+    ``pinned`` how far that side was moved onto the side of ``-tolerance`` its test chose."""
     import numpy as np
 
     if bounds is None:
@@ -149,23 +152,26 @@ def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: 
     high = w - 2.0 * w * betting.lower_bound(1.0 - x, alpha, c)
     if regression:  # H0: mean gain >= -tolerance, i.e. mean of 1 - x <= (w + tolerance) / (2 w)
         p = betting.upper_p(1.0 - x, (w + tolerance) / (2.0 * w), alpha, c)
-        high = _pin(high, -tolerance, p < alpha, below=True)
+        high, pinned = _pin(high, -tolerance, p < alpha, below=True)
     else:  # H0: mean gain <= -tolerance, i.e. mean of x <= (w - tolerance) / (2 w)
         p = betting.upper_p(x, (w - tolerance) / (2.0 * w), alpha, c)
-        low = _pin(low, -tolerance, p < alpha, below=False)
-    return p, (low, high), w
+        low, pinned = _pin(low, -tolerance, p < alpha, below=False)
+    return p, (low, high), w, pinned
 
 
 def _truncation(truncation: float | None) -> float:
     return betting.check_truncation(betting.TRUNCATION if truncation is None else truncation)
 
 
-def _pin(bound: float, edge: float, shown: bool, below: bool) -> float:
-    """A confidence bound kept on the side of ``edge`` its test decided (root finding may land a hair across)."""
+def _pin(bound: float, edge: float, shown: bool, below: bool) -> tuple[float, float]:
+    """A confidence bound kept on the side of ``edge`` its test decided (root finding may land a hair across), and
+    how far it was moved."""
     tiny = 1e-9 * max(1.0, abs(edge))
     if below:
-        return min(bound, edge - tiny) if shown else max(bound, edge)
-    return max(bound, edge + tiny) if shown else min(bound, edge)
+        pinned = min(bound, edge - tiny) if shown else max(bound, edge)
+    else:
+        pinned = max(bound, edge + tiny) if shown else min(bound, edge)
+    return pinned, abs(pinned - bound)
 
 
 def check_bounds(scores, bounds: tuple[float, float]) -> None:  # noqa: ANN001
