@@ -50,6 +50,18 @@ class Claims:
                        moved_no_go=self.moved_no_go + abs(gain_high - raw_high))
 
 
+@dataclass(frozen=True)
+class DeclaredRule:
+    """A rule as its module declares it: when it decides, the claims it prints, and the bounds that invert them.
+    ``name`` and ``claims`` are the words its calibration cells carry (benchmarks/calibration_grid), so a claim
+    without a cell is visible (tests/stats/test_calibration.py)."""
+
+    name: str
+    decides: str
+    claims: tuple[str, ...]
+    bounds: str
+
+
 def oriented(low: float, high: float, higher_is_better: bool) -> tuple[float, float]:
     """An interval for new - reference turned into one for the gain (-D, negative is worse), and back:
     the map is its own inverse."""

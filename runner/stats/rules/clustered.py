@@ -19,7 +19,7 @@ import math
 from dataclasses import replace
 from typing import Any, Sequence
 
-from runner.stats.data.claims import paired_claims
+from runner.stats.data.claims import DeclaredRule, paired_claims
 from runner.stats.data import pairing
 from runner.stats.numerics import cluster_variance as clustering
 from runner.stats.numerics.clustered_paired import clustered_paired
@@ -115,3 +115,18 @@ def too_few(claims: Claims, deff: clustering.DesignEffect | None, stats: Any, no
                  "stats.cluster=off treats the samples as independent")
     return replace(claims, regression=False, within=False,
                    method=f"{claims.method}; no claim: {deff.clusters} clusters < stats.min_clusters={least}")
+
+
+CLAIMS = (
+    DeclaredRule("clustered paired 0/100: CR2 t(small-sample df) and the independent test",
+         "paired 0/100 scores with stats.cluster=auto and clusters of more than one sample",
+         ("NO-GO at drop = margin (0)", "GO at drop = tolerance"),
+         "the outer of the CR2 t bound and the exact unconditional bound (a claim needs both)"),
+    DeclaredRule("clustered paired continuous: CR2 t(small-sample df) and the independent test",
+         "paired continuous scores with stats.cluster=auto", ("NO-GO at drop = margin (0)", "GO at drop = tolerance"),
+         "the outer of the CR2 t bound and the unclustered test's bound"),
+    DeclaredRule("clustered unpaired z-test: sigma sqrt(deff) t(small-sample df)/z",
+         "the unpaired test with stats.cluster=auto", ("NO-GO at drop = margin (0)", "GO at drop = tolerance"),
+         "the Wald bound with the inflated sigma"),
+)
+"""The rules of this module and their claims, as the calibration grid measures them."""

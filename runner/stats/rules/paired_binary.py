@@ -10,6 +10,7 @@ from runner.stats.data.paired_result import PairedResult, min_discordant_to_reje
 from runner.stats.numerics.paired_binomial.sign_test import upper_tail_half
 from runner.stats.numerics.paired_binomial.tango import regression_p
 from runner.stats.numerics.power import binary_theta, power_constant
+from runner.stats.data.claims import DeclaredRule
 
 
 
@@ -92,3 +93,17 @@ def mcnemar_exact(
         discordant=(b, c),
         discordance_rate=rate,
     )
+
+
+CLAIMS = (
+    DeclaredRule("binary: McNemar exact (margin 0)", "paired 0/100 scores, stats.margin=0: the NO-GO claim",
+         ("NO-GO at drop 0",), "NO-GO bound: the exact unconditional bound, pinned to McNemar's verdict"),
+    DeclaredRule("binary: Tango + exact unconditional", "paired 0/100 scores: the GO claim, and NO-GO with a margin",
+         ("GO at drop = tolerance", "NO-GO at drop = margin"),
+         "the Buehler bounds of the exact unconditional test ordered by Tango's score bound"),
+    DeclaredRule("binary: GO bound (one-sided 95%)", "printed with every paired 0/100 verdict", ("coverage",),
+         "inverts the GO test at every delta"),
+    DeclaredRule("binary: NO-GO bound (one-sided 95%)", "printed with every paired 0/100 verdict",
+         ("coverage", "coverage (McNemar-pinned)"), "inverts the NO-GO test at every delta"),
+)
+"""The rules of this module and their claims, as the calibration grid measures them."""

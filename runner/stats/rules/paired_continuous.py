@@ -11,6 +11,7 @@ from runner.stats.numerics import betting
 from runner.stats.numerics.normal import z
 from runner.stats.numerics.power import power_constant
 from runner.stats.numerics.resampling import basic_bootstrap, bootstrap_means, check_resamples
+from runner.stats.data.claims import DeclaredRule
 
 
 
@@ -183,3 +184,19 @@ def check_bounds(scores, bounds: tuple[float, float]) -> None:  # noqa: ANN001
     if arr.size and (arr.min() < lo or arr.max() > hi):
         raise ValueError(f"per-sample scores must lie within the task's score bounds [{lo:g}, {hi:g}], got values "
                          f"from {arr.min():g} to {arr.max():g}")
+
+
+CLAIMS = (
+    DeclaredRule("continuous: paired betting (bounded 0-100)", "paired scores with known bounds, not all 0/100",
+         ("NO-GO at drop = margin", "GO at drop = tolerance", "90% CI coverage", "advice reaches GO",
+          "advice reaches NO-GO"),
+         "the betting lower and upper bounds (Waudby-Smith & Ramdas 2024), each inverting its one-sided test"),
+)
+"""The rules of this module and their claims, as the calibration grid measures them."""
+
+
+ADVICE_CLAIMS = (
+    DeclaredRule("advice: fixed look (paired t rerun at N)", "INCONCLUSIVE at a fixed look", ("reaches its claim (80% stated)",),
+         "none: a sample size"),
+)
+"""The rules of this module and their claims, as the calibration grid measures them."""
