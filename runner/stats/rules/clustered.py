@@ -25,6 +25,7 @@ from runner.stats.numerics import cluster_variance as clustering
 from runner.stats.numerics.clustered_paired import clustered_paired
 from runner.stats.data.paired_result import PairedResult
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.rules.base import Case, Found, Rule
 from runner.stats.data.claims import Claims
 
 
@@ -84,6 +85,25 @@ def paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tole
                       ci_method=f"{result.ci_method}; {ind_result.ci_method}")
     return decided, claims
 
+
+
+class Clustered:
+    """A paired rule on clustered pairs: the inner rule decides on the pairs as independent, and each claim holds
+    only when the clustered t-test (CR2, small-sample df) shows it too (:func:`paired`)."""
+
+    def __init__(self, inner: Rule) -> None:
+        self.inner = inner
+
+    def applies(self, case: Case) -> str | None:
+        return self.inner.applies(case)
+
+    def decide(self, case: Case) -> Found:
+        assert case.clusters is not None, "a clustered rule needs the pairs' clusters"
+        independent = self.inner.decide(case)
+        key, labels = case.clusters
+        result, claims = paired(case.pairs, case.params, case.stats, case.margin, case.tolerance, key, labels,
+                                case.notes, (independent.result, independent.claims))
+        return Found(result, claims)
 
 def both(clustered: Claims, independent: Claims, df: str) -> Claims:
     """The claims that hold only when the clustered test and the independent one both show them.

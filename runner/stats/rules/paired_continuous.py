@@ -6,13 +6,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from runner.contract.errors import ConfigError
+from runner.stats.data.claims import paired_claims
 from runner.stats.data.paired_result import BettingSample, PairedResult
+from runner.stats.data.pairing import is_binary, score_bounds
 from runner.stats.numerics import betting
 from runner.stats.numerics.normal import z
 from runner.stats.numerics.power import power_constant
 from runner.stats.numerics.resampling import basic_bootstrap, bootstrap_means, check_resamples
+from runner.stats.rules.base import Case, Found
 from runner.stats.data.claims import DeclaredRule
-
 
 
 CONTINUOUS_METHODS = ("betting", "t", "bootstrap")
@@ -175,16 +178,43 @@ def _pin(bound: float, edge: float, shown: bool, below: bool) -> tuple[float, fl
     return pinned, abs(pinned - bound)
 
 
-def check_bounds(scores, bounds: tuple[float, float]) -> None:  # noqa: ANN001
-    """Every score lies within the task's declared bounds (a score outside them voids the betting test)."""
-    import numpy as np
 
-    arr = np.asarray(scores, dtype=float)
-    lo, hi = bounds
-    if arr.size and (arr.min() < lo or arr.max() > hi):
-        raise ValueError(f"per-sample scores must lie within the task's score bounds [{lo:g}, {hi:g}], got values "
-                         f"from {arr.min():g} to {arr.max():g}")
+class PairedContinuous:
+    """The betting test decides bounded scores, the paired t-test unbounded ones (or, chosen, t or bootstrap); each
+    side of the interval inverts its own test."""
 
+    def applies(self, case: Case) -> str | None:
+        method = case.stats.paired_test
+        if method in CONTINUOUS_METHODS or method == "auto" and not is_binary(case.pairs):
+            return None
+        return f"stats.paired_test={method} on 0/100 scores (McNemar's rule)"
+
+    def decide(self, case: Case) -> Found:
+        p, pairs = case.params, case.pairs
+        bounds = score_bounds(pairs, case.bounds)
+        method = case.stats.paired_test if case.stats.paired_test != "auto" else ("betting" if bounds else "t")
+        if method == "betting" and bounds is None:
+            raise ConfigError("the betting test needs bounded scores, and this task declares no score bounds",
+                              where="stats.paired_test", given="betting",
+                              fix="stats.paired_test=auto (the t-test for an unbounded metric such as perplexity)")
+        kw = dict(method=method, seed=case.stats.bootstrap_seed, bounds=bounds,
+                  truncation=getattr(case.stats, "betting_truncation", None))
+        result = paired_continuous(pairs.reference, pairs.new, p.alpha, p.beta, p.higher_is_better,
+                                   tolerance=case.margin, gate="regression", **kw)
+        within = paired_continuous(pairs.reference, pairs.new, p.alpha, p.beta, p.higher_is_better,
+                                   tolerance=case.tolerance, gate="noninferiority", **kw)
+        if result.method != BETTING:
+            case.notes.append(_asymptotic_note(case.stats.paired_test, bounds is not None))
+        return Found(result, paired_claims(result, within))
+
+
+def _asymptotic_note(chosen: str, bounded: bool) -> str:
+    """Why a continuous metric's verdict rests on a test whose alpha holds only for large n."""
+    if bounded:
+        return (f"stats.paired_test={chosen}: an asymptotic test; with few changed samples or skewed differences its "
+                "false GO / NO-GO rate can exceed alpha (stats.paired_test=auto uses the finite-sample betting test)")
+    return ("the task declares no score bounds (an unbounded metric): the paired t-test decides, and its alpha holds "
+            "only for large n; no test of an unbounded mean holds it at every n (Bahadur & Savage 1956)")
 
 CLAIMS = (
     DeclaredRule("continuous: paired betting (bounded 0-100)", "paired scores with known bounds, not all 0/100",
