@@ -11,7 +11,7 @@ from runner.stats.data.claims import paired_claims
 from runner.stats.data.paired_result import BettingSample, PairedResult
 from runner.stats.data.pairing import is_binary, score_bounds
 from runner.stats.numerics import betting
-from runner.stats.numerics.normal import z
+from runner.stats.numerics.normal import t_cdf, t_quantile, t_sf, z
 from runner.stats.numerics.power import power_constant
 from runner.stats.numerics.resampling import basic_bootstrap, bootstrap_means, check_resamples
 from runner.stats.rules.base import Case, Found
@@ -99,14 +99,12 @@ def paired_continuous(
         ci_method = f"betting bounds, differences within +-{width:g}"
     elif method == "t":
         name = "paired t-test"
-        from scipy import stats
-
         if sd == 0.0:  # no spread seen: nothing about the mean is shown either way
             p, ci = 1.0, (-math.inf, math.inf)
         else:
             t_stat = mean_s / (sd / math.sqrt(n))
-            p = float(stats.t.cdf(t_stat, n - 1) if regression else stats.t.sf(t_stat, n - 1))
-            half = float(stats.t.ppf(1 - alpha, n - 1)) * sd / math.sqrt(n)
+            p = t_cdf(t_stat, n - 1) if regression else t_sf(t_stat, n - 1)
+            half = t_quantile(1 - alpha, n - 1) * sd / math.sqrt(n)
             ci = (mean_d - half, mean_d + half)
         ci_method = "paired t"
     else:
