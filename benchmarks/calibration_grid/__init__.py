@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate, Rule
+from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 
 FAMILIES: tuple[str, ...] = ("binary", "continuous", "clustered", "unpaired", "corpus", "sequential", "release",
                              "noise")
@@ -33,4 +33,4 @@ def cells(grid: Grid, families: tuple[str, ...] | None = None) -> list[Cell]:
     return out
 
 
-__all__ = ["Cell", "Family", "Grid", "Rate", "Rule", "FAMILIES", "cells", "family"]
+__all__ = ["Cell", "Family", "Grid", "Rate", "FAMILIES", "cells", "family"]

@@ -19,7 +19,8 @@ from __future__ import annotations
 from functools import partial
 
 from runner.stats.numerics.paired_binomial import enumeration as en
-from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.rules import paired_binary
+from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 
 ALPHA = 0.05
 RULE_MCNEMAR = "binary: McNemar exact (margin 0)"
@@ -113,14 +114,4 @@ def cells(grid: Grid) -> list[Cell]:
     return out
 
 
-FAMILY = Family("binary", (
-    Rule("binary: McNemar exact (margin 0)", "paired 0/100 scores, stats.margin=0: the NO-GO claim",
-         ("NO-GO at drop 0",), "NO-GO bound: the exact unconditional bound, pinned to McNemar's verdict"),
-    Rule("binary: Tango + exact unconditional", "paired 0/100 scores: the GO claim, and NO-GO with a margin",
-         ("GO at drop = tolerance", "NO-GO at drop = margin"),
-         "the Buehler bounds of the exact unconditional test ordered by Tango's score bound"),
-    Rule("binary: GO bound (one-sided 95%)", "printed with every paired 0/100 verdict", ("coverage",),
-         "inverts the GO test at every delta"),
-    Rule("binary: NO-GO bound (one-sided 95%)", "printed with every paired 0/100 verdict",
-         ("coverage", "coverage (McNemar-pinned)"), "inverts the NO-GO test at every delta"),
-), cells)
+FAMILY = Family("binary", paired_binary.CLAIMS, cells)

@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from runner.stats.data.claims import DeclaredRule
+
 KINDS = ("error", "coverage", "advice")
 SLACK = 1e-9  # float noise in an exact rate
 
@@ -89,21 +91,9 @@ class Grid:
 
 
 @dataclass(frozen=True)
-class Rule:
-    """A rule the product can choose: when it decides, the claims it prints, and the bounds that invert them.
-    ``name`` and ``claims`` are the words its calibration cells carry, so a rule without a cell for each of its
-    claims is visible (tests/stats/test_calibration.py)."""
-
-    name: str
-    decides: str
-    claims: tuple[str, ...]
-    bounds: str
-
-
-@dataclass(frozen=True)
 class Family:
-    """A family of rules (a package of runner.stats) and the cells that calibrate them on a grid."""
+    """A family of rules (declared in runner/stats/rules) and the cells that calibrate them on a grid."""
 
     name: str
-    rules: tuple[Rule, ...]
+    rules: tuple[DeclaredRule, ...]
     cells: Callable[[Grid], list[Cell]]

@@ -31,7 +31,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from runner.contract.evaluator import ScoredSample
-from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.rules import clustered
+from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 from runner.stats.numerics.clustered_paired import clustered_paired
 from runner.stats.dispatch import decide_against
 from runner.stats.data.entry import Entry
@@ -183,15 +184,4 @@ def cells(grid: Grid) -> list[Cell]:
     return out
 
 
-FAMILY = Family("clustered", (
-    Rule("clustered paired 0/100: CR2 t(small-sample df) and the independent test",
-         "paired 0/100 scores with stats.cluster=auto and clusters of more than one sample",
-         ("NO-GO at drop = margin (0)", "GO at drop = tolerance"),
-         "the outer of the CR2 t bound and the exact unconditional bound (a claim needs both)"),
-    Rule("clustered paired continuous: CR2 t(small-sample df) and the independent test",
-         "paired continuous scores with stats.cluster=auto", ("NO-GO at drop = margin (0)", "GO at drop = tolerance"),
-         "the outer of the CR2 t bound and the unclustered test's bound"),
-    Rule("clustered unpaired z-test: sigma sqrt(deff) t(small-sample df)/z",
-         "the unpaired test with stats.cluster=auto", ("NO-GO at drop = margin (0)", "GO at drop = tolerance"),
-         "the Wald bound with the inflated sigma"),
-), cells)
+FAMILY = Family("clustered", clustered.CLAIMS, cells)

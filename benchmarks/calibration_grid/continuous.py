@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.rules import paired_continuous
+from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 from runner.stats.numerics import betting_advice
 from runner.stats.dispatch import _paired
 from runner.stats.data.pairing import PairedScores
@@ -133,9 +134,4 @@ def cells(grid: Grid) -> list[Cell]:
     return out
 
 
-FAMILY = Family("continuous", (
-    Rule("continuous: paired betting (bounded 0-100)", "paired scores with known bounds, not all 0/100",
-         ("NO-GO at drop = margin", "GO at drop = tolerance", "90% CI coverage", "advice reaches GO",
-          "advice reaches NO-GO"),
-         "the betting lower and upper bounds (Waudby-Smith & Ramdas 2024), each inverting its one-sided test"),
-), cells)
+FAMILY = Family("continuous", paired_continuous.CLAIMS, cells)

@@ -16,7 +16,8 @@ import math
 from functools import partial
 
 from runner.contract.evaluator import CorpusMetric
-from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.rules import corpus
+from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 from runner.stats.numerics.corpus_bootstrap import paired_corpus_test, replicate
 from runner.stats.rules.corpus import unpaired
 from runner.stats.data.hypothesis import HypothesisParams
@@ -201,12 +202,4 @@ def cells(grid: Grid) -> list[Cell]:
     return out
 
 
-FAMILY = Family("corpus", (
-    Rule("corpus: paired bootstrap-t", "a corpus metric with an additive form, per-document items on both sides",
-         ("NO-GO at drop = margin", "GO at drop = tolerance", "90% CI coverage"),
-         "the more cautious of the equal-tailed and symmetric bootstrap-t bounds"),
-    Rule("corpus: paired bootstrap-t, jackknife se", "a corpus metric without an additive form",
-         ("NO-GO at drop = margin", "GO at drop = tolerance"), "as above, the standard error from jackknife influence"),
-    Rule("corpus: unpaired bootstrap-t", "a corpus metric whose reference kept no per-document items",
-         ("NO-GO at drop = margin", "GO at drop = tolerance"), "the run's side bootstrapped, the reference's scaled"),
-), cells)
+FAMILY = Family("corpus", corpus.CLAIMS, cells)

@@ -18,7 +18,8 @@ import itertools
 import math
 from functools import partial
 
-from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.rules import release
+from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 from runner.stats.rules.release import Claim, TaskEvidence, decide_release
 
 ALPHA = 0.05
@@ -66,8 +67,4 @@ def cells(grid: Grid) -> list[Cell]:
     return out
 
 
-FAMILY = Family("release", (
-    Rule("release: Holm across the tiers", "a release policy's verdict from its tasks' verdicts",
-         ("NO-GO of the release, nothing regressed", "GO of the release, a critical task at tolerance"),
-         "none: an intersection-union test for GO, one Holm family for NO-GO"),
-), cells)
+FAMILY = Family("release", release.CLAIMS, cells)

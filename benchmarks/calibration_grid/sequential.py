@@ -24,7 +24,9 @@ from functools import partial
 from types import SimpleNamespace
 
 from runner.stats.numerics.advice import more_samples
-from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.rules import extension, sequential
+from runner.stats.rules.paired_continuous import ADVICE_CLAIMS
+from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 from runner.stats.rules.extension import Extensions
 from runner.stats.rules.paired_continuous import paired_continuous
 from runner.stats.numerics.group_sequential import SequentialConfig
@@ -201,15 +203,4 @@ def cells(grid: Grid) -> list[Cell]:
     return out
 
 
-FAMILY = Family("sequential", (
-    Rule("extensions, planned sizes: McNemar (0/100)", "stats.extensions=K on paired 0/100 scores",
-         ("NO-GO at drop 0", "GO at drop = tolerance"), "the repeated bound at the look's critical value"),
-    Rule("extensions, planned sizes: unpaired z (sigma 50)", "stats.extensions=K on the unpaired test",
-         ("NO-GO at drop 0", "GO at drop = tolerance"), "the repeated Wald bound at the look's critical value"),
-    Rule("sequential looks (stats.sequential): McNemar (0/100)", "stats.sequential on paired 0/100 scores",
-         ("NO-GO at drop 0",), "the repeated confidence interval (Jennison & Turnbull ch. 9)"),
-    Rule("advice: fixed look (paired t rerun at N)", "INCONCLUSIVE at a fixed look", ("reaches its claim (80% stated)",),
-         "none: a sample size"),
-    Rule("advice: extendable unpaired run (planned looks)", "INCONCLUSIVE at an extendable run's look",
-         ("reaches its claim (stated +- 0.05)",), "none: the planned look that reaches the claim"),
-), cells)
+FAMILY = Family("sequential", extension.CLAIMS + sequential.CLAIMS + ADVICE_CLAIMS, cells)

@@ -16,7 +16,8 @@ from typing import Any
 
 from runner.contract.evaluator import ScoredSample
 from runner.stats.numerics.ztest import unpaired_claims
-from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.rules import ztest
+from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 from runner.stats.dispatch import decide_against
 from runner.stats.data.entry import Entry
 from runner.stats.settings import StatsConfig
@@ -82,7 +83,4 @@ def cells(grid: Grid) -> list[Cell]:
     return out
 
 
-FAMILY = Family("unpaired", (
-    Rule("unpaired z-test: sigma sqrt(1/n + 1/n_ref)", "no per-sample reference scores (TensorRT-LLM's test)",
-         ("NO-GO at drop = margin (0)", "GO at drop = tolerance"), "the Wald bound, upstream's z-test inverted"),
-), cells)
+FAMILY = Family("unpaired", ztest.CLAIMS, cells)

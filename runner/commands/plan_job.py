@@ -15,10 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from runner.config.store import register_schemas
+from runner.contract.build import build
 from runner.contract.errors import ConfigError, ReferenceError_, UserError
 from runner.contract.reasoning import key_parts
 from runner.contract.spec import AccuracySpec
-from runner.references.store import Reference
+from runner.job.flow import asked_num_samples, typed
+from runner.references.store import Reference, default_reference_dir, judged_key, lookup
 from runner.stats.data.hypothesis import HypothesisParams, check_params
 
 
@@ -46,7 +49,6 @@ class PlannedJob:
 def task_defaults(task: str) -> tuple[str, HypothesisParams]:
     """The task's metric and test parameters, read from the composed Hydra config."""
     from hydra import compose, initialize_config_module  # lazy: --help stays cheap
-    from runner.config.store import register_schemas  # lazy: --help stays cheap
 
     register_schemas()
     with initialize_config_module(config_module="conf", version_base="1.3"):
@@ -62,10 +64,6 @@ def planned_job(overrides: list[str], missing_ok: bool = False) -> PlannedJob:
     No entry matching raises the lookup's error, or with ``missing_ok`` plans with the task's parameters."""
     from hydra import compose, initialize_config_module  # lazy: --help stays cheap
     from hydra.errors import HydraException  # lazy: --help stays cheap
-    from runner.config.store import register_schemas  # lazy: --help stays cheap
-    from runner.contract.build import build  # lazy: --help stays cheap
-    from runner.job.flow import asked_num_samples, typed  # lazy: --help stays cheap
-    from runner.references.store import default_reference_dir, judged_key, lookup  # lazy: --help stays cheap
 
     register_schemas()
     try:

@@ -7,23 +7,23 @@ from typing import Any, Mapping, Sequence
 
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import CorpusMetric
-from runner.stats.data.claims import Claims, paired_claims
+from runner.stats.data import pairing
+from runner.stats.data.claims import Claims
 from runner.stats.data.entry import ReferenceEntry
 from runner.stats.data.hypothesis import HypothesisParams
-from runner.stats.data.pairing import PairedScores, is_binary
 from runner.stats.data.paired_result import PairedResult
+from runner.stats.data.pairing import PairedScores, is_binary, score_bounds
 from runner.stats.data.tolerance import Tolerance
-from runner.stats.data import pairing
 from runner.stats.decision import Decision
 from runner.stats.numerics import cluster_variance as clustering, scale
-from runner.stats.numerics.paired_binomial.claims import binary_claims
 from runner.stats.numerics.ztest import decide, unpaired_claims
 from runner.stats.rules import clustered as clustered_rules
+from runner.stats.rules.base import Case, Rule
+from runner.stats.rules.clustered import Clustered
 from runner.stats.rules.corpus import decide_corpus
-from runner.stats.rules.paired_binary import mcnemar_exact
-from runner.stats.rules.paired_continuous import BETTING, check_bounds, paired_continuous
+from runner.stats.rules.paired_binary import PairedBinary, mcnemar_exact
+from runner.stats.rules.paired_continuous import PairedContinuous, paired_continuous
 from runner.stats.settings import margin_points
-
 
 
 def _deterministic_rule(reference: ReferenceEntry, params: HypothesisParams) -> str | None:
@@ -133,40 +133,23 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
     return decision
 
 
+PAIRED_RULES: tuple[Rule, ...] = (PairedBinary(), PairedContinuous())
+"""The paired rules in the order they are tried: the first that applies decides."""
+
+
 def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float,
             clusters: tuple[str, list[str]] | None, notes: list[str],
             bounds: tuple[float, float] | None = None) -> tuple[Any, Claims]:
-    """The paired test of the regression claim, and both claims with their interval; ``clusters``: the cluster
-    key and each pair's cluster, when the job clusters (each claim then needs both the clustered test of the mean
-    difference and the independent test: :func:`runner.stats.rules.clustered.paired`); ``bounds``: the task's score
-    bounds."""
-
+    """Both claims of the first paired rule that applies, with their interval; ``clusters``: the cluster key and
+    each pair's cluster, when the job clusters (the rule is then wrapped: each claim needs both the clustered
+    test of the mean difference and the rule's own, :class:`runner.stats.rules.clustered.Clustered`);
+    ``bounds``: the task's score bounds."""
+    case = Case(pairs, params, stats, margin, tolerance, notes, bounds, clusters)
+    rule: Rule = next(r for r in PAIRED_RULES if r.applies(case) is None)
     if clusters is not None:
-        independent = _paired(pairs, params, stats, margin, tolerance, None, notes, bounds)
-        return clustered_rules.paired(pairs, params, stats, margin, tolerance, *clusters, notes, independent)
-    kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed, bounds=bounds,
-              truncation=getattr(stats, "betting_truncation", None))
-    result = paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=margin,
-                                      gate="regression", **kw)
-    if result.discordant is not None:
-        b, c = result.discordant
-        return result, binary_claims(b, c, result.n, params.alpha, params.higher_is_better, margin, tolerance,
-                                          not result.passed)
-    within = paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=tolerance,
-                                      gate="noninferiority", **kw)
-    if result.method != BETTING:
-        notes.append(_asymptotic_note(stats.paired_test, score_bounds(pairs, bounds) is not None))
-    return result, paired_claims(result, within)
-
-
-def _asymptotic_note(chosen: str, bounded: bool) -> str:
-    """Why a continuous metric's verdict rests on a test whose alpha holds only for large n."""
-    if bounded:
-        return (f"stats.paired_test={chosen}: an asymptotic test; with few changed samples or skewed differences its "
-                "false GO / NO-GO rate can exceed alpha (stats.paired_test=auto uses the finite-sample betting test)")
-    return ("the task declares no score bounds (an unbounded metric): the paired t-test decides, and its alpha holds "
-            "only for large n; no test of an unbounded mean holds it at every n (Bahadur & Savage 1956)")
-
+        rule = Clustered(rule)
+    found = rule.decide(case)
+    return found.result, found.claims
 
 
 def paired_test(
@@ -203,13 +186,3 @@ def paired_test(
                              tolerance=tolerance, gate=gate, bounds=bounds, truncation=truncation)
 
 
-def score_bounds(pairs: PairedScores, declared: tuple[float, float] | None) -> tuple[float, float] | None:
-    """The bounds the paired scores lie in: the task's declared ones (checked), else [0, 100] or [0, 1] for
-    binary scores (the McNemar rule reads them as such too), else None."""
-    if declared is not None:
-        check_bounds([*pairs.reference, *pairs.new], declared)
-        return (float(declared[0]), float(declared[1]))
-    if is_binary(pairs):
-        values = set(pairs.reference) | set(pairs.new)
-        return (0.0, 1.0) if values <= {0.0, 1.0} else (0.0, 100.0)
-    return None

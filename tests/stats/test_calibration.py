@@ -7,6 +7,7 @@ import pytest
 from benchmarks import calibration_grid as calibration
 from benchmarks.calibration_grid.cells import Cell, Rate
 from benchmarks.calibration_grid.run import measure, table, worst
+from runner.stats.data.claims import DeclaredRule
 
 TRIALS = 1000
 
@@ -39,3 +40,21 @@ def test_every_declared_claim_of_a_rule_has_a_cell_and_every_cell_a_declared_rul
     declared = {(r.name, claim) for r in family.rules for claim in r.claims}
     assert declared - covered == set(), f"{name}: claims without a calibration cell"
     assert covered - declared == set(), f"{name}: cells of rules or claims the family does not declare"
+
+
+def test_every_rule_declared_where_it_lives_belongs_to_a_calibrated_family() -> None:
+    """Each rule module of runner/stats/rules declares its rules and claims (data); every declaration is one a
+    family of the grid calibrates, and every family's rules are declared in a rule module."""
+    import importlib
+    import pkgutil
+
+    from runner.stats import rules
+
+    declared = set()
+    for module in pkgutil.iter_modules(rules.__path__):
+        found = importlib.import_module(f"runner.stats.rules.{module.name}")
+        for value in vars(found).values():
+            if isinstance(value, tuple) and value and all(isinstance(r, DeclaredRule) for r in value):
+                declared |= set(value)
+    calibrated = {r for name in calibration.FAMILIES for r in calibration.family(name).rules}
+    assert declared == calibrated

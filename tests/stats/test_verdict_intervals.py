@@ -121,3 +121,52 @@ def test_an_unbounded_side_prints_without_digits():
 
     assert decisive(-math.inf, -1.0, False, above=True) == ("-inf", "-1.000")
     assert decisive(math.inf, 0.0, False, above=False) == ("+inf", "+0.000")
+
+
+ROOT_TOLERANCE = 1e-9
+"""Points: the most a bound that inverts its test may be moved onto its side (bisection to adjacent floats, brentq
+to 1e-13 of the unit range, the pin's own 1e-9 step, a float step at a tie)."""
+
+
+def test_pinning_moves_only_the_mcnemar_bound_beyond_root_finding_noise():
+    """Each rule's pinned bounds moved within the root-finding tolerance; the one bound the report says was set to
+    its threshold (McNemar's NO-GO at margin 0) may move further, and on some table does."""
+    rng = np.random.default_rng(5)
+    mcnemar_moves = []
+    for _ in range(60):
+        n = int(rng.integers(8, 90))
+        b, c = int(rng.integers(0, n // 3 + 1)), int(rng.integers(0, n // 3 + 1))
+        margin, tol = float(rng.choice([0.0, 3.0])), float(rng.uniform(1, 15))
+        hib = bool(rng.integers(2))
+        good, bad = (100.0, 0.0) if hib else (0.0, 100.0)
+        ref = [good] * b + [bad] * c + [good] * (n - b - c)
+        new = [bad] * b + [good] * c + [good] * (n - b - c)
+        claims = binary_claims(b, c, n, 0.05, hib, margin, tol, not mcnemar_exact(ref, new, 0.05, 0.2, hib,
+                                                                                     margin=margin).passed)
+        assert claims.moved_go <= ROOT_TOLERANCE, (b, c, n, tol)
+        if margin:
+            assert claims.moved_no_go <= ROOT_TOLERANCE, (b, c, n, margin)
+        else:
+            assert "pinned to that verdict at 0" in claims.method
+            mcnemar_moves.append(claims.moved_no_go)
+    assert max(mcnemar_moves) > 0.1  # the exception is real: McNemar and the Tango family disagree on some table
+    for _ in range(40):
+        n = int(rng.integers(10, 60))
+        ref = rng.uniform(0, 1, n)
+        new = np.clip(ref + rng.normal(float(rng.normal(0, 0.05)), 0.1, n), 0, 1)
+        hib, margin, tol = bool(rng.integers(2)), float(rng.choice([0.0, 0.02])), float(rng.uniform(0.01, 0.2))
+        kw = dict(method="betting", bounds=(0.0, 1.0), seed=int(rng.integers(100)))
+        reg = paired_continuous(ref, new, 0.05, 0.2, hib, tolerance=margin, gate="regression", **kw)
+        ni = paired_continuous(ref, new, 0.05, 0.2, hib, tolerance=tol, gate="noninferiority", **kw)
+        claims = paired_claims(reg, ni).agreeing(margin, tol, hib)
+        _agrees(claims, hib, margin, tol)
+        assert claims.moved_go <= ROOT_TOLERANCE and claims.moved_no_go <= ROOT_TOLERANCE, (claims, margin, tol)
+
+
+def test_agreeing_reports_how_far_it_moved_a_bound():
+    c = Claims(regression=False, within=True, low=-2.75, high=-0.020000000000003126, method="m", p_within=0.04)
+    moved = c.agreeing(0.02, 2.75, True)
+    assert moved.moved_go == math.nextafter(-2.75, math.inf) + 2.75
+    assert moved.moved_no_go == pytest.approx(3.126e-15, rel=1e-3)
+    wrong = Claims(regression=True, within=False, low=-3.0, high=0.5, method="m", p_within=0.5).agreeing(0.0, 2.0, True)
+    assert wrong.moved_no_go == pytest.approx(0.5) and wrong.high < 0  # a bound far across its threshold shows

@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 
-
 @dataclass(frozen=True)
 class Claims:
     """The two one-sided claims of a statistical rule, and the two one-sided ``1 - alpha`` bounds for
@@ -22,6 +21,10 @@ class Claims:
     high: float | None  # the upper bound
     method: str  # how each bound was built
     p_within: float | None  # p-value of H0: D >= t (None: the claim has no p-value, e.g. a repeated interval)
+    # how far (metric units) pinning moved the GO / NO-GO bound onto the side of its threshold that its test chose:
+    # root-finding noise, except where ``method`` says a bound was set to its threshold (McNemar at margin 0)
+    moved_go: float = 0.0
+    moved_no_go: float = 0.0
 
     @property
     def ci(self) -> tuple[float, float] | None:
@@ -31,23 +34,38 @@ class Claims:
         """The bounds moved, by the least float step, to the side of -m and -t that the claims decided.
 
         A bound is computed apart from its test's p-value (a quantile, a bisection), so at an exact tie the
-        two can disagree in the last bit; the test decides, and the bound follows it."""
+        two can disagree in the last bit; the test decides, and the bound follows it. The moves are added to
+        :attr:`moved_go` and :attr:`moved_no_go`."""
         if self.ci is None:
             return self
-        gain_low, gain_high = oriented(self.low, self.high, higher_is_better)
+        raw_low, raw_high = gain_low, gain_high = oriented(self.low, self.high, higher_is_better)
         if self.within != (gain_low > -tolerance):
             gain_low = math.nextafter(-tolerance, math.inf) if self.within else -tolerance
         if self.regression != (gain_high < -margin):
             gain_high = math.nextafter(-margin, -math.inf) if self.regression else -margin
         low, high = oriented(gain_low, gain_high, higher_is_better)
-        return self if (low, high) == (self.low, self.high) else replace(self, low=low, high=high)
+        if (low, high) == (self.low, self.high):
+            return self
+        return replace(self, low=low, high=high, moved_go=self.moved_go + abs(gain_low - raw_low),
+                       moved_no_go=self.moved_no_go + abs(gain_high - raw_high))
+
+
+@dataclass(frozen=True)
+class DeclaredRule:
+    """A rule as its module declares it: when it decides, the claims it prints, and the bounds that invert them.
+    ``name`` and ``claims`` are the words its calibration cells carry (benchmarks/calibration_grid), so a claim
+    without a cell is visible (tests/stats/test_calibration.py)."""
+
+    name: str
+    decides: str
+    claims: tuple[str, ...]
+    bounds: str
 
 
 def oriented(low: float, high: float, higher_is_better: bool) -> tuple[float, float]:
     """An interval for new - reference turned into one for the gain (-D, negative is worse), and back:
     the map is its own inverse."""
     return (low, high) if higher_is_better else (-high, -low)
-
 
 
 def paired_claims(result: Any, within_result: Any) -> Claims:
@@ -59,4 +77,5 @@ def paired_claims(result: Any, within_result: Any) -> Claims:
     gain_high = oriented(*result.ci, hib)[1]
     low, high = oriented(gain_low, gain_high, hib)
     return Claims(regression=not result.passed, within=within_result.passed, low=low, high=high,
-                  method=f"{result.ci_method} (both sides)", p_within=within_result.p_value)
+                  method=f"{result.ci_method} (both sides)", p_within=within_result.p_value,
+                  moved_go=within_result.pinned, moved_no_go=result.pinned)

@@ -61,6 +61,7 @@ class PairedResult:
     gate: str = "regression"
     design_effect: Any = None  # runner.stats.numerics.cluster_variance.DesignEffect when a clustered test decided
     pooled: bool = False  # a corpus metric: each side's figure pools the samples (not their mean)
+    pinned: float = 0.0  # how far (metric units) pinning moved the bound that inverts this test onto its side
     betting: BettingSample | None = field(default=None, repr=False, compare=False)  # what the betting test saw
 
     @classmethod

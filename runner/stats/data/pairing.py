@@ -101,3 +101,28 @@ def unpaired_because(problem: str, method: str, reference: Any, what: str, notes
                           fix="evaluate the samples the reference was recorded on (same seed, dataset and prompts), "
                               "record the reference again, or use stats.method=auto|unpaired")
     notes.append(f"unpaired test: {problem}")
+
+
+
+def check_bounds(scores, bounds: tuple[float, float]) -> None:  # noqa: ANN001
+    """Every score lies within the task's declared bounds (a score outside them voids the betting test)."""
+    import numpy as np
+
+    arr = np.asarray(scores, dtype=float)
+    lo, hi = bounds
+    if arr.size and (arr.min() < lo or arr.max() > hi):
+        raise ValueError(f"per-sample scores must lie within the task's score bounds [{lo:g}, {hi:g}], got values "
+                         f"from {arr.min():g} to {arr.max():g}")
+
+
+
+def score_bounds(pairs: PairedScores, declared: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The bounds the paired scores lie in: the task's declared ones (checked), else [0, 100] or [0, 1] for
+    binary scores (the McNemar rule reads them as such too), else None."""
+    if declared is not None:
+        check_bounds([*pairs.reference, *pairs.new], declared)
+        return (float(declared[0]), float(declared[1]))
+    if is_binary(pairs):
+        values = set(pairs.reference) | set(pairs.new)
+        return (0.0, 1.0) if values <= {0.0, 1.0} else (0.0, 100.0)
+    return None

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.contract.errors import ConfigError
-from statistics import NormalDist
+from runner.stats.numerics.normal import t_quantile, z
 
 CLUSTER_MODES = ("auto", "off")
 """``stats.cluster``: ``auto`` uses the task's ``cluster_key`` when it declares one; ``off`` treats every
@@ -84,12 +84,10 @@ def critical(alpha: float, df: float | None) -> float:
     degrees of freedom (:func:`degrees_of_freedom`; None: the normal's)."""
 
     if df is None:
-        return NormalDist().inv_cdf(1 - alpha)
+        return z(1 - alpha)
     if not df > 0:
         raise ValueError(f"a clustered critical value needs positive degrees of freedom, got {df!r}")
-    from scipy import stats
-
-    return float(stats.t.ppf(1 - alpha, df))
+    return t_quantile(1 - alpha, df)
 
 
 def intra_cluster_correlation(groups: Sequence[Sequence[float]]) -> float:

@@ -25,14 +25,13 @@ from collections.abc import Hashable, Sequence
 
 from runner.stats.numerics.cluster_variance import critical, design_effect
 from runner.stats.data.paired_result import PairedResult
+from runner.stats.numerics.normal import t_cdf, t_sf
 from runner.stats.numerics.power import power_constant
 
 
 def _p(df: float, stat: float, regression: bool) -> float:
     """The gate's one-sided p-value of ``stat`` under Student's t with ``df`` degrees of freedom."""
-    from scipy import stats
-
-    return float(stats.t.cdf(stat, df) if regression else stats.t.sf(stat, df))
+    return t_cdf(stat, df) if regression else t_sf(stat, df)
 
 
 def clustered_paired(ref: Sequence[float], new: Sequence[float], labels: Sequence[Hashable], key: str,

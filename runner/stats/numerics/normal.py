@@ -1,6 +1,8 @@
-"""The standard normal's quantile and distribution function: the one place every rule takes them from.
+"""The standard normal's and Student's t quantiles and distribution functions: the one place every rule takes
+them from.
 
-Pure and stdlib-only (``statistics.NormalDist``), so the planning CLI imports them in milliseconds."""
+The normal's are stdlib-only (``statistics.NormalDist``), so the planning CLI imports them in milliseconds; the t's
+import scipy when called."""
 
 from __future__ import annotations
 
@@ -31,3 +33,24 @@ def phi_erfc(x: float) -> float:
     if math.isinf(x):
         return 1.0 if x > 0 else 0.0
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+def t_cdf(x: float, df: float) -> float:
+    """CDF of Student's t with ``df`` degrees of freedom."""
+    from scipy import stats
+
+    return float(stats.t.cdf(x, df))
+
+
+def t_sf(x: float, df: float) -> float:
+    """Upper tail of Student's t with ``df`` degrees of freedom (accurate where the CDF is near 1)."""
+    from scipy import stats
+
+    return float(stats.t.sf(x, df))
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Inverse CDF of Student's t with ``df`` degrees of freedom."""
+    from scipy import stats
+
+    return float(stats.t.ppf(p, df))

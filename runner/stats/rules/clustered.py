@@ -19,12 +19,13 @@ import math
 from dataclasses import replace
 from typing import Any, Sequence
 
-from runner.stats.data.claims import paired_claims
+from runner.stats.data.claims import DeclaredRule, paired_claims
 from runner.stats.data import pairing
 from runner.stats.numerics import cluster_variance as clustering
 from runner.stats.numerics.clustered_paired import clustered_paired
 from runner.stats.data.paired_result import PairedResult
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.rules.base import Case, Found, Rule
 from runner.stats.data.claims import Claims
 
 
@@ -85,6 +86,25 @@ def paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tole
     return decided, claims
 
 
+
+class Clustered:
+    """A paired rule on clustered pairs: the inner rule decides on the pairs as independent, and each claim holds
+    only when the clustered t-test (CR2, small-sample df) shows it too (:func:`paired`)."""
+
+    def __init__(self, inner: Rule) -> None:
+        self.inner = inner
+
+    def applies(self, case: Case) -> str | None:
+        return self.inner.applies(case)
+
+    def decide(self, case: Case) -> Found:
+        assert case.clusters is not None, "a clustered rule needs the pairs' clusters"
+        independent = self.inner.decide(case)
+        key, labels = case.clusters
+        result, claims = paired(case.pairs, case.params, case.stats, case.margin, case.tolerance, key, labels,
+                                case.notes, (independent.result, independent.claims))
+        return Found(result, claims)
+
 def both(clustered: Claims, independent: Claims, df: str) -> Claims:
     """The claims that hold only when the clustered test and the independent one both show them.
 
@@ -99,7 +119,8 @@ def both(clustered: Claims, independent: Claims, df: str) -> Claims:
                   within=clustered.within and independent.within,
                   low=min(clustered.low, independent.low), high=max(clustered.high, independent.high),
                   method=f"the less decisive of clustered paired t (CR2, {df}) and {independent.method}",
-                  p_within=p_within)
+                  p_within=p_within, moved_go=max(clustered.moved_go, independent.moved_go),
+                  moved_no_go=max(clustered.moved_no_go, independent.moved_no_go))
 
 
 def too_few(claims: Claims, deff: clustering.DesignEffect | None, stats: Any, notes: list[str]) -> Claims:
@@ -114,3 +135,18 @@ def too_few(claims: Claims, deff: clustering.DesignEffect | None, stats: Any, no
                  "stats.cluster=off treats the samples as independent")
     return replace(claims, regression=False, within=False,
                    method=f"{claims.method}; no claim: {deff.clusters} clusters < stats.min_clusters={least}")
+
+
+CLAIMS = (
+    DeclaredRule("clustered paired 0/100: CR2 t(small-sample df) and the independent test",
+         "paired 0/100 scores with stats.cluster=auto and clusters of more than one sample",
+         ("NO-GO at drop = margin (0)", "GO at drop = tolerance"),
+         "the outer of the CR2 t bound and the exact unconditional bound (a claim needs both)"),
+    DeclaredRule("clustered paired continuous: CR2 t(small-sample df) and the independent test",
+         "paired continuous scores with stats.cluster=auto", ("NO-GO at drop = margin (0)", "GO at drop = tolerance"),
+         "the outer of the CR2 t bound and the unclustered test's bound"),
+    DeclaredRule("clustered unpaired z-test: sigma sqrt(deff) t(small-sample df)/z",
+         "the unpaired test with stats.cluster=auto", ("NO-GO at drop = margin (0)", "GO at drop = tolerance"),
+         "the Wald bound with the inflated sigma"),
+)
+"""The rules of this module and their claims, as the calibration grid measures them."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from runner.contract.evaluator import CORPUS_ITEM, CorpusMetric
-from runner.stats.data.claims import paired_claims
+from runner.stats.data.claims import DeclaredRule, paired_claims
 from runner.stats.numerics.ztest import unpaired_claims
 from runner.stats.numerics.corpus_bootstrap import paired_corpus_test, replicate, side, unpaired_corpus_test
 from runner.stats.data.entry import ReferenceEntry
@@ -124,3 +124,15 @@ def _paired(reference: Any, items: dict[str, Any], params: HypothesisParams, sta
     reps = replicate(ref, new, corpus, stats.corpus_bootstrap_iters, stats.bootstrap_seed, clusters)
     return (paired_corpus_test(reps, params.alpha, params.beta, params.higher_is_better, margin, "regression"),
             paired_corpus_test(reps, params.alpha, params.beta, params.higher_is_better, tolerance, "noninferiority"))
+
+
+CLAIMS = (
+    DeclaredRule("corpus: paired bootstrap-t", "a corpus metric with an additive form, per-document items on both sides",
+         ("NO-GO at drop = margin", "GO at drop = tolerance", "90% CI coverage"),
+         "the more cautious of the equal-tailed and symmetric bootstrap-t bounds"),
+    DeclaredRule("corpus: paired bootstrap-t, jackknife se", "a corpus metric without an additive form",
+         ("NO-GO at drop = margin", "GO at drop = tolerance"), "as above, the standard error from jackknife influence"),
+    DeclaredRule("corpus: unpaired bootstrap-t", "a corpus metric whose reference kept no per-document items",
+         ("NO-GO at drop = margin", "GO at drop = tolerance"), "the run's side bootstrapped, the reference's scaled"),
+)
+"""The rules of this module and their claims, as the calibration grid measures them."""

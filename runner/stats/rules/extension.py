@@ -23,7 +23,7 @@ from runner.contract.errors import ConfigError
 from runner.stats.numerics import group_sequential as gs
 from runner.stats.numerics.paired_binomial.claims import binary_claims
 from runner.stats.numerics.looks import Look, statistic, tested_looks
-from runner.stats.data.claims import oriented
+from runner.stats.data.claims import DeclaredRule, oriented
 
 REASONS = ("regression", "go", "undecided")
 
@@ -207,3 +207,14 @@ class ExtensionResult:
     def bound(self) -> tuple[float | None, tuple[float, float] | None]:
         """The critical value and repeated interval that decide both claims."""
         return self.crit, self.rci
+
+
+CLAIMS = (
+    DeclaredRule("extensions, planned sizes: McNemar (0/100)", "stats.extensions=K on paired 0/100 scores",
+         ("NO-GO at drop 0", "GO at drop = tolerance"), "the repeated bound at the look's critical value"),
+    DeclaredRule("extensions, planned sizes: unpaired z (sigma 50)", "stats.extensions=K on the unpaired test",
+         ("NO-GO at drop 0", "GO at drop = tolerance"), "the repeated Wald bound at the look's critical value"),
+    DeclaredRule("advice: extendable unpaired run (planned looks)", "INCONCLUSIVE at an extendable run's look",
+         ("reaches its claim (stated +- 0.05)",), "none: the planned look that reaches the claim"),
+)
+"""The rules of this module and their claims, as the calibration grid measures them."""

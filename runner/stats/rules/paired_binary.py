@@ -7,9 +7,13 @@ import math
 from collections.abc import Sequence
 
 from runner.stats.data.paired_result import PairedResult, min_discordant_to_reject
+from runner.stats.data.pairing import is_binary, score_bounds
+from runner.stats.numerics.paired_binomial.claims import binary_claims
+from runner.stats.rules.base import Case, Found
 from runner.stats.numerics.paired_binomial.sign_test import upper_tail_half
 from runner.stats.numerics.paired_binomial.tango import regression_p
 from runner.stats.numerics.power import binary_theta, power_constant
+from runner.stats.data.claims import DeclaredRule
 
 
 
@@ -92,3 +96,36 @@ def mcnemar_exact(
         discordant=(b, c),
         discordance_rate=rate,
     )
+
+
+
+class PairedBinary:
+    """McNemar's exact test (Tango's with a margin) decides paired 0/100 scores; both bounds invert Tango's family."""
+
+    def applies(self, case: Case) -> str | None:
+        method = case.stats.paired_test
+        if method == "mcnemar" or method == "auto" and is_binary(case.pairs):
+            return None
+        return f"stats.paired_test={method} on scores that are not all 0/100 or 0/1"
+
+    def decide(self, case: Case) -> Found:
+        p = case.params
+        score_bounds(case.pairs, case.bounds)  # declared bounds are checked whatever the test
+        result = mcnemar_exact(case.pairs.reference, case.pairs.new, p.alpha, p.beta, p.higher_is_better,
+                               gate="regression", margin=case.margin)
+        b, c = result.discordant
+        return Found(result, binary_claims(b, c, result.n, p.alpha, p.higher_is_better, case.margin, case.tolerance,
+                                           not result.passed))
+
+CLAIMS = (
+    DeclaredRule("binary: McNemar exact (margin 0)", "paired 0/100 scores, stats.margin=0: the NO-GO claim",
+         ("NO-GO at drop 0",), "NO-GO bound: the exact unconditional bound, pinned to McNemar's verdict"),
+    DeclaredRule("binary: Tango + exact unconditional", "paired 0/100 scores: the GO claim, and NO-GO with a margin",
+         ("GO at drop = tolerance", "NO-GO at drop = margin"),
+         "the Buehler bounds of the exact unconditional test ordered by Tango's score bound"),
+    DeclaredRule("binary: GO bound (one-sided 95%)", "printed with every paired 0/100 verdict", ("coverage",),
+         "inverts the GO test at every delta"),
+    DeclaredRule("binary: NO-GO bound (one-sided 95%)", "printed with every paired 0/100 verdict",
+         ("coverage", "coverage (McNemar-pinned)"), "inverts the NO-GO test at every delta"),
+)
+"""The rules of this module and their claims, as the calibration grid measures them."""

@@ -6,12 +6,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from runner.contract.errors import ConfigError
+from runner.stats.data.claims import paired_claims
 from runner.stats.data.paired_result import BettingSample, PairedResult
+from runner.stats.data.pairing import is_binary, score_bounds
 from runner.stats.numerics import betting
-from runner.stats.numerics.normal import z
+from runner.stats.numerics.normal import t_cdf, t_quantile, t_sf, z
 from runner.stats.numerics.power import power_constant
 from runner.stats.numerics.resampling import basic_bootstrap, bootstrap_means, check_resamples
-
+from runner.stats.rules.base import Case, Found
+from runner.stats.data.claims import DeclaredRule
 
 
 CONTINUOUS_METHODS = ("betting", "t", "bootstrap")
@@ -86,22 +90,21 @@ def paired_continuous(
     mean_d = float(diff.mean())
     sd = float(diff.std(ddof=1))
     regression = gate == "regression"
+    pinned = 0.0  # the t and bootstrap bounds invert their tests exactly: only the betting bound is pinned
     if method == "betting":
         name = BETTING
-        p, ci, width = _betting(sign * diff, bounds, alpha, tolerance, regression, seed, truncation)
+        p, ci, width, pinned = _betting(sign * diff, bounds, alpha, tolerance, regression, seed, truncation)
         k = math.sqrt(2.0 * math.log(1.0 / alpha)) + abs(z(beta))
         ci = ci if sign > 0 else (-ci[1], -ci[0])
         ci_method = f"betting bounds, differences within +-{width:g}"
     elif method == "t":
         name = "paired t-test"
-        from scipy import stats
-
         if sd == 0.0:  # no spread seen: nothing about the mean is shown either way
             p, ci = 1.0, (-math.inf, math.inf)
         else:
             t_stat = mean_s / (sd / math.sqrt(n))
-            p = float(stats.t.cdf(t_stat, n - 1) if regression else stats.t.sf(t_stat, n - 1))
-            half = float(stats.t.ppf(1 - alpha, n - 1)) * sd / math.sqrt(n)
+            p = t_cdf(t_stat, n - 1) if regression else t_sf(t_stat, n - 1)
+            half = t_quantile(1 - alpha, n - 1) * sd / math.sqrt(n)
             ci = (mean_d - half, mean_d + half)
         ci_method = "paired t"
     else:
@@ -122,6 +125,7 @@ def paired_continuous(
         sd_diff=sd,
         ci=ci,
         ci_method=ci_method,
+        pinned=pinned,
         betting=BettingSample(tuple(float(v) for v in diff), width, _truncation(truncation), seed)
         if method == "betting" else None,
     )
@@ -129,9 +133,10 @@ def paired_continuous(
 
 def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: float,  # noqa: ANN001
              regression: bool, seed: int = 0,
-             truncation: float | None = None) -> tuple[float, tuple[float, float], float]:
+             truncation: float | None = None) -> tuple[float, tuple[float, float], float, float]:
     """The betting test of the oriented differences ``gain`` (negative is worse) against ``-tolerance``, and the
-    interval for the gain whose side of the test inverts it: ``(p, (low, high), w)``, ``w`` the score range."""
+    interval for the gain whose side of the test inverts it: ``(p, (low, high), w, pinned)``, ``w`` the score range,
+    ``pinned`` how far that side was moved onto the side of ``-tolerance`` its test chose."""
     import numpy as np
 
     if bounds is None:
@@ -149,31 +154,77 @@ def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: 
     high = w - 2.0 * w * betting.lower_bound(1.0 - x, alpha, c)
     if regression:  # H0: mean gain >= -tolerance, i.e. mean of 1 - x <= (w + tolerance) / (2 w)
         p = betting.upper_p(1.0 - x, (w + tolerance) / (2.0 * w), alpha, c)
-        high = _pin(high, -tolerance, p < alpha, below=True)
+        high, pinned = _pin(high, -tolerance, p < alpha, below=True)
     else:  # H0: mean gain <= -tolerance, i.e. mean of x <= (w - tolerance) / (2 w)
         p = betting.upper_p(x, (w - tolerance) / (2.0 * w), alpha, c)
-        low = _pin(low, -tolerance, p < alpha, below=False)
-    return p, (low, high), w
+        low, pinned = _pin(low, -tolerance, p < alpha, below=False)
+    return p, (low, high), w, pinned
 
 
 def _truncation(truncation: float | None) -> float:
     return betting.check_truncation(betting.TRUNCATION if truncation is None else truncation)
 
 
-def _pin(bound: float, edge: float, shown: bool, below: bool) -> float:
-    """A confidence bound kept on the side of ``edge`` its test decided (root finding may land a hair across)."""
+def _pin(bound: float, edge: float, shown: bool, below: bool) -> tuple[float, float]:
+    """A confidence bound kept on the side of ``edge`` its test decided (root finding may land a hair across), and
+    how far it was moved."""
     tiny = 1e-9 * max(1.0, abs(edge))
     if below:
-        return min(bound, edge - tiny) if shown else max(bound, edge)
-    return max(bound, edge + tiny) if shown else min(bound, edge)
+        pinned = min(bound, edge - tiny) if shown else max(bound, edge)
+    else:
+        pinned = max(bound, edge + tiny) if shown else min(bound, edge)
+    return pinned, abs(pinned - bound)
 
 
-def check_bounds(scores, bounds: tuple[float, float]) -> None:  # noqa: ANN001
-    """Every score lies within the task's declared bounds (a score outside them voids the betting test)."""
-    import numpy as np
 
-    arr = np.asarray(scores, dtype=float)
-    lo, hi = bounds
-    if arr.size and (arr.min() < lo or arr.max() > hi):
-        raise ValueError(f"per-sample scores must lie within the task's score bounds [{lo:g}, {hi:g}], got values "
-                         f"from {arr.min():g} to {arr.max():g}")
+class PairedContinuous:
+    """The betting test decides bounded scores, the paired t-test unbounded ones (or, chosen, t or bootstrap); each
+    side of the interval inverts its own test."""
+
+    def applies(self, case: Case) -> str | None:
+        method = case.stats.paired_test
+        if method in CONTINUOUS_METHODS or method == "auto" and not is_binary(case.pairs):
+            return None
+        return f"stats.paired_test={method} on 0/100 scores (McNemar's rule)"
+
+    def decide(self, case: Case) -> Found:
+        p, pairs = case.params, case.pairs
+        bounds = score_bounds(pairs, case.bounds)
+        method = case.stats.paired_test if case.stats.paired_test != "auto" else ("betting" if bounds else "t")
+        if method == "betting" and bounds is None:
+            raise ConfigError("the betting test needs bounded scores, and this task declares no score bounds",
+                              where="stats.paired_test", given="betting",
+                              fix="stats.paired_test=auto (the t-test for an unbounded metric such as perplexity)")
+        kw = dict(method=method, seed=case.stats.bootstrap_seed, bounds=bounds,
+                  truncation=getattr(case.stats, "betting_truncation", None))
+        result = paired_continuous(pairs.reference, pairs.new, p.alpha, p.beta, p.higher_is_better,
+                                   tolerance=case.margin, gate="regression", **kw)
+        within = paired_continuous(pairs.reference, pairs.new, p.alpha, p.beta, p.higher_is_better,
+                                   tolerance=case.tolerance, gate="noninferiority", **kw)
+        if result.method != BETTING:
+            case.notes.append(_asymptotic_note(case.stats.paired_test, bounds is not None))
+        return Found(result, paired_claims(result, within))
+
+
+def _asymptotic_note(chosen: str, bounded: bool) -> str:
+    """Why a continuous metric's verdict rests on a test whose alpha holds only for large n."""
+    if bounded:
+        return (f"stats.paired_test={chosen}: an asymptotic test; with few changed samples or skewed differences its "
+                "false GO / NO-GO rate can exceed alpha (stats.paired_test=auto uses the finite-sample betting test)")
+    return ("the task declares no score bounds (an unbounded metric): the paired t-test decides, and its alpha holds "
+            "only for large n; no test of an unbounded mean holds it at every n (Bahadur & Savage 1956)")
+
+CLAIMS = (
+    DeclaredRule("continuous: paired betting (bounded 0-100)", "paired scores with known bounds, not all 0/100",
+         ("NO-GO at drop = margin", "GO at drop = tolerance", "90% CI coverage", "advice reaches GO",
+          "advice reaches NO-GO"),
+         "the betting lower and upper bounds (Waudby-Smith & Ramdas 2024), each inverting its one-sided test"),
+)
+"""The rules of this module and their claims, as the calibration grid measures them."""
+
+
+ADVICE_CLAIMS = (
+    DeclaredRule("advice: fixed look (paired t rerun at N)", "INCONCLUSIVE at a fixed look", ("reaches its claim (80% stated)",),
+         "none: a sample size"),
+)
+"""The rules of this module and their claims, as the calibration grid measures them."""

@@ -30,6 +30,7 @@ from typing import Optional, Sequence
 
 from runner.stats.multiple_testing import adjust
 from runner.stats.data.verdicts import GO, INCONCLUSIVE, NO_GO, combine
+from runner.stats.data.claims import DeclaredRule
 
 CRITICAL, SUPPORTING, ADVISORY = "critical", "supporting", "advisory"
 TIERS = (CRITICAL, SUPPORTING, ADVISORY)
@@ -182,3 +183,11 @@ def _release(tasks: list[TaskVerdict], k: int, correction: str) -> Release:
 
 def _p(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
+
+
+CLAIMS = (
+    DeclaredRule("release: Holm across the tiers", "a release policy's verdict from its tasks' verdicts",
+         ("NO-GO of the release, nothing regressed", "GO of the release, a critical task at tolerance"),
+         "none: an intersection-union test for GO, one Holm family for NO-GO"),
+)
+"""The rules of this module and their claims, as the calibration grid measures them."""

@@ -33,6 +33,7 @@ from typing import Any
 
 from runner.stats.numerics import group_sequential as gs
 from runner.stats.numerics.looks import KINDS, Look, look_sizes, statistic, tested_looks
+from runner.stats.data.claims import DeclaredRule
 
 
 @dataclass
@@ -262,3 +263,10 @@ class SequentialResult:
 def _planned(info: tuple[float, ...], alpha: float, beta: float, efficacy: str, futility: str,
              binding: bool) -> gs.Design:
     return gs.design(info, alpha, beta, efficacy, futility, binding)
+
+
+CLAIMS = (
+    DeclaredRule("sequential looks (stats.sequential): McNemar (0/100)", "stats.sequential on paired 0/100 scores",
+         ("NO-GO at drop 0",), "the repeated confidence interval (Jennison & Turnbull ch. 9)"),
+)
+"""The rules of this module and their claims, as the calibration grid measures them."""

@@ -25,30 +25,34 @@ def binary_claims(b: int, c: int, n: int, alpha: float, higher_is_better: bool, 
     if z_crit is None:
         p_within = pb.go_test_p(b, c, n, delta0, alpha)
         within = p_within < alpha
-        low = _pinned(pb.go_lower(b, c, n, alpha, delta0), delta0, within, above=True)
-        high = _pinned(pb.regression_upper(b, c, n, alpha, margin0), margin0, regression, above=False)
+        low, moved_go = _pinned(pb.go_lower(b, c, n, alpha, delta0), delta0, within, above=True)
+        high, moved_no_go = _pinned(pb.regression_upper(b, c, n, alpha, margin0), margin0, regression, above=False)
         method = "one-sided bounds inverting Tango's score test with its exact unconditional check" + (
             "; NO-GO decided by McNemar exact, its bound pinned to that verdict at 0" if margin == 0 else "")
     else:
         low, high = pb.tango_bounds(b, c, n, z_crit)
-        p_within, within = None, low > delta0
+        p_within, within, moved_go, moved_no_go = None, low > delta0, 0.0, 0.0
         method = "Tango score at the look's critical value"
     ci = oriented(100.0 * low, 100.0 * high, higher_is_better)
-    return Claims(regression=regression, within=within, low=ci[0], high=ci[1], method=method, p_within=p_within)
+    return Claims(regression=regression, within=within, low=ci[0], high=ci[1], method=method, p_within=p_within,
+                  moved_go=100.0 * moved_go, moved_no_go=100.0 * moved_no_go)
 
 
-def _pinned(bound: float, threshold: float, shown: bool, above: bool) -> float:
+def _pinned(bound: float, threshold: float, shown: bool, above: bool) -> tuple[float, float]:
     """A bound kept on the side of its threshold that the deciding test chose (``above``: the claim is shown
     when the bound is above the threshold, a GO bound; else below, a NO-GO bound).
 
     McNemar's exact test at margin 0 is not the family the bound inverts, so that bound can fall on the other
     side of the threshold than the test; the test decides, and the bound is moved to the threshold (just past
     it when the claim was shown). The Tango + exact bounds invert their tests at every ``delta``
-    (:mod:`runner.stats.numerics.paired_binomial.unconditional`): for them this only settles a bound equal to its threshold."""
+    (:mod:`runner.stats.numerics.paired_binomial.unconditional`): for them this only settles a bound equal to its
+    threshold. Returns the bound and how far it was moved (proportion units)."""
     sign = 1.0 if above else -1.0
     past = sign * (bound - threshold) > 0
     if shown and not past:
-        return threshold + sign * 1e-12
-    if not shown and past:
-        return threshold
-    return bound
+        pinned = threshold + sign * 1e-12
+    elif not shown and past:
+        pinned = threshold
+    else:
+        return bound, 0.0
+    return pinned, abs(pinned - bound)
