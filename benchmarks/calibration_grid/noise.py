@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate, Rule
+from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
+from runner.stats.rules.paired_continuous import FLOOR_CLAIMS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = ROOT / "tests" / "data" / "aa_pairs"
 ALPHA = 0.01  # perplexity's alpha, the task the shipped pairs come from
-RULE = "noise floor: paired t at max(margin, A/A floor)"
-CLAIM = "NO-GO on an A/A run"
+RULE, = (r.name for r in FLOOR_CLAIMS)
+CLAIM, = FLOOR_CLAIMS[0].claims
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,4 @@ def _measure(path: Path, n: int, swap: bool, trials: int, seed: int) -> Rate:
     return false_nogo(load(path), n, ALPHA, trials, seed, floored=True, swap=swap)
 
 
-FAMILY = Family("noise", (
-    Rule(RULE, "a continuous paired rule whose reference entry has an A/A replicate (reference.floor=auto)",
-         (CLAIM,), "the paired t bound, its NO-GO line raised to the floor"),
-), cells)
+FAMILY = Family("noise", FLOOR_CLAIMS, cells)

@@ -17,7 +17,7 @@ from hydra.core.config_store import ConfigStore
 
 import evaluators.tasks
 from runner.backends.fake import FakeBackendConfig
-from runner.backends.hf.backend import HFBackendConfig
+from runner.backends.hf.config import HFBackendConfig
 from runner.backends.openai.config import OpenAIBackendConfig
 from runner.backends.trtllm.engine import TRTLLMBackendConfig
 from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackendConfig

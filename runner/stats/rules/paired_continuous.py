@@ -228,3 +228,10 @@ ADVICE_CLAIMS = (
          "none: a sample size"),
 )
 """The rules of this module and their claims, as the calibration grid measures them."""
+
+FLOOR_CLAIMS = (
+    DeclaredRule("noise floor: paired t at max(margin, A/A floor)",
+                 "a continuous paired rule whose reference entry has an A/A replicate (reference.floor=auto)",
+                 ("NO-GO on an A/A run",), "the paired t bound, its NO-GO line raised to the floor"),
+)
+"""The noise floor's rule (runner/job/noise.py raises the NO-GO line) and its claim, as the noise family measures it."""
