@@ -133,6 +133,7 @@ class SweepCallback(Callback):
 
         self.started = datetime.now()
         validate(config.sweep.correction, config.sweep.alpha)
+        validate(config.sweep.go_correction, None, "sweep.go_correction")
         if config.get("gate") is not None:
             check_policy(config.gate)  # a bad release policy stops the sweep before any job runs
         if config.tracking.name != "mlflow":
@@ -150,7 +151,8 @@ class SweepCallback(Callback):
         tags = {"sweep": "parent", "sweep.dir": str(config.hydra.sweep.dir),
                 "sweep.overrides": overrides[:5000] or "(none)",
                 "sweep.launcher": str(config.hydra.launcher.get("_target_", "")).rpartition(".")[2],
-                "sweep.correction": config.sweep.correction, "sweep.alpha": str(config.sweep.alpha),
+                "sweep.correction": config.sweep.correction,
+                "sweep.go_correction": config.sweep.go_correction, "sweep.alpha": str(config.sweep.alpha),
                 "mlflow.note.content": "\n".join(["Sweep:", *fenced(f"python -m runner -m {overrides}")]
                                                   + ([f"with sweeper params {text(params)}"] if params else []))}
 
@@ -196,7 +198,7 @@ class SweepCallback(Callback):
                                           stopped=None if stopped_by is None else describe_stop(stopped_by),
                                           stop_status=None if stopped_by is None else signal_status(stopped_by),
                                           mode=config.stats.verdicts, on_inconclusive=config.stats.on_inconclusive,
-                                          policy=config.get("gate"))
+                                          policy=config.get("gate"), go_correction=config.sweep.go_correction)
             print(summary.render(), flush=True)
             exit_status = summary.exit_status
 

@@ -52,7 +52,10 @@ FIGURES = ("n", "score", "reference", "difference", "claim", "bound", "bound_lin
 class SweepConfig:
     """How a multirun's jobs are judged together (runner/sweep/callback.py, runner/stats/multiple_testing.py)."""
 
-    correction: str = "holm"  # holm (family-wise error) | bh (false discovery rate) | none
+    correction: str = "holm"  # NO-GO claims: holm (family-wise error) | bh (false discovery rate) | none
+    # GO claims: none (the sweep's GO is an intersection-union test: every job GO at its own alpha) | holm | bh
+    # (for a sweep whose per-job GOs pick among alternatives)
+    go_correction: str = "none"
     # None: each job is tested at its own task's alpha (CNN/DailyMail 0.002, perplexity 0.01, ...);
     # a number replaces every job's alpha, and the summary says so.
     alpha: Optional[float] = None
@@ -71,6 +74,7 @@ class Summary:
     on_inconclusive: str = "inconclusive"
     releases: list[release.ReleaseResult] = field(default_factory=list)  # under a release policy (gate=...)
     stop_status: int | None = None  # a signal stopped the sweep: its exit status (143 SIGTERM, 130 SIGINT)
+    go_correction: str = "none"  # the GO claims' correction (none: the sweep's GO is an intersection-union test)
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -126,6 +130,14 @@ class Summary:
         return ("at each job's own alpha" if self.alpha is None
                 else f"at alpha {self.alpha:g}, replacing the tasks' own alphas (sweep.alpha)")
 
+    @property
+    def claims_text(self) -> str:
+        """How each of the sweep's claims was decided: which correction its family got, at which alpha."""
+        go = ("GO when every job is GO, each unadjusted (an intersection-union test)" if self.go_correction == "none"
+              else f"GO claims {method_name(self.go_correction)}-adjusted (sweep.go_correction: picking among "
+                   "alternatives)")
+        return f"NO-GO claims {method_name(self.correction)}-adjusted {self.alpha_text}; {go}"
+
     def render_cache(self) -> str:
         cache = self.cache
         if cache["hit_rate"] is None:
@@ -134,20 +146,22 @@ class Summary:
                 f"(hit rate {100 * cache['hit_rate']:.1f}%)")
 
     def render(self) -> str:
+        width = max([len("job"), *(len(str(r["job"])) for r in self.rows)])
         lines = ["=" * 100, f"sweep summary: {len(self.rows)} jobs in {self.sweep_dir}",
-                 f"{'job':<32} {'n':>5} {'score':>8} {'ref':>8} {'delta':>8} {'bound':>8} {'thresh':>8} {'p':>8} "
-                 f"{'p_adj':>8}  verdict -> sweep"]
+                 f"{'job':<{width}} {'n':>5} {'score':>8} {'ref':>8} {'delta':>8} {'bound':>8} {'thresh':>8} {'p':>8} "
+                 f"{'p_adj':>8}  {'job verdict':<12} sweep verdict"]
         for r in self.rows:
-            lines.append(f"{r['job'][:32]:<32} {r['n'] if r['n'] is not None else '-':>5} {fmt(r['score']):>8} "
+            lines.append(f"{r['job']:<{width}} {r['n'] if r['n'] is not None else '-':>5} {fmt(r['score']):>8} "
                          f"{fmt(r['reference']):>8} {fmt(r['difference'], sign=True):>8} {fmt(r['bound'], sign=True):>8} "
                          f"{fmt(r['threshold']):>8} {fmt_p(r['p_value']):>8} {fmt_p(r['p_adjusted']):>8}  "
-                         f"{r['verdict']} -> {r['sweep_verdict']}" + (f"  ({_clip(r['error'], 80)})" if r["error"] else ""))
+                         f"{r['verdict']:<12} {r['sweep_verdict']}"
+                         + (f"  ({_clip(r['error'], 80)})" if r["error"] else ""))
         lines.append(COLUMN_NOTE)
         lines.append(self.render_cache())
         if self.stopped:
             lines.append(f"sweep stopped early: {_clip(self.stopped, 200)}")
         lines.append(f"sweep verdict: {reported(self.verdict, self.mode) if self.verdict in VERDICTS else self.verdict}"
-                     f" ({self.correction} correction {self.alpha_text}; {len(self.flagged)} NO-GO, "
+                     f" ({self.claims_text}; {len(self.flagged)} NO-GO, "
                      f"{len(self.undecided)} INCONCLUSIVE, {len(self.failed)} failed)"
                      + (" -> the release verdict below decides the exit status"
                         if self.releases and self.stop_status is None else f" -> exit {self.exit_status}"))
@@ -176,6 +190,12 @@ class Summary:
             client.log_metric(parent_id, key, float(value))
         client.set_tag(parent_id, "sweep.verdict", self.verdict)
         client.set_tag(parent_id, "sweep.regressed", ", ".join(_names(self.flagged))[:5000] or "none")
+        for r in self.rows:  # each child: its verdict within the sweep beside its own (the tag verdict)
+            if r.get("mlflow_run_id") and r.get("sweep_verdict"):
+                client.set_tag(r["mlflow_run_id"], "sweep_verdict", r["sweep_verdict"])
+                client.set_tag(r["mlflow_run_id"], "sweep_p_adjusted", fmt_p(r.get("p_adjusted")))
+                if r.get("advice") and r["sweep_verdict"] != r["verdict"]:
+                    client.set_tag(r["mlflow_run_id"], "sweep_advice", str(r["advice"])[:5000])
         client.set_tag(parent_id, "mlflow.note.content", self.note()[:50000])  # the run page's description
         word = WORDS.get(self.verdict, self.verdict.lower())
         client.set_tag(parent_id, "verdict", word)  # the children's column shows the parent's too
@@ -185,17 +205,18 @@ class Summary:
 
     def note(self) -> str:
         """The parent run's description in MLflow: the verdict, the children that regressed and the table."""
-        lines = [f"**Sweep verdict: {self.verdict}** ({len(self.rows)} jobs in `{self.sweep_dir}`, {self.correction} "
-                 f"correction {self.alpha_text})", ""]
+        lines = [f"**Sweep verdict: {self.verdict}** ({len(self.rows)} jobs in `{self.sweep_dir}`; {self.claims_text})",
+                 ""]
         for title, rows in (("Regressed (NO-GO)", self.flagged), ("Inconclusive", self.undecided),
                             ("Failed", self.failed)):
             if rows:
                 lines += [f"{title}: " + ", ".join(f"`{name}`" for name in _names(rows)), ""]
-        lines += ["| run | score | reference | delta | p | p adjusted | verdict -> sweep |", "|---|---:|---:|---:|---:|---:|---|"]
+        lines += ["| run | score | reference | delta | p | p adjusted | job verdict | sweep verdict |",
+                  "|---|---:|---:|---:|---:|---:|---|---|"]
         lines += [f"| {name} | {fmt(r['score'])} | {fmt(r['reference'])} | {fmt(r['difference'], sign=True)} | "
-                  f"{fmt_p(r['p_value'])} | {fmt_p(r['p_adjusted'])} | {r['verdict']} -> {r['sweep_verdict']} |"
+                  f"{fmt_p(r['p_value'])} | {fmt_p(r['p_adjusted'])} | {r['verdict']} | {r['sweep_verdict']} |"
                   for name, r in zip(_names(self.rows), self.rows)]
-        return "\n".join(lines)
+        return "\n".join(lines + ["", VERDICT_NOTE])
 
     def release_suites(self) -> list[tuple[str, str, str, list[Any]]]:
         """Each release as (title, verdict, reason, one case per task) for the CI reports."""
@@ -203,8 +224,12 @@ class Summary:
                 for r in self.releases]
 
 
-COLUMN_NOTE = ("n score ref delta: the deciding rule's, on the samples it used; bound: the one-sided bound of the\n"
-               "claim the verdict rests on (INCONCLUSIVE: the nearer); thresh: a threshold rule's line; p: that claim's")
+COLUMN_NOTE = ("n score ref delta: the deciding rule's, on the samples it used; bound: the one-sided bound of the claim\n"
+               "the verdict rests on (INCONCLUSIVE: the nearer); thresh: a threshold rule's line; p: that claim's one-sided\n"
+               "p-value; p_adj: the same after the sweep's correction of its family; job verdict: the job's own, at its\n"
+               "task's alpha (its report, MLflow tag verdict); sweep verdict: the job's within the sweep (tag sweep_verdict)")
+VERDICT_NOTE = ("job verdict: the job's own, at its task's alpha (its report and the child run's tag `verdict`); sweep "
+                "verdict: the job's within the sweep, after the family-wise correction (tag `sweep_verdict`).")
 
 
 def _names(rows: list[dict[str, Any]]) -> list[str]:
@@ -220,32 +245,40 @@ def _clip(text: str, width: int) -> str:
 
 def build(sweep_dir: Path, correction: str, alpha: float | None, client: Any = None, parent_id: str | None = None,
           stopped: str | None = None, mode: str = "three_way", on_inconclusive: str = "inconclusive",
-          policy: Any = None, stop_status: int | None = None) -> Summary:
+          policy: Any = None, stop_status: int | None = None, go_correction: str = "none") -> Summary:
     """Collect the jobs' rows, correct their tests for multiplicity, and write summary.{csv,html,json,png}
     in ``sweep_dir``. ``alpha``: None tests each at its task's alpha; a number replaces them all.
     ``stopped``: why the multirun ended before all its jobs returned; the sweep then fails, with
     ``stop_status`` when a signal stopped it (the releases too).
-    ``policy``: a release policy (``gate``): the release verdicts, from the jobs' own tests."""
+    ``policy``: a release policy (``gate``): the release verdicts, from the jobs' own tests.
+    ``go_correction``: the GO claims' correction (``none``: the sweep's GO is an intersection-union test)."""
     dirs = sorted(_job_dirs(sweep_dir), key=_job_order)
     rows = [_row(d) for d in dirs]
     _label_configurations(rows, dirs)
     if client is not None and parent_id:
         rows += _orphans(client, parent_id, dict(zip(dirs, rows)))
     releases = release.judge_releases(policy, rows, mode, on_inconclusive, stopped, stop_status) if policy is not None else []
-    judge(rows, correction, alpha)
+    judge(rows, correction, alpha, go_correction)
     summary = Summary(rows, correction, alpha, sweep_dir, stopped=stopped, mode=mode, on_inconclusive=on_inconclusive,
-                      releases=releases, stop_status=stop_status)
+                      releases=releases, stop_status=stop_status, go_correction=go_correction)
     summary.files = write(summary)
     return summary
 
 
-def judge(rows: list[dict[str, Any]], correction: str, alpha: float | None) -> None:
-    """Set each row's ``sweep_verdict`` (and ``p_adjusted`` of its accuracy test) from its tests."""
+def judge(rows: list[dict[str, Any]], correction: str, alpha: float | None, go_correction: str = "none") -> None:
+    """Set each row's ``sweep_verdict`` (and ``p_adjusted`` of the claim it shows) from its tests.
+
+    The regression (NO-GO) claims are one family, corrected with ``correction``; the tolerance (GO) claims
+    are corrected with ``go_correction``, ``none`` by default: the sweep is GO only when every job is, an
+    intersection-union test that holds its alpha unadjusted. A row whose verdict the correction changed gets
+    ``advice`` saying why and what would decide it."""
     tests = [(row, t) for row in rows for t in row.pop("_tests", [])]
-    for gate in ("regression", "noninferiority"):
+    sizes: dict[str, int] = {}
+    for gate, method in (("regression", correction), ("noninferiority", go_correction)):
         family = [(row, t) for row, t in tests
                   if t["rule"] in STATISTICAL_RULES and t["gate"] == gate and t["p_value"] is not None]
-        adjusted = adjust([t["p_value"] for _, t in family], [alpha or t["alpha"] for _, t in family], correction)
+        sizes[gate] = len(family)
+        adjusted = adjust([t["p_value"] for _, t in family], [alpha or t["alpha"] for _, t in family], method)
         for (row, t), p_adj, reject in zip(family, adjusted.p_adjusted, adjusted.reject):
             t["p_adjusted"] = p_adj
             t["sweep_passed"] = not reject if gate == "regression" else reject
@@ -265,10 +298,40 @@ def judge(rows: list[dict[str, Any]], correction: str, alpha: float | None) -> N
                 r["sweep_verdict"] = "no-go" if regression else "go"
             else:
                 r["sweep_verdict"] = WORDS[combine(regression, within[0], gate)]
+            if r["sweep_verdict"] != r["verdict"]:
+                r["advice"] = _changed_advice(r, mine, correction, go_correction, sizes, alpha)
         elif r["verdict"] in ("failed", "incomplete"):
             r["sweep_verdict"] = r["verdict"]
         else:
             r["sweep_verdict"] = "no verdict"
+
+
+def _changed_advice(row: dict[str, Any], tests: list[dict[str, Any]], correction: str, go_correction: str,
+                    sizes: dict[str, int], alpha: float | None) -> str:
+    """Why the family-wise correction changed a job's verdict, and the two ways to a decision: more samples for
+    that job, or the setting that states the sweep's claim differently."""
+    was = row["verdict"].upper()
+    lost = [t for t in tests if t.get("p_adjusted") is not None and t["passed"] != t["sweep_passed"]]
+    gate = lost[0]["gate"] if lost else "regression"
+    t = lost[0] if lost else {}
+    level = alpha or t.get("alpha")
+    figures = (f" (p {fmt_p(t.get('p_value'))}, {method_name(correction if gate == 'regression' else go_correction)}-"
+               f"adjusted {fmt_p(t.get('p_adjusted'))}, not below alpha {level:g})" if t else "")
+    if gate == "regression":
+        return (f"{was} alone, {row['sweep_verdict'].upper()} in the sweep: its regression claim does not survive "
+                f"{method_name(correction)} across the sweep's {sizes['regression']} NO-GO claims{figures}; to decide "
+                "it, add samples to this job (its report's to-decide line sizes it alone), or judge each job alone "
+                "with sweep.correction=none when the jobs are separate questions")
+    return (f"{was} alone, {row['sweep_verdict'].upper()} in the sweep: its GO claim does not survive "
+            f"{method_name(go_correction)} across the sweep's {sizes['noninferiority']} GO claims{figures}, asked "
+            "for by sweep.go_correction (a sweep that picks among alternatives); to decide it, add samples to this "
+            "job, or set sweep.go_correction=none when the claim is that every job is GO (an intersection-union "
+            "test, valid without correction)")
+
+
+def method_name(method: str) -> str:
+    """A correction as prose names it."""
+    return {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no correction"}.get(method, method)
 
 
 def _label_configurations(rows: list[dict[str, Any]], dirs: list[Path]) -> None:
@@ -380,7 +443,11 @@ def write(summary: Summary) -> dict[str, Path]:
     table = frame.to_html(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}", border=0, classes="summary")
     files["html"].write_text(render_html(summary, table, files["png"]))
     files["json"].write_text(json.dumps({"verdict": summary.verdict, "exit_status": summary.exit_status,
-                                         "correction": summary.correction, "alpha": summary.alpha,
+                                         "correction": summary.correction, "go_correction": summary.go_correction,
+                                         "claims": summary.claims_text, "alpha": summary.alpha,
+                                         "verdict_columns": {"verdict": "the job's own verdict, at its task's alpha",
+                                                             "sweep_verdict": "the job's verdict within the sweep, "
+                                                                              "after the family-wise correction"},
                                          "stopped": summary.stopped, "generation_cache": summary.cache,
                                          "release": [release.to_dict(r) for r in summary.releases] or None,
                                          "rows": summary.rows}, indent=2, default=str) + "\n")

@@ -76,10 +76,11 @@ def tracked_metrics(score: float, metrics: dict[str, float], evaluated: int, eva
 
 
 def readable_tags(decision: Decision | None, score: float | None = None) -> dict[str, str]:
-    """Tags the runs table shows (runner.tracking.view): the verdict, and the deciding rule's score, reference,
+    """Tags the runs table shows (runner.tracking.view): the job's own verdict, and the deciding rule's score, reference,
     delta and p-value rounded for people (the metrics of the same names keep full precision; without a
     decision, ``score`` is the run's)."""
-    tags = {"verdict": verdict_word(decision), "decided_by": decision.rule if decision else "none"}
+    # sweep_verdict: the job's verdict within a sweep, which the sweep's summary sets when the sweep ends ("-" alone)
+    tags = {"verdict": verdict_word(decision), "sweep_verdict": "-", "decided_by": decision.rule if decision else "none"}
     if decision is None:
         if score is not None:
             tags["score"] = f"{score:.4g}"
