@@ -159,3 +159,25 @@ def test_go_correction_defaults_to_none():
 def test_words_cover_the_combined_verdicts():
     assert {WORDS[combine(a, b, "regression")] for a in (True, False) for b in (True, False)} == {
         "go", "no-go", "inconclusive"}
+
+
+def test_the_sweeps_go_holds_alpha_unadjusted_by_simulation():
+    """benchmarks/sweep_go_simulation.py at 3000 draws through the sweep's judge: the intersection-union test's
+    worst case (every job at its tolerance, perfectly correlated) is exactly alpha, one job at tolerance among
+    five identical stays below it; a per-job GO list used to pick is not controlled unless Holm-adjusted."""
+    import importlib.util
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("sweep_go_simulation", ROOT / "benchmarks" / "sweep_go_simulation.py")
+    sim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sim)
+    se, tol, reps = sim.TOLERANCE / 2.5, sim.TOLERANCE, 3000
+    worst = sim.rates([tol] * 6, 1.0, se, reps, "none")
+    assert abs(worst["sweep_go"] - 0.05) < 4 * worst["sweep_go_se"]
+    one = sim.rates([tol] + [0.0] * 5, 0.5, se, reps, "none", seed=1)
+    assert one["sweep_go"] < 0.05 + 3 * one["sweep_go_se"]
+    pick = sim.rates([tol] * 6, 0.0, se, reps, "none", seed=2)
+    picked = sim.rates([tol] * 6, 0.0, se, reps, "holm", seed=2)
+    assert pick["any_false_go"] > 0.2  # 1 - 0.95^6 = 0.265: six chances of a false GO
+    assert picked["any_false_go"] < 0.05 + 3 * picked["any_false_go_se"]
