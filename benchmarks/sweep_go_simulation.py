@@ -27,7 +27,7 @@ from statistics import NormalDist
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from runner.sweep.summary import judge  # noqa: E402
+from runner.sweep.judge import judge  # noqa: E402
 
 ALPHA, JOBS, TOLERANCE = 0.05, 6, 2.75
 PHI = NormalDist().cdf

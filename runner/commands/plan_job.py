@@ -65,7 +65,7 @@ def planned_job(overrides: list[str], missing_ok: bool = False) -> PlannedJob:
     from runner.config.store import register_schemas  # lazy: --help stays cheap
     from runner.contract.build import build  # lazy: --help stays cheap
     from runner.job.flow import asked_num_samples, typed  # lazy: --help stays cheap
-    from runner.references.store import default_reference_dir, judged_key, lookup  # lazy: --help stays cheap
+    from runner.references.store import judged_key, lookup, reference_dir  # lazy: --help stays cheap
 
     register_schemas()
     try:
@@ -79,7 +79,7 @@ def planned_job(overrides: list[str], missing_ok: bool = False) -> PlannedJob:
     built = build(t, "task")  # a task whose metric and direction come from its definition (task=lm_eval) writes them first
     check_params(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better, where="task")
     defaults = HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
-    ref_dir = Path(config.reference.dir) if config.reference.dir else default_reference_dir()
+    ref_dir = reference_dir(config.reference.dir, t.name, config.model.hf_id, False, config.model.embedded is not None)
     tries = [(t, f"task.dataset.source={t.dataset.source}")]
     if t.dataset.source == "auto" and not t.dataset.local_path and t.dataset.hub_id:
         own = replace(t, dataset=replace(t.dataset, source="hub"))

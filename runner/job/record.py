@@ -10,6 +10,7 @@ from pathlib import Path
 from runner.contract.evaluator import CORPUS_ITEM, Sample, ScoredSample
 from runner.job.state import Job, Loaded
 from runner.references import recording, samples as reference_samples
+from runner.references.store import user_reference_dir
 from runner.tracking.provenance import project_commit
 
 log = logging.getLogger("runner")
@@ -47,4 +48,13 @@ def record(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[s
         },
         extra={"num_samples": task.num_samples} | job.evaluator.reference_extras(metrics))
     job.notes.append(f"recorded {task.metric}={score:.4f} for {job.model.hf_id} [{loaded.spec.describe()}] in {path}")
+    if not job.config.reference.dir and job.ref_dir == user_reference_dir():
+        job.notes.append(SHARE_NOTE.format(dir=job.ref_dir))
     return path
+
+
+SHARE_NOTE = ("{dir} is your references directory (a model other than the embedded one records there unless "
+              "reference.dir says otherwise; $RUNNER_REFERENCES_DIR moves it; git ignores it in a checkout): later runs "
+              "of this model find it by themselves; to share it, copy the directory (its <task>.yaml and samples/) "
+              "where your team keeps references and pass reference.dir=THERE, or add the entry to the project's "
+              "references/ on purpose with reference.dir=references")
