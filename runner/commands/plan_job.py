@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from runner.contract.errors import ConfigError, ReferenceError_, UserError
 from runner.contract.reasoning import key_parts
@@ -33,6 +34,7 @@ class PlannedJob:
     params: HypothesisParams | None = None  # the test's parameters: the entry's, else the task's (the n a run uses)
     missing: ReferenceError_ | None = None  # why no entry matched
     method: str = "auto"  # stats.method of the job
+    calibration: str | None = None  # what building the quantized model costs on a CPU, in words (None: nothing to build)
 
     @property
     def test(self) -> HypothesisParams:
@@ -113,7 +115,7 @@ def planned_job(overrides: list[str], missing_ok: bool = False) -> PlannedJob:
         if asked is not None:  # an n the run sets wins over the entry's, as in a run
             found = replace(found, params=replace(found.params, num_samples=t.num_samples))
         return PlannedJob(t.name, config.model.hf_id, t.metric, found, spec, dataset + baseline,
-                          method=config.stats.method)
+                          method=config.stats.method, calibration=calibration_cost(config))
     if first is None and unreachable is not None:
         raise unreachable
     assert first is not None
@@ -121,4 +123,26 @@ def planned_job(overrides: list[str], missing_ok: bool = False) -> PlannedJob:
         raise first
     err, spec, dataset = missed
     return PlannedJob(t.name, config.model.hf_id, t.metric, None, spec, dataset + baseline, defaults, err,
-                      config.stats.method)
+                      config.stats.method, calibration_cost(config))
+
+
+def calibration_cost(config: Any) -> str | None:
+    """The calibration a quantized spec on backend=hf pays on a CPU before its first run (its calibration size x
+    the model's size x a measured rate: runner.quant.cost); None for a spec or backend that builds nothing here."""
+    from runner.backends.models import resolve_model_source  # lazy: --help stays cheap
+    from runner.job.calibration_time import duration  # lazy: --help stays cheap
+    from runner.quant import cost  # lazy: --help stays cheap
+    from runner.quant.algos import needs_calibration  # lazy: --help stays cheap
+
+    if config.backend.name != "hf" or not needs_calibration(config.quant):
+        return None
+    m = config.model
+    try:
+        params = cost.model_parameters(resolve_model_source(m.name, m.hf_id, m.path, m.embedded).location)
+    except UserError:
+        params = None
+    seconds, words = cost.calibration_seconds(config.quant, params)
+    if seconds is None:
+        return f"not estimated: {words}"
+    return (f"~{duration(seconds)} on a CPU before the first run of quant={config.quant.name} ({words}); "
+            "seconds once the quantized model is cached")

@@ -38,11 +38,12 @@ def backend_details_for_tracking(details: dict[str, str]) -> tuple[dict[str, str
     Every detail becomes a ``backend.<name>`` tag (engine or quantized-model cache hit/miss, engine
     path, calibration data), so the MLflow UI can filter runs by them; the timings (``*_time_s``:
     engine build, ModelOpt calibration, cached-model load) also become metrics, so they can be
-    compared and plotted across a sweep."""
+    compared and plotted across a sweep; a calibration's token and parameter counts too (its rate refines the
+    next estimate: runner.quant.cost)."""
     tags = {f"backend.{name}": str(value)[:5000] for name, value in details.items()}
     metrics: dict[str, float] = {}
     for name, value in details.items():
-        if name.endswith("_time_s"):
+        if name.endswith(("_time_s", "_calib_tokens", "_model_params")):
             try:
                 metrics[name] = float(value)
             except (TypeError, ValueError):
