@@ -34,16 +34,17 @@ from runner.stats.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORD
 from runner.sweep import release
 from runner.sweep.html import render as render_html
 from runner.sweep.judge import judge, method_name
+from runner.sweep.plot import plot
 from runner.tracking.naming import run_name
 
 # one number per column: n, score, reference, difference, the bound (or threshold) and p-value are the deciding
 # rule's, on the samples it used (runner/stats/decision_text.py); what other rules computed keeps its own name
 COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
-           "claim", "bound", "bound_line", "ci_low", "ci_high", "threshold", "theta", "test", "alpha", "p_value",
+           "claim", "bound", "bound_line", "ci_low", "ci_high", "threshold", "theta", "tolerance", "test", "alpha", "p_value",
            "verdict", "p_adjusted", "sweep_verdict", "advice", "entry_reference", "run_score", "run_n",
            "unpaired_threshold", "unpaired_p_value", "cache_hits", "cache_misses", "error", "mlflow_run_id"]
 FIGURES = ("n", "score", "reference", "difference", "claim", "bound", "bound_line", "ci_low", "ci_high", "threshold",
-           "theta", "alpha", "p_value", "entry_reference", "run_score", "run_n", "unpaired_threshold",
+           "theta", "tolerance", "alpha", "p_value", "entry_reference", "run_score", "run_n", "unpaired_threshold",
            "unpaired_p_value")
 
 
@@ -318,6 +319,7 @@ def _read_row(job_dir: Path) -> dict[str, Any]:
             row["advice"] = (decision.get("advice") or {}).get("text")
             row["_tests"] = [dict(t) for t in decision["tests"]]
             row["_gate"] = decision.get("stats_gate", "regression")
+            row["higher_is_better"] = (payload.get("unpaired_test") or {}).get("higher_is_better", True)
         else:
             row["verdict"] = "no verdict"
     elif failure.is_file():
@@ -382,50 +384,3 @@ def write(summary: Summary) -> dict[str, Path]:
                                          "release": [release.to_dict(r) for r in summary.releases] or None,
                                          "rows": summary.rows}, indent=2, default=str) + "\n")
     return files
-
-
-def plot(rows: list[dict[str, Any]], path: Path) -> None:
-    """Score against threshold per configuration, one panel per task, with the theta band: the range
-    between the reference and reference - theta (regressions smaller than theta may pass unnoticed)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    tasks = list(dict.fromkeys(r["task"] for r in rows)) or ["(no jobs)"]
-    width = sum(max(4.5, 1.5 + 1.2 * sum(r["task"] == t for r in rows)) for t in tasks)
-    fig, axes = plt.subplots(1, len(tasks), figsize=(width, 4.2), squeeze=False)
-    colours = {"go": "#2a9d4b", "no-go": "#d62728", "inconclusive": "#bf8700", "no verdict": "#7f7f7f"}
-    for ax, task in zip(axes[0], tasks):
-        mine = [r for r in rows if r["task"] == task]
-        for x, r in enumerate(mine):
-            if r["reference"] is not None and r["theta"] is not None:
-                line = r["threshold"] if r["threshold"] is not None else r["unpaired_threshold"]
-                lower = r["reference"] - r["theta"] if (line or 0) <= r["reference"] else r["reference"]
-                ax.add_patch(plt.Rectangle((x - 0.35, lower), 0.7, r["theta"], color="#9ecae1", alpha=0.45, lw=0,
-                                           label="theta band" if x == 0 else None))
-                ax.hlines(r["reference"], x - 0.35, x + 0.35, colors="#1f4e79", lw=1.5,
-                          label="reference" if x == 0 else None)
-            if r["threshold"] is not None:
-                ax.hlines(r["threshold"], x - 0.35, x + 0.35, colors="#d62728", lw=1.5, linestyles="--",
-                          label="threshold" if x == 0 else None)
-            if r["score"] is not None:
-                verdict = r["sweep_verdict"] if r["sweep_verdict"] in colours else "no verdict"
-                ax.plot(x, r["score"], "o", ms=8, color=colours[verdict])
-            else:
-                ax.annotate(r["verdict"], (x, 0.02), xycoords=("data", "axes fraction"), ha="center", color="#d62728")
-        parts = [(r["configuration"] or r["job"]).split() for r in mine]
-        shared = set.intersection(*(set(p) for p in parts)) if len(parts) > 1 else set()
-        labels = ["\n".join(w for w in p if w not in shared) or r["job"] for p, r in zip(parts, mine)]
-        ax.set_xticks(range(len(mine)), labels, fontsize=8)
-        ax.set_xlim(-0.6, max(len(mine), 1) - 0.4)
-        ax.set_title(f"{task}: score vs threshold", fontsize=10)
-        ax.set_ylabel(mine[0]["metric"] if mine and mine[0]["metric"] else "score")
-        ax.grid(axis="y", alpha=0.3)
-    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=f"score ({k})") for k, c in colours.items()]
-    first = axes[0][0].get_legend_handles_labels()
-    fig.legend(first[0] + handles, first[1] + [h.get_label() for h in handles], loc="lower center", ncol=3,
-               fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
