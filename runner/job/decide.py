@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from runner.contract.evaluator import Sample, ScoredSample
+from runner.job.chance import near_chance
 from runner.job.looks import Monitor
 from runner.job.state import Job
 from runner.references.samples import RunProvenance, pairing_problem
@@ -41,6 +42,11 @@ def decide(job: Job, reference: Reference | None, samples: list[Sample], scored:
             decision.claims = claim_rules.sequential(not seq.passed, *seq.bound(), params.higher_is_better,
                                                      params.alpha, decision.margin, decision.tolerance.points, counts)
     job.notes.extend(decision.notes)
+    if decision.tolerance is not None and not any("chance level" in n for n in decision.notes):
+        note = near_chance(reference.value, decision.tolerance.points, job.evaluator.chance_level(samples),
+                           params.higher_is_better)
+        if note is not None:  # the look's own theta may be undefined (few disagreements): the tolerance is not
+            job.notes.append(note)
     return decision
 
 

@@ -8,24 +8,26 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from runner.contract.evaluator import CORPUS_ITEM, Sample, ScoredSample
+from runner.job.chance import near_chance
 from runner.job.state import Job, Loaded
 from runner.references import recording, samples as reference_samples
 from runner.references.store import user_reference_dir
+from runner.stats.verdicts import resolve_tolerance
 from runner.tracking.provenance import project_commit
 
 log = logging.getLogger("runner")
 
 
 def warn_at_chance(job: Job, samples: list[Sample], metrics: dict[str, float]) -> str | None:
-    """Before a score becomes a reference: a warning when it is at or past the task's chance level (a guessing
-    model's score, or the metric's floor), since no later run can show a regression against it."""
-    chance, score = job.evaluator.chance_level(samples), metrics[job.task.metric]
-    higher = job.task.higher_is_better
-    if chance is None or (score > chance if higher else score < chance):
+    """Before a score becomes a reference: a warning when it lies within the tolerance of the task's chance level
+    (a guessing model's score, or the metric's floor), since no later run can tell a regression to guessing from
+    noise against it."""
+    score = metrics[job.task.metric]
+    tolerance = resolve_tolerance(job.config.stats, job.task, score)
+    note = near_chance(score, tolerance.points, job.evaluator.chance_level(samples), job.task.higher_is_better)
+    if note is None:
         return None
-    note = (f"warning: the recorded reference {job.task.metric}={score:.4f} is at or {'below' if higher else 'above'} "
-            f"the task's chance level ({chance:g}): a run checked against it cannot show a regression; record a model "
-            "that does better than chance on this task, or gate this model on a task it does better on")
+    note = f"{note} (recorded {job.task.metric}={score:.4f}; the tolerance: {tolerance.source})"
     log.warning(note)
     job.notes.append(note)
     return note

@@ -105,3 +105,14 @@ def test_the_dry_run_and_the_planner_say_the_calibration(tmp_path):
                            "reference.against=baseline"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert plan.returncode == 0, plan.stderr[-2000:]
     assert "calibration  ~12 min on a CPU before the first run of quant=int8_sq (512 x 512" in plan.stdout
+
+
+def test_near_chance_is_said_when_recorded_and_at_every_look():
+    """The extension recipe's old example: MMLU recorded at 25.44 (chance 25) warned only at look 2, whose theta
+    happened to be defined; a reference within the tolerance of chance is said at record time and every look."""
+    from runner.job.chance import near_chance
+
+    said = near_chance(25.44, 2.75, 25.0, True)
+    assert said is not None and "only 0.44 points above the task's chance level (25)" in said
+    assert near_chance(51.75, 3.607, 25.0, True) is None  # ARC-Easy's embedded reference: room to spare
+    assert "not below" in near_chance(30.0, 3.0, 28.0, False)  # lower is better: the ceiling mirrored
