@@ -13,18 +13,28 @@ from runner.tracking.provenance import project_commit
 
 
 def run_identity(model: ModelConfig, quant: QuantConfig, task: TaskConfig, backend: str, reference_mode: str,
-                 parent_run_id: str | None) -> tuple[str, dict[str, str]]:
-    """The MLflow run name and tags of a job; inside a sweep, the tag that nests it under the parent run."""
+                 parent_run_id: str | None, look: tuple[int, int] | None = None,
+                 first_look_run: str | None = None) -> tuple[str, dict[str, str]]:
+    """The MLflow run name and tags of a job; inside a sweep, the tag that nests it under the parent run. A run with
+    planned extensions is ``look`` k of K (name and tag); a later look nests under look 1's run
+    (``first_look_run``) unless a sweep holds it."""
     tags = {
         "model": model.hf_id, "model_name": model.name, "task": task.name, "quant": quant.name,
         "quant_algo": str(quant.quant_algo), "kv_cache_quant_algo": str(quant.kv_cache_quant_algo),
         "backend": backend, "reference_mode": reference_mode, "runner_commit": project_commit(),
         "trust_remote_code": str(bool(model.trust_remote_code)).lower(),
     }
+    name = run_name(model.name, quant.name, task.name)
+    if look is not None:
+        tags["look"] = f"{look[0]} of {look[1]}"
+        name = f"{name} look {look[0]} of {look[1]}"
+        if look[0] > 1 and first_look_run:
+            tags["first_look_run"] = first_look_run
+            parent_run_id = parent_run_id or first_look_run
     if parent_run_id:
         # an evaluation run nested in a parent: MLflow's runs table shows the parent expanded on first sight
         tags |= {"mlflow.parentRunId": parent_run_id, "mlflow.runType": "evaluation"}
-    return run_name(model.name, quant.name, task.name), tags
+    return name, tags
 
 
 def run_name(model: str, quant: str, task: str) -> str:

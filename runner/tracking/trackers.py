@@ -41,6 +41,15 @@ PARENT_ENV = "RUNNER_SWEEP_PARENT_RUN_ID"
 """Set by a sweep's callback for its jobs: the MLflow parent run they nest under."""
 
 
+FIRST_LOOK_ENV = "RUNNER_FIRST_LOOK_RUN_ID"
+"""Set by ``runner.extend`` for the look it runs: look 1's MLflow run, which the later looks nest under."""
+
+
+def first_look_run_id() -> str | None:
+    """Look 1's run id when this job is a later look of an extended run (an id only locates a run)."""
+    return os.environ.get(FIRST_LOOK_ENV) or None
+
+
 def parent_run_id() -> str | None:
     """The sweep's parent run id when this job belongs to a tracked sweep (an id only locates a run)."""
     return os.environ.get(PARENT_ENV) or None
