@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from typing import Any, Sequence
 from omegaconf import OmegaConf
 
 from runner.contract.errors import EXIT_ERROR, UserError
+from runner.tracking.trackers import FIRST_LOOK_ENV
 
 
 def saved_plan(saved: Path) -> tuple[Any, int, list[int], int]:
@@ -249,7 +252,7 @@ def compose_task(overrides: list[str]) -> tuple[Any, Any, Path, Any]:
     from runner.config.store import register_schemas  # lazy: --help stays fast
     from runner.contract.build import build  # lazy: --help stays fast
     from runner.job.flow import typed  # lazy: --help stays fast
-    from runner.references.store import default_reference_dir  # lazy: --help stays fast
+    from runner.references.store import reference_dir  # lazy: --help stays fast
     from runner.stats.unpaired.ztest import HypothesisParams  # lazy: --help stays fast
 
     register_schemas()
@@ -258,7 +261,7 @@ def compose_task(overrides: list[str]) -> tuple[Any, Any, Path, Any]:
     config = typed(cfg)
     t = config.task
     evaluator = build(t, "task")
-    ref_dir = Path(config.reference.dir) if config.reference.dir else default_reference_dir()
+    ref_dir = reference_dir(config.reference.dir, t.name, config.model.hf_id, False, config.model.embedded is not None)
     return config, evaluator, ref_dir, HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
 
 
@@ -316,5 +319,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(err.render(), file=sys.stderr)
         return EXIT_ERROR
     print("python -m runner " + " ".join(overrides), flush=True)
-    return subprocess.run([sys.executable, "-m", "runner", *overrides]).returncode
+    first = first_look_run(args.run_dir.resolve())  # the next look nests under look 1's MLflow run
+    env = os.environ | ({FIRST_LOOK_ENV: first} if first else {})
+    return subprocess.run([sys.executable, "-m", "runner", *overrides], env=env).returncode
+
+
+def first_look_run(run_dir: Path) -> str | None:
+    """Look 1's MLflow run id (its directory is the run's without ``-extend<k>``), None when it logged none."""
+    look1 = run_dir.with_name(re.sub(r"-extend\d+$", "", run_dir.name))
+    try:
+        return json.loads((look1 / "report.json").read_text(encoding="utf-8")).get("mlflow_run_id") or None
+    except (OSError, ValueError, AttributeError):
+        return None
 
