@@ -49,8 +49,8 @@ from runner.sweep.policy import check_policy
 from runner.sweep.progress import announce
 from runner.tracking.naming import run_identity
 from runner.tracking.provenance import flatten, project_commit
-from runner.tracking.trackers import (PARENT_ENV, open_experiment, parent_run_id, process_tags, runs_table_url,
-                                      ui_address)
+from runner.tracking.trackers import (PARENT_ENV, browse_hint, open_experiment, parent_run_id, process_tags,
+                                      runs_table_url, ui_address)
 
 log = logging.getLogger("runner")
 FULL_ERROR_ENV = "HYDRA_FULL_ERROR"
@@ -208,9 +208,10 @@ class SweepCallback(Callback):
                 summary.log_to(self.client, self.parent_id)
                 experiment = self.client.get_run(self.parent_id).info.experiment_id
                 tracking_uri = redact_url(self.client.tracking_uri)
+                hint = browse_hint(tracking_uri)
                 print(f"tracking: MLflow parent run {self.parent_id} in {tracking_uri} "
-                      f"(experiment '{config.tracking.experiment}'); the runs table: "
-                      f"{runs_table_url(ui_address(tracking_uri), experiment)}", flush=True)
+                      f"(experiment '{config.tracking.experiment}'); " + (f"browse with: {hint}, then " if hint else "")
+                      + f"the runs table: {runs_table_url(ui_address(tracking_uri), experiment)}", flush=True)
             if stopped_by is None:
                 status = "FINISHED"
         except Exception as err:

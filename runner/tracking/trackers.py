@@ -14,6 +14,7 @@ import urllib.request
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any, Optional, Protocol
 
 from runner.contract.errors import TrackingError
@@ -106,9 +107,25 @@ def runs_table_url(ui: str, experiment_id: str | None) -> str:
     return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/runs?{ADDRESS_QUERY}"
 
 
+UI_ENV = "RUNNER_MLFLOW_UI"
+"""Where ``mlflow ui`` answers for a local store (default ``http://127.0.0.1:5000``, mlflow ui's own default)."""
+
+
 def ui_address(uri: str) -> str:
-    """Where the MLflow UI of ``uri`` answers: the server itself, or ``mlflow ui``'s default for a local store."""
-    return uri if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
+    """Where the MLflow UI of ``uri`` answers: the server itself, or, for a local store, ``$RUNNER_MLFLOW_UI``
+    (default ``http://127.0.0.1:5000``)."""
+    if uri.startswith(("http://", "https://")):
+        return uri
+    return (os.environ.get(UI_ENV) or "http://127.0.0.1:5000").rstrip("/")
+
+
+def browse_hint(uri: str) -> str:
+    """The command that serves a local store's UI at :func:`ui_address` (its host and port); "" for a server."""
+    if uri.startswith(("http://", "https://")):
+        return ""
+    parts = urlsplit(ui_address(uri))
+    return (f"mlflow ui --backend-store-uri {uri} --host {parts.hostname or '127.0.0.1'} --port {parts.port or 5000} "
+            f"(another address: {UI_ENV}=http://HOST:PORT)")
 
 
 def close_dead_runs(uri: str, experiment_id: str) -> list[str]:
@@ -326,5 +343,5 @@ class MlflowTracker:
         if uri.startswith(("http://", "https://")):
             return f"MLflow run {self.run_id}: {uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
         return (f"MLflow run {self.run_id} in {uri} (experiment '{self.config.experiment}'); "
-                f"browse with: mlflow ui --backend-store-uri {uri}, then the runs table at "
+                f"browse with: {browse_hint(uri)}, then the runs table at "
                 f"{runs_table_url(ui_address(uri), self.experiment_id)}")

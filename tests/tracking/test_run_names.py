@@ -30,3 +30,15 @@ def test_the_printed_address_is_the_experiments_runs_table():
         "http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=runner-verdicts")
     assert ui_address("sqlite:///mlflow.db") == "http://127.0.0.1:5000"  # `mlflow ui`'s default address
     assert ui_address("https://mlflow.example.org") == "https://mlflow.example.org"
+
+
+def test_a_local_stores_address_and_its_ui_command_agree_on_the_port(monkeypatch):
+    from runner.tracking.trackers import browse_hint
+
+    monkeypatch.delenv("RUNNER_MLFLOW_UI", raising=False)
+    assert browse_hint("sqlite:///mlflow.db").startswith(
+        "mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000")
+    monkeypatch.setenv("RUNNER_MLFLOW_UI", "http://127.0.0.1:5123/")  # port 5000 taken: another one, said once
+    assert ui_address("sqlite:///mlflow.db") == "http://127.0.0.1:5123"
+    assert "--port 5123" in browse_hint("sqlite:///mlflow.db")
+    assert browse_hint("http://mlflow:5000") == ""  # a server: its own address, nothing to start
