@@ -12,7 +12,8 @@ would warn.
 from __future__ import annotations
 
 from runner.job.calibration_time import duration, quantization_seconds, simulated_on_cpu
-from runner.job.dry_run import job_num_samples
+from runner.contract.errors import UserError
+from runner.job.dry_run import cached_requests, job_num_samples
 from runner.job.history import evaluation_rate
 from runner.job.state import Job
 
@@ -26,6 +27,10 @@ def expectation(job: Job) -> str | None:
     n, _ = job_num_samples(job, job.asked_num_samples)
     rate, rate_words = evaluation_rate(job.config, job)
     build, build_words = quantization_seconds(job)
+    if (rate is not None or simulated_on_cpu(job)) and answered_from_cache(job, n):
+        rate = None  # nothing to evaluate: only a build (when the quantized model is not cached) is left to say
+        if build is None or build <= LONG_S:
+            return None
     parts, total = [], 0.0
     if rate is not None:
         total += rate * n
@@ -44,3 +49,16 @@ def expectation(job: Job) -> str | None:
                    if build is not None else "")
                 + " (docs/own-model.md, \"What CPU runs cost\"); once one run is logged, dry_run=true estimates the next")
     return None
+
+
+def answered_from_cache(job: Job, n: int) -> bool:
+    """Whether the generation cache holds every request of the job's samples (as the dry run counts them); False
+    when that cannot be known before the model loads (a draw that needs the model's tokens)."""
+    if not job.config.cache.enabled:
+        return False
+    try:
+        samples = job.evaluator.samples(n, job.config.seed)
+    except UserError:
+        return False
+    requests = [r for s in samples for r in job.evaluator.requests(s)]
+    return bool(requests) and cached_requests(job.config, job, requests) == len(requests)

@@ -33,7 +33,7 @@ def find_reference(job: Job, spec: AccuracySpec) -> tuple[Reference | None, Hypo
     settings = job.config.reference
     if job.mode == "record":
         for note in check_recording(job, spec):
-            log.warning(note)
+            log.warning(note.removeprefix("WARNING: "))  # the log line names its level already
             job.notes.append(note)
     if job.mode != "check":
         return None, job.defaults

@@ -35,7 +35,7 @@ def _job(quant_algo: str | None, backend: str = "hf", device: str = "cpu", name:
         quant=SimpleNamespace(name=name if quant_algo else "none", quant_algo=quant_algo, kv_cache_quant_algo=None,
                               calib_num_samples=512, calib_max_seq_length=512),
         config=SimpleNamespace(backend=SimpleNamespace(name=backend, device=device),
-                               tracking=SimpleNamespace(name="none")))
+                               tracking=SimpleNamespace(name="none"), cache=SimpleNamespace(enabled=False)))
 
 
 def test_simulated_quantization_on_cpu_is_announced_and_its_build_time_counted(monkeypatch):
@@ -116,3 +116,12 @@ def test_near_chance_is_said_when_recorded_and_at_every_look():
     assert said is not None and "only 0.44 points above the task's chance level (25)" in said
     assert near_chance(51.75, 3.607, 25.0, True) is None  # ARC-Easy's embedded reference: room to spare
     assert "not below" in near_chance(30.0, 3.0, 28.0, False)  # lower is better: the ceiling mirrored
+
+
+def test_a_job_answered_wholly_from_the_cache_is_not_announced_as_slow(monkeypatch):
+    assert expect.expectation(_job("W4A16")) is not None  # simulated on the CPU, nothing cached: said
+    monkeypatch.setattr(expect, "answered_from_cache", lambda job, n: True)
+    assert expect.expectation(_job("W4A16")) is None  # every answer stored: nothing slow is left
+    monkeypatch.setattr(calibration_time, "model_size", lambda job: EMBEDDED_LINEAR)
+    said = expect.expectation(_job("FP8", name="fp8"))  # the build may still be due: only it is said
+    assert said.startswith("expected: about 12 min") and "evaluation" not in said
