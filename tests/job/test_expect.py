@@ -125,3 +125,14 @@ def test_a_job_answered_wholly_from_the_cache_is_not_announced_as_slow(monkeypat
     monkeypatch.setattr(calibration_time, "model_size", lambda job: EMBEDDED_LINEAR)
     said = expect.expectation(_job("FP8", name="fp8"))  # the build may still be due: only it is said
     assert said.startswith("expected: about 12 min") and "evaluation" not in said
+
+
+def test_worse_but_within_tolerance_at_margin_zero_names_the_margin_knob():
+    from runner.job.decide import margin_note
+    from runner.stats.verdicts import Tolerance
+
+    both = SimpleNamespace(both_shown=True, gate="regression", margin=0.0, tolerance=Tolerance(3.607, "theta"))
+    said = margin_note(both)
+    assert said is not None and "stats.margin=M" in said and "stats.gate=noninferiority" in said and "3.607" in said
+    assert margin_note(SimpleNamespace(both_shown=True, gate="regression", margin=1.0, tolerance=both.tolerance)) is None
+    assert margin_note(SimpleNamespace(both_shown=False, gate="regression", margin=0.0, tolerance=both.tolerance)) is None
