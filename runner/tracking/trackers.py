@@ -188,7 +188,7 @@ class Tracker(Protocol):
 
     def log_dataset(self, data: dict[str, list[Any]], name: str, source: str) -> None: ...
 
-    def set_description(self, text: str) -> None: ...
+    def set_description(self, text: str, headline: str = "") -> None: ...
 
     def end(self, status: str) -> None: ...
 
@@ -220,7 +220,7 @@ class NullTracker:
 
     def log_dataset(self, data: dict[str, list[Any]], name: str, source: str) -> None: ...
 
-    def set_description(self, text: str) -> None: ...
+    def set_description(self, text: str, headline: str = "") -> None: ...
 
     def where(self) -> str:
         return "tracking=none: nothing was logged to MLflow"
@@ -326,11 +326,13 @@ class MlflowTracker:
             dataset = mlflow.data.from_pandas(pd.DataFrame(data), source=CodeDatasetSource({"source": source}), name=name)
         mlflow.log_input(dataset, context="evaluation")
 
-    def set_description(self, text: str) -> None:
-        """The run's description (MLflow renders it as markdown on the run page)."""
+    def set_description(self, text: str, headline: str = "") -> None:
+        """The run's description (MLflow renders it as markdown on the run page): ``headline`` first, in bold, where
+        the page opens, then ``text`` as a block."""
         import mlflow
 
-        mlflow.set_tag("mlflow.note.content", f"```\n{redact_text(text)}\n```"[:5000])
+        top = f"**{redact_text(headline)}**\n\n" if headline else ""
+        mlflow.set_tag("mlflow.note.content", (top + f"```\n{redact_text(text)}\n```")[:5000])
 
     def end(self, status: str) -> None:
         import mlflow
