@@ -13,7 +13,6 @@ finds upstream's entry, and falls back to the packaged copy's key (the embedded 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from runner.contract.errors import ConfigError, ReferenceError_, UserError
