@@ -12,7 +12,6 @@ would warn.
 from __future__ import annotations
 
 from runner.job.calibration_time import duration, quantization_seconds, simulated_on_cpu
-from runner.contract.errors import UserError
 from runner.job.dry_run import cached_requests, job_num_samples
 from runner.job.history import evaluation_rate
 from runner.job.state import Job
@@ -58,7 +57,7 @@ def answered_from_cache(job: Job, n: int) -> bool:
         return False
     try:
         samples = job.evaluator.samples(n, job.config.seed)
-    except UserError:
+        requests = [r for s in samples for r in job.evaluator.requests(s)]
+        return bool(requests) and cached_requests(job.config, job, requests) == len(requests)
+    except Exception:  # noqa: BLE001 - what is said before a job is a courtesy: never a reason to fail it
         return False
-    requests = [r for s in samples for r in job.evaluator.requests(s)]
-    return bool(requests) and cached_requests(job.config, job, requests) == len(requests)
