@@ -33,3 +33,12 @@ class Evaluator(Contract):
         if num_samples >= count:
             return list(range(count))
         return sorted(random.Random(f"{salt}:{seed}").sample(range(count), num_samples))
+
+    @staticmethod
+    def nested_subset(count: int, num_samples: int, seed: int, salt: str) -> list[int]:
+        """Row indices of a seeded sample that grows by prefix: the first ``num_samples`` of one seeded shuffle, in
+        row order. A smaller draw lies inside every larger one of the same seed, so the looks of an extended run
+        are nested and a reference recorded on more samples holds every smaller run's."""
+        order = list(range(count))
+        random.Random(f"{salt}:{seed}").shuffle(order)
+        return sorted(order[:num_samples])

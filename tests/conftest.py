@@ -17,6 +17,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# A model other than the embedded one records into your own references directory by default: in tests, a
+# directory of the session's, never the checkout's my-references/ (runner.references.store.user_reference_dir).
+os.environ["RUNNER_REFERENCES_DIR"] = tempfile.mkdtemp(prefix="runner-test-my-references-")
 
 
 def pytest_configure(config):

@@ -76,7 +76,7 @@ class ArcEasyEvaluator(Evaluator):
     def samples(self, num_samples: int, seed: int) -> list[Sample]:
         rows, split, where = self._rows()
         out = []
-        for i in self.seeded_subset(len(rows), num_samples, seed, "arc_easy"):
+        for i in self.nested_subset(len(rows), num_samples, seed, "arc_easy"):
             row = rows[i]
             labels, texts = list(row["choices"]["label"]), list(row["choices"]["text"])
             if row["answerKey"] not in labels:

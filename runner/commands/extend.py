@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -42,9 +44,10 @@ from runner.job import demo
 from runner.job.extension_check import coverage, entry_before_load, refusal
 from runner.job.flow import typed
 from runner.references.samples import load_rows
-from runner.references.store import default_reference_dir
+from runner.references.store import reference_dir
 from runner.stats.rules.extension import ExtensionResult
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.tracking.trackers import FIRST_LOOK_ENV
 
 REPLAYED = ("task", "model", "quant", "backend", "stats", "reference", "cache", "seed", "tracking", "experiment")
 """Keys (and the keys under them) replayed from a run directory's overrides: what a look needs."""
@@ -305,7 +308,7 @@ def compose_task(overrides: list[str]) -> tuple[Any, Any, Path, Any]:
     config = typed(cfg)
     t = config.task
     evaluator = build(t, "task")
-    ref_dir = Path(config.reference.dir) if config.reference.dir else default_reference_dir()
+    ref_dir = reference_dir(config.reference.dir, t.name, config.model.hf_id, False, config.model.embedded is not None)
     return config, evaluator, ref_dir, HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
 
 
@@ -373,5 +376,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(redact_text("dropped (not replayed from a run directory; give them after N if you trust them): "
                           + " ".join(rerun.dropped)))
     print(redact_text("python -m runner " + " ".join(rerun.overrides)), flush=True)
-    return subprocess.run([sys.executable, "-m", "runner", *rerun.overrides]).returncode
+    first = first_look_run(args.run_dir.resolve())  # the next look nests under look 1's MLflow run
+    env = os.environ | ({FIRST_LOOK_ENV: first} if first else {})
+    return subprocess.run([sys.executable, "-m", "runner", *rerun.overrides], env=env).returncode
+
+
+def first_look_run(run_dir: Path) -> str | None:
+    """Look 1's MLflow run id (its directory is the run's without ``-extend<k>``), None when it logged none."""
+    look1 = run_dir.with_name(re.sub(r"-extend\d+$", "", run_dir.name))
+    try:
+        return json.loads(read_regular_text(look1 / "report.json")).get("mlflow_run_id") or None
+    except (OSError, ValueError, AttributeError, UserError):
+        return None
 

@@ -125,6 +125,7 @@ def applied(args: argparse.Namespace) -> int:
         "reference": None if ref is None else ref.value, "num_samples": p.num_samples, "alpha": p.alpha,
         "beta": p.beta, "sigma": p.sigma, "theta": theta_of(p), "threshold": threshold,
         "higher_is_better": p.higher_is_better, "explicit_threshold": explicit, "metric": job.metric,
+        "calibration": job.calibration,
     } | deff_key(args.design_effect)
     if args.target_theta is not None:
         out["target_theta"] = args.target_theta
@@ -169,6 +170,8 @@ def _print(args: argparse.Namespace, job: PlannedJob, p: HypothesisParams, out: 
     print(f"sigma        {p.sigma:g}" + ("" if args.design_effect == 1 else
                                           f"   (sigma x sqrt(design effect {args.design_effect:g}))"))
     print(f"theta        {theta_of(p):.3f}   (smallest drop detected with probability {1 - p.beta:.0%})")
+    if job.calibration:
+        print(f"calibration  {job.calibration}")
     if ref is None:
         print("threshold    - (reference + z(alpha) * sqrt(2 sigma^2 / n), once a reference is recorded)")
     else:

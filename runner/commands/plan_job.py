@@ -13,7 +13,7 @@ finds upstream's entry, and falls back to the packaged copy's key (the embedded 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
+from typing import Any
 
 from runner.config.store import register_schemas
 from runner.contract.build import build
@@ -21,7 +21,7 @@ from runner.contract.errors import ConfigError, ReferenceError_, UserError
 from runner.contract.reasoning import key_parts
 from runner.contract.spec import AccuracySpec
 from runner.job.flow import asked_num_samples, typed
-from runner.references.store import Reference, default_reference_dir, judged_key, lookup
+from runner.references.store import Reference, reference_dir, judged_key, lookup
 from runner.stats.data.hypothesis import HypothesisParams, check_params
 
 
@@ -36,6 +36,7 @@ class PlannedJob:
     params: HypothesisParams | None = None  # the test's parameters: the entry's, else the task's (the n a run uses)
     missing: ReferenceError_ | None = None  # why no entry matched
     method: str = "auto"  # stats.method of the job
+    calibration: str | None = None  # what building the quantized model costs on a CPU, in words (None: nothing to build)
 
     @property
     def test(self) -> HypothesisParams:
@@ -77,7 +78,7 @@ def planned_job(overrides: list[str], missing_ok: bool = False) -> PlannedJob:
     built = build(t, "task")  # a task whose metric and direction come from its definition (task=lm_eval) writes them first
     check_params(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better, where="task")
     defaults = HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
-    ref_dir = Path(config.reference.dir) if config.reference.dir else default_reference_dir()
+    ref_dir = reference_dir(config.reference.dir, t.name, config.model.hf_id, False, config.model.embedded is not None)
     tries = [(t, f"task.dataset.source={t.dataset.source}")]
     if t.dataset.source == "auto" and not t.dataset.local_path and t.dataset.hub_id:
         own = replace(t, dataset=replace(t.dataset, source="hub"))
@@ -111,7 +112,7 @@ def planned_job(overrides: list[str], missing_ok: bool = False) -> PlannedJob:
         if asked is not None:  # an n the run sets wins over the entry's, as in a run
             found = replace(found, params=replace(found.params, num_samples=t.num_samples))
         return PlannedJob(t.name, config.model.hf_id, t.metric, found, spec, dataset + baseline,
-                          method=config.stats.method)
+                          method=config.stats.method, calibration=calibration_cost(config))
     if first is None and unreachable is not None:
         raise unreachable
     assert first is not None
@@ -119,4 +120,26 @@ def planned_job(overrides: list[str], missing_ok: bool = False) -> PlannedJob:
         raise first
     err, spec, dataset = missed
     return PlannedJob(t.name, config.model.hf_id, t.metric, None, spec, dataset + baseline, defaults, err,
-                      config.stats.method)
+                      config.stats.method, calibration_cost(config))
+
+
+def calibration_cost(config: Any) -> str | None:
+    """The calibration a quantized spec on backend=hf pays on a CPU before its first run (its calibration size x
+    the model's size x a measured rate: runner.quant.cost); None for a spec or backend that builds nothing here."""
+    from runner.backends.models import resolve_model_source  # lazy: --help stays cheap
+    from runner.job.calibration_time import duration  # lazy: --help stays cheap
+    from runner.quant import cost  # lazy: --help stays cheap
+    from runner.quant.algos import needs_calibration  # lazy: --help stays cheap
+
+    if config.backend.name != "hf" or not needs_calibration(config.quant):
+        return None
+    m = config.model
+    try:
+        params = cost.model_parameters(resolve_model_source(m.name, m.hf_id, m.path, m.embedded).location)
+    except UserError:
+        params = None
+    seconds, words = cost.calibration_seconds(config.quant, params)
+    if seconds is None:
+        return f"not estimated: {words}"
+    return (f"~{duration(seconds)} on a CPU before the first run of quant={config.quant.name} ({words}); "
+            "seconds once the quantized model is cached")

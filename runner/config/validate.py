@@ -56,6 +56,7 @@ def check_job(cfg: DictConfig) -> None:
     sweep = cfg.get("sweep")
     if isinstance(sweep, DictConfig):
         validate_correction(sweep.get("correction"), sweep.get("alpha"))
+        validate_correction(sweep.get("go_correction"), None, "sweep.go_correction")
 
 
 def _check_top_level_keys(cfg: DictConfig) -> None:

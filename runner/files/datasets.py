@@ -9,12 +9,12 @@ row is first read, so an undecodable byte would otherwise surface as a traceback
 from __future__ import annotations
 
 import codecs
-import os
 from pathlib import Path
 from typing import Any
 
 from runner.contract.errors import DataError
 from runner.contract.task_config import DatasetConfig
+from runner.files.hub import go_offline_unless_reachable, hub_offline
 
 LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
 TEXT_FORMATS = (".json", ".jsonl", ".csv")
@@ -26,10 +26,6 @@ def _quiet() -> None:
 
     datasets.disable_progress_bars()
     datasets.logging.set_verbosity_error()
-
-
-def hub_offline() -> bool:
-    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
 def load_local(path: str, split: str, config: str | None, where: str, max_mb: float = DEFAULT_MAX_FILE_MB) -> Any:
@@ -117,12 +113,15 @@ def _first_line(err: BaseException) -> str:
 def load_hub(hub_id: str, config: str | None, split: str, where: str, alternatives: str) -> Any:
     import datasets
 
+    unreachable = go_offline_unless_reachable()  # one quick probe: no library retries against a dead endpoint
     _quiet()
     try:
         return datasets.load_dataset(hub_id, name=config, split=split)
     except (ConnectionError, OSError, ValueError) as err:
+        why = (f" (the Hugging Face Hub does not answer: {unreachable}; nor is it in the local Hugging Face cache)"
+               if unreachable else " (Hugging Face Hub offline mode is on)" if hub_offline() else "")
         raise DataError(
-            f"the dataset {hub_id} cannot be reached" + (" (Hugging Face Hub offline mode is on)" if hub_offline() else ""),
+            f"the dataset {hub_id} cannot be reached{why}",
             where=where, given=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}",
             fix=alternatives,
         ) from None

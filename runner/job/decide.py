@@ -8,6 +8,7 @@ from typing import Any
 
 from runner.contract.evaluator import Sample, ScoredSample
 from runner.job import noise
+from runner.job.chance import near_chance
 from runner.job.looks import Monitor
 from runner.job.state import Job
 from runner.references.samples import RunProvenance, pairing_problem
@@ -48,6 +49,14 @@ def decide(job: Job, reference: Reference | None, samples: list[Sample], scored:
     if label:
         decision.notes.append(label)
     job.notes.extend(decision.notes)
+    knob = margin_note(decision)
+    if knob is not None:
+        job.notes.append(knob)
+    if decision.tolerance is not None and not any("chance level" in n for n in decision.notes):
+        note = near_chance(reference.value, decision.tolerance.points, job.evaluator.chance_level(samples),
+                           params.higher_is_better)
+        if note is not None:  # the look's own theta may be undefined (few disagreements): the tolerance is not
+            job.notes.append(note)
     return decision
 
 
@@ -101,3 +110,15 @@ def advise(job: Job, decision: Decision) -> None:
         have = len(job.evaluator.samples(found.n_total, job.config.seed))
         found = replace(found, available=have if have < found.n_total else None)
     decision.advice = found
+
+
+def margin_note(decision: Decision) -> str | None:
+    """For a NO-GO that is "worse, but within tolerance" at margin 0: the settings that say a drop within the
+    tolerance is fine (a margin, or the non-inferiority gate), since the verdict itself only names the gate."""
+    if not (decision.both_shown and decision.gate == "regression" and decision.margin == 0 and decision.tolerance):
+        return None
+    tol = decision.tolerance.points
+    return (f"NO-GO although the drop is within the tolerance ({tol:.4g}): at stats.margin=0 (upstream's rule) any "
+            f"drop shown is a regression. If a drop within tolerance is fine for you, say how much: stats.margin=M "
+            f"(NO-GO only when a drop larger than M points is shown; M <= {tol:.4g}), or stats.gate=noninferiority "
+            f"(GO whenever a drop smaller than {tol:.4g} is shown)")

@@ -15,18 +15,17 @@ counted too; only a backend that cannot count tokens without its model leaves th
 from __future__ import annotations
 
 import logging
-from typing import Any
-
 from runner.backends.models import resolve_model_source
 from runner.cache import generations
 from runner.config.schemas import RunnerConfig
 from runner.contract.errors import UserError
 from runner.contract.requests import Request
 from runner.contract.spec import AccuracySpec
+from runner.job.calibration_time import duration, quantization_seconds
+from runner.job.history import evaluation_rate
 from runner.job.prepare import prepare
 from runner.job.state import Job
 from runner.references import store as references
-from runner.tracking.trackers import sqlite_path
 
 log = logging.getLogger("runner")
 
@@ -42,7 +41,7 @@ def dry_run(cfg: RunnerConfig, position: str = "", asked_num_samples: int | None
         samples = job.evaluator.samples(n, cfg.seed)
     except UserError:  # the subset depends on the model's tokenizer (length filters): known once it loads
         line = (head + f"n={n}{whose} (drawn by the model's token counts once it loads); cache: not counted"
-                f"{uncounted}; estimate: {estimate_seconds(cfg, job, n, None, 0)}")
+                f"{uncounted}; estimate: {estimate_seconds(cfg, job, n, None, 0)}{calibration(job)}")
         print(line, flush=True)
         return line
     requests = [r for s in samples for r in job.evaluator.requests(s)]
@@ -50,9 +49,17 @@ def dry_run(cfg: RunnerConfig, position: str = "", asked_num_samples: int | None
     estimate = estimate_seconds(cfg, job, len(samples), cached, len(requests))
     line = (head + f"n={len(samples)}{whose}, {len(requests)} requests; cache: "
             + ("off" if cached is None else f"{cached} of {len(requests)} stored")
-            + f"; estimate: {estimate}")
+            + f"; estimate: {estimate}{calibration(job)}")
     print(line, flush=True)
     return line
+
+
+def calibration(job: Job) -> str:
+    """The quantized model's build, said before it is paid ("" for a spec that builds nothing to speak of)."""
+    seconds, words = quantization_seconds(job)
+    if seconds is None:
+        return ""
+    return f"; calibration: ~{duration(seconds)} unless the quantized model is cached ({words})"
 
 
 def job_num_samples(job: Job, asked: int | None) -> tuple[int, str]:
@@ -131,56 +138,3 @@ def estimate_seconds(cfg: RunnerConfig, job: Job, n: int, cached: int | None, to
         return words
     todo = n if cached is None or not total else n * (total - cached) / total
     return f"~{rate * todo:.0f} s of evaluation ({rate:.2f} s/sample, {words})"
-
-
-def earlier_runs(cfg: RunnerConfig, job: Job, same_task: bool = True) -> tuple[list[Any] | None, str]:
-    """Earlier FINISHED runs of the same model, quant and backend (and task) in the job's MLflow store, newest
-    first; None with the reason in words when there is no store to read."""
-    if cfg.tracking.name != "mlflow":
-        return None, "no history (tracking=none)"
-    uri = job.tracker.uri
-    db = sqlite_path(uri)
-    if db is not None and not db.is_file():  # no store yet: nothing to read, and a dry run creates nothing
-        return None, "no earlier run to measure from"
-    try:
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(tracking_uri=uri)
-        experiment = client.get_experiment_by_name(cfg.tracking.experiment)
-        if experiment is None:
-            return None, "no earlier run to measure from"
-        task = f" and tags.task = '{cfg.task.name}'" if same_task else ""
-        return client.search_runs([experiment.experiment_id], max_results=20, order_by=["attributes.start_time DESC"],
-                                  filter_string=(f"attributes.status = 'FINISHED' and tags.model = '{cfg.model.hf_id}' "
-                                                 f"and tags.quant = '{cfg.quant.name}'{task} "
-                                                 f"and tags.backend = '{cfg.backend.name}'")), ""
-    except Exception as err:  # an estimate is a courtesy: never a reason to fail the job or the dry run
-        return None, f"unavailable ({type(err).__name__})"
-
-
-def evaluation_rate(cfg: RunnerConfig, job: Job) -> tuple[float | None, str]:
-    """The median seconds per computed sample of earlier runs of the same model/quant/task/backend, and where it
-    comes from in words (or why there is none)."""
-    runs, why = earlier_runs(cfg, job)
-    if runs is None:
-        return None, why
-    rates = [rate for rate in (seconds_per_computed_sample(r.data.metrics) for r in runs) if rate is not None]
-    if not rates:
-        if runs:
-            return None, f"no earlier run computed answers ({len(runs)} answered wholly from the cache)"
-        return None, "no earlier run to measure from"
-    return sorted(rates)[len(rates) // 2], f"median of {len(rates)} earlier runs"
-
-
-def seconds_per_computed_sample(metrics: dict[str, float]) -> float | None:
-    """An earlier run's evaluation time per sample it computed: ``eval_time_s`` over ``num_evaluated`` times
-    the share of its requests that missed the cache (all of them when it logged no cache counts); None
-    when it computed nothing or logged no time."""
-    evaluated, seconds = metrics.get("num_evaluated"), metrics.get("eval_time_s")
-    if not evaluated or seconds is None:
-        return None
-    hits, misses = metrics.get("cache_hits", 0.0), metrics.get("cache_misses")
-    computed_share = 1.0 if misses is None or hits + misses == 0 else misses / (hits + misses)
-    if computed_share == 0:
-        return None
-    return seconds / (evaluated * computed_share)

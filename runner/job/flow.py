@@ -45,7 +45,7 @@ from runner.stats.data.tolerance import check_binary_range
 from runner.stats.settings import resolve_tolerance
 from runner.tracking.naming import run_identity
 from runner.tracking.provenance import flatten
-from runner.tracking.trackers import parent_run_id
+from runner.tracking.trackers import first_look_run_id, parent_run_id
 
 log = logging.getLogger("runner")
 
@@ -78,8 +78,10 @@ def run(cfg: DictConfig) -> Outcome:
     resolved["task"] |= {k: getattr(config.task, k) for k in ("metric", "higher_is_better", "cluster_key")}
     write_atomic(job.out_dir / "config.yaml", OmegaConf.to_yaml(resolved), 0o644)
     redact_hydra_files(job.out_dir)
+    stats = config.stats
+    look = (len(stats.extend or []) + 1, stats.extensions + 1) if stats.extensions else None
     run_name, tags = run_identity(config.model, config.quant, config.task, config.backend.name, config.reference.mode,
-                                  parent_run_id())
+                                  parent_run_id(), look, first_look_run_id())
     job.tracker.start(run_name, flatten(resolved), tags)
     try:
         outcome = evaluate(job)

@@ -77,7 +77,7 @@ def prepare(config: RunnerConfig) -> Job:
     tracker = build(config.tracking, "tracking")
     tracker.check()
     generations.preflight(config.cache)
-    ref_dir = Path(ref.dir) if ref.dir else references.default_reference_dir()
+    ref_dir = references.reference_dir(ref.dir, task.name, model.hf_id, ref.mode == "record", model.embedded is not None)
     if ref.mode != "skip":
         references.preflight(ref_dir, task.name, model.hf_id, writing=ref.mode == "record")
     if ref.mode == "check" and backend.acceptance_key:

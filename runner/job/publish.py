@@ -104,7 +104,8 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
     print(text, flush=True)
     job.tracker.log_metrics(tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))
     job.tracker.set_tags(readable_tags(decision, score) | (noise_tags(view) if view else {}))
-    job.tracker.set_description(text)
+    job.tracker.set_description(text, headline=(f"{decision.verdict_line()}: {task.metric} {score:.4g}"
+                                                if decision is not None else f"no verdict: {task.metric} {score:.4g}"))
     try:
         log_tables(job, scored, metrics)
     except Exception as err:  # views for the UI: the results are on disk and logged below; never fail the job

@@ -8,25 +8,28 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from runner.contract.evaluator import CORPUS_ITEM, LOGLIKELIHOODS, Sample, ScoredSample
+from runner.job.chance import near_chance
 from runner.job.state import Job, Loaded
 from runner.references import recording, samples as reference_samples
 from runner.references.noise import HOST_KEY, NOISE_KEY, noise_block
+from runner.references.store import user_reference_dir
 from runner.stats.data.noise import Replicate
+from runner.stats.settings import resolve_tolerance
 from runner.tracking.provenance import project_commit
 
 log = logging.getLogger("runner")
 
 
 def warn_at_chance(job: Job, samples: list[Sample], metrics: dict[str, float]) -> str | None:
-    """Before a score becomes a reference: a warning when it is at or past the task's chance level (a guessing
-    model's score, or the metric's floor), since no later run can show a regression against it."""
-    chance, score = job.evaluator.chance_level(samples), metrics[job.task.metric]
-    higher = job.task.higher_is_better
-    if chance is None or (score > chance if higher else score < chance):
+    """Before a score becomes a reference: a warning when it lies within the tolerance of the task's chance level
+    (a guessing model's score, or the metric's floor), since no later run can tell a regression to guessing from
+    noise against it."""
+    score = metrics[job.task.metric]
+    tolerance = resolve_tolerance(job.config.stats, job.task, score)
+    note = near_chance(score, tolerance.points, job.evaluator.chance_level(samples), job.task.higher_is_better)
+    if note is None:
         return None
-    note = (f"warning: the recorded reference {job.task.metric}={score:.4f} is at or {'below' if higher else 'above'} "
-            f"the task's chance level ({chance:g}): a run checked against it cannot show a regression; record a model "
-            "that does better than chance on this task, or gate this model on a task it does better on")
+    note = f"{note} (recorded {job.task.metric}={score:.4f}; the tolerance: {tolerance.source})"
     log.warning(note)
     job.notes.append(note)
     return note
@@ -53,4 +56,13 @@ def record(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[s
         } | ({NOISE_KEY: noise_block("replicate", replicates)} if replicates else {}),
         extra={"num_samples": task.num_samples} | job.evaluator.reference_extras(metrics))
     job.notes.append(f"recorded {task.metric}={score:.4f} for {job.model.hf_id} [{loaded.spec.describe()}] in {path}")
+    if not job.config.reference.dir and job.ref_dir == user_reference_dir():
+        job.notes.append(SHARE_NOTE.format(dir=job.ref_dir))
     return path
+
+
+SHARE_NOTE = ("{dir} is your references directory (a model other than the embedded one records there unless "
+              "reference.dir says otherwise; $RUNNER_REFERENCES_DIR moves it; git ignores it in a checkout): later runs "
+              "of this model find it by themselves; to share it, copy the directory (its <task>.yaml and samples/) "
+              "where your team keeps references and pass reference.dir=THERE, or add the entry to the project's "
+              "references/ on purpose with reference.dir=references")

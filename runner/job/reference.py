@@ -33,7 +33,7 @@ def find_reference(job: Job, spec: AccuracySpec) -> tuple[Reference | None, Hypo
     settings = job.config.reference
     if job.mode == "record":
         for note in check_recording(job, spec):
-            log.warning(note)
+            log.warning(note.removeprefix("WARNING: "))  # the log line names its level already
             job.notes.append(note)
     if job.mode != "check":
         return None, job.defaults
@@ -48,7 +48,7 @@ def find_reference(job: Job, spec: AccuracySpec) -> tuple[Reference | None, Hypo
     if job.config.stats.method != "unpaired" and recorded.get("samples"):
         job.reference_rows = reference_samples.load_rows(job.ref_dir, str(recorded["samples"]),
                                                          recorded.get("samples_sha256"))
-    log.info("reference %s = %.4f (%s, entry %d)", job.task.metric, reference.value, reference.path.name, reference.index)
+    log.info("reference %s = %.4f (%s, entry %d)", job.task.metric, reference.value, reference.path, reference.index)
     params = reference.params
     if job.asked_num_samples is not None and params.num_samples != job.asked_num_samples:
         job.reference_num_samples = params.num_samples  # an n the user set wins over the entry's

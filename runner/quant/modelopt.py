@@ -61,6 +61,7 @@ from runner.quant.algos import (
 from runner.quant.calibration import (
     calib_num_samples, calibration_batches, calibration_documents, calibration_rows, local_calibration_source,
 )
+from runner.quant.cost import linear_parameters
 from runner.quant.readback import ReadBack, read_effective_spec
 
 log = logging.getLogger("runner")
@@ -321,6 +322,11 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
             calls = len(calibration_batches(rows, int(quant.calib_max_batch_tokens)))
             details["quant_calibration_rows"] = (f"{len(rows)} rows, {sum(len(r) for r in rows)} tokens, "
                                                  f"{calls} forward call{'' if calls == 1 else 's'}")
+            # with the time below: this host's calibration rate, which refines later estimates (runner.quant.cost)
+            details["quant_calib_tokens"] = str(sum(len(r) for r in rows))
+            params = linear_parameters(model.config.to_dict())
+            if params is not None:
+                details["quant_model_params"] = str(params)
         torch.manual_seed(int(quant.calib_seed))
         start = time.monotonic()
         quantized = run_calibration(model, cfg, rows, int(quant.calib_max_batch_tokens), device, mtq, progress)

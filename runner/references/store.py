@@ -38,7 +38,9 @@ PROVENANCE_KEY = "recorded"
 @dataclass
 class ReferenceConfig:
     mode: str = "check"  # check | record | skip
-    dir: Optional[str] = None  # None: the project's references/ directory
+    # None: the project's references/ for the embedded model, your own (my-references/, or $RUNNER_REFERENCES_DIR)
+    # for any other model (runner.references.store.reference_dir)
+    dir: Optional[str] = None
     against: str = "spec"  # spec: the entry of the effective spec | baseline: the unquantized entry
     overwrite: bool = False  # record mode: replace an entry registered for the same spec (refused otherwise)
     # record mode: also replace an entry of the project's references/ that the embedded demo reads (refused otherwise)
@@ -56,6 +58,44 @@ class ReferenceConfig:
 def default_reference_dir() -> Path:
     """The project's ``references/`` directory, next to the ``runner`` package."""
     return Path(__file__).resolve().parents[2] / "references"
+
+
+USER_DIR_ENV = "RUNNER_REFERENCES_DIR"
+"""Locates your own references directory (default: ``my-references/`` beside the project's ``references/``)."""
+
+
+def user_reference_dir() -> Path:
+    """Where references of your own models live unless ``reference.dir`` says otherwise: ``$RUNNER_REFERENCES_DIR``,
+    else ``my-references/`` at the project's root (ignored by git there: the project's tracked files change
+    only when ``reference.dir=references`` asks for it)."""
+    configured = os.environ.get(USER_DIR_ENV)
+    return Path(configured).expanduser() if configured else default_reference_dir().parent / "my-references"
+
+
+def reference_dir(configured: str | None, task: str, model: str, recording: bool, embedded: bool) -> Path:
+    """The directory a job reads its reference from, or records it into.
+
+    ``reference.dir`` when set. Otherwise the embedded demo model's references stay in the project's
+    ``references/`` (the demo reads them); any other model records into :func:`user_reference_dir`, and is
+    checked there once that directory registers it for the task, else against the project's entries (the
+    upstream tables' models)."""
+    if configured:
+        return Path(configured)
+    if embedded:
+        return default_reference_dir()
+    mine = user_reference_dir()
+    if recording or registers(mine, task, model):
+        return mine
+    return default_reference_dir()
+
+
+def registers(ref_dir: Path, task: str, model: str) -> bool:
+    """Whether ``ref_dir``'s file for ``task`` holds at least one entry of ``model``."""
+    path = reference_path(ref_dir, task)
+    if not path.is_file():
+        return False
+    data = _load(path)
+    return bool(data and _entries(data, model, path))
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ class Case:
     tier: Optional[str] = None  # a release's task: critical | supporting | advisory (runner/sweep/release.py)
     blocking: Optional[bool] = None  # a release's task: whether it blocks the release (None: a job, judged alone)
     classname: Optional[str] = None  # JUnit's classname, stable across runs (model/quant); None: the suite's name
+    job_verdict: Optional[str] = None  # a sweep's job: its own verdict at its task's alpha (``verdict`` is the sweep's)
 
     @property
     def failing(self) -> bool:
@@ -49,6 +50,7 @@ def from_row(row: dict[str, Any], inconclusive_fails: bool = True, details: str 
     named ``task`` in class ``model/quant`` (stable across sweeps, so a CI system keeps each one's history) and
     carries the job's verdict block (``details``) and evaluation time."""
     verdict = row.get("sweep_verdict") or row.get("verdict") or "incomplete"
+    own = row.get("verdict") or "incomplete"
     if row.get("error"):
         message = " ".join(str(row["error"]).split())[:300]
     elif row.get("test"):
@@ -56,6 +58,8 @@ def from_row(row: dict[str, Any], inconclusive_fails: bool = True, details: str 
             + f", p {fmt_p(row.get('p_value'))} (adjusted {fmt_p(row.get('p_adjusted'))})"
     else:
         message = verdict
+    if row.get("sweep_verdict") and verdict != own:  # the correction changed it: both, named
+        message = f"job verdict {own}, sweep verdict {verdict}: {message}"
     if row.get("advice"):
         message += f"; {row['advice']}"
     if row.get("noise"):
@@ -66,7 +70,8 @@ def from_row(row: dict[str, Any], inconclusive_fails: bool = True, details: str 
     error = str(row.get("error") or "")
     return Case(name, verdict, message, "\n\n".join(p for p in (details, error) if p), row.get("score"),
                 row.get("reference"), row.get("difference"), row.get("p_value"), row.get("n"), time_s,
-                inconclusive_fails=inconclusive_fails, classname=classname)
+                inconclusive_fails=inconclusive_fails, classname=classname,
+                job_verdict=own if row.get("sweep_verdict") else None)
 
 
 def compared(rule: str, score: Any, reference: Any, difference: Any, n: Any) -> str:

@@ -53,6 +53,10 @@ def _testcase(node: ET.Element, suite: str, case: Case) -> None:
         properties = ET.SubElement(test, "properties")
         ET.SubElement(properties, "property", name="tier", value=case.tier)
         ET.SubElement(properties, "property", name="verdict", value=case.verdict)
+    elif case.job_verdict is not None:  # a sweep's job: both verdicts, named
+        properties = ET.SubElement(test, "properties")
+        ET.SubElement(properties, "property", name="job_verdict", value=case.job_verdict)
+        ET.SubElement(properties, "property", name="sweep_verdict", value=case.verdict)
     if case.failing:
         ET.SubElement(test, "failure", message=case.message, type=case.verdict).text = case.details
     elif case.errored:

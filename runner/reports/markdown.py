@@ -37,11 +37,19 @@ def fenced(body: str) -> list[str]:
 
 
 def markdown(cases: Sequence[Case], title: str, verdict: str) -> str:
-    lines = [f"### {text(title)}: {text(verdict)}", "",
-             "| job | verdict | score | reference | delta | p-value | n |", "|---|---|---:|---:|---:|---:|---:|"]
+    """A heading with the verdict, one table row per case and each case's block folded below; a sweep's cases
+    show the job's own verdict beside its verdict within the sweep."""
+    sweep = any(c.job_verdict is not None for c in cases)
+    head = "| job | job verdict | sweep verdict |" if sweep else "| job | verdict |"
+    lines = [f"### {text(title)}: {text(verdict)}", "", head + " score | reference | delta | p-value | n |",
+             "|---|---|" + ("---|" if sweep else "") + "---:|---:|---:|---:|---:|"]
     for c in cases:
-        lines.append(f"| {text(_label(c))} | {c.mark} {text(c.verdict)} | {fmt(c.score)} | {fmt(c.reference)} | "
+        own = f" {text(c.job_verdict or '-')} |" if sweep else ""
+        lines.append(f"| {text(_label(c))} |{own} {c.mark} {text(c.verdict)} | {fmt(c.score)} | {fmt(c.reference)} | "
                      f"{fmt(c.difference, sign=True)} | {fmt_p(c.p_value)} | {c.n if c.n is not None else '-'} |")
+    if sweep:
+        lines += ["", "job verdict: the job's own, at its task's alpha; sweep verdict: the job's within the sweep, "
+                      "after the family-wise correction (what this report counts)."]
     for c in cases:  # each verdict block folded under its one-line message
         if c.details:
             lines += ["", f"<details><summary>{c.mark} {text(_label(c))}: {text(c.message)}</summary>", "",

@@ -1,5 +1,12 @@
 """Family-wise control for a sweep's verdicts: many jobs, one false-alarm budget.
 
+Which claims need it (docs/statistics.md, "Sweeps"): a sweep is NO-GO when *any* job shows a regression,
+a union of the jobs' claims, so the NO-GO claims are one family and are corrected (``sweep.correction``).
+A sweep is GO only when *every* job shows GO: an intersection-union test (Berger 1982), whose size is at
+most the largest alpha of its parts without any adjustment, so the GO claims are left alone by default
+(``sweep.go_correction=none``). A per-job GO used to *pick* among alternatives ("which of these builds is
+within tolerance?") is a union of claims again: ``sweep.go_correction=holm`` corrects it.
+
 Each statistical test of a job (its accuracy gate, and extra gates such as SCORE's consistency
 rate) has a one-sided p-value and its own level ``alpha_i``: the task's alpha, as TensorRT-LLM
 sets it (0.002 for CNN/DailyMail and HumanEval, 0.01 for perplexity, 0.05 for most). A job rejects
@@ -42,9 +49,10 @@ class Adjusted:
     reject: list[bool]
 
 
-def validate(method: str, alpha: float | None) -> None:
+def validate(method: str, alpha: float | None, where: str = "sweep.correction") -> None:
+    """Raise :class:`ConfigError` for a correction (at ``where``) or a sweep alpha that cannot be used."""
     if method not in CORRECTIONS:
-        raise ConfigError("unknown multiple-testing correction", where="sweep.correction", given=method,
+        raise ConfigError("unknown multiple-testing correction", where=where, given=method,
                           allowed=", ".join(CORRECTIONS))
     if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0):
         raise ConfigError("the sweep's alpha must lie strictly between 0 and 1", where="sweep.alpha", given=alpha,

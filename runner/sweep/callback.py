@@ -49,8 +49,8 @@ from runner.sweep.policy import check_policy
 from runner.sweep.progress import announce
 from runner.tracking.naming import run_identity
 from runner.tracking.provenance import flatten, project_commit
-from runner.tracking.trackers import (PARENT_ENV, open_experiment, parent_run_id, process_tags, runs_table_url,
-                                      ui_address)
+from runner.tracking.trackers import (PARENT_ENV, browse_hint, open_experiment, parent_run_id, process_tags,
+                                      runs_table_url, ui_address)
 
 log = logging.getLogger("runner")
 FULL_ERROR_ENV = "HYDRA_FULL_ERROR"
@@ -133,6 +133,7 @@ class SweepCallback(Callback):
 
         self.started = datetime.now()
         validate(config.sweep.correction, config.sweep.alpha)
+        validate(config.sweep.go_correction, None, "sweep.go_correction")
         if config.get("gate") is not None:
             check_policy(config.gate)  # a bad release policy stops the sweep before any job runs
         if config.tracking.name != "mlflow":
@@ -150,7 +151,8 @@ class SweepCallback(Callback):
         tags = {"sweep": "parent", "sweep.dir": str(config.hydra.sweep.dir),
                 "sweep.overrides": overrides[:5000] or "(none)",
                 "sweep.launcher": str(config.hydra.launcher.get("_target_", "")).rpartition(".")[2],
-                "sweep.correction": config.sweep.correction, "sweep.alpha": str(config.sweep.alpha),
+                "sweep.correction": config.sweep.correction,
+                "sweep.go_correction": config.sweep.go_correction, "sweep.alpha": str(config.sweep.alpha),
                 "mlflow.note.content": "\n".join(["Sweep:", *fenced(f"python -m runner -m {overrides}")]
                                                   + ([f"with sweeper params {text(params)}"] if params else []))}
 
@@ -196,7 +198,7 @@ class SweepCallback(Callback):
                                           stopped=None if stopped_by is None else describe_stop(stopped_by),
                                           stop_status=None if stopped_by is None else signal_status(stopped_by),
                                           mode=config.stats.verdicts, on_inconclusive=config.stats.on_inconclusive,
-                                          policy=config.get("gate"))
+                                          policy=config.get("gate"), go_correction=config.sweep.go_correction)
             print(summary.render(), flush=True)
             exit_status = summary.exit_status
 
@@ -206,9 +208,10 @@ class SweepCallback(Callback):
                 summary.log_to(self.client, self.parent_id)
                 experiment = self.client.get_run(self.parent_id).info.experiment_id
                 tracking_uri = redact_url(self.client.tracking_uri)
+                hint = browse_hint(tracking_uri)
                 print(f"tracking: MLflow parent run {self.parent_id} in {tracking_uri} "
-                      f"(experiment '{config.tracking.experiment}'); the runs table: "
-                      f"{runs_table_url(ui_address(tracking_uri), experiment)}", flush=True)
+                      f"(experiment '{config.tracking.experiment}'); " + (f"browse with: {hint}, then " if hint else "")
+                      + f"the runs table: {runs_table_url(ui_address(tracking_uri), experiment)}", flush=True)
             if stopped_by is None:
                 status = "FINISHED"
         except Exception as err:

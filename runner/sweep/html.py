@@ -33,7 +33,8 @@ def render(summary: Any, full_table: str, plot: Path | None) -> str:
     rows = []
     for r in summary.rows:
         ci = "-" if r.get("ci_low") is None else f"[{fmt(r['ci_low'], sign=True)}, {fmt(r.get('ci_high'), sign=True)}]"
-        error = f"<td class='err'>{html.escape(' '.join(str(r['error']).split())[:200])}</td>" if r.get("error") else "<td></td>"
+        error = f"<td class='err'>{html.escape(' '.join(str(r['error']).split())[:200])}</td>" if r.get("error") else \
+            f"<td class='l'>{html.escape(str(r['advice']))}</td>" if r.get("advice") else "<td></td>"
         bound = "-" if r.get("bound") is None else \
             f"{html.escape(str(r.get('claim')))} {fmt(r['bound'], sign=True)} vs {fmt(r.get('bound_line'), sign=True)}"
         if r.get("bound") is None and r.get("threshold") is not None:
@@ -45,6 +46,7 @@ def render(summary: Any, full_table: str, plot: Path | None) -> str:
             f"<td>{fmt(r.get('difference'), sign=True)}</td><td>{bound}</td><td>{ci}</td>"
             f"<td>{fmt(r.get('p_value'), 4)}</td><td>{fmt(r.get('p_adjusted'), 4)}</td>"
             f"<td class='l'>{html.escape(str(r.get('test') or '-'))}</td>"
+            f"<td class='l'>{_pill(r.get('verdict') or 'incomplete')}</td>"
             f"<td class='l'>{_pill(r.get('sweep_verdict') or r.get('verdict') or 'incomplete')}</td>{error}</tr>")
     image = ""
     if plot is not None and plot.is_file():
@@ -56,15 +58,16 @@ def render(summary: Any, full_table: str, plot: Path | None) -> str:
         f"<!doctype html><html><head><meta charset='utf-8'><title>sweep: {html.escape(verdict)}</title>"
         f"<style>{STYLE}</style></head><body><h1>Sweep summary</h1>"
         f"<span class='banner' style='background:{colour}'>{html.escape(verdict)}</span>"
-        f"<p class='meta'>{len(summary.rows)} jobs in {html.escape(str(summary.sweep_dir))}; {html.escape(summary.correction)} "
-        f"correction {html.escape(summary.alpha_text)}; {len(summary.flagged)} flagged, {len(summary.failed)} failed. "
+        f"<p class='meta'>{len(summary.rows)} jobs in {html.escape(str(summary.sweep_dir))}; "
+        f"{html.escape(summary.claims_text)}; {len(summary.flagged)} flagged, {len(summary.failed)} failed. "
         f"{html.escape(summary.render_cache())}.</p>{stopped}"
         "<table><tr><th class='l'>job</th><th class='l'>task</th><th class='l'>quant</th><th>n</th><th>score</th>"
         "<th>reference</th><th>delta</th><th>bound</th><th>CI of delta</th><th>p-value</th><th>p adjusted</th><th class='l'>decided by</th>"
-        "<th class='l'>verdict</th><th class='l'>error</th></tr>" + "".join(rows) + "</table>"
+        "<th class='l'>job verdict</th><th class='l'>sweep verdict</th><th class='l'>error or advice</th></tr>" + "".join(rows) + "</table>"
         f"{image}<p class='meta'>n, score, reference, delta: the deciding rule's, on the samples it used (a paired test "
         "on part of an entry: the entry's mean on those samples); delta: score - reference (CI: two-sided 1 - 2 alpha); "
         "bound: the one-sided bound of the claim the verdict rests on (the nearer one when INCONCLUSIVE) and the line "
-        "it must pass; p-value: one-sided, of that claim (none for a deterministic rule); p adjusted: after the family-wise correction; verdict: the "
-        "job's verdict within the sweep.</p>"
+        "it must pass; p-value: one-sided, of that claim (none for a deterministic rule); p adjusted: after the family-wise correction; job verdict: the "
+        "job's own, at its task's alpha (its report, the MLflow tag verdict); sweep verdict: the job's within the sweep, "
+        "after the correction (the tag sweep_verdict); the banner is the sweep's.</p>"
         f"<details><summary>every column</summary>{full_table}</details></body></html>\n")

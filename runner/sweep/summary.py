@@ -29,22 +29,22 @@ from omegaconf import OmegaConf
 from runner.contract.errors import EXIT_ERROR, EXIT_OK
 from runner.contract.spec import AccuracySpec
 from runner.reports.cases import fmt, fmt_p
-from runner.stats.decision_text import STATISTICAL_RULES
 from runner.stats.decision_text import claim_gate
-from runner.stats.multiple_testing import adjust
-from runner.stats.data.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, combine, exit_status, reported
+from runner.stats.data.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, exit_status, reported
 from runner.sweep import release
 from runner.sweep.html import render as render_html
+from runner.sweep.judge import judge, method_name
+from runner.sweep.plot import plot
 from runner.tracking.naming import run_name
 
 # one number per column: n, score, reference, difference, the bound (or threshold) and p-value are the deciding
 # rule's, on the samples it used (runner/stats/decision_text.py); what other rules computed keeps its own name
 COLUMNS = ["job", "configuration", "model", "quant", "spec", "task", "metric", "n", "score", "reference", "difference",
-           "claim", "bound", "bound_line", "ci_low", "ci_high", "threshold", "theta", "test", "alpha", "p_value",
+           "claim", "bound", "bound_line", "ci_low", "ci_high", "threshold", "theta", "tolerance", "test", "alpha", "p_value",
            "verdict", "p_adjusted", "sweep_verdict", "advice", "entry_reference", "run_score", "run_n",
            "unpaired_threshold", "unpaired_p_value", "noise", "cache_hits", "cache_misses", "error", "mlflow_run_id"]
 FIGURES = ("n", "score", "reference", "difference", "claim", "bound", "bound_line", "ci_low", "ci_high", "threshold",
-           "theta", "alpha", "p_value", "entry_reference", "run_score", "run_n", "unpaired_threshold",
+           "theta", "tolerance", "alpha", "p_value", "entry_reference", "run_score", "run_n", "unpaired_threshold",
            "unpaired_p_value")
 
 
@@ -52,7 +52,10 @@ FIGURES = ("n", "score", "reference", "difference", "claim", "bound", "bound_lin
 class SweepConfig:
     """How a multirun's jobs are judged together (runner/sweep/callback.py, runner/stats/multiple_testing.py)."""
 
-    correction: str = "holm"  # holm (family-wise error) | bh (false discovery rate) | none
+    correction: str = "holm"  # NO-GO claims: holm (family-wise error) | bh (false discovery rate) | none
+    # GO claims: none (the sweep's GO is an intersection-union test: every job GO at its own alpha) | holm | bh
+    # (for a sweep whose per-job GOs pick among alternatives)
+    go_correction: str = "none"
     # None: each job is tested at its own task's alpha (CNN/DailyMail 0.002, perplexity 0.01, ...);
     # a number replaces every job's alpha, and the summary says so.
     alpha: Optional[float] = None
@@ -71,6 +74,7 @@ class Summary:
     on_inconclusive: str = "inconclusive"
     releases: list[release.ReleaseResult] = field(default_factory=list)  # under a release policy (gate=...)
     stop_status: int | None = None  # a signal stopped the sweep: its exit status (143 SIGTERM, 130 SIGINT)
+    go_correction: str = "none"  # the GO claims' correction (none: the sweep's GO is an intersection-union test)
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -126,6 +130,14 @@ class Summary:
         return ("at each job's own alpha" if self.alpha is None
                 else f"at alpha {self.alpha:g}, replacing the tasks' own alphas (sweep.alpha)")
 
+    @property
+    def claims_text(self) -> str:
+        """How each of the sweep's claims was decided: which correction its family got, at which alpha."""
+        go = ("GO when every job is GO, each unadjusted (an intersection-union test)" if self.go_correction == "none"
+              else f"GO claims {method_name(self.go_correction)}-adjusted (sweep.go_correction: picking among "
+                   "alternatives)")
+        return f"NO-GO claims {method_name(self.correction)}-adjusted {self.alpha_text}; {go}"
+
     def render_cache(self) -> str:
         cache = self.cache
         if cache["hit_rate"] is None:
@@ -134,21 +146,23 @@ class Summary:
                 f"(hit rate {100 * cache['hit_rate']:.1f}%)")
 
     def render(self) -> str:
+        width = max([len("job"), *(len(str(r["job"])) for r in self.rows)])
         lines = ["=" * 100, f"sweep summary: {len(self.rows)} jobs in {self.sweep_dir}",
-                 f"{'job':<32} {'n':>5} {'score':>8} {'ref':>8} {'delta':>8} {'bound':>8} {'thresh':>8} {'p':>8} "
-                 f"{'p_adj':>8}  verdict -> sweep"]
+                 f"{'job':<{width}} {'n':>5} {'score':>8} {'ref':>8} {'delta':>8} {'bound':>8} {'thresh':>8} {'p':>8} "
+                 f"{'p_adj':>8}  {'job verdict':<12} sweep verdict"]
         for r in self.rows:
-            lines.append(f"{r['job'][:32]:<32} {r['n'] if r['n'] is not None else '-':>5} {fmt(r['score']):>8} "
+            lines.append(f"{r['job']:<{width}} {r['n'] if r['n'] is not None else '-':>5} {fmt(r['score']):>8} "
                          f"{fmt(r['reference']):>8} {fmt(r['difference'], sign=True):>8} {fmt(r['bound'], sign=True):>8} "
                          f"{fmt(r['threshold']):>8} {fmt_p(r['p_value']):>8} {fmt_p(r['p_adjusted']):>8}  "
-                         f"{r['verdict']} -> {r['sweep_verdict']}" + (f"  ({_clip(r['error'], 80)})" if r["error"] else ""))
+                         f"{r['verdict']:<12} {r['sweep_verdict']}"
+                         + (f"  ({_clip(r['error'], 80)})" if r["error"] else ""))
         lines.append(COLUMN_NOTE)
-        lines += [f"  {r['job'][:32]} noise: {_clip(r['noise'], 200)}" for r in self.rows if r.get("noise")]
+        lines += [f"  {r['job']} noise: {_clip(r['noise'], 200)}" for r in self.rows if r.get("noise")]
         lines.append(self.render_cache())
         if self.stopped:
             lines.append(f"sweep stopped early: {_clip(self.stopped, 200)}")
         lines.append(f"sweep verdict: {reported(self.verdict, self.mode) if self.verdict in VERDICTS else self.verdict}"
-                     f" ({self.correction} correction {self.alpha_text}; {len(self.flagged)} NO-GO, "
+                     f" ({self.claims_text}; {len(self.flagged)} NO-GO, "
                      f"{len(self.undecided)} INCONCLUSIVE, {len(self.failed)} failed)"
                      + (" -> the release verdict below decides the exit status"
                         if self.releases and self.stop_status is None else f" -> exit {self.exit_status}"))
@@ -177,6 +191,12 @@ class Summary:
             client.log_metric(parent_id, key, float(value))
         client.set_tag(parent_id, "sweep.verdict", self.verdict)
         client.set_tag(parent_id, "sweep.regressed", ", ".join(_names(self.flagged))[:5000] or "none")
+        for r in self.rows:  # each child: its verdict within the sweep beside its own (the tag verdict)
+            if r.get("mlflow_run_id") and r.get("sweep_verdict"):
+                client.set_tag(r["mlflow_run_id"], "sweep_verdict", r["sweep_verdict"])
+                client.set_tag(r["mlflow_run_id"], "sweep_p_adjusted", fmt_p(r.get("p_adjusted")))
+                if r.get("advice") and r["sweep_verdict"] != r["verdict"]:
+                    client.set_tag(r["mlflow_run_id"], "sweep_advice", str(r["advice"])[:5000])
         client.set_tag(parent_id, "mlflow.note.content", self.note()[:50000])  # the run page's description
         word = WORDS.get(self.verdict, self.verdict.lower())
         client.set_tag(parent_id, "verdict", word)  # the children's column shows the parent's too
@@ -186,17 +206,18 @@ class Summary:
 
     def note(self) -> str:
         """The parent run's description in MLflow: the verdict, the children that regressed and the table."""
-        lines = [f"**Sweep verdict: {self.verdict}** ({len(self.rows)} jobs in `{self.sweep_dir}`, {self.correction} "
-                 f"correction {self.alpha_text})", ""]
+        lines = [f"**Sweep verdict: {self.verdict}** ({len(self.rows)} jobs in `{self.sweep_dir}`; {self.claims_text})",
+                 ""]
         for title, rows in (("Regressed (NO-GO)", self.flagged), ("Inconclusive", self.undecided),
                             ("Failed", self.failed)):
             if rows:
                 lines += [f"{title}: " + ", ".join(f"`{name}`" for name in _names(rows)), ""]
-        lines += ["| run | score | reference | delta | p | p adjusted | verdict -> sweep |", "|---|---:|---:|---:|---:|---:|---|"]
+        lines += ["| run | score | reference | delta | p | p adjusted | job verdict | sweep verdict |",
+                  "|---|---:|---:|---:|---:|---:|---|---|"]
         lines += [f"| {name} | {fmt(r['score'])} | {fmt(r['reference'])} | {fmt(r['difference'], sign=True)} | "
-                  f"{fmt_p(r['p_value'])} | {fmt_p(r['p_adjusted'])} | {r['verdict']} -> {r['sweep_verdict']} |"
+                  f"{fmt_p(r['p_value'])} | {fmt_p(r['p_adjusted'])} | {r['verdict']} | {r['sweep_verdict']} |"
                   for name, r in zip(_names(self.rows), self.rows)]
-        return "\n".join(lines)
+        return "\n".join(lines + ["", VERDICT_NOTE])
 
     def release_suites(self) -> list[tuple[str, str, str, list[Any]]]:
         """Each release as (title, verdict, reason, one case per task) for the CI reports."""
@@ -204,8 +225,12 @@ class Summary:
                 for r in self.releases]
 
 
-COLUMN_NOTE = ("n score ref delta: the deciding rule's, on the samples it used; bound: the one-sided bound of the\n"
-               "claim the verdict rests on (INCONCLUSIVE: the nearer); thresh: a threshold rule's line; p: that claim's")
+COLUMN_NOTE = ("n score ref delta: the deciding rule's, on the samples it used; bound: the one-sided bound of the claim\n"
+               "the verdict rests on (INCONCLUSIVE: the nearer); thresh: a threshold rule's line; p: that claim's one-sided\n"
+               "p-value; p_adj: the same after the sweep's correction of its family; job verdict: the job's own, at its\n"
+               "task's alpha (its report, MLflow tag verdict); sweep verdict: the job's within the sweep (tag sweep_verdict)")
+VERDICT_NOTE = ("job verdict: the job's own, at its task's alpha (its report and the child run's tag `verdict`); sweep "
+                "verdict: the job's within the sweep, after the family-wise correction (tag `sweep_verdict`).")
 
 
 def _names(rows: list[dict[str, Any]]) -> list[str]:
@@ -221,55 +246,24 @@ def _clip(text: str, width: int) -> str:
 
 def build(sweep_dir: Path, correction: str, alpha: float | None, client: Any = None, parent_id: str | None = None,
           stopped: str | None = None, mode: str = "three_way", on_inconclusive: str = "inconclusive",
-          policy: Any = None, stop_status: int | None = None) -> Summary:
+          policy: Any = None, stop_status: int | None = None, go_correction: str = "none") -> Summary:
     """Collect the jobs' rows, correct their tests for multiplicity, and write summary.{csv,html,json,png}
     in ``sweep_dir``. ``alpha``: None tests each at its task's alpha; a number replaces them all.
     ``stopped``: why the multirun ended before all its jobs returned; the sweep then fails, with
     ``stop_status`` when a signal stopped it (the releases too).
-    ``policy``: a release policy (``gate``): the release verdicts, from the jobs' own tests."""
+    ``policy``: a release policy (``gate``): the release verdicts, from the jobs' own tests.
+    ``go_correction``: the GO claims' correction (``none``: the sweep's GO is an intersection-union test)."""
     dirs = sorted(_job_dirs(sweep_dir), key=_job_order)
     rows = [_row(d) for d in dirs]
     _label_configurations(rows, dirs)
     if client is not None and parent_id:
         rows += _orphans(client, parent_id, dict(zip(dirs, rows)))
     releases = release.judge_releases(policy, rows, mode, on_inconclusive, stopped, stop_status) if policy is not None else []
-    judge(rows, correction, alpha)
+    judge(rows, correction, alpha, go_correction)
     summary = Summary(rows, correction, alpha, sweep_dir, stopped=stopped, mode=mode, on_inconclusive=on_inconclusive,
-                      releases=releases, stop_status=stop_status)
+                      releases=releases, stop_status=stop_status, go_correction=go_correction)
     summary.files = write(summary)
     return summary
-
-
-def judge(rows: list[dict[str, Any]], correction: str, alpha: float | None) -> None:
-    """Set each row's ``sweep_verdict`` (and ``p_adjusted`` of its accuracy test) from its tests."""
-    tests = [(row, t) for row in rows for t in row.pop("_tests", [])]
-    for gate in ("regression", "noninferiority"):
-        family = [(row, t) for row, t in tests
-                  if t["rule"] in STATISTICAL_RULES and t["gate"] == gate and t["p_value"] is not None]
-        adjusted = adjust([t["p_value"] for _, t in family], [alpha or t["alpha"] for _, t in family], correction)
-        for (row, t), p_adj, reject in zip(family, adjusted.p_adjusted, adjusted.reject):
-            t["p_adjusted"] = p_adj
-            t["sweep_passed"] = not reject if gate == "regression" else reject
-    by_row: dict[int, list[dict[str, Any]]] = {}
-    for row, t in tests:
-        t.setdefault("sweep_passed", t["passed"])  # deterministic rules and p-less claims keep their own
-        by_row.setdefault(id(row), []).append(t)
-        if t["name"] == "accuracy" and t["gate"] == row.get("_p_gate", "regression"):
-            row["p_adjusted"] = t.get("p_adjusted")
-    for r in rows:
-        r.pop("_p_gate", None)
-        mine, gate = by_row.get(id(r)), r.pop("_gate", "regression")
-        if mine:
-            regression = any(not t["sweep_passed"] for t in mine if t["gate"] == "regression")
-            within = [t["sweep_passed"] for t in mine if t["gate"] == "noninferiority"]
-            if not within:  # a deterministic rule: GO when it holds
-                r["sweep_verdict"] = "no-go" if regression else "go"
-            else:
-                r["sweep_verdict"] = WORDS[combine(regression, within[0], gate)]
-        elif r["verdict"] in ("failed", "incomplete"):
-            r["sweep_verdict"] = r["verdict"]
-        else:
-            r["sweep_verdict"] = "no verdict"
 
 
 def _label_configurations(rows: list[dict[str, Any]], dirs: list[Path]) -> None:
@@ -327,6 +321,7 @@ def _read_row(job_dir: Path) -> dict[str, Any]:
             row["advice"] = (decision.get("advice") or {}).get("text")
             row["_tests"] = [dict(t) for t in decision["tests"]]
             row["_gate"] = decision.get("stats_gate", "regression")
+            row["higher_is_better"] = (payload.get("unpaired_test") or {}).get("higher_is_better", True)
         else:
             row["verdict"] = "no verdict"
     elif failure.is_file():
@@ -382,55 +377,12 @@ def write(summary: Summary) -> dict[str, Path]:
     table = frame.to_html(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}", border=0, classes="summary")
     files["html"].write_text(render_html(summary, table, files["png"]))
     files["json"].write_text(json.dumps({"verdict": summary.verdict, "exit_status": summary.exit_status,
-                                         "correction": summary.correction, "alpha": summary.alpha,
+                                         "correction": summary.correction, "go_correction": summary.go_correction,
+                                         "claims": summary.claims_text, "alpha": summary.alpha,
+                                         "verdict_columns": {"verdict": "the job's own verdict, at its task's alpha",
+                                                             "sweep_verdict": "the job's verdict within the sweep, "
+                                                                              "after the family-wise correction"},
                                          "stopped": summary.stopped, "generation_cache": summary.cache,
                                          "release": [release.to_dict(r) for r in summary.releases] or None,
                                          "rows": summary.rows}, indent=2, default=str) + "\n")
     return files
-
-
-def plot(rows: list[dict[str, Any]], path: Path) -> None:
-    """Score against threshold per configuration, one panel per task, with the theta band: the range
-    between the reference and reference - theta (regressions smaller than theta may pass unnoticed)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    tasks = list(dict.fromkeys(r["task"] for r in rows)) or ["(no jobs)"]
-    width = sum(max(4.5, 1.5 + 1.2 * sum(r["task"] == t for r in rows)) for t in tasks)
-    fig, axes = plt.subplots(1, len(tasks), figsize=(width, 4.2), squeeze=False)
-    colours = {"go": "#2a9d4b", "no-go": "#d62728", "inconclusive": "#bf8700", "no verdict": "#7f7f7f"}
-    for ax, task in zip(axes[0], tasks):
-        mine = [r for r in rows if r["task"] == task]
-        for x, r in enumerate(mine):
-            if r["reference"] is not None and r["theta"] is not None:
-                line = r["threshold"] if r["threshold"] is not None else r["unpaired_threshold"]
-                lower = r["reference"] - r["theta"] if (line or 0) <= r["reference"] else r["reference"]
-                ax.add_patch(plt.Rectangle((x - 0.35, lower), 0.7, r["theta"], color="#9ecae1", alpha=0.45, lw=0,
-                                           label="theta band" if x == 0 else None))
-                ax.hlines(r["reference"], x - 0.35, x + 0.35, colors="#1f4e79", lw=1.5,
-                          label="reference" if x == 0 else None)
-            if r["threshold"] is not None:
-                ax.hlines(r["threshold"], x - 0.35, x + 0.35, colors="#d62728", lw=1.5, linestyles="--",
-                          label="threshold" if x == 0 else None)
-            if r["score"] is not None:
-                verdict = r["sweep_verdict"] if r["sweep_verdict"] in colours else "no verdict"
-                ax.plot(x, r["score"], "o", ms=8, color=colours[verdict])
-            else:
-                ax.annotate(r["verdict"], (x, 0.02), xycoords=("data", "axes fraction"), ha="center", color="#d62728")
-        parts = [(r["configuration"] or r["job"]).split() for r in mine]
-        shared = set.intersection(*(set(p) for p in parts)) if len(parts) > 1 else set()
-        labels = ["\n".join(w for w in p if w not in shared) or r["job"] for p, r in zip(parts, mine)]
-        ax.set_xticks(range(len(mine)), labels, fontsize=8)
-        ax.set_xlim(-0.6, max(len(mine), 1) - 0.4)
-        ax.set_title(f"{task}: score vs threshold", fontsize=10)
-        ax.set_ylabel(mine[0]["metric"] if mine and mine[0]["metric"] else "score")
-        ax.grid(axis="y", alpha=0.3)
-    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=f"score ({k})") for k, c in colours.items()]
-    first = axes[0][0].get_legend_handles_labels()
-    fig.legend(first[0] + handles, first[1] + [h.get_label() for h in handles], loc="lower center", ncol=3,
-               fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

@@ -14,18 +14,28 @@ from runner.tracking.provenance import project_commit
 
 
 def run_identity(model: ModelConfig, quant: QuantConfig, task: TaskConfig, backend: str, reference_mode: str,
-                 parent_run_id: str | None) -> tuple[str, dict[str, str]]:
-    """The MLflow run name and tags of a job; inside a sweep, the tag that nests it under the parent run."""
+                 parent_run_id: str | None, look: tuple[int, int] | None = None,
+                 first_look_run: str | None = None) -> tuple[str, dict[str, str]]:
+    """The MLflow run name and tags of a job; inside a sweep, the tag that nests it under the parent run. A run with
+    planned extensions is ``look`` k of K (name and tag); a later look nests under look 1's run
+    (``first_look_run``) unless a sweep holds it."""
     tags = {
         "model": model.hf_id, "model_name": model.name, "task": task.name, "quant": quant.name,
         "quant_algo": str(quant.quant_algo), "kv_cache_quant_algo": str(quant.kv_cache_quant_algo),
         "backend": backend, "reference_mode": reference_mode, "runner_commit": project_commit(),
         "trust_remote_code": str(bool(model.trust_remote_code)).lower(),
     }
+    name = run_name(model.name, quant.name, task.name)
+    if look is not None:
+        tags["look"] = f"{look[0]} of {look[1]}"
+        name = f"{name} look {look[0]} of {look[1]}"
+        if look[0] > 1 and first_look_run:
+            tags["first_look_run"] = first_look_run
+            parent_run_id = parent_run_id or first_look_run
     if parent_run_id:
         # an evaluation run nested in a parent: MLflow's runs table shows the parent expanded on first sight
         tags |= {"mlflow.parentRunId": parent_run_id, "mlflow.runType": "evaluation"}
-    return run_name(model.name, quant.name, task.name), tags
+    return name, tags
 
 
 def run_name(model: str, quant: str, task: str) -> str:
@@ -39,11 +49,12 @@ def backend_details_for_tracking(details: dict[str, str]) -> tuple[dict[str, str
     Every detail becomes a ``backend.<name>`` tag (engine or quantized-model cache hit/miss, engine
     path, calibration data), so the MLflow UI can filter runs by them; the timings (``*_time_s``:
     engine build, ModelOpt calibration, cached-model load) also become metrics, so they can be
-    compared and plotted across a sweep."""
+    compared and plotted across a sweep; a calibration's token and parameter counts too (its rate refines the
+    next estimate: runner.quant.cost)."""
     tags = {f"backend.{name}": str(value)[:5000] for name, value in details.items()}
     metrics: dict[str, float] = {}
     for name, value in details.items():
-        if name.endswith("_time_s"):
+        if name.endswith(("_time_s", "_calib_tokens", "_model_params")):
             try:
                 metrics[name] = float(value)
             except (TypeError, ValueError):
@@ -77,10 +88,11 @@ def tracked_metrics(score: float, metrics: dict[str, float], evaluated: int, eva
 
 
 def readable_tags(decision: Decision | None, score: float | None = None) -> dict[str, str]:
-    """Tags the runs table shows (runner.tracking.view): the verdict, and the deciding rule's score, reference,
+    """Tags the runs table shows (runner.tracking.view): the job's own verdict, and the deciding rule's score, reference,
     delta and p-value rounded for people (the metrics of the same names keep full precision; without a
     decision, ``score`` is the run's)."""
-    tags = {"verdict": verdict_word(decision), "decided_by": decision.rule if decision else "none"}
+    # sweep_verdict: the job's verdict within a sweep, which the sweep's summary sets when the sweep ends ("-" alone)
+    tags = {"verdict": verdict_word(decision), "sweep_verdict": "-", "decided_by": decision.rule if decision else "none"}
     if decision is None:
         if score is not None:
             tags["score"] = f"{score:.4g}"

@@ -18,6 +18,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 from runner.contract.errors import TrackingError
 from runner.contract.secrets import redact_text, redact_tree, redact_url
@@ -42,6 +43,15 @@ class NoTrackingConfig:
 
 PARENT_ENV = "RUNNER_SWEEP_PARENT_RUN_ID"
 """Set by a sweep's callback for its jobs: the MLflow parent run they nest under."""
+
+
+FIRST_LOOK_ENV = "RUNNER_FIRST_LOOK_RUN_ID"
+"""Set by ``runner.extend`` for the look it runs: look 1's MLflow run, which the later looks nest under."""
+
+
+def first_look_run_id() -> str | None:
+    """Look 1's run id when this job is a later look of an extended run (an id only locates a run)."""
+    return os.environ.get(FIRST_LOOK_ENV) or None
 
 
 def parent_run_id() -> str | None:
@@ -100,9 +110,25 @@ def runs_table_url(ui: str, experiment_id: str | None) -> str:
     return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/runs?{ADDRESS_QUERY}"
 
 
+UI_ENV = "RUNNER_MLFLOW_UI"
+"""Where ``mlflow ui`` answers for a local store (default ``http://127.0.0.1:5000``, mlflow ui's own default)."""
+
+
 def ui_address(uri: str) -> str:
-    """Where the MLflow UI of ``uri`` answers: the server itself, or ``mlflow ui``'s default for a local store."""
-    return uri if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
+    """Where the MLflow UI of ``uri`` answers: the server itself, or, for a local store, ``$RUNNER_MLFLOW_UI``
+    (default ``http://127.0.0.1:5000``)."""
+    if uri.startswith(("http://", "https://")):
+        return uri
+    return (os.environ.get(UI_ENV) or "http://127.0.0.1:5000").rstrip("/")
+
+
+def browse_hint(uri: str) -> str:
+    """The command that serves a local store's UI at :func:`ui_address` (its host and port); "" for a server."""
+    if uri.startswith(("http://", "https://")):
+        return ""
+    parts = urlsplit(ui_address(uri))
+    return (f"mlflow ui --backend-store-uri {uri} --host {parts.hostname or '127.0.0.1'} --port {parts.port or 5000} "
+            f"(another address: {UI_ENV}=http://HOST:PORT)")
 
 
 def close_dead_runs(uri: str, experiment_id: str) -> list[str]:
@@ -165,7 +191,7 @@ class Tracker(Protocol):
 
     def log_dataset(self, data: dict[str, list[Any]], name: str, source: str) -> None: ...
 
-    def set_description(self, text: str) -> None: ...
+    def set_description(self, text: str, headline: str = "") -> None: ...
 
     def end(self, status: str) -> None: ...
 
@@ -197,7 +223,7 @@ class NullTracker:
 
     def log_dataset(self, data: dict[str, list[Any]], name: str, source: str) -> None: ...
 
-    def set_description(self, text: str) -> None: ...
+    def set_description(self, text: str, headline: str = "") -> None: ...
 
     def where(self) -> str:
         return "tracking=none: nothing was logged to MLflow"
@@ -343,11 +369,13 @@ class MlflowTracker:
         mlflow.log_input(dataset, context="evaluation")
 
     @tracked("setting the description")
-    def set_description(self, text: str) -> None:
-        """The run's description (MLflow renders it as markdown on the run page)."""
+    def set_description(self, text: str, headline: str = "") -> None:
+        """The run's description (MLflow renders it as markdown on the run page): ``headline`` first, in bold, where
+        the page opens, then ``text`` as a block."""
         import mlflow
 
-        mlflow.set_tag("mlflow.note.content", f"```\n{redact_text(text)}\n```"[:5000])
+        top = f"**{redact_text(headline)}**\n\n" if headline else ""
+        mlflow.set_tag("mlflow.note.content", (top + f"```\n{redact_text(text)}\n```")[:5000])
 
     @tracked("ending the run")
     def end(self, status: str) -> None:
@@ -361,7 +389,7 @@ class MlflowTracker:
         if uri.startswith(("http://", "https://")):
             return f"MLflow run {self.run_id}: {uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
         return (f"MLflow run {self.run_id} in {uri} (experiment '{self.config.experiment}'); "
-                f"browse with: mlflow ui --backend-store-uri {uri}, then the runs table at "
+                f"browse with: {browse_hint(uri)}, then the runs table at "
                 f"{runs_table_url(ui_address(uri), self.experiment_id)}")
 
 

@@ -21,15 +21,16 @@ VIEW_NAME = "Verdicts"
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_ID}"
 """MLflow's prefix for a saved runs-table view, and this view's id."""
 
-COLUMNS = (("tags", "verdict"), ("tags", "score"), ("tags", "reference"), ("tags", "delta"), ("tags", "p_value"),
-           ("tags", "decided_by"), ("tags", "noise"), ("attributes", "Dataset"))
+COLUMNS = (("tags", "verdict"), ("tags", "sweep_verdict"), ("tags", "score"), ("tags", "reference"), ("tags", "delta"),
+           ("tags", "p_value"), ("tags", "decided_by"), ("tags", "noise"), ("attributes", "Dataset"))
 """The columns the view shows, in order: the tags a job logs under these names (runner.tracking.naming): the
-verdict in words, the deciding rule's score and reference on the samples it used, their difference and its
-p-value, rounded for reading (metrics of the same names keep full precision), the rule that decided, the noise
-line (the reference's A/A floor and what differs between its host and this run's: runner.reports.noise); and
-the evaluated samples."""
+verdict in words (the job's own, at its task's alpha), the job's verdict within its sweep after the
+family-wise correction ("-" outside a sweep), the deciding rule's score and reference on the samples it used,
+their difference and its p-value, rounded for reading (metrics of the same names keep full precision), the rule
+that decided, the noise line (the reference's A/A floor and what differs between its host and this run's:
+runner.reports.noise); and the evaluated samples."""
 
-WIDTHS = (95, 75, 90, 80, 90, 110, 200)
+WIDTHS = (95, 115, 75, 90, 80, 90, 110, 200)
 """Pixel widths of the first columns of :data:`COLUMNS` (the rest take MLflow's default)."""
 
 ADDRESS_QUERY = f"workflowType=machine_learning&viewStateShareKey={VIEW_ID}"

@@ -34,6 +34,7 @@ def _message(err: UserError, *fragments: str) -> None:
     ("+foo=1", ("unknown key at the top level", "where:   foo")),
     ("task.metric=bogus", ("does not compute this metric", "allowed: accuracy")),
     ("sweep.correction=bogus", ("unknown multiple-testing correction", "holm, bh, none")),
+    ("sweep.go_correction=bonferroni", ("unknown multiple-testing correction", "where:   sweep.go_correction")),
     ("sweep.alpha=7", ("sweep.alpha",)),
 ])
 def test_config_mistakes_are_refused(tmp_path, override, fragments):

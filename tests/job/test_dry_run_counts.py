@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from runner.backends.fake import FakeBackend
-from runner.job.dry_run import dry_run, seconds_per_computed_sample
+from runner.job.dry_run import dry_run
+from runner.job.history import seconds_per_computed_sample
 from runner.job.flow import asked_num_samples, run, typed
 from tests.conftest import compose
 

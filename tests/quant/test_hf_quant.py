@@ -211,6 +211,10 @@ def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, cold_cache, bas
     if hf_quant.needs_calibration(be.quant):
         expected = "2 rows, 128 tokens, 1 forward call" if algo in algos.AWQ_ALGOS else "4 rows, 256 tokens, 1 forward call"
         assert details["quant_calibration_rows"] == expected
+        # what the next estimate learns from (runner.quant.cost): the tokens calibrated on, and the linear parameters
+        # by hand: 30 x (2 x 576 x 576 + 2 x 576 x 192 + 3 x 576 x 1536) + 49152 x 576
+        assert details["quant_calib_tokens"] == expected.split(", ")[1].split()[0]
+        assert details["quant_model_params"] == "134479872"
     diffs = [abs(a - b) for a, b in zip(got, baseline)]
     assert max(diffs) > 1e-3  # quantization changes the numbers
     assert details["quant_weights"].startswith("folded")

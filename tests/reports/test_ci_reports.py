@@ -74,7 +74,7 @@ def test_the_sweeps_junit_meets_the_schema_and_carries_verdicts_and_times(tmp_pa
 
 def test_the_markdown_folds_each_verdict_block_and_writes_small_p_values_in_scientific_notation(tmp_path):
     _, text = _sweep(tmp_path)
-    assert "| smollm2_135m/fp8/mmlu | ❌ no-go |" in text and "| 1.2e-22 |" in text and "0.0000" not in text
+    assert "| smollm2_135m/fp8/mmlu | no-go | ❌ no-go |" in text and "| 1.2e-22 |" in text and "0.0000" not in text
     assert text.count("<details><summary>") == 3 and text.count("</details>") == 3
     assert "verdict:     NO-GO (a drop > 0 is shown)" in text
     # a message is text, not markup, inside the summary line

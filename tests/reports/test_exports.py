@@ -82,7 +82,7 @@ def test_a_sweep_is_one_test_case_per_job_with_its_sweep_verdict(tmp_path, monke
 
     page = (tmp_path / "summary.html").read_text()
     assert "class='banner'" in page and ">FAILED</span>" in page and "data:image/png;base64," in page
-    assert page.count("class='pill'") == 3 and "#cf222e'>no-go" in page
+    assert page.count("class='pill'") == 6 and "#cf222e'>no-go" in page  # each job: its verdict, and the sweep's
 
 
 def test_inconclusive_is_a_failed_case_unless_mapped_to_a_pass():

@@ -118,7 +118,9 @@ def _check_phrase(message: str, subset_reference: float) -> None:
 
 def _check_markdown_row(text: str, subset_reference: float) -> None:
     row = next(x for x in text.splitlines() if x.startswith("| ") and "gsm8k" in x)
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    score, reference, delta, n = float(cells[2]), float(cells[3]), float(cells[4]), cells[6]
+    header = next(x for x in text.splitlines() if x.startswith("| job |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    cells = dict(zip(columns, (c.strip() for c in row.strip("|").split("|"))))
+    score, reference, delta, n = float(cells["score"]), float(cells["reference"]), float(cells["delta"]), cells["n"]
     assert reference == subset_reference and n == "4"
     _adds_up(score, reference, delta, 0.011)

@@ -43,6 +43,7 @@ def test_a_checked_run_reads_at_a_glance(tmp_path):
     assert tags["p_value"] == f"{metrics['p_value']:.4g}" and tags["delta"].startswith("+")
     assert (tags["score"], tags["reference"]) == (f"{metrics['score']:.4g}", "0")  # the table's rounded copies
     assert "accuracy:" in tags["mlflow.note.content"] and "INCONCLUSIVE" in tags["mlflow.note.content"]
+    assert tags["mlflow.note.content"].startswith("**INCONCLUSIVE")  # the verdict first, where the run page opens
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"samples.json", "flipped_samples.json", "results.json", "report.txt"} <= artifacts
     flipped = json.loads(open(client.download_artifacts(run.info.run_id, "flipped_samples.json")).read())

@@ -40,3 +40,15 @@ def test_the_project_commit_is_found_from_the_checkout():
 
     head = subprocess.run(["git", "-C", str(PACKAGE_DIR), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     assert project_commit().removesuffix("-dirty") == head.strip() != ""
+
+
+def test_a_local_stores_address_and_its_ui_command_agree_on_the_port(monkeypatch):
+    from runner.tracking.trackers import browse_hint
+
+    monkeypatch.delenv("RUNNER_MLFLOW_UI", raising=False)
+    assert browse_hint("sqlite:///mlflow.db").startswith(
+        "mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000")
+    monkeypatch.setenv("RUNNER_MLFLOW_UI", "http://127.0.0.1:5123/")  # port 5000 taken: another one, said once
+    assert ui_address("sqlite:///mlflow.db") == "http://127.0.0.1:5123"
+    assert "--port 5123" in browse_hint("sqlite:///mlflow.db")
+    assert browse_hint("http://mlflow:5000") == ""  # a server: its own address, nothing to start

@@ -23,6 +23,7 @@ from typing import Any, Iterator, Sequence
 
 from evaluators.tasks.harness.task_files import Policy, check_tree, guarded
 from runner.contract.errors import ConfigError, DataError
+from runner.files.hub import go_offline_unless_reachable
 
 log = logging.getLogger("runner")
 MAX_KB = 1 << 20
@@ -195,13 +196,16 @@ def _load_subtasks(name: str, include_path: Path | None) -> list[Subtask]:
             raise ConfigError("lm-eval knows no task or group of this name", where="task.lm_eval_task", given=name,
                               allowed=("similar names: " + ", ".join(close)) if close else None,
                               fix="list the names with `lm_eval ls tasks`; local YAMLs go in task.include_path")
+    unreachable = go_offline_unless_reachable()  # one quick probe: no retries against a dead endpoint
     try:
         loaded = manager.load([name])["tasks"]
     except (ConnectionError, OSError, ValueError, FileNotFoundError) as err:
-        raise DataError("lm-eval could not load the task's dataset", where=f"task.lm_eval_task={name}",
+        why = f" (the Hugging Face Hub does not answer: {unreachable})" if unreachable else ""
+        raise DataError(f"lm-eval could not load the task's dataset{why}", where=f"task.lm_eval_task={name}",
                         given=f"{type(err).__name__}: {str(err)[:300]}",
-                        fix="Hub datasets need the Hub (unset HF_HUB_OFFLINE); offline, use a local task YAML "
-                            "over local files (task.include_path)") from None
+                        fix=("Hub datasets need the Hub: check the network, a proxy or HF_ENDPOINT"
+                             if unreachable else "Hub datasets need the Hub (unset HF_HUB_OFFLINE)")
+                            + "; offline, use a local task YAML over local files (task.include_path)") from None
     return [Subtask(str(key), task) for key, task in sorted(loaded.items())]
 
 
