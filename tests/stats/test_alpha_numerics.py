@@ -1,0 +1,149 @@
+"""The numerics behind issue 47's rules: the betting order from sample ids, the exact unconditional test of two
+binomials, the z-test's exact rates and the graphical procedure (checked against scipy, brute force and Holm)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.optimize import minimize_scalar
+
+from runner.stats.multiple_testing import adjust
+from runner.stats.numerics import betting_order, graphical, two_binomials as tb, ztest_exact
+
+
+def test_betting_order_is_a_function_of_the_ids_alone():
+    ids = [f"mmlu/{i:04d}" for i in range(200)]
+    first = betting_order.order(ids)
+    assert sorted(first) == list(range(200)) and first != list(range(200))
+    assert betting_order.order(list(ids)) == first  # no state, no seed
+    shuffled = ids[::-1]  # the same samples listed in another order bet in the same order of ids
+    assert [shuffled[i] for i in betting_order.order(shuffled)] == [ids[i] for i in first]
+    # sorted input (a dataset sorted by subject) does not stay sorted: the first half is spread over the order
+    assert 35 < sum(1 for i in first[:100] if i < 100) < 65
+
+
+def _barnard(x_new: int, n_new: int, x_ref: int, n_ref: int, side: str) -> float:
+    alternative = "greater" if side == "above" else "less"  # group 1 = reference: its proportion larger = a drop
+    return stats.barnard_exact([[x_ref, x_new], [n_ref - x_ref, n_new - x_new]], alternative=alternative,
+                               pooled=True).pvalue
+
+
+@pytest.mark.parametrize("table", [(20, 57, 30, 57), (40, 100, 50, 100), (3, 10, 8, 12), (9, 12, 4, 10),
+                                   (0, 10, 0, 12), (30, 40, 10, 25)])
+@pytest.mark.parametrize("side", tb.SIDES)
+def test_margin_zero_is_barnards_pooled_test(table, side):
+    assert tb.p_value(tb.Table(*table), 0.0, side) == pytest.approx(_barnard(*table, side), abs=2e-6)
+
+
+def _restricted_mle(x_ref: int, n_ref: int, x_new: int, n_new: int, delta: float) -> float:
+    lo, hi = max(0.0, -delta), min(1.0, 1.0 - delta)
+
+    def nll(q: float) -> float:
+        p_ref = q + delta
+        return -(stats.binom.logpmf(x_new, n_new, q) + stats.binom.logpmf(x_ref, n_ref, p_ref))
+
+    return float(minimize_scalar(nll, bounds=(lo + 1e-12, hi - 1e-12), method="bounded",
+                                 options={"xatol": 1e-12}).x)
+
+
+@pytest.mark.parametrize("x_ref, n_ref, x_new, n_new, delta",
+                         [(30, 57, 20, 57, 0.05), (30, 57, 20, 57, -0.0275), (8, 12, 3, 10, 0.1), (45, 50, 40, 60, 0.2)])
+def test_score_statistic_uses_the_restricted_mle(x_ref, n_ref, x_new, n_new, delta):
+    q = _restricted_mle(x_ref, n_ref, x_new, n_new, delta)
+    p = q + delta
+    expected = (x_ref / n_ref - x_new / n_new - delta) / math.sqrt(p * (1 - p) / n_ref + q * (1 - q) / n_new)
+    assert float(tb.score_statistic(x_ref, n_ref, x_new, n_new, delta)) == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("n_new, n_ref, delta", [(12, 9, 0.0), (20, 25, 0.1), (15, 15, -0.2), (30, 18, 0.0275)])
+def test_statistic_is_monotone_and_the_p_value_is_the_brute_force_supremum(n_new, n_ref, delta):
+    z = tb.score_statistic(np.arange(n_ref + 1)[:, None], n_ref, np.arange(n_new + 1)[None, :], n_new, delta)
+    assert np.all(np.diff(z, axis=1) <= 1e-12) and np.all(np.diff(z, axis=0) >= -1e-12)
+    lo, hi = max(0.0, -delta), min(1.0, 1.0 - delta)
+    grid = np.linspace(lo, hi, 4001)
+    for x_ref, x_new, side in [(n_ref // 2, n_new // 3, "above"), (n_ref // 3, n_new // 2, "below")]:
+        obs = z[x_ref, x_new]
+        extreme = (z >= obs - 1e-10) if side == "above" else (z <= obs + 1e-10)
+        pmf_new = stats.binom.pmf(np.arange(n_new + 1)[:, None], n_new, grid[None, :])
+        pmf_ref = stats.binom.pmf(np.arange(n_ref + 1)[:, None], n_ref, np.clip(grid + delta, 0, 1)[None, :])
+        brute = float(np.max(np.einsum("rn,ng,rg->g", extreme.astype(float), pmf_new, pmf_ref)))
+        got = tb.p_value(tb.Table(x_new, n_new, x_ref, n_ref), delta, side)
+        assert brute - 1e-9 <= got <= brute + 1e-4
+
+
+@pytest.mark.parametrize("n, n_ref, delta, side", [(57, 57, 0.0, "above"), (57, 57, 0.05, "below"),
+                                                   (30, 30, 0.05, "below"), (500, 57, 0.0, "above"),
+                                                   (120, 120, 0.0, "above")])
+def test_the_exact_rule_holds_alpha_where_the_z_test_does_not(n, n_ref, delta, side):
+    rate, _ = tb.size(n, n_ref, delta, side, 0.05)
+    assert rate <= 0.05
+    assert rate > 0.03  # not a rule that never decides
+
+
+def test_z_test_rates_are_the_audits_and_the_calibrations():
+    # exact sums, independently of runner.stats.unpaired.calibration's enumeration through the product's decide()
+    assert ztest_exact.rate(57, 57, 50.0, 0.05, "NO-GO", 0.0, 0.5) == pytest.approx(0.0555, abs=5e-5)
+    assert ztest_exact.rate(57, 57, 50.0, 0.05, "GO", 5.0, 0.5) == pytest.approx(0.0585, abs=5e-5)
+    assert ztest_exact.rate(30, 30, 50.0, 0.05, "GO", 5.0, 0.5) == pytest.approx(0.0602, abs=5e-5)
+    assert ztest_exact.rate(70, 70, 50.0, 0.05, "NO-GO", 0.0, 0.5) == pytest.approx(0.0540, abs=5e-5)
+    assert ztest_exact.rate(120, 120, 50.0, 0.05, "NO-GO", 0.0, 0.5) == pytest.approx(0.0532, abs=5e-5)
+    assert ztest_exact.rate(500, 57, 50.0, 0.05, "NO-GO", 0.0, 0.5) == pytest.approx(0.0497, abs=5e-5)
+    assert set(ztest_exact.excess(57, 57, 50.0, 0.05, 0.0, 5.0)) == {"NO-GO", "GO"}
+    assert ztest_exact.excess(500, 57, 50.0, 0.05, 0.0, 5.0) == {}
+
+
+def test_z_test_rate_matches_the_products_decisions():
+    from runner.stats.unpaired.calibration import _rate
+
+    for n, n_ref, claim, tol in [(57, 500, "NO-GO", 0.0), (100, 57, "GO", 2.75)]:
+        product = _rate(0, 0, n=n, n_ref=n_ref, p=0.5, drop=tol, tolerance=tol, claim=claim).value
+        assert ztest_exact.rate(n, n_ref, 50.0, 0.05, claim, tol, 0.5) == pytest.approx(product, abs=1e-9)
+
+
+def test_graph_with_equal_weights_passed_on_equally_is_holm():
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        m = int(rng.integers(1, 7))
+        p = list(rng.uniform(0, 0.08, m))
+        alphas = list(rng.choice([0.05, 0.01], m))
+        assert graphical.reject(graphical.holm(m), p, alphas) == list(adjust(p, alphas, "holm").reject)
+
+
+def test_fixed_sequence_and_weighted_bonferroni():
+    fixed = graphical.Graph((1.0, 0.0), ((0.0, 1.0), (0.0, 0.0)))
+    assert graphical.reject(fixed, [0.04, 0.01], [0.05, 0.05]) == [True, True]
+    assert graphical.reject(fixed, [0.06, 0.001], [0.05, 0.05]) == [False, False]
+    g = graphical.tiers([True, False, False, False], 0.8)
+    assert g.weights == pytest.approx((0.8, 0.2 / 3, 0.2 / 3, 0.2 / 3))
+    assert graphical.reject(g, [0.039, 0.5, 0.5, 0.5], [0.05] * 4) == [True, False, False, False]
+    assert graphical.reject(g, [0.041, 0.5, 0.5, 0.5], [0.05] * 4) == [False] * 4
+    # a rejected supporting task passes its share to the other supporting ones first; once all are rejected the
+    # critical one tests at the whole alpha
+    assert not graphical.reject(g, [0.045, 0.001, 0.5, 0.5], [0.05] * 4)[0]
+    assert graphical.reject(g, [0.045, 0.001, 0.001, 0.001], [0.05] * 4) == [True] * 4
+
+
+@pytest.mark.parametrize("tiers", [(True, False), (True, False, False, False), (True, True, False, False, False)])
+def test_tier_graph_family_wise_rate_is_at_most_alpha_exactly(tiers):
+    """Under the global null a rejection needs a first one, ``p_i < w_i alpha``: with independent uniform p-values
+    the family-wise rate is ``1 - prod(1 - w_i alpha)`` exactly, at most ``sum(w_i) alpha``; Monte Carlo agrees."""
+    g = graphical.tiers(list(tiers), 0.8)
+    exact = 1.0 - math.prod(1.0 - w * 0.05 for w in g.weights)
+    assert exact <= 0.05 and sum(g.weights) == pytest.approx(1.0)
+    rng = np.random.default_rng(5)
+    trials = 20000
+    hits = sum(any(graphical.reject(g, list(rng.uniform(size=len(tiers))), [0.05] * len(tiers)))
+               for _ in range(trials))
+    assert abs(hits / trials - exact) < 4 * math.sqrt(exact * (1 - exact) / trials)
+
+
+def test_graph_input_is_checked():
+    with pytest.raises(ValueError):
+        graphical.Graph((0.7, 0.7), ((0.0, 1.0), (1.0, 0.0)))
+    with pytest.raises(ValueError):
+        graphical.tiers([True, False], 0.0)
+    with pytest.raises(ValueError):
+        tb.Table(5, 4, 1, 2)
