@@ -20,7 +20,8 @@ The statistic falls as the new run's count rises (Roehmel & Mansmann 1999 show F
 Barnard's convexity condition; the tests check it on every table at small n), so the tables at least as extreme
 as the observed one are, for each reference count, a run of new counts from one end, found by bisection, and a
 tail probability is one binomial tail per reference count. The supremum is taken over a grid of the nuisance
-proportion refined around its best point; the tests compare the p-values with scipy's at ``delta = 0``.
+proportion even in the arcsine scale, refined around its peaks; the tests compare the p-values with scipy's at
+``delta = 0`` and the sizes with a 20001-point grid.
 """
 
 from __future__ import annotations
@@ -109,10 +110,19 @@ def extreme_counts(n_new: int, n_ref: int, delta: float, side: str, z: float):  
 def tail(counts, n_new: int, n_ref: int, delta: float, side: str, p_new):  # noqa: ANN001, ANN201 - numpy
     """``P(the table is among the extreme ones)`` for each ``p_new`` on the boundary (``p_ref = p_new + delta``)."""
     import numpy as np
+
+    p_new = np.atleast_1d(np.asarray(p_new, dtype=float))
+    return rate(counts, n_new, n_ref, side, p_new, np.clip(p_new + delta, 0.0, 1.0))
+
+
+def rate(counts, n_new: int, n_ref: int, side: str, p_new, p_ref):  # noqa: ANN001, ANN201 - numpy
+    """``P(the table is among the extreme ones)`` when the runs' proportions are ``p_new`` and ``p_ref`` (arrays
+    of the same shape): a claim's rate at any truth, power included, given :func:`extreme_counts` of the rule."""
+    import numpy as np
     from scipy import stats
 
     p_new = np.atleast_1d(np.asarray(p_new, dtype=float))
-    p_ref = np.clip(p_new + delta, 0.0, 1.0)
+    p_ref = np.atleast_1d(np.asarray(p_ref, dtype=float))
     pmf_ref = stats.binom.pmf(np.arange(n_ref + 1)[:, None], n_ref, p_ref[None, :])
     k = np.asarray(counts)[:, None]
     if side == "above":
@@ -122,21 +132,34 @@ def tail(counts, n_new: int, n_ref: int, delta: float, side: str, p_new):  # noq
     return (pmf_ref * new).sum(axis=0)
 
 
+def nuisance_grid(n_new: int, n_ref: int, delta: float, points: int = GRID):  # noqa: ANN201 - numpy
+    """Nuisance proportions on the boundary, even in the arcsine scale (``p = lo + (hi - lo) sin^2 theta``): the
+    tail probability moves on the scale of a binomial's spread, ``sqrt(p (1 - p) / n)``, finest near 0 and 1,
+    where the largest excess of a lattice often sits (at n = 1000 a 101-point even grid missed a peak at
+    p = 0.005). At least ``16 sqrt(n)`` points."""
+    import numpy as np
+
+    lo, hi = _boundary(delta)
+    count = max(points, int(16 * math.sqrt(max(n_new, n_ref))))
+    return lo + (hi - lo) * np.sin(np.linspace(0.0, 0.5 * math.pi, count)) ** 2
+
+
 def supremum(counts, n_new: int, n_ref: int, delta: float, side: str, grid: int = GRID) -> tuple[float, float]:  # noqa: ANN001
-    """``(largest tail probability, where)`` over the boundary: a grid, then a bounded search around its best."""
+    """``(largest tail probability, where)`` over the boundary: the arcsine grid, then a bounded search around
+    each of its three highest local peaks."""
     import numpy as np
     from scipy.optimize import minimize_scalar
 
-    lo, hi = _boundary(delta)
-    points = np.linspace(lo, hi, grid)
+    points = nuisance_grid(n_new, n_ref, delta, grid)
     tails = tail(counts, n_new, n_ref, delta, side, points)
-    best = int(np.argmax(tails))
-    value, where = float(tails[best]), float(points[best])
-    step = (hi - lo) / (grid - 1)
-    left, right = max(lo, where - step), min(hi, where + step)
-    if right > left:
+    value, where = float(np.max(tails)), float(points[int(np.argmax(tails))])
+    inner = np.r_[True, tails[1:] >= tails[:-1]] & np.r_[tails[:-1] >= tails[1:], True]
+    for i in sorted(np.flatnonzero(inner), key=lambda k: -tails[k])[:3]:
+        left, right = points[max(0, i - 1)], points[min(points.size - 1, i + 1)]
+        if right <= left:
+            continue
         found = minimize_scalar(lambda q: -float(tail(counts, n_new, n_ref, delta, side, q)[0]),
-                                bounds=(left, right), method="bounded", options={"xatol": 1e-7})
+                                bounds=(left, right), method="bounded", options={"xatol": 1e-9})
         if -found.fun > value:
             value, where = float(-found.fun), float(found.x)
     return min(1.0, value), where

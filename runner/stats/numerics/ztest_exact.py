@@ -23,24 +23,29 @@ _EDGE = 1e-9  # a gain this close to the line is on it (float noise of the produ
 def rate(n: int, n_ref: int, sigma: float, alpha: float, claim: str, delta_points: float, p_ref: float) -> float:
     """The probability of ``claim`` when the drop is exactly ``delta_points`` (the margin for NO-GO, the
     tolerance for GO) and the reference's proportion is ``p_ref``."""
+    p_new = p_ref - delta_points / 100.0
+    if not (0.0 <= p_new <= 1.0 and 0.0 <= p_ref <= 1.0):
+        return 0.0
+    return claim_rate(n, n_ref, sigma, alpha, claim, delta_points, p_new, p_ref)
+
+
+def claim_rate(n: int, n_ref: int, sigma: float, alpha: float, claim: str, edge_points: float, p_new: float,
+               p_ref: float) -> float:
+    """The probability of ``claim`` (its line at ``edge_points``: the margin or the tolerance) when the runs'
+    proportions are ``p_new`` and ``p_ref``: an error rate on the boundary, a power elsewhere."""
     import numpy as np
     from scipy import stats
 
     if claim not in CLAIMS:
         raise ValueError(f"claim must be one of {CLAIMS}, got {claim!r}")
-    p_new = p_ref - delta_points / 100.0
-    if not (0.0 <= p_new <= 1.0 and 0.0 <= p_ref <= 1.0):
-        return 0.0
     half = abs(z(alpha)) * scale(n, sigma, n_ref)
     x_ref = np.arange(n_ref + 1)
     w_ref = stats.binom.pmf(x_ref, n_ref, p_ref)
     base = 100.0 * x_ref / n_ref
-    if claim == "NO-GO":  # gain < -delta - half  <=>  x_new < n (base - delta - half) / 100
-        line = n * (base - delta_points - half) / 100.0
-        k = np.ceil(line - _EDGE) - 1  # largest x_new strictly below the line
+    if claim == "NO-GO":  # gain < -edge - half  <=>  x_new < n (base - edge - half) / 100
+        k = np.ceil(n * (base - edge_points - half) / 100.0 - _EDGE) - 1  # largest x_new strictly below
         return float(np.sum(w_ref * stats.binom.cdf(k, n, p_new)))
-    line = n * (base - delta_points + half) / 100.0  # GO: x_new strictly above the line
-    k = np.floor(line + _EDGE)
+    k = np.floor(n * (base - edge_points + half) / 100.0 + _EDGE)  # GO: x_new strictly above the line
     return float(np.sum(w_ref * stats.binom.sf(k, n, p_new)))
 
 
