@@ -112,6 +112,17 @@ def test_graph_with_equal_weights_passed_on_equally_is_holm():
         assert graphical.reject(graphical.holm(m), p, alphas) == list(adjust(p, alphas, "holm").reject)
 
 
+def test_adjusted_p_values_are_holms_for_the_holm_graph_and_invert_the_rejections():
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        m = int(rng.integers(1, 7))
+        p = list(rng.uniform(0, 0.1, m))
+        alphas = list(rng.choice([0.05, 0.01], m))
+        assert graphical.adjusted(graphical.holm(m), p, alphas) == pytest.approx(adjust(p, alphas, "holm").p_adjusted)
+        g = graphical.tiers([True] + [False] * (m - 1), 0.8)
+        assert [a < al for a, al in zip(graphical.adjusted(g, p, alphas), alphas)] == graphical.reject(g, p, alphas)
+
+
 def test_fixed_sequence_and_weighted_bonferroni():
     fixed = graphical.Graph((1.0, 0.0), ((0.0, 1.0), (0.0, 0.0)))
     assert graphical.reject(fixed, [0.04, 0.01], [0.05, 0.05]) == [True, True]

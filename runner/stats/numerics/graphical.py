@@ -14,6 +14,8 @@ A release gives its critical tasks a larger share than Holm's equal split: :func
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -56,18 +58,43 @@ def reject(graph: Graph, p_values: Sequence[float], alphas: Sequence[float]) -> 
             return rejected
         rejected[j] = True
         active.discard(j)
+        g = _update(w, g, active, j)
+
+
+def _update(w: list[float], g: list[list[float]], active: set[int], j: int) -> list[list[float]]:
+    """Pass ``j``'s share along its row and rewire the graph around it (Algorithm 1, step 2)."""
+    for k in active:
+        w[k] += w[j] * g[j][k]
+    new = [row[:] for row in g]
+    for l in active:
         for k in active:
-            w[k] += w[j] * g[j][k]
-        new = [row[:] for row in g]
-        for l in active:
-            for k in active:
-                if l == k:
-                    new[l][k] = 0.0
-                    continue
-                denom = 1.0 - g[l][j] * g[j][l]
-                new[l][k] = (g[l][k] + g[l][j] * g[j][k]) / denom if denom > 0 else 0.0
-        g = new
-        w[j] = 0.0
+            denom = 1.0 - g[l][j] * g[j][l]
+            new[l][k] = 0.0 if l == k or denom <= 0 else (g[l][k] + g[l][j] * g[j][k]) / denom
+    w[j] = 0.0
+    return new
+
+
+def adjusted(graph: Graph, p_values: Sequence[float], alphas: Sequence[float]) -> list[float]:
+    """Adjusted p-values on the scale of each test's own alpha (reject iff ``adjusted_i < alpha_i``): Bretz et al.
+    (2011)'s sequentially rejective algorithm on ``u_i = p_i / alpha_i``: the smallest ``u_j / w_j`` is rejected
+    first, the running maximum is its adjusted ``u``, the graph is updated, and so on (``alpha_i u``, capped at 1)."""
+    m = len(graph.weights)
+    if len(p_values) != m or len(alphas) != m:
+        raise ValueError(f"{m} hypotheses need {m} p-values and alphas, got {len(p_values)} and {len(alphas)}")
+    u = [float(p) / float(a) for p, a in zip(p_values, alphas)]
+    w = list(graph.weights)
+    g = [list(row) for row in graph.transitions]
+    active = set(range(m))
+    out = [math.inf] * m
+    running = 0.0
+    while active:
+        ratio = {i: (u[i] / w[i] if w[i] > 0 else math.inf) for i in active}
+        j = min(sorted(active), key=lambda i: ratio[i])
+        running = max(running, ratio[j])
+        out[j] = running
+        active.discard(j)
+        g = _update(w, g, active, j)
+    return [min(1.0, v * float(a)) for v, a in zip(out, alphas)]
 
 
 def holm(m: int) -> Graph:
