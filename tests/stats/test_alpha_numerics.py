@@ -158,3 +158,26 @@ def test_graph_input_is_checked():
         graphical.tiers([True, False], 0.0)
     with pytest.raises(ValueError):
         tb.Table(5, 4, 1, 2)
+
+
+def test_score_bounds_are_where_the_brute_force_statistic_crosses_the_critical_value():
+    from statistics import NormalDist
+
+    zc = NormalDist().inv_cdf(0.95)
+    table = tb.Table(20, 57, 30, 57)
+    low, high = tb.score_bound(table, zc, "above"), tb.score_bound(table, zc, "below")
+
+    def brute(delta: float) -> float:
+        q = _restricted_mle(30, 57, 20, 57, delta)
+        p = q + delta
+        return (30 / 57 - 20 / 57 - delta) / math.sqrt(p * (1 - p) / 57 + q * (1 - q) / 57)
+
+    assert brute(low) == pytest.approx(zc, abs=1e-4) and brute(high) == pytest.approx(-zc, abs=1e-4)
+
+
+def test_exact_claims_agree_with_their_pinned_bounds():
+    for table, margin, tol in [(tb.Table(20, 57, 30, 57), 0.0, 0.05), (tb.Table(300, 500, 300, 500), 0.0, 0.05),
+                               (tb.Table(305, 500, 300, 500), 0.0, 0.0275)]:
+        c = tb.claims(table, margin, tol, 0.05)
+        assert c.regression == (c.low > margin) and c.within == (c.high < tol)
+        assert c.regression == (c.p_regression < 0.05) and c.within == (c.p_within < 0.05)

@@ -209,3 +209,54 @@ def size(n_new: int, n_ref: int, delta: float, side: str, alpha: float, grid: in
     if math.isinf(z):
         return 0.0, math.nan
     return supremum(extreme_counts(n_new, n_ref, delta, side, z), n_new, n_ref, delta, side, grid)
+
+
+def score_bound(table: Table, z_crit: float, side: str) -> float:
+    """The score interval's end for the drop ``p_ref - p_new`` at critical value ``z_crit`` (Miettinen &
+    Nurminen without their n / (n - 1) factor, the statistic of this test): the largest drop whose score statistic
+    is still at least ``z_crit`` (``side="above"``: the lower end, a drop beyond it is shown), or the smallest
+    whose statistic is at most ``-z_crit`` (``"below"``: the upper end). Bisection; the statistic falls with delta."""
+
+    def stat(delta: float) -> float:
+        return float(score_statistic(table.x_ref, table.n_ref, table.x_new, table.n_new, delta))
+
+    lo, hi = -1.0 + 1e-12, 1.0 - 1e-12
+    inside = (lambda d: stat(d) >= z_crit) if side == "above" else (lambda d: stat(d) > -z_crit)
+    if side == "above" and not inside(lo):
+        return lo
+    if side == "below" and inside(hi):
+        return hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if inside(mid) else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+@dataclass(frozen=True)
+class Claims:
+    """Both claims of the exact rule on one table, in proportions: ``p_regression`` of ``H0: drop <= margin``,
+    ``p_within`` of ``H0: drop >= tolerance``; ``low`` and ``high`` the one-sided ``1 - alpha`` score bounds on
+    the drop, each pinned to the side of its threshold the exact test decided."""
+
+    p_regression: float
+    p_within: float
+    regression: bool
+    within: bool
+    low: float
+    high: float
+
+
+def claims(table: Table, margin: float, tolerance: float, alpha: float) -> Claims:
+    """The NO-GO claim (a drop beyond ``margin``) and the GO claim (a drop under ``tolerance``) at ``alpha``."""
+    from statistics import NormalDist
+
+    zc = NormalDist().inv_cdf(1.0 - alpha)
+    p_reg = p_value(table, margin, "above")
+    p_in = p_value(table, tolerance, "below")
+    regression, within = p_reg < alpha, p_in < alpha
+    tiny = 1e-9
+    low = score_bound(table, zc, "above")
+    high = score_bound(table, zc, "below")
+    low = max(low, margin + tiny) if regression else min(low, margin)
+    high = min(high, tolerance - tiny) if within else max(high, tolerance)
+    return Claims(p_reg, p_in, regression, within, low, high)
