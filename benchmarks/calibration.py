@@ -15,9 +15,14 @@ import argparse
 import platform
 import sys
 import time
+from pathlib import Path
 
-from runner.stats import calibration
-from runner.stats.calibration.run import measure, table, worst
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: make `runner` and the calibration cells importable
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import calibration_grid as calibration  # noqa: E402
+from benchmarks.calibration_grid.run import measure, table, worst  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,11 +10,11 @@ two-sided at ``1 - 2 alpha`` (90% at alpha 0.05), each checked against the true 
 * **unpaired** (TensorRT-LLM's test): a reference run and a new run of the same model on independent
   draws of questions (true difference 0); ``diff +- z(1 - alpha) sqrt(2 sigma^2 / n)`` with sigma 50,
   against the product's clustered one, ``sigma sqrt(deff) t(df) / z``: deff estimated on the new run's
-  scores (:func:`runner.stats.clustered.variance.design_effect`, floored at 1), ``df`` Imbens and Kolesar's.
+  scores (:func:`runner.stats.numerics.cluster_variance.design_effect`, floored at 1), ``df`` Imbens and Kolesar's.
 * **paired 0/100**: both runs answer the same questions; the new run flips an answer with a chance
   drawn per cluster (mean ``flip``, the same ICC), so the true difference is
   ``100 flip (1 - 2 mu)``. Tango's score interval (the independent paired interval) against the
-  clustered t interval alone (:func:`runner.stats.clustered.paired.clustered_paired`: CR2, Imbens-Kolesar
+  clustered t interval alone (:func:`runner.stats.numerics.clustered_paired.clustered_paired`: CR2, Imbens-Kolesar
   df) and against the product's clustered interval, the hull of the two (a clustered claim needs both
   tests; the product's independent interval adds the exact unconditional check to Tango's, which this
   benchmark leaves out for speed, so its hull is at most as wide as the product's).
@@ -41,10 +41,10 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from runner.stats.clustered.variance import critical, design_effect  # noqa: E402
-from runner.stats.binary.tango import tango_bounds  # noqa: E402
-from runner.stats.clustered.paired import clustered_paired  # noqa: E402
-from runner.stats.unpaired.ztest import z  # noqa: E402
+from runner.stats.numerics.cluster_variance import critical, design_effect  # noqa: E402
+from runner.stats.numerics.paired_binomial.tango import tango_bounds  # noqa: E402
+from runner.stats.numerics.clustered_paired import clustered_paired  # noqa: E402
+from runner.stats.numerics.normal import z  # noqa: E402
 
 
 def cluster_rates(rng: np.random.Generator, mean: float, icc: float, clusters: int) -> np.ndarray:

@@ -2,7 +2,7 @@
 
     python benchmarks/continuous_power.py --trials 1000
 
-Each row runs the job's own paired decision (runner.stats.continuous.calibration) with stats.paired_test=auto
+Each row runs the job's own paired decision (benchmarks.calibration_grid.continuous) with stats.paired_test=auto
 (the betting test, bounds 0-100) and =t: the GO rate when nothing changed (power; dense differences, sd 10),
 and the false GO / NO-GO rates where the t-test fails (sparse and skewed differences).
 """
@@ -16,11 +16,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from runner.stats.continuous.calibration import draw
-from runner.stats.decision import _paired
-from runner.stats.pairing import PairedScores
+from benchmarks.calibration_grid.continuous import draw
+from runner.stats.dispatch import _paired
+from runner.stats.data.pairing import PairedScores
 from runner.stats.settings import StatsConfig
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 
 ROWS = [  # (what, shape, n, true drop, tolerance, margin, claim)
     ("power: GO at drop 0", "dense", 100, 0.0, 2.75, 0.0, "go"),

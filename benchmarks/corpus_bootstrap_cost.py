@@ -33,7 +33,7 @@ def main() -> None:
 
     from evaluators.tasks.harness.corpus import corpus_metric
     from runner.contract.evaluator import CorpusMetric
-    from runner.stats.corpus import bootstrap as c
+    from runner.stats.numerics import corpus_bootstrap as c
     rng = random.Random(0)
     vocab = [f"w{i}" for i in range(300)]
 

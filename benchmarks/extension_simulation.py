@@ -2,7 +2,7 @@
 
 Unpaired test (TensorRT-LLM's, sigma 50, reference of n = 400 fixed), tolerance 2.75 points, alpha 0.05, up to
 3 extensions. Three ways to add samples after an INCONCLUSIVE first look:
-- planned: `stats.extensions=3`, each extension adds 400 samples (runner.stats.sequential.extension);
+- planned: `stats.extensions=3`, each extension adds 400 samples (runner.stats.rules.extension);
 - planned, sized by the advice: each extension adds what the fixed-look advice would suggest (capped at 1600): a
   size that follows the data, which the runner now refuses (stats.extend must repeat look 1's size);
 - naive: a fresh fixed test at full alpha on all samples after each extension (what the runner refuses).
@@ -19,8 +19,8 @@ from types import SimpleNamespace
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from runner.stats.advice import more_samples  # noqa: E402
-from runner.stats.sequential.extension import Extensions  # noqa: E402
+from runner.stats.numerics.advice import more_samples  # noqa: E402
+from runner.stats.rules.extension import Extensions  # noqa: E402
 
 SIGMA, N, TOL, ALPHA, PLANNED = 50.0, 400, 2.75, 0.05, 3
 Z = 1.6448536269514722

@@ -7,9 +7,9 @@ Run: .venv/bin/python benchmarks/sequential_simulation.py [--plan]   (44 s on on
 import math, sys
 import numpy as np
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
-from runner.stats.sequential import design as gs
-from runner.stats.sequential.monitor import Monitor
-from runner.stats.sequential.design import SequentialConfig
+from runner.stats.numerics import group_sequential as gs
+from runner.stats.rules.sequential import Monitor
+from runner.stats.numerics.group_sequential import SequentialConfig
 from tests.stats.test_sequential import _simulate_unpaired, _paired_decision
 
 rng = np.random.default_rng(2026)
@@ -44,8 +44,8 @@ fa, n0 = run(0.0, r); pw, n1 = run(theta_p / 100, r)
 print(f"paired McNemar n_max=400 discordance 0.10 alpha=0.05 beta=0.2 K=4 reps={r}: theta={theta_p:.2f} "
       f"false-alarm={fa:.4f} power={pw:.4f} E[n|H0]={n0:.1f} E[n|theta]={n1:.1f}")
 if "--plan" in sys.argv:  # the paired plan of `python -m runner.plan --sequential 4` (agreement 0.9, theta 3), run by the monitor
-    from runner.stats.sequential.plan import plans
-    from runner.stats.simulate import paired_flip_probabilities
+    from runner.stats.planning.sequential import plans
+    from runner.stats.planning.simulate import paired_flip_probabilities
     def run_plan(n, drop, reps):
         lose, win = paired_flip_probabilities(0.6, 0.9, drop, "added")  # added model: b = 0.05 + drop, c = 0.05
         return simulate(n, 0.6 * lose, 0.4 * win, reps)

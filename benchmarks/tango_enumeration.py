@@ -2,7 +2,7 @@
 
 A false pass is a GO when the true drop is exactly t: cells (b, c) are trinomial with
 P(b) = (d + t)/2, P(c) = (d - t)/2, P(concordant) = 1 - d. Prints plain Tango's rate and that of
-runner.stats.binary.tango.go_rejects at delta0 = -t (Tango and the exact unconditional
+runner.stats.numerics.paired_binomial.tango.go_rejects at delta0 = -t (Tango and the exact unconditional
 test, whose bound go_lower inverts it at every delta0).
 
 Run: python benchmarks/tango_enumeration.py   (about 15 s for n = 100, 500 on one core)
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runner.stats.binary.enumeration import false_pass_rate, go_regions  # noqa: E402
+from runner.stats.numerics.paired_binomial.enumeration import false_pass_rate, go_regions  # noqa: E402
 
 
 def main() -> None:

@@ -217,11 +217,11 @@ def test_runner_has_few_top_level_modules_each_a_documented_command_or_the_packa
 # -------------------------------------------------------------------- the rules fail when broken
 def test_the_layer_rule_fails_on_an_added_upward_import():
     g = graph()
-    g["runner.stats.verdicts"] = g["runner.stats.verdicts"] | {"runner.job.flow"}
+    g["runner.stats.data.verdicts"] = g["runner.stats.data.verdicts"] | {"runner.job.flow"}
     g["runner.contract.requests"] = g["runner.contract.requests"] | {"runner.backends.models"}
     assert upward_imports(g) == [
         "runner.contract.requests (contract) imports runner.backends.models (services)",
-        "runner.stats.verdicts (statistics) imports runner.job.flow (job)",
+        "runner.stats.data.verdicts (statistics) imports runner.job.flow (job)",
     ]
 
 

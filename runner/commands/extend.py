@@ -250,7 +250,7 @@ def compose_task(overrides: list[str]) -> tuple[Any, Any, Path, Any]:
     from runner.contract.build import build  # lazy: --help stays fast
     from runner.job.flow import typed  # lazy: --help stays fast
     from runner.references.store import default_reference_dir  # lazy: --help stays fast
-    from runner.stats.unpaired.ztest import HypothesisParams  # lazy: --help stays fast
+    from runner.stats.data.hypothesis import HypothesisParams  # lazy: --help stays fast
 
     register_schemas()
     with initialize_config_module(config_module="conf", version_base="1.3"):
@@ -281,7 +281,7 @@ def _first_ids(run_dir: Path, first: int) -> list[str]:
 
 def _first_kind(run_dir: Path) -> str | None:
     """The test of look 1 (mcnemar, paired_mean or unpaired), from the run's report.json; None when unknown."""
-    from runner.stats.sequential.extension import ExtensionResult  # lazy: --help stays fast
+    from runner.stats.rules.extension import ExtensionResult  # lazy: --help stays fast
 
     test = ((_report(run_dir).get("decision") or {}).get("sequential") or {}).get("test")
     kinds = {ExtensionResult(k, [], 0, None, None, "undecided", None, None, None).test: k

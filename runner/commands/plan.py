@@ -34,10 +34,11 @@ from pathlib import Path
 from runner.commands.plan_paired import (DEFAULT_TARGET, EXIT_USAGE, MODEL_TEXT, deff_key, deff_text, infeasible_note,
                                          print_savings, savings)
 from runner.contract.errors import EXIT_ERROR, UserError
-from runner.stats.sequential import plan as plan_sequential
-from runner.stats.clustered.variance import effective_sigma
-from runner.stats.planning import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
-from runner.stats.unpaired.ztest import check_params, min_samples_for_theta, plan_rows
+from runner.stats.planning import sequential as plan_sequential
+from runner.stats.numerics.cluster_variance import effective_sigma
+from runner.stats.planning.paired import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
+from runner.stats.data.hypothesis import check_params
+from runner.stats.numerics.ztest import min_samples_for_theta, plan_rows
 
 
 # The planning script's defaults upstream (MMLU-like: Bernoulli scores, 8192 rows).
@@ -122,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     seq = p.add_argument_group("group-sequential gate (stats.sequential)")
     seq.add_argument("--sequential", type=_positive_int, metavar="K",
-                     help="plan K looks: boundaries, maximum and expected n for both designs (runner/stats/sequential/plan.py)")
+                     help="plan K looks: boundaries, maximum and expected n for both designs (runner/stats/planning/sequential.py)")
     seq.add_argument("--spending", choices=("obf", "pocock"), default="obf", help="alpha spending (default obf)")
     seq.add_argument("--futility", choices=("obf", "pocock", "none"), default="obf", help="beta spending (default obf)")
     seq.add_argument("--binding", action="store_true", help="binding futility bounds (default non-binding)")

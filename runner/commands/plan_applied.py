@@ -23,9 +23,10 @@ from runner.contract.errors import EXIT_ERROR, ReferenceError_, UserError
 from runner.contract.spec import AccuracySpec
 from runner.references.samples import load_rows
 from runner.references.store import default_reference_dir, lookup
-from runner.stats.clustered.variance import effective_sigma
-from runner.stats.planning import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
-from runner.stats.unpaired.ztest import HypothesisParams, compute_threshold, min_samples_for_theta
+from runner.stats.numerics.cluster_variance import effective_sigma
+from runner.stats.planning.paired import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.numerics.ztest import compute_threshold, min_samples_for_theta, theta_of
 
 
 
@@ -122,7 +123,7 @@ def applied(args: argparse.Namespace) -> int:
                                                                      p.higher_is_better)
     out: dict[str, Any] = {
         "reference": None if ref is None else ref.value, "num_samples": p.num_samples, "alpha": p.alpha,
-        "beta": p.beta, "sigma": p.sigma, "theta": p.theta, "threshold": threshold,
+        "beta": p.beta, "sigma": p.sigma, "theta": theta_of(p), "threshold": threshold,
         "higher_is_better": p.higher_is_better, "explicit_threshold": explicit, "metric": job.metric,
     } | deff_key(args.design_effect)
     if args.target_theta is not None:
@@ -167,7 +168,7 @@ def _print(args: argparse.Namespace, job: PlannedJob, p: HypothesisParams, out: 
     print(f"beta         {p.beta:g}")
     print(f"sigma        {p.sigma:g}" + ("" if args.design_effect == 1 else
                                           f"   (sigma x sqrt(design effect {args.design_effect:g}))"))
-    print(f"theta        {p.theta:.3f}   (smallest drop detected with probability {1 - p.beta:.0%})")
+    print(f"theta        {theta_of(p):.3f}   (smallest drop detected with probability {1 - p.beta:.0%})")
     if ref is None:
         print("threshold    - (reference + z(alpha) * sqrt(2 sigma^2 / n), once a reference is recorded)")
     else:

@@ -19,7 +19,7 @@ from runner.contract.errors import ConfigError, ReferenceError_, UserError
 from runner.contract.reasoning import key_parts
 from runner.contract.spec import AccuracySpec
 from runner.references.store import Reference
-from runner.stats.unpaired.ztest import HypothesisParams, check_params
+from runner.stats.data.hypothesis import HypothesisParams, check_params
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from runner.stats.clustered.variance import effective_sigma
-from runner.stats.planning import paired_feasible, paired_min_samples
-from runner.stats.unpaired.ztest import min_samples_for_theta
+from runner.stats.numerics.cluster_variance import effective_sigma
+from runner.stats.planning.paired import paired_feasible, paired_min_samples
+from runner.stats.numerics.ztest import min_samples_for_theta
 
 EXIT_USAGE = 2
 """Bad command line (argparse's own status)."""

@@ -20,7 +20,7 @@ from runner.job.decide import decision_at
 from runner.job.looks import Monitor
 from runner.job.state import Job
 from runner.references.store import Reference
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 from runner.tracking.trackers import Tracker
 
 log = logging.getLogger("runner")

@@ -12,10 +12,12 @@ from runner.references.samples import RunProvenance, pairing_problem
 from runner.references.acceptance import entry as acceptance_entry
 from runner.references.store import Reference
 from runner.stats.acceptance import AcceptanceGate
-from runner.stats import advising, claims as claim_rules
-from runner.stats.decision import Decision, decide_against
-from runner.stats.sequential.extension import ExtensionResult
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats import advising
+from runner.stats.numerics.looks import look_claims
+from runner.stats.decision import Decision
+from runner.stats.dispatch import decide_against
+from runner.stats.rules.extension import ExtensionResult
+from runner.stats.data.hypothesis import HypothesisParams
 
 
 def decide(job: Job, reference: Reference | None, samples: list[Sample], scored: list[ScoredSample],
@@ -38,7 +40,7 @@ def decide(job: Job, reference: Reference | None, samples: list[Sample], scored:
             else:
                 counts = (*p.discordant, p.n) if p is not None and p.discordant is not None else None
             assert decision.tolerance is not None
-            decision.claims = claim_rules.sequential(not seq.passed, *seq.bound(), params.higher_is_better,
+            decision.claims = look_claims(not seq.passed, *seq.bound(), params.higher_is_better,
                                                      params.alpha, decision.margin, decision.tolerance.points, counts)
     job.notes.extend(decision.notes)
     return decision

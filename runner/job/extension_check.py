@@ -17,7 +17,7 @@ from runner.contract.evaluator import Evaluator
 from runner.contract.spec import AccuracySpec
 from runner.references import samples as reference_samples, store as references
 from runner.references.store import Reference
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 
 
 @dataclass(frozen=True)

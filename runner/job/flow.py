@@ -35,9 +35,11 @@ from runner.job.samples import select_samples
 from runner.job.state import Job, Outcome
 from runner.reports.outputs import write_failure, write_samples
 from runner.reports.text import summary_line
-from runner.stats.sequential.extension import ExtensionResult
+from runner.stats.rules.extension import ExtensionResult
 from runner.stats.settings import margin_points
-from runner.stats.verdicts import INCONCLUSIVE, check_binary_range, resolve_tolerance
+from runner.stats.data.verdicts import INCONCLUSIVE
+from runner.stats.data.tolerance import check_binary_range
+from runner.stats.settings import resolve_tolerance
 from runner.tracking.naming import run_identity
 from runner.tracking.provenance import flatten
 from runner.tracking.trackers import parent_run_id

@@ -17,10 +17,11 @@ from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Evaluator, Sample
 from runner.job.state import Job
 from runner.references.store import Reference
-from runner.stats.sequential.extension import Extensions
-from runner.stats.sequential.design import look_fractions
-from runner.stats.sequential.monitor import Monitor as SequentialMonitor, look_sizes
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.rules.extension import Extensions
+from runner.stats.numerics.group_sequential import look_fractions
+from runner.stats.rules.sequential import Monitor as SequentialMonitor
+from runner.stats.numerics.looks import look_sizes
+from runner.stats.data.hypothesis import HypothesisParams
 
 
 Monitor = Union[SequentialMonitor, Extensions]

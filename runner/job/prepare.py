@@ -21,7 +21,7 @@ from runner.files.paths import check_hub_id, check_name
 from runner.job.state import Job
 from runner.references import acceptance, store as references
 from runner.stats.settings import validate as validate_stats
-from runner.stats.unpaired.ztest import HypothesisParams, check_params
+from runner.stats.data.hypothesis import HypothesisParams, check_params
 
 log = logging.getLogger("runner")
 REFERENCE_MODES = ("check", "record", "skip")

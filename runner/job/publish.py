@@ -19,10 +19,10 @@ from runner.references import samples as reference_samples
 from runner.reports.lm_eval import results_json
 from runner.reports.outputs import report_payload
 from runner.reports.text import report_text
-from runner.stats.clustered import variance as clustering
-from runner.stats.corpus.bootstrap import bootstrap_sigma
+from runner.stats.numerics import cluster_variance as clustering
+from runner.stats.numerics.corpus_bootstrap import bootstrap_sigma
 from runner.stats.decision import Decision
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 from runner.tracking import tables
 from runner.tracking.naming import breakdown_table, readable_tags, tracked_metrics
 

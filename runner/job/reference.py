@@ -12,7 +12,7 @@ from runner.job import demo
 from runner.job.state import Job
 from runner.references import samples as reference_samples, store as references
 from runner.references.store import Reference
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 
 log = logging.getLogger("runner")
 

@@ -11,7 +11,7 @@ import random
 from runner.contract.evaluator import Sample
 from runner.job.state import Job
 from runner.reports.text import asked_n_note, sample_count_notes
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 
 log = logging.getLogger("runner")
 

@@ -15,8 +15,8 @@ from runner.contract.task_config import ModelConfig, QuantConfig, TaskConfig
 from runner.references.samples import SampleRow
 from runner.references.store import Reference
 from runner.stats.decision import Decision
-from runner.stats.unpaired.ztest import HypothesisParams
-from runner.stats.verdicts import Tolerance
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.data.tolerance import Tolerance
 from runner.tracking.trackers import Tracker
 
 

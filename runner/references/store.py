@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from runner.contract.errors import ReferenceError_
 from runner.contract.spec import SPEC_KEYS, AccuracySpec
-from runner.stats.unpaired.ztest import HypothesisParams, check_params
+from runner.stats.data.hypothesis import HypothesisParams, check_params
 
 OVERRIDE_KEYS = ("alpha", "beta", "sigma", "num_samples", "higher_is_better")
 """Entry keys that replace the task's statistical defaults for that entry only."""

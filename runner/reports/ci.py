@@ -14,7 +14,7 @@ from runner.reports.cases import Case, compared, fmt_p, from_row
 from runner.reports.config import ReportConfig
 from runner.reports.junit import write_junit, write_junit_suites
 from runner.reports.markdown import markdown, release_markdown, write_markdown
-from runner.stats.verdicts import WORDS, inconclusive_fails
+from runner.stats.data.verdicts import WORDS, inconclusive_fails
 
 
 @dataclass(frozen=True)

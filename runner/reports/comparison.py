@@ -4,7 +4,7 @@ Pairing follows the references' rules (:func:`runner.references.samples.pairing_
 the same seed and dataset source where both runs say, and every common sample asked with the same prompt; two
 lm-eval files must also agree on each common document's hash and target hash. When they do not pair, the
 comparison stops with the reason, or, when the user allows it, falls back to TensorRT-LLM's unpaired test with a
-note. The decision is the job's own (:func:`runner.stats.decision.decide_against`) on the paired samples only, so a
+note. The decision is the job's own (:func:`runner.stats.dispatch.decide_against`) on the paired samples only, so a
 run with a few extra samples is still compared pair for pair; the samples only one run has are counted as dropped.
 """
 
@@ -19,12 +19,15 @@ from runner.contract.errors import UserError
 from runner.contract.evaluator import ScoredSample
 from runner.references.samples import RunProvenance, SampleRow, pairing_problem, prompt_hash
 from runner.reports.runs import RunSample, RunSamples
-from runner.stats import advising, scale
-from runner.stats.decision import Decision, decide_against
-from runner.stats.entry import Entry
+from runner.stats import advising
+from runner.stats.numerics import scale
+from runner.stats.decision import Decision
+from runner.stats.dispatch import decide_against
+from runner.stats.data.entry import Entry
 from runner.stats.settings import StatsConfig, margin_points, validate
-from runner.stats.unpaired.ztest import HypothesisParams
-from runner.stats.verdicts import INCONCLUSIVE, Tolerance, check_binary_range
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.data.verdicts import INCONCLUSIVE
+from runner.stats.data.tolerance import Tolerance, check_binary_range
 
 BERNOULLI_SIGMA = 50.0  # the largest spread of a 0/100 score, when the runs show none
 

@@ -17,8 +17,8 @@ from runner.reports.cases import Case
 from runner.reports.comparison import Comparison, summary
 from runner.reports.junit import write_junit
 from runner.reports.markdown import markdown, write_markdown
-from runner.stats.paired_result import min_discordant_to_reject
-from runner.stats.verdicts import WORDS, inconclusive_fails
+from runner.stats.data.paired_result import min_discordant_to_reject
+from runner.stats.data.verdicts import WORDS, inconclusive_fails
 
 SHOWN_FLIPS = 20
 

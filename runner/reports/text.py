@@ -8,7 +8,8 @@ from pathlib import Path
 from runner.contract.spec import AccuracySpec
 from runner.contract.task_config import ModelConfig, TaskConfig
 from runner.stats.decision import Decision
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.numerics.ztest import theta_of
 
 
 def sample_count_notes(default: int, inherited: bool, planned: int, selected: int, checked: bool,
@@ -35,8 +36,8 @@ def asked_n_note(params: HypothesisParams, reference_n: int, paired_pool: int | 
                 f"a seeded subset of {min(n, paired_pool)} of its {paired_pool} samples and pairs on them")
     at_ref = HypothesisParams(params.alpha, params.beta, params.sigma, reference_n, params.higher_is_better)
     return (f"task.num_samples={n}: the reference was recorded with num_samples={reference_n}; the unpaired test "
-            f"uses the n evaluated, which detects drops of theta={params.theta:.2f} points "
-            f"(theta={at_ref.theta:.2f} at n={reference_n})")
+            f"uses the n evaluated, which detects drops of theta={theta_of(params):.2f} points "
+            f"(theta={theta_of(at_ref):.2f} at n={reference_n})")
 
 
 def report_text(task: TaskConfig, model: ModelConfig, spec: AccuracySpec, score: float, evaluated: int,
@@ -49,7 +50,7 @@ def report_text(task: TaskConfig, model: ModelConfig, spec: AccuracySpec, score:
     if decision is not None:
         lines.append(decision.render())
     else:
-        lines.append(f"no verdict (reference.mode={mode}); theta at n={params.num_samples}: {params.theta:.4f}")
+        lines.append(f"no verdict (reference.mode={mode}); theta at n={params.num_samples}: {theta_of(params):.4f}")
     lines += [f"note: {n}" for n in notes]
     lines.append("=" * 72)
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""The advice a decision gets: which sizing of :mod:`runner.stats.advice` fits the test that decided (McNemar's
+"""The advice a decision gets: which sizing of :mod:`runner.stats.numerics.advice` fits the test that decided (McNemar's
 spread for 0/100 pairs, the betting test's own simulation for bounded continuous pairs, the paired sd, or the
 unpaired sigma against the reference's n), for the next planned look of an extendable run."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from runner.stats.continuous import advice as betting_advice
-from runner.stats.advice import Advice, binary_spread, more_samples
-from runner.stats.sequential.extension import ExtensionResult
+from runner.stats.numerics import betting_advice
+from runner.stats.numerics.advice import Advice, binary_spread, more_samples
+from runner.stats.rules.extension import ExtensionResult
 
 if TYPE_CHECKING:
     from runner.stats.decision import Decision

@@ -14,7 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from runner.stats.verdicts import GO, INCONCLUSIVE, NO_GO, combine, decisive
+from runner.stats.data.verdicts import GO, INCONCLUSIVE, NO_GO, combine, decisive
+from runner.stats.numerics import ztest
 
 # a decision is a runner.stats.decision.Decision, typed Any here: that module imports this one
 Decision = Any
@@ -249,10 +250,10 @@ def render(d: Decision) -> str:
     if d.paired is not None:
         parts.append(d.paired.render())
     if d.rule in THRESHOLD_RULES:
-        parts.append(d.verdict.render())
+        parts.append(ztest.render(d.verdict))
     if d.sequential is not None:
         parts.append(d.sequential.render())
     parts += [g.render() for g in d.gates]
     if d.rule not in THRESHOLD_RULES:
-        parts.append(d.verdict.render(f"TensorRT-LLM unpaired test (not deciding: the {d.rule} test decided)"))
+        parts.append(ztest.render(d.verdict, f"TensorRT-LLM unpaired test (not deciding: the {d.rule} test decided)"))
     return "\n".join(parts)

@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from runner.contract.errors import ConfigError
-from runner.stats.clustered.variance import CLUSTER_MODES
-from runner.stats.sequential.design import SequentialConfig, validate as validate_sequential
-from runner.stats.unpaired.ztest import GATES
-from runner.stats.verdicts import check_percent, validate as validate_verdicts
+from runner.contract.task_config import TaskConfig
+from runner.stats.numerics.cluster_variance import CLUSTER_MODES
+from runner.stats.numerics.group_sequential import SequentialConfig, validate as validate_sequential
+from runner.stats.data.hypothesis import GATES
+from runner.stats.data.tolerance import Tolerance, check_percent
+from runner.stats.numerics.ztest import compute_theta
+from runner.stats.data.verdicts import validate as validate_verdicts
 
 METHODS = ("auto", "unpaired", "paired")
 PAIRED_TESTS = ("auto", "mcnemar", "betting", "t", "bootstrap")
@@ -138,3 +141,22 @@ def margin_points(stats: Any, reference: float) -> float:
     return float(stats.margin) if stats.margin_unit == "points" else abs(reference) * float(stats.margin) / 100.0
 
 
+
+def resolve_tolerance(stats: Any, task: TaskConfig, reference: float) -> Tolerance:
+    """``stats.tolerance``, else the task's ``tolerance``, else the task's designed theta.
+
+    The designed theta is the minimum detectable drop of the task's registered design (its
+    ``design_num_samples``, alpha, beta and sigma), never the theta of the run at hand: an imprecise
+    run must not claim GO by being imprecise."""
+    if stats.tolerance is not None:
+        value, unit, where = float(stats.tolerance), stats.tolerance_unit, "stats.tolerance"
+    elif task.tolerance is not None:
+        value, unit, where = float(task.tolerance), "points", f"task {task.name}'s tolerance"
+    else:
+        n = task.design_num_samples or task.num_samples
+        theta = compute_theta(n, task.sigma, task.alpha, task.beta)
+        return Tolerance(theta, f"designed theta of task {task.name}: n={n}, alpha {task.alpha:g}, "
+                                f"beta {task.beta:g}, sigma {task.sigma:g}")
+    if unit == "percent":
+        return Tolerance(abs(reference) * value / 100.0, f"{where} = {value:g}% of the reference {reference:g}")
+    return Tolerance(value, where)

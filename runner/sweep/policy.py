@@ -4,7 +4,7 @@ A policy lists the tasks of a release by ``task.name`` (the ``name:`` of ``conf/
 ``task=mmlu_0shot`` is MMLU with name ``mmlu``) with a tier, and optionally the tolerance, alpha and
 beta that task is judged with. Each job applies its own task's entry (:mod:`runner.config.gate`); the
 sweep turns the jobs into one release verdict (:mod:`runner.sweep.release`, rules in
-:mod:`runner.stats.release.rules`). ``gate=null`` (the default) leaves jobs and sweeps exactly as before.
+:mod:`runner.stats.rules.release`). ``gate=null`` (the default) leaves jobs and sweeps exactly as before.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from omegaconf import MISSING
 
 from runner.contract.errors import ConfigError
 from runner.stats.multiple_testing import CORRECTIONS
-from runner.stats.release.rules import CRITICAL, TIERS
-from runner.stats.verdicts import UNITS
+from runner.stats.rules.release import CRITICAL, TIERS
+from runner.stats.data.tolerance import UNITS
 
 UNLISTED = ("error", "advisory")
 """What a task that runs in the sweep but is not in the policy is: an error (the release fails, and the job

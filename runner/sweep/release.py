@@ -1,7 +1,7 @@
 """The release verdict of a sweep under a release policy (``gate=<name>``): the summary's rows, read by tier.
 
 Each job's row carries its own tests (``report.json``'s decision); they are read here, before the sweep's
-own correction, into the plain evidence :func:`runner.stats.release.rules.decide_release` judges (Holm across
+own correction, into the plain evidence :func:`runner.stats.rules.release.decide_release` judges (Holm across
 the NO-GO claims of the critical and supporting tiers together, advisory reported only). A sweep that varies
 more than the task (``quant=w8a16,w4a16``) holds one release per configuration: its overrides other than
 the task's. A policy task that did not run is a failed job of its tier; a task run but not listed is an
@@ -21,9 +21,9 @@ from typing import Any
 from runner.contract.errors import (EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION,
                                      EXIT_TERMINATED)
 from runner.reports.cases import Case, fmt
-from runner.stats.decision import STATISTICAL_RULES
-from runner.stats.release.rules import ADVISORY, FAILED, Claim, Release, TaskEvidence, decide_release
-from runner.stats.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, WORDS, exit_status, inconclusive_fails, reported
+from runner.stats.decision_text import STATISTICAL_RULES
+from runner.stats.rules.release import ADVISORY, FAILED, Claim, Release, TaskEvidence, decide_release
+from runner.stats.data.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, WORDS, exit_status, inconclusive_fails, reported
 
 ORDER = (FAILED, NO_GO, INCONCLUSIVE, GO)
 """Worst first: the sweep's release verdict is the worst of its releases."""

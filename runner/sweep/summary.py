@@ -29,10 +29,10 @@ from omegaconf import OmegaConf
 from runner.contract.errors import EXIT_ERROR, EXIT_OK
 from runner.contract.spec import AccuracySpec
 from runner.reports.cases import fmt, fmt_p
-from runner.stats.decision import STATISTICAL_RULES
+from runner.stats.decision_text import STATISTICAL_RULES
 from runner.stats.decision_text import claim_gate
 from runner.stats.multiple_testing import adjust
-from runner.stats.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, combine, exit_status, reported
+from runner.stats.data.verdicts import CODES, GO, INCONCLUSIVE, NO_GO, VERDICTS, WORDS, combine, exit_status, reported
 from runner.sweep import release
 from runner.sweep.html import render as render_html
 from runner.tracking.naming import run_name

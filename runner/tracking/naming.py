@@ -7,8 +7,9 @@ from typing import Any
 
 from runner.contract.task_config import ModelConfig, QuantConfig, TaskConfig
 from runner.stats.decision import Decision
-from runner.stats.unpaired.ztest import HypothesisParams
-from runner.stats.verdicts import CODES, WORDS
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.numerics.ztest import theta_of
+from runner.stats.data.verdicts import CODES, WORDS
 from runner.tracking.provenance import project_commit
 
 
@@ -61,7 +62,7 @@ def tracked_metrics(score: float, metrics: dict[str, float], evaluated: int, eva
     it used; ``run_score``: the whole run's, as the metric's own name). Breakdowns (``subject/...``) go to
     a table artifact instead (:func:`breakdown_table`), so the runs table keeps a few columns."""
     logged = {"score": score, "num_samples": float(evaluated), "num_evaluated": float(evaluated),
-              "eval_time_s": eval_time_s, "theta": params.theta,
+              "eval_time_s": eval_time_s, "theta": theta_of(params),
               "verdict": float(CODES[verdict_word(decision)])}
     logged |= {k.replace(",", "_"): v for k, v in metrics.items() if "/" not in k}
     if decision is not None:

@@ -138,7 +138,7 @@ def test_percent_tolerances_out_of_range_or_reading_as_fractions_are_refused(set
                                                        (2.0, 150.0, "margin is outside"),
                                                        (0.05, 0.0, "looks like a fraction")])
 def test_binary_range(tolerance, margin, fragment):
-    from runner.stats.verdicts import check_binary_range
+    from runner.stats.data.tolerance import check_binary_range
 
     with pytest.raises(ConfigError, match=fragment):
         check_binary_range(tolerance, margin, "stats.tolerance")
@@ -157,8 +157,8 @@ def test_a_job_refuses_a_tolerance_of_1000_points_before_any_request(tmp_path):
 
 def test_planned_looks_too_small_to_decide_on_are_refused():
     from runner.job.looks import check_first_look
-    from runner.stats.sequential.design import SequentialConfig, look_fractions
-    from runner.stats.sequential.monitor import look_sizes
+    from runner.stats.numerics.group_sequential import SequentialConfig, look_fractions
+    from runner.stats.numerics.looks import look_sizes
 
     sizes = look_sizes(look_fractions(SequentialConfig(enabled=True, looks=6)), 12)
     with pytest.raises(ConfigError, match="first planned look would decide on too few samples") as caught:

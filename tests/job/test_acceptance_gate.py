@@ -18,7 +18,7 @@ from runner.backends.trtllm import api as trtllm_api
 from runner.backends.trtllm.speculative import AcceptanceCounts
 from runner.contract.errors import ConfigError, ReferenceError_
 from runner.stats.acceptance import AcceptanceGate
-from runner.stats.verdicts import GO, NO_GO
+from runner.stats.data.verdicts import GO, NO_GO
 from tests.backends.test_trtllm_backend import FakeTokenizer
 from tests.conftest import compose
 from tests.helpers import trtllm_double

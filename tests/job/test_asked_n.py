@@ -10,7 +10,7 @@ from runner.contract.evaluator import Sample
 from runner.job.flow import run
 from runner.job.samples import seeded_subset
 from runner.reports.text import asked_n_note, sample_count_notes
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 from tests.conftest import ROOT, compose
 
 GSM8K = ["backend=fake", "backend.default_answer='The answer is 5'", "task=gsm8k", "task.dataset.source=local",

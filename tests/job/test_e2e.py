@@ -32,7 +32,7 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
     from runner.references import samples as reference_samples
     from runner.references.store import lookup
     from runner.contract.spec import AccuracySpec
-    from runner.stats.unpaired.ztest import HypothesisParams
+    from runner.stats.data.hypothesis import HypothesisParams
 
     entry = lookup(refs, "mmlu", "accuracy", "HuggingFaceTB/SmolLM2-135M-Instruct",
                    AccuracySpec(extra_acc_spec="num_fewshot=2"), HypothesisParams(0.05, 0.2, 50.0, 4096))

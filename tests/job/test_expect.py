@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from runner.job import expect
 from runner.job.flow import run
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 from tests.conftest import ROOT, compose
 
 GSM8K = ["backend=fake", "backend.default_answer='The answer is 5'", "task=gsm8k", "task.dataset.source=local",

@@ -19,7 +19,7 @@ from runner.contract.spec import AccuracySpec
 from runner.job.flow import run
 from runner.job.reference import find_reference
 from runner.references import store
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 from tests.conftest import ROOT, compose
 
 SMOLLM = "HuggingFaceTB/SmolLM2-135M-Instruct"

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from runner.contract.spec import AccuracySpec
 from runner.job.reference import find_reference
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 
 
 def test_the_reference_note_is_listed_with_the_jobs_notes(tmp_path: Path) -> None:

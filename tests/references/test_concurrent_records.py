@@ -10,7 +10,7 @@ from pathlib import Path
 from runner.contract.spec import AccuracySpec
 from runner.references.recording import record
 from runner.references.store import lookup
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 
 WRITERS, PROCESSES = 60, 6
 DEFAULTS = HypothesisParams(alpha=0.05, beta=0.2, sigma=50.0, num_samples=4096)

@@ -14,7 +14,7 @@ from runner.contract.errors import ConfigError, ReferenceError_
 from runner.contract.spec import AccuracySpec
 from runner.references.recording import LOCK_NAME, record
 from runner.references.store import Reference, default_reference_dir, list_specs, lookup, metric_key
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 
 MMLU_DEFAULTS = HypothesisParams(alpha=0.05, beta=0.2, sigma=50.0, num_samples=4096)
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"

@@ -21,7 +21,8 @@ from runner.commands import plan
 from runner.contract.errors import ReferenceError_
 from runner.contract.spec import AccuracySpec
 from runner.references.store import default_reference_dir, lookup
-from runner.stats.unpaired.ztest import HypothesisParams, compute_threshold
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.numerics.ztest import compute_threshold
 
 MMLU = HypothesisParams(alpha=0.05, beta=0.2, sigma=50.0, num_samples=4096)
 GSM8K = HypothesisParams(alpha=0.05, beta=0.2, sigma=50.0, num_samples=1319)

@@ -88,7 +88,7 @@ def test_a_sweep_is_one_test_case_per_job_with_its_sweep_verdict(tmp_path, monke
 def test_inconclusive_is_a_failed_case_unless_mapped_to_a_pass():
     from runner.reports.cases import Case
     from runner.reports.junit import junit_xml
-    from runner.stats.verdicts import inconclusive_fails
+    from runner.stats.data.verdicts import inconclusive_fails
 
     def case(fails: bool) -> Case:
         return Case("w4a16-mmlu", "inconclusive", "INCONCLUSIVE; about 231 more samples", "verdict block", 21.0,

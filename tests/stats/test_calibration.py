@@ -1,12 +1,12 @@
-"""The reduced calibration grid: every rule family's claims hold their nominal rates (runner.stats.calibration)."""
+"""The reduced calibration grid: every rule family's claims hold their nominal rates (benchmarks.calibration_grid)."""
 
 from __future__ import annotations
 
 import pytest
 
-from runner.stats import calibration
-from runner.stats.calibration.cells import Cell, Rate
-from runner.stats.calibration.run import measure, table, worst
+from benchmarks import calibration_grid as calibration
+from benchmarks.calibration_grid.cells import Cell, Rate
+from benchmarks.calibration_grid.run import measure, table, worst
 
 TRIALS = 1000
 

@@ -27,13 +27,20 @@ from runner.references import samples as reference_samples
 from runner.references.samples import RunProvenance, pairing_problem
 from runner.references.store import Reference
 from runner.stats import advising
-from runner.stats.clustered.variance import (clustered_variance_of_mean, design_effect, iid_variance_of_mean,
-                                     imbens_kolesar_df, intra_cluster_correlation, plug_in_df)
-from runner.stats.decision import decide_against
-from runner.stats.planning import paired_min_samples, paired_theta
+from runner.stats.numerics.cluster_variance import (
+    clustered_variance_of_mean,
+    design_effect,
+    iid_variance_of_mean,
+    imbens_kolesar_df,
+    intra_cluster_correlation,
+    plug_in_df,
+)
+from runner.stats.dispatch import decide_against
+from runner.stats.planning.paired import paired_min_samples, paired_theta
 from runner.stats.settings import StatsConfig, validate
-from runner.stats.unpaired.ztest import HypothesisParams, min_samples_for_theta
-from runner.stats.verdicts import Tolerance
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.numerics.ztest import min_samples_for_theta
+from runner.stats.data.tolerance import Tolerance
 
 Z05 = 1.6448536269514722
 TOL = Tolerance(3.0, "test")
@@ -434,7 +441,7 @@ def test_few_clusters_make_no_claim():
     # GPQA diamond's three domains, ICC 0.3, a true drop of exactly the tolerance (5 points): the unpaired test with
     # sigma sqrt(deff) and a normal quantile showed GO in about 15% of runs; with fewer clusters than
     # stats.min_clusters no claim is made
-    from runner.stats.clustered.calibration import _unpaired_rate
+    from benchmarks.calibration_grid.clustered import _unpaired_rate
 
     rate = _unpaired_rate(300, 4, shape="3 (GPQA)", icc=0.3, drop=5.0, tolerance=5.0, claim="GO")
     assert rate.value <= 0.05

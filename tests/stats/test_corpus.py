@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from runner.contract.evaluator import CorpusMetric
-from runner.stats.corpus.bootstrap import bootstrap_sigma, paired_corpus_test, replicate, resamples
+from runner.stats.numerics.corpus_bootstrap import bootstrap_sigma, paired_corpus_test, replicate
+from runner.stats.numerics.resampling import resamples
 
 
 def perplexity(items):
@@ -116,7 +117,7 @@ def test_paired_interval_matches_a_bootstrap_t_with_the_analytic_gradient():
 def test_false_go_at_57_documents_holds_alpha():
     """A heavy-tailed corpus (calibration's): at drop = tolerance the basic bootstrap said GO about 0.11 of the
     time; the rule must stay within alpha + 2 Monte Carlo SE."""
-    from runner.stats.corpus.calibration import TOLERANCE, _paired_rate
+    from benchmarks.calibration_grid.corpus import TOLERANCE, _paired_rate
 
     rate = _paired_rate(57, TOLERANCE, "go", 99, trials=400, seed=2)
     assert rate.value <= 0.05 + 2 * rate.se, rate
@@ -126,7 +127,7 @@ def test_unpaired_false_go_at_100_documents_holds_alpha():
     """Against a reference figure without items (calibration's corpus, recorded on other documents): TensorRT-LLM's
     normal threshold on the bootstrap spread said GO at drop = tolerance about 0.08 of the time; the studentized
     rule must stay within alpha + 2 Monte Carlo SE."""
-    from runner.stats.corpus.calibration import TOLERANCE, _unpaired_rate
+    from benchmarks.calibration_grid.corpus import TOLERANCE, _unpaired_rate
 
     rate = _unpaired_rate(100, TOLERANCE, "go", 99, trials=1200, seed=4)
     assert rate.value <= 0.05 + 2 * rate.se, rate
@@ -211,8 +212,8 @@ def test_a_resample_without_a_changed_document_counts_against_both_claims():
 def test_unpaired_verdict_threshold_and_claims_agree(shift):
     """The unpaired corpus rule's threshold, p-value, interval and claims come from one studentized test: the score
     is past the threshold exactly when no regression is shown, and each bound sits on the side its claim decided."""
-    from runner.stats.corpus.rules import unpaired
-    from runner.stats.unpaired.ztest import HypothesisParams
+    from runner.stats.rules.corpus import unpaired
+    from runner.stats.data.hypothesis import HypothesisParams
 
     recorded, _ = corpus(9, n=60)
     _, new = corpus(10, n=60, shift=shift)

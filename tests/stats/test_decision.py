@@ -14,13 +14,13 @@ import pytest
 from runner.contract.evaluator import ScoredSample
 from runner.references import samples as reference_samples
 from runner.references.samples import RunProvenance, pairing_problem
-from runner.stats.decision import decide_against
+from runner.stats.dispatch import decide_against
 from runner.stats.settings import StatsConfig, validate
-from runner.stats.verdicts import Tolerance
+from runner.stats.data.tolerance import Tolerance
 from runner.contract.errors import ConfigError, ReferenceError_
 from runner.references.store import Reference
 from runner.contract.spec import AccuracySpec
-from runner.stats.unpaired.ztest import HypothesisParams
+from runner.stats.data.hypothesis import HypothesisParams
 
 PARAMS = HypothesisParams(0.05, 0.2, 50.0, 100)
 Z05 = 1.6448536269514722

@@ -15,7 +15,7 @@ import pytest
 from scipy import optimize, stats
 
 from runner.contract.errors import ConfigError
-from runner.stats.sequential.extension import Extensions
+from runner.stats.rules.extension import Extensions
 from runner.stats.settings import StatsConfig, validate
 
 SIGMA = 50.0
@@ -124,7 +124,7 @@ def test_a_margin_is_inside_the_looks_statistic_and_the_interval_agrees_with_the
     (b - c - n m) / sqrt(n v) = 35 / sqrt(500 v), v = q_b + q_c - m^2 at the restricted MLE (from its
     quadratic, solved here with numpy), about 2.6 < 3.75. The printed bound agrees: Tango's upper bound at
     3.75 is above -5."""
-    from runner.stats.claims import sequential
+    from runner.stats.numerics.looks import look_claims
 
     b, c, n, m = 120, 60, 500, 0.05
     # restricted MLE of q_b under q_c - q_b = -m: 2n q^2 + B q + C = 0 (Tango 1998 eq. 4), the larger root
@@ -137,13 +137,13 @@ def test_a_margin_is_inside_the_looks_statistic_and_the_interval_agrees_with_the
     assert look.z == pytest.approx(z_margin, rel=1e-9) and look.z < look.efficacy
     assert ext.stopped is None
     result = ext.result(True, None)
-    claims = sequential(not result.passed, *result.bound(), True, 0.05, 5.0, 10.0, result.counts)
+    claims = look_claims(not result.passed, *result.bound(), True, 0.05, 5.0, 10.0, result.counts)
     assert not claims.regression and claims.high > -5.0
     # margin 0: McNemar's statistic, which crosses, and the interval's bad side is below 0
     ext0 = Extensions(3, [500], 0.05, "obf", 10.0, True)
     assert ext0.observe(binary(b, c, n, 0.0), n).z == pytest.approx(60 / math.sqrt(180))
     r0 = ext0.result(True, None)
-    c0 = sequential(not r0.passed, *r0.bound(), True, 0.05, 0.0, 10.0, r0.counts)
+    c0 = look_claims(not r0.passed, *r0.bound(), True, 0.05, 0.0, 10.0, r0.counts)
     assert ext0.stopped == "regression" and c0.regression and c0.high < 0
 
 
@@ -160,7 +160,7 @@ def test_the_advice_of_an_extendable_run_is_for_the_bound_and_n_of_the_look_it_n
     """Unpaired, sigma 50, reference of 4000, look 1 of 4 at n=4000 observed a drop of 0.5 (tolerance 2.75).
     The advice names a planned look and its probability; by simulation (the observed drop true, the looks
     before it evaluated as planned), that look reaches GO as often as stated (+- 0.03: 3 SE at 2000 runs)."""
-    from runner.stats.advice import more_samples
+    from runner.stats.numerics.advice import more_samples
 
     n1, drop, tol = 4000, 0.5, 2.75
     ext = Extensions(3, [n1], 0.05, "obf", tol, True)

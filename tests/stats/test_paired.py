@@ -13,11 +13,13 @@ import statistics
 import pytest
 
 from runner.contract.errors import UserError
-from runner.stats.paired import mcnemar_exact, paired_continuous, paired_test
-from runner.stats.paired_result import PairedResult, min_discordant_to_reject
-from runner.stats.pairing import PairingError, pair_scores
-from runner.stats.planning import paired_feasible, paired_min_samples, paired_theta
-from runner.stats.scale import estimate_sigma, near_chance_warning
+from runner.stats.rules.paired_binary import mcnemar_exact
+from runner.stats.rules.paired_continuous import paired_continuous
+from runner.stats.dispatch import paired_test
+from runner.stats.data.paired_result import PairedResult, min_discordant_to_reject
+from runner.stats.data.pairing import PairingError, pair_scores
+from runner.stats.planning.paired import paired_feasible, paired_min_samples, paired_theta
+from runner.stats.numerics.scale import estimate_sigma, near_chance_warning
 
 Z_005 = -1.6448536
 Z_020 = -0.8416212

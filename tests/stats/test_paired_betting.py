@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from runner.contract.errors import ConfigError
-from runner.stats.continuous import betting
-from runner.stats.continuous.calibration import _claims, draw
-from runner.stats.paired import BETTING, paired_continuous, paired_test
-from runner.stats.pairing import pair_scores
+from runner.stats.numerics import betting
+from benchmarks.calibration_grid.continuous import _claims, draw
+from runner.stats.rules.paired_continuous import BETTING, paired_continuous
+from runner.stats.dispatch import paired_test
+from runner.stats.data.pairing import pair_scores
 
 ALPHA = 0.05
 
@@ -91,9 +92,9 @@ def test_interval_sides_invert_their_claims(hib: bool) -> None:
 
 
 def _claims_for(ref, new, hib: bool, tolerance: float, margin: float):  # noqa: ANN001, ANN202
-    from runner.stats.decision import _paired
+    from runner.stats.dispatch import _paired
     from runner.stats.settings import StatsConfig
-    from runner.stats.unpaired.ztest import HypothesisParams
+    from runner.stats.data.hypothesis import HypothesisParams
 
     pairs = pair_scores({str(i): float(v) for i, v in enumerate(ref)}, {str(i): float(v) for i, v in enumerate(new)})
     return _paired(pairs, HypothesisParams(ALPHA, 0.2, 10.0, len(ref), hib), StatsConfig(), margin, tolerance, None,
@@ -137,7 +138,7 @@ def test_advice_for_the_betting_test_reaches_go_about_80_percent() -> None:
     """n = 57, dense differences (sd 10, mean 0), tolerance 5: the z formula, (1.645 + 0.842)^2 10^2 / 5^2 = 25,
     says n = 58, where the betting test rarely says GO; the betting advice, followed with runs drawn from the
     truth, reaches GO within 0.75-0.85 (2 SE of 160 draws around it)."""
-    from runner.stats.continuous.calibration import _advice_rate, advice_for
+    from benchmarks.calibration_grid.continuous import _advice_rate, advice_for
 
     advice = advice_for(57, 0.0, 5.0, 0.0, seed=7)
     assert advice.target == "GO" and advice.n_total > 80

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from runner.stats.binary.tango import (
+from runner.stats.numerics.paired_binomial.tango import (
     exact_lower,
     exact_upper,
     go_lower,
@@ -22,7 +22,7 @@ from runner.stats.binary.tango import (
     tango_p,
     tango_statistic,
 )
-from runner.stats.binary.enumeration import false_pass_rate, go_cutoffs, go_regions, mcnemar_cutoffs
+from runner.stats.numerics.paired_binomial.enumeration import false_pass_rate, go_cutoffs, go_regions, mcnemar_cutoffs
 
 Z95 = 1.6448536269514722  # z_{0.95}
 
@@ -115,7 +115,7 @@ def _brute_p(b: int, c: int, n: int, delta0: float, delta: float) -> float:
     and Bhattacharyya pruning): the tables whose Tango bound is at least the observed one (each bound from
     tango_bounds), their trinomial chances from scipy, the maximum over delta' = min(delta, d) on the same
     grid of d and at the edge d = |delta| of the null."""
-    from runner.stats.binary.unconditional import support
+    from runner.stats.numerics.paired_binomial.unconditional import support
 
     s_obs = tango_bounds(b, c, n, Z95)[0]
     region = [(bb, cc) for bb in range(n + 1) for cc in range(n - bb + 1)
@@ -133,7 +133,7 @@ def _brute_p(b: int, c: int, n: int, delta0: float, delta: float) -> float:
     (1, 6, 20, -0.05, -0.05), (0, 0, 20, -0.05, -0.08), (2, 2, 16, 0.0, 0.0), (3, 9, 20, -0.1, 0.02),
 ])
 def test_go_p_is_the_brute_force_p_value(b: int, c: int, n: int, delta0: float, delta: float) -> None:
-    from runner.stats.binary.tango import go_p_at
+    from runner.stats.numerics.paired_binomial.tango import go_p_at
 
     s_obs = tango_bounds(b, c, n, Z95)[0]
     assert go_p_at(s_obs, n, delta0, 0.05, at=delta) == pytest.approx(_brute_p(b, c, n, delta0, delta), abs=1e-9)
@@ -143,7 +143,7 @@ def test_go_lower_inverts_the_go_test() -> None:
     """At the threshold and at every other delta the bound is above delta exactly when the test (same ordering,
     same grid) rejects there. b=5 c=20 n=109 is where the p-value of tests that re-order the tables at each
     delta dipped (0.063 at 0.0588, 0.047 at 0.0600), so that no bound could invert them."""
-    from runner.stats.binary.tango import go_p_at
+    from runner.stats.numerics.paired_binomial.tango import go_p_at
 
     rng = np.random.default_rng(5)
     tables = [(5, 20, 109, 0.06), (0, 0, 108, -0.0275), (0, 0, 107, -0.0275), (12, 3, 100, -0.0275)]
@@ -189,8 +189,8 @@ def test_no_discordance_bound_is_the_edge_of_the_null() -> None:
 
 def test_the_grid_misses_no_higher_maximum() -> None:
     """The p-value on the product's grid, against every value of a grid ten times denser, near alpha."""
-    from runner.stats.binary.tango import go_p_at
-    from runner.stats.binary.unconditional import dense_check
+    from runner.stats.numerics.paired_binomial.tango import go_p_at
+    from runner.stats.numerics.paired_binomial.unconditional import dense_check
 
     for b, c, n, d0 in [(5, 20, 109, 0.06), (30, 40, 500, -0.0275), (2, 9, 57, -0.0275), (40, 10, 300, -0.05)]:
         s_obs = tango_bounds(b, c, n, Z95)[0]
@@ -229,9 +229,9 @@ def test_zero_discordance_is_not_a_go_at_small_n() -> None:
 
 def _no_go_wins_cutoffs(n: int, margin: float) -> list[int]:
     """For each number M of discordant pairs, how many win counts c = 0, 1, ... the product's paired test
-    (runner.stats.paired.mcnemar_exact with this margin) calls a regression; the region is a prefix in c
+    (runner.stats.rules.paired_binary.mcnemar_exact with this margin) calls a regression; the region is a prefix in c
     (fewer wins, more losses), found by bisection on the product's own verdicts."""
-    from runner.stats.paired import mcnemar_exact
+    from runner.stats.rules.paired_binary import mcnemar_exact
 
     def regression(b: int, c: int) -> bool:
         ref = [100.0] * b + [0.0] * c + [100.0] * (n - b - c)
@@ -271,7 +271,7 @@ def test_margin_no_go_false_rate_at_most_alpha_n57_m5() -> None:
 
 
 def test_regression_upper_mirrors_go_lower_and_the_margin_verdict() -> None:
-    from runner.stats.binary.tango import regression_p, regression_upper
+    from runner.stats.numerics.paired_binomial.tango import regression_p, regression_upper
 
     assert regression_upper(7, 2, 60, 0.05, -0.03) == -go_lower(2, 7, 60, 0.05, 0.03)
     for b, c, n in [(10, 0, 57), (12, 3, 100), (3, 12, 100), (30, 10, 200)]:
@@ -284,7 +284,7 @@ def test_regression_upper_mirrors_go_lower_and_the_margin_verdict() -> None:
 def test_go_cutoffs_are_the_products_verdicts(n: int, delta0: float) -> None:
     """The enumeration's GO region (a cut-off per number of discordant pairs) is the product's GO test at the
     boundary of every cut-off: the last table inside holds, the first outside does not."""
-    from runner.stats.binary.tango import go_test_p
+    from runner.stats.numerics.paired_binomial.tango import go_test_p
 
     k = go_cutoffs(n, delta0, 0.05)
     for m in range(0, n + 1, 3):

@@ -256,7 +256,7 @@ def test_paired_usage_errors_exit_2(args: tuple[str, ...]) -> None:
 def test_default_plan_models_the_regression_as_added_flips() -> None:
     """From a healthy agreement of 0.95, theta 3 needs about 600 samples, not the 408 of the split model;
     the figure is checked against the exact power of McNemar's test."""
-    from runner.stats.planning import mcnemar_power
+    from runner.stats.planning.paired import mcnemar_power
 
     res = plan("--num-samples-total", "4096", "--design", "paired", "--agreement", "0.95", "--target-theta", "3", "--json")
     out = json.loads(res.stdout)

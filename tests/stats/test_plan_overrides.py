@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from runner.stats.unpaired.ztest import compute_threshold
+from runner.stats.numerics.ztest import compute_threshold
 from tests.conftest import ROOT
 
 

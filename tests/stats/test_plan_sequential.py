@@ -16,10 +16,10 @@ import math
 import numpy as np
 import pytest
 
-from runner.stats.sequential.plan import plans
-from runner.stats.sequential import design as gs
-from runner.stats.sequential.monitor import look_sizes
-from runner.stats.simulate import paired_flip_probabilities
+from runner.stats.planning.sequential import plans
+from runner.stats.numerics import group_sequential as gs
+from runner.stats.numerics.looks import look_sizes
+from runner.stats.planning.simulate import paired_flip_probabilities
 
 ALPHA, BETA, AGREEMENT, THETA = 0.05, 0.2, 0.9, 3.0
 
@@ -31,7 +31,7 @@ def _paired_plan(model: str = "added") -> gs.Plan:
 def _sequential_power(plan: gs.Plan, drop: float, reps: int, seed: int) -> float:
     """Share of simulated runs of ``plan.max_n`` paired 0/100 samples that cross a regression bound.
 
-    Added-model data (``runner.stats.simulate``: reference right with probability 0.6, flips giving
+    Added-model data (``runner.stats.planning.simulate``: reference right with probability 0.6, flips giving
     ``b = d0/2 + drop``, ``c = d0/2``); at each look ``Z = (b - c) / sqrt(b + c)`` against the plan's
     bounds, a pass bound crossed stops the run."""
     n, d = plan.max_n, plan.design

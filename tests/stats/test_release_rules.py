@@ -1,4 +1,4 @@
-"""The release verdict from tiers (runner.stats.release.rules): every expected verdict and adjusted p-value below is
+"""The release verdict from tiers (runner.stats.rules.release): every expected verdict and adjusted p-value below is
 derived by hand in the comments, from Holm's step-down on u = p / alpha (k-th smallest of m rejects when
 (m - k + 1) u < 1 and every smaller one rejected)."""
 
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from runner.stats.release.rules import FAILED, Claim, TaskEvidence, decide_release
+from runner.stats.rules.release import FAILED, Claim, TaskEvidence, decide_release
 
 
 def task(name: str, tier: str, p: float | None = None, within: bool | None = None, *, alpha: float = 0.05,

@@ -22,8 +22,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from runner.stats.sequential import design as gs
-from runner.stats.sequential.monitor import Monitor, look_sizes
+from runner.stats.numerics import group_sequential as gs
+from runner.stats.rules.sequential import Monitor
+from runner.stats.numerics.looks import look_sizes
 
 EQ4 = [0.25, 0.5, 0.75, 1.0]
 
@@ -201,7 +202,7 @@ def test_paired_mcnemar_monitor_keeps_alpha_and_power(tmp_path):
             used += m.looks[-1].n
         return regress / reps, used / reps
 
-    reps = 400  # the false-alarm side is also a cell of the calibration grid (runner/stats/sequential)
+    reps = 400  # the false-alarm side is also a cell of the calibration grid (runner/stats/rules/sequential.py)
     fa, n0 = run(0.0, reps)
     power, n1 = run(theta / 100, reps)
     assert fa <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / reps)

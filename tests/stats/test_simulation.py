@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.stats.paired import mcnemar_exact
-from runner.stats.planning import mcnemar_power, paired_min_samples, paired_theta
-from runner.stats.simulate import _alarms_paired, _alarms_unpaired, _draw, simulate
-from runner.stats.unpaired.ztest import HypothesisParams, compute_theta, decide, min_samples_for_theta
+from runner.stats.rules.paired_binary import mcnemar_exact
+from runner.stats.planning.paired import mcnemar_power, paired_min_samples, paired_theta
+from runner.stats.planning.simulate import _alarms_paired, _alarms_unpaired, _draw, simulate
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.numerics.ztest import compute_theta, decide, min_samples_for_theta
 
 ROOT = Path(__file__).resolve().parents[2]
 ALPHA, BETA = 0.05, 0.2
@@ -137,7 +138,7 @@ def test_seeded_and_validated() -> None:
 
 def test_cli_json() -> None:
     res = subprocess.run(
-        [sys.executable, "-m", "runner.stats.simulate", "--design", "both", "--n", "256", "--agreement", "0.95",
+        [sys.executable, "-m", "runner.stats.planning.simulate", "--design", "both", "--n", "256", "--agreement", "0.95",
          "--trials", "200", "--json", "--regression-model", "split"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
@@ -152,12 +153,12 @@ def test_cli_json() -> None:
 
 def test_cli_text_and_usage() -> None:
     res = subprocess.run(
-        [sys.executable, "-m", "runner.stats.simulate", "--design", "paired", "--n", "256", "--trials", "50"],
+        [sys.executable, "-m", "runner.stats.planning.simulate", "--design", "paired", "--n", "256", "--trials", "50"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert res.returncode == 2 and "--agreement" in res.stderr
     res = subprocess.run(
-        [sys.executable, "-m", "runner.stats.simulate", "--design", "unpaired", "--n", "256", "--trials", "50"],
+        [sys.executable, "-m", "runner.stats.planning.simulate", "--design", "unpaired", "--n", "256", "--trials", "50"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert res.returncode == 0 and "false alarms" in res.stdout and "power at theta" in res.stdout

@@ -12,17 +12,17 @@ import math
 import pytest
 
 from runner.contract.errors import ConfigError
-from runner.stats.unpaired.ztest import (
-    HypothesisParams,
+from runner.stats.data.hypothesis import HypothesisParams, scale
+from runner.stats.numerics.ztest import (
     PlanRow,
     compute_theta,
     compute_threshold,
     decide,
     min_samples_for_theta,
     plan_rows,
-    scale,
-    z,
+    render,
 )
+from runner.stats.numerics.normal import z
 
 # Published quantiles of the standard normal.
 Z_005 = -1.6448536
@@ -86,7 +86,7 @@ def test_lower_is_better_perplexity() -> None:
     # a score exactly at reference + |z(0.01)| * scale has a one-sided p-value of 0.01
     assert decide(expected, 7.663, params).p_value == pytest.approx(0.01, abs=1e-6)
     assert decide(7.0, 7.663, params).p_value > 0.5  # perplexity improved
-    text = bad.render()
+    text = render(bad)
     assert "lower is better" in text and "perplexity" in text
     assert "reference + 1.589" in text  # the line sits above the reference
     assert "threshold - score" in text and "unpaired test: regression shown" in text
@@ -135,7 +135,7 @@ def test_explicit_threshold_replaces_computed() -> None:
     assert v.room == pytest.approx(0.5)
     v = decide(65.0, 68.17, mmlu(), explicit_threshold=65.5)
     assert not v.passed
-    assert "registered" in v.render()
+    assert "registered" in render(v)
 
 
 def test_verdict_to_dict_and_render() -> None:
@@ -146,12 +146,12 @@ def test_verdict_to_dict_and_render() -> None:
     assert d["num_samples"] == 4096 and d["alpha"] == 0.05 and d["higher_is_better"] is True
     for key in ("score", "reference", "threshold", "theta", "room", "p_value", "explicit_threshold", "sigma", "beta"):
         assert key in d
-    text = v.render()
+    text = render(v)
     assert "Hypothesis test report" in text
     assert "unpaired test: regression shown" in text
     assert "68.170" in text and "66.000" in text and "66.353" in text and "4096" in text
     assert "reference - 1.817" in text  # 1.6448536 * 1.1048543 = 1.8173
-    assert "unpaired test: no regression shown" in decide(68.0, 68.17, mmlu()).render()
+    assert "unpaired test: no regression shown" in render(decide(68.0, 68.17, mmlu()))
 
 
 @pytest.mark.parametrize(
@@ -242,8 +242,8 @@ def test_reference_measured_on_fewer_samples_keeps_alpha_exactly():
     # a sum over both binomials (scipy), and the scale is read from the entry's recorded num_samples
     from scipy import stats as sps
 
-    from runner.stats.unpaired.calibration import product_params
-    from runner.stats.unpaired.ztest import decide
+    from benchmarks.calibration_grid.unpaired import product_params
+    from runner.stats.numerics.ztest import decide
 
     params = product_params(500, 57)
     assert params.reference_samples == 57

@@ -10,13 +10,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runner.stats import claims as claim_rules
-from runner.stats import paired as paired_stats
-from runner.stats.unpaired.ztest import HypothesisParams, decide
+from runner.stats.data.claims import paired_claims
+from runner.stats.numerics.paired_binomial.claims import binary_claims
+from runner.stats.numerics.ztest import unpaired_claims
+from runner.stats.rules.paired_binary import mcnemar_exact
+from runner.stats.rules.paired_continuous import paired_continuous
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.numerics.ztest import decide
 import math
 from decimal import Decimal
 
-from runner.stats.verdicts import Claims, decisive, oriented
+from runner.stats.data.claims import Claims, oriented
+from runner.stats.data.verdicts import decisive
 
 
 def _agrees(c, higher_is_better: bool, margin: float, tolerance: float) -> None:
@@ -35,7 +40,7 @@ def test_unpaired_interval_agrees_with_both_claims():
         score = ref + float(rng.normal(0, 4))
         margin, tol = float(rng.choice([0.0, 0.5, 2.0])), float(rng.uniform(0.1, 6))
         v = decide(score, ref, params, tolerance=margin)
-        c = claim_rules.unpaired(v, margin, tol)
+        c = unpaired_claims(v, margin, tol)
         _agrees(c, hib, margin, tol)
         assert c.within == (c.p_within < params.alpha)
 
@@ -44,7 +49,7 @@ def test_paired_binary_interval_agrees_with_mcnemar_tango_and_the_exact_go_test(
     """Random tables, and the edge ones: no discordance, all one way. Beyond the printed (pinned) bounds, the
     raw bounds must already lie on the side their test decided (they invert it; only McNemar's NO-GO at
     margin 0 is another family, and pinned)."""
-    from runner.stats.binary import tango as pb
+    from runner.stats.numerics.paired_binomial import tango as pb
     rng = np.random.default_rng(2)
     cases = [(0, 0, 57, 0.0, 2.75), (0, 0, 108, 3.0, 2.75), (5, 0, 57, 3.0, 5.0), (0, 6, 60, 0.0, 1.0)]
     for _ in range(32):
@@ -56,9 +61,9 @@ def test_paired_binary_interval_agrees_with_mcnemar_tango_and_the_exact_go_test(
         good, bad = (100.0, 0.0) if hib else (0.0, 100.0)
         ref = [good] * b + [bad] * c + [good] * (n - b - c)
         new = [bad] * b + [good] * c + [good] * (n - b - c)
-        result = paired_stats.mcnemar_exact(ref, new, 0.05, 0.2, hib, margin=margin)
+        result = mcnemar_exact(ref, new, 0.05, 0.2, hib, margin=margin)
         assert result.discordant == (b, c)
-        claims = claim_rules.binary(b, c, n, 0.05, hib, margin, tol, not result.passed)
+        claims = binary_claims(b, c, n, 0.05, hib, margin, tol, not result.passed)
         _agrees(claims, hib, margin, tol)
         assert (pb.go_lower(b, c, n, 0.05, -tol / 100) > -tol / 100) == claims.within, (b, c, n, tol)
         if margin:
@@ -76,9 +81,9 @@ def test_paired_continuous_interval_agrees_with_both_tests(method):
         new = ref + rng.normal(float(rng.normal(0, 0.5)), float(rng.uniform(0.1, 2)), n)
         margin, tol = float(rng.choice([0.0, 0.3])), float(rng.uniform(0.05, 1.5))
         kw = dict(method=method, n_boot=2000)
-        reg = paired_stats.paired_continuous(ref, new, 0.05, 0.2, hib, tolerance=margin, gate="regression", **kw)
-        ni = paired_stats.paired_continuous(ref, new, 0.05, 0.2, hib, tolerance=tol, gate="noninferiority", **kw)
-        _agrees(claim_rules.continuous(reg, ni), hib, margin, tol)
+        reg = paired_continuous(ref, new, 0.05, 0.2, hib, tolerance=margin, gate="regression", **kw)
+        ni = paired_continuous(ref, new, 0.05, 0.2, hib, tolerance=tol, gate="noninferiority", **kw)
+        _agrees(paired_claims(reg, ni), hib, margin, tol)
 
 
 def test_printed_bounds_carry_the_digits_that_decide():
@@ -112,7 +117,7 @@ def test_bounds_agree_with_the_claims_at_exact_ties():
 
 def test_an_unbounded_side_prints_without_digits():
     """A bound that is infinite (a corpus rule that saw no changed document) prints as such, not as a crash."""
-    from runner.stats.verdicts import decisive
+    from runner.stats.data.verdicts import decisive
 
     assert decisive(-math.inf, -1.0, False, above=True) == ("-inf", "-1.000")
     assert decisive(math.inf, 0.0, False, above=False) == ("+inf", "+0.000")

@@ -227,10 +227,10 @@ def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
     """A job decided by the paired test contributes the paired p-value (not the unpaired one) to Holm."""
     from runner.contract.evaluator import ScoredSample
     from runner.references import samples as reference_samples
-    from runner.stats.decision import decide_against
+    from runner.stats.dispatch import decide_against
     from runner.references.store import Reference
     from runner.contract.spec import AccuracySpec
-    from runner.stats.unpaired.ztest import HypothesisParams
+    from runner.stats.data.hypothesis import HypothesisParams
     params = HypothesisParams(0.05, 0.2, 50.0, 100)
     ref = {f"s/{i}": (100.0 if i < 60 else 0.0) for i in range(100)}
     new = dict(ref) | {f"s/{i}": 0.0 for i in range(6)}  # b = 6, c = 0: paired p = 1/64
@@ -238,7 +238,7 @@ def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
     reference = Reference("mmlu", "m", AccuracySpec(), 60.0, params, None, None, tmp_path / "mmlu.yaml", 0,
                           {"samples": rel, "samples_sha256": sha, "seed": 0})
     from runner.stats.settings import StatsConfig
-    from runner.stats.verdicts import Tolerance
+    from runner.stats.data.tolerance import Tolerance
 
     rows = reference_samples.load_rows(tmp_path, rel, sha)
     d = decide_against(reference, [ScoredSample(k, f"q {k}", "", "", v) for k, v in new.items()], 54.0,

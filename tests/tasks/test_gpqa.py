@@ -408,7 +408,7 @@ def test_config_composes_with_upstream_parameters(monkeypatch):
 def test_published_references(quant, kv, value):
     from runner.references.store import lookup
     from runner.contract.spec import AccuracySpec
-    from runner.stats.unpaired.ztest import HypothesisParams
+    from runner.stats.data.hypothesis import HypothesisParams
 
     entry = lookup(ROOT / "references", "gpqa_diamond", "accuracy", "meta-llama/Llama-3.3-70B-Instruct",
                    AccuracySpec(quant_algo=quant, kv_cache_quant_algo=kv), HypothesisParams(0.05, 0.2, 50.0, 198))

@@ -133,7 +133,7 @@ def test_config_composes_with_upstreams_parameters(name):
 def test_upstreams_entries_with_their_explicit_floor(file, kv, spec_dec, value):
     from runner.contract.spec import AccuracySpec
     from runner.references.store import lookup
-    from runner.stats.unpaired.ztest import HypothesisParams
+    from runner.stats.data.hypothesis import HypothesisParams
 
     entry = lookup(ROOT / "references", file, "accuracy", "nvidia/MiniMax-M3-NVFP4",
                    AccuracySpec(quant_algo="MIXED_PRECISION", kv_cache_quant_algo=kv, spec_dec_algo=spec_dec),

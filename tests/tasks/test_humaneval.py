@@ -443,7 +443,7 @@ def test_upstream_rouge_references_are_never_read_as_pass_at_1():
     from runner.contract.errors import ReferenceError_
     from runner.references.store import default_reference_dir, lookup
     from runner.contract.spec import AccuracySpec
-    from runner.stats.unpaired.ztest import HypothesisParams
+    from runner.stats.data.hypothesis import HypothesisParams
 
     defaults = HypothesisParams(0.002, 0.2, 50.0, 164)
     with pytest.raises(ReferenceError_, match="no value for metric 'pass_at_1'"):

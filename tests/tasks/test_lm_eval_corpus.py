@@ -75,7 +75,7 @@ def test_paired_bleu_with_no_four_gram_match_is_decided():
     'math domain error' from sacrebleu)."""
     from lm_eval.api import metrics
 
-    from runner.stats.corpus.bootstrap import paired_corpus_test, replicate
+    from runner.stats.numerics.corpus_bootstrap import paired_corpus_test, replicate
 
     rng = random.Random(3)
     ref = [(sentence(rng), " ".join(rng.sample(WORDS, 3))) for _ in range(20)]  # 3-word predictions: no 4-grams

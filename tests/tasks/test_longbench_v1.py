@@ -179,7 +179,7 @@ def test_a_trtllm_pytorch_run_is_keyed_by_its_skip_softmax_sparsity(copy, tmp_pa
 def test_upstreams_entries(model, spec, value):
     from runner.contract.spec import AccuracySpec
     from runner.references.store import lookup
-    from runner.stats.unpaired.ztest import HypothesisParams
+    from runner.stats.data.hypothesis import HypothesisParams
 
     entry = lookup(ROOT / "references", "longbench_v1", "score", model, AccuracySpec(**spec),
                    HypothesisParams(0.05, 0.2, 50.0, 4750))

@@ -170,7 +170,7 @@ def test_config_composes_with_upstreams_parameters():
 def test_upstreams_entries(model, spec, value, sigma):
     from runner.contract.spec import AccuracySpec
     from runner.references.store import lookup
-    from runner.stats.unpaired.ztest import HypothesisParams
+    from runner.stats.data.hypothesis import HypothesisParams
 
     entry = lookup(ROOT / "references", "longbench_v2", "accuracy", model, AccuracySpec(**spec),
                    HypothesisParams(0.05, 0.2, 50.0, 215))

@@ -15,7 +15,8 @@ import pytest
 from evaluators.tasks.passkey import PasskeyEvaluator, first_number, nominal_length
 from runner.contract.errors import ConfigError
 from evaluators.tasks.passkey import PasskeyTaskConfig
-from runner.stats.unpaired.ztest import HypothesisParams, decide
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.numerics.ztest import decide, theta_of, threshold_of
 from tests.conftest import compose
 
 LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.\n"
@@ -211,7 +212,7 @@ def test_bad_settings_are_config_errors():
 
 def test_sigma_zero_puts_the_threshold_at_the_reference():
     params = HypothesisParams(alpha=0.5, beta=0.2, sigma=0.0, num_samples=20)
-    assert params.theta == 0.0 and params.threshold(99.0) == 99.0
+    assert theta_of(params) == 0.0 and threshold_of(params, 99.0) == 99.0
     passed, failed = decide(100.0, 99.0, params), decide(95.0, 99.0, params)
     assert passed.passed and passed.room == pytest.approx(1.0) and passed.p_value == 1.0
     assert not failed.passed and failed.room == pytest.approx(-4.0) and failed.p_value == 0.0

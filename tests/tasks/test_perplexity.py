@@ -15,6 +15,7 @@ from runner.contract.requests import LoglikelihoodRequest, LoglikelihoodResult
 from runner.contract.errors import ConfigError, DataError
 from runner.contract.task_config import DatasetConfig
 from evaluators.tasks.perplexity import PerplexityTaskConfig
+from runner.stats.numerics.ztest import threshold_of
 from tests.conftest import ROOT, compose
 
 LN2 = math.log(2.0)
@@ -215,7 +216,8 @@ def test_both_task_options_compose_with_upstream_statistics():
 def test_threshold_lies_above_the_reference_and_higher_perplexity_fails():
     from runner.references.store import lookup
     from runner.contract.spec import AccuracySpec
-    from runner.stats.unpaired.ztest import HypothesisParams, decide
+    from runner.stats.data.hypothesis import HypothesisParams
+    from runner.stats.numerics.ztest import decide
 
     t = compose(["task=perplexity_slimpajama", "output_dir=/tmp/x"]).task
     defaults = HypothesisParams(t.alpha, t.beta, t.sigma, t.num_samples, t.higher_is_better)
@@ -224,8 +226,8 @@ def test_threshold_lies_above_the_reference_and_higher_perplexity_fails():
     assert ref.value == 7.663 and ref.params.higher_is_better is False and ref.params.num_samples == 86
     # threshold = ref + |z(0.01)| sqrt(2 4.48^2 / 86) = 7.663 + 2.326348 x 0.683194 = 9.252346
     shift = 2.326348 * 4.48 * math.sqrt(2 / 86)
-    assert ref.params.threshold(ref.value) == pytest.approx(7.663 + shift, abs=1e-5)
-    assert ref.params.threshold(ref.value) == pytest.approx(9.252346, abs=1e-5)
+    assert threshold_of(ref.params, ref.value) == pytest.approx(7.663 + shift, abs=1e-5)
+    assert threshold_of(ref.params, ref.value) == pytest.approx(9.252346, abs=1e-5)
     assert decide(9.2, ref.value, ref.params).passed
     assert not decide(9.3, ref.value, ref.params).passed
     assert decide(5.0, ref.value, ref.params).passed  # lower perplexity is never a regression
@@ -234,7 +236,7 @@ def test_threshold_lies_above_the_reference_and_higher_perplexity_fails():
 def test_upstream_reference_file_with_accuracy_key_drops_in(tmp_path):
     from runner.references.store import lookup
     from runner.contract.spec import AccuracySpec
-    from runner.stats.unpaired.ztest import HypothesisParams
+    from runner.stats.data.hypothesis import HypothesisParams
 
     (tmp_path / "perplexity.yaml").write_text("gradientai/Llama-3-8B-Instruct-Gradient-1048k:\n  - accuracy: 7.663\n"
                                               "  - quant_algo: FP8\n    accuracy: 7.9\n    higher_is_better: true\n")
@@ -246,7 +248,7 @@ def test_upstream_reference_file_with_accuracy_key_drops_in(tmp_path):
 
 
 def test_paired_test_flags_higher_perplexity_only():
-    from runner.stats.paired import paired_continuous
+    from runner.stats.rules.paired_continuous import paired_continuous
 
     ref = [10.0 + 0.7 * i for i in range(12)]
     worse = [v * 1.05 + (0.02 if i % 2 else -0.02) for i, v in enumerate(ref)]

@@ -9,7 +9,7 @@ cache; lm-eval's filters and ``process_results`` score each document; the runner
 - The per-sample score is the chosen metric's per-document value times ``scale``. For a metric lm-eval
   aggregates other than by the mean (corpus BLEU, perplexities) the task metric is lm-eval's aggregation over
   every document (``corpus_metric()``), each sample keeps the item it pools (``meta[CORPUS_ITEM]``) and the
-  decision bootstraps it (runner/stats/corpus/bootstrap.py); a sample's score is then its one-document figure. lm-eval's
+  decision bootstraps it (runner/stats/numerics/corpus_bootstrap.py); a sample's score is then its one-document figure. lm-eval's
   own aggregates are reported beside it as ``lm_eval/<metric>`` (its scale), per subtask for a group.
 - ``num_samples`` draws a seeded subset of doc ids (what lm-eval's ``samples=`` selects), split across a
   group's subtasks in proportion to their sizes; each subtask's few-shot sampler is seeded with

@@ -1,0 +1,126 @@
+"""Calibration cells of the paired 0/100 (binary) rules, all by exact enumeration over the tables (b, c).
+
+* McNemar exact (margin 0): NO-GO at a drop of exactly 0;
+* Tango + exact unconditional: NO-GO at a drop of exactly the margin, GO at a drop of exactly the tolerance;
+* the two printed one-sided bounds (GO bound, NO-GO bound): how often each covers the true difference, at
+  true differences of -5, 0 and +5 points and at its own threshold, after the pinning to the deciding test
+  (:func:`runner.stats.numerics.paired_binomial.claims.binary_claims`).
+
+The nuisance is the total discordance ``d``: the grid's values at or above the drop, and ``d`` equal to the
+drop itself (every discordant pair a loss), the least favourable point of the null. Each region is the
+product's own test, reduced to a cut-off per number of discordant pairs
+(:func:`runner.stats.numerics.paired_binomial.enumeration.go_cutoffs`, :func:`~runner.stats.numerics.paired_binomial.enumeration.mcnemar_cutoffs`).
+A bound misses the true difference exactly where the test it inverts (same ordering, same nuisance grid as the
+printed bound) rejects at the true difference: the bounds are Buehler bounds, monotone in ``delta``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from runner.stats.numerics.paired_binomial import enumeration as en
+from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate, Rule
+
+ALPHA = 0.05
+RULE_MCNEMAR = "binary: McNemar exact (margin 0)"
+RULE_TANGO = "binary: Tango + exact unconditional"
+RULE_GO_BOUND = "binary: GO bound (one-sided 95%)"
+RULE_NO_GO_BOUND = "binary: NO-GO bound (one-sided 95%)"
+
+
+def _discordances(grid_d: list[float], drop: float) -> list[float]:
+    """The grid's discordances that the drop allows, and the drop itself (every discordant pair one way)."""
+    out = sorted({d for d in grid_d if d >= abs(drop)} | ({abs(drop)} if drop else set()))
+    return out
+
+
+def _no_go_cutoffs(n: int, margin: float):  # noqa: ANN202 - numpy int array, on the wins
+    return en.mcnemar_cutoffs(n, ALPHA) if margin == 0 else en.go_cutoffs(n, margin / 100.0, ALPHA)
+
+
+def mcnemar_no_go(n: int, d: float, trials: int, seed: int) -> Rate:
+    """False NO-GO of McNemar's exact test at a true drop of 0."""
+    return Rate.enumerated(en.region_rate(en.mcnemar_cutoffs(n, ALPHA), n, d, 0.5))
+
+
+def margin_no_go(n: int, margin: float, d: float, trials: int, seed: int) -> Rate:
+    """False NO-GO of the margin test at a true drop of exactly the margin (wins share (d - m) / 2d)."""
+    m = margin / 100.0
+    return Rate.enumerated(en.region_rate(en.go_cutoffs(n, m, ALPHA), n, d, (d - m) / (2.0 * d)))
+
+
+def tolerance_go(n: int, tolerance: float, d: float, trials: int, seed: int) -> Rate:
+    """False GO at a true drop of exactly the tolerance (losses share (d + t) / 2d)."""
+    t = tolerance / 100.0
+    return Rate.enumerated(en.region_rate(en.go_cutoffs(n, -t, ALPHA), n, d, (d + t) / (2.0 * d)))
+
+
+def go_bound_coverage(n: int, tolerance: float, truth: float, d: float, trials: int, seed: int) -> Rate:
+    """Coverage of the printed GO bound L (new - reference > L) at a true difference ``truth`` (points).
+
+    It misses exactly when the exact test on the grid of -t rejects at the truth (GO at -t included, the
+    bound inverting it at every delta); the pinning to the GO test is kept (a no-op but at float ties)."""
+    import numpy as np
+
+    t, x = tolerance / 100.0, truth / 100.0
+    k_go, k_x = en.go_cutoffs(n, -t, ALPHA), en.go_cutoffs(n, -t, ALPHA, x)
+    k = np.maximum(k_go, k_x) if x < -t else np.minimum(k_go, k_x)
+    return Rate.enumerated(1.0 - en.region_rate(k, n, d, (d - x) / (2.0 * d)))
+
+
+def no_go_bound_coverage(n: int, margin: float, truth: float, d: float, trials: int, seed: int) -> Rate:
+    """Coverage of the printed NO-GO bound U (new - reference < U) at a true difference ``truth`` (points).
+
+    Pinned to the deciding NO-GO test at -m (McNemar's at m = 0; for m > 0 the bound inverts that test and
+    the pinning is a no-op): above -m it misses when NO-GO was shown or the bound's own test at the truth
+    rejects, at or below -m only when both hold."""
+    import numpy as np
+
+    m, x = margin / 100.0, truth / 100.0
+    k_no, k_x = _no_go_cutoffs(n, margin), en.go_cutoffs(n, m, ALPHA, -x)
+    k = np.maximum(k_no, k_x) if x > -m else np.minimum(k_no, k_x)
+    return Rate.enumerated(1.0 - en.region_rate(k, n, d, (d + x) / (2.0 * d)))
+
+
+def cells(grid: Grid) -> list[Cell]:
+    ns = grid.pick([57, 100, 500, 4096], [57, 100])
+    ds = grid.pick([0.02, 0.05, 0.20], [0.02, 0.05, 0.20])
+    points = grid.pick([1.0, 2.75, 5.0], [2.75, 5.0])
+    truths = [-5.0, 0.0, 5.0]
+    out: list[Cell] = []
+    for n in ns:
+        for d in ds:
+            out.append(Cell(RULE_MCNEMAR, "NO-GO at drop 0", f"n={n} d={d:.0%}", "error", ALPHA,
+                            partial(mcnemar_no_go, n, d)))
+        for p in points:
+            for d in _discordances(ds, p / 100.0):
+                setting = f"n={n} d={d:.4g} m={p:g}"
+                out.append(Cell(RULE_TANGO, "NO-GO at drop = margin", setting, "error", ALPHA,
+                                partial(margin_no_go, n, p, d)))
+                out.append(Cell(RULE_TANGO, "GO at drop = tolerance", setting.replace("m=", "t="), "error", ALPHA,
+                                partial(tolerance_go, n, p, d)))
+        for p in points:
+            for x in sorted({*truths, -p}):
+                for d in _discordances(ds, x / 100.0):
+                    out.append(Cell(RULE_GO_BOUND, "coverage", f"n={n} t={p:g} true diff {x:+g} d={d:.4g}",
+                                    "coverage", 1 - ALPHA, partial(go_bound_coverage, n, p, x, d)))
+        for p in [0.0, *points]:
+            for x in sorted({*truths, -p}):
+                for d in _discordances(ds, x / 100.0):
+                    out.append(Cell(RULE_NO_GO_BOUND, "coverage" + (" (McNemar-pinned)" if p == 0 else ""),
+                                    f"n={n} m={p:g} true diff {x:+g} d={d:.4g}", "coverage", 1 - ALPHA,
+                                    partial(no_go_bound_coverage, n, p, x, d)))
+    return out
+
+
+FAMILY = Family("binary", (
+    Rule("binary: McNemar exact (margin 0)", "paired 0/100 scores, stats.margin=0: the NO-GO claim",
+         ("NO-GO at drop 0",), "NO-GO bound: the exact unconditional bound, pinned to McNemar's verdict"),
+    Rule("binary: Tango + exact unconditional", "paired 0/100 scores: the GO claim, and NO-GO with a margin",
+         ("GO at drop = tolerance", "NO-GO at drop = margin"),
+         "the Buehler bounds of the exact unconditional test ordered by Tango's score bound"),
+    Rule("binary: GO bound (one-sided 95%)", "printed with every paired 0/100 verdict", ("coverage",),
+         "inverts the GO test at every delta"),
+    Rule("binary: NO-GO bound (one-sided 95%)", "printed with every paired 0/100 verdict",
+         ("coverage", "coverage (McNemar-pinned)"), "inverts the NO-GO test at every delta"),
+), cells)

@@ -1,0 +1,88 @@
+"""Calibration of the unpaired rule (TensorRT-LLM's z-test) with a reference measured on another n.
+
+The reference value is the mean of ``n_ref`` 0/100 scores and the run's of ``n``, each binomial with
+success probability ``p`` (sigma configured at 50, the 0/100 worst case ``p = 0.5``). Every pair of
+counts is enumerated (those with probability below 1e-15 are dropped: their total is below 1e-12), so
+the rates are exact. The decision's parameters come from :func:`runner.stats.dispatch.decide_against`
+on a reference entry that records ``num_samples = n_ref`` (the product reading the entry); each
+outcome is then decided by :func:`runner.stats.numerics.ztest.decide` and :func:`runner.stats.numerics.ztest.unpaired_claims`,
+the two functions that rule calls.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from runner.contract.evaluator import ScoredSample
+from runner.stats.numerics.ztest import unpaired_claims
+from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate, Rule
+from runner.stats.dispatch import decide_against
+from runner.stats.data.entry import Entry
+from runner.stats.settings import StatsConfig
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.numerics.ztest import decide
+from runner.stats.data.tolerance import Tolerance
+
+ALPHA = 0.05
+SIGMA = 50.0
+SIZES = [(57, 57), (500, 500), (57, 500), (500, 57), (4096, 57)]  # (the run's n, the reference's n)
+
+
+def product_params(n: int, n_ref: int) -> Any:
+    """The unpaired test's parameters as the job builds them for a run of ``n`` against an entry recorded on
+    ``n_ref`` samples."""
+
+    params = HypothesisParams(ALPHA, 0.2, SIGMA, n)
+    reference = Entry(50.0, samples_measured=n_ref)
+    scored = [ScoredSample(f"s{i}", "", "", "", 100.0 * (i % 2), {}) for i in range(n)]
+    decision = decide_against(reference, scored, 50.0, params, StatsConfig(), None, "accuracy", None, None, (),
+                              Tolerance(1.0, "calibration"))
+    return decision.verdict.params
+
+
+def _support(n: int, p: float) -> tuple[Any, Any]:
+    import numpy as np
+    from scipy import stats
+
+    k = np.arange(n + 1)
+    pmf = stats.binom.pmf(k, n, p)
+    keep = pmf > 1e-15
+    return k[keep], pmf[keep]
+
+
+def _rate(trials: int, seed: int, *, n: int, n_ref: int, p: float, drop: float, tolerance: float, claim: str) -> Rate:
+    params = product_params(n, n_ref)
+    k_ref, w_ref = _support(n_ref, p)
+    k_new, w_new = _support(n, p - drop / 100.0)
+    total = 0.0
+    for kr, wr in zip(k_ref, w_ref):
+        reference = 100.0 * kr / n_ref
+        for kn, wn in zip(k_new, w_new):
+            verdict = decide(100.0 * kn / n, reference, params)
+            made = (not verdict.passed if claim == "NO-GO"
+                    else unpaired_claims(verdict, 0.0, tolerance).within)
+            if made:
+                total += wr * wn
+    return Rate.enumerated(total)
+
+
+def cells(grid: Grid) -> list[Cell]:
+    out: list[Cell] = []
+    rule = "unpaired z-test: sigma sqrt(1/n + 1/n_ref)"
+    for n, n_ref in grid.pick(SIZES, [(500, 57), (57, 500)]):
+        where = f"n={n} n_ref={n_ref} p=0.5"
+        if min(n, n_ref) < 100:
+            where += " (upstream's normal approximation on a 57-score 0/100 lattice, kept)"
+        out.append(Cell(rule, "NO-GO at drop = margin (0)", where, "error", ALPHA,
+                        partial(_rate, n=n, n_ref=n_ref, p=0.5, drop=0.0, tolerance=0.0, claim="NO-GO")))
+        for tol in grid.pick([1.0, 2.75, 5.0], [5.0]):
+            out.append(Cell(rule, "GO at drop = tolerance", f"{where} t={tol:g}", "error", ALPHA,
+                            partial(_rate, n=n, n_ref=n_ref, p=0.5, drop=tol, tolerance=tol, claim="GO")))
+    return out
+
+
+FAMILY = Family("unpaired", (
+    Rule("unpaired z-test: sigma sqrt(1/n + 1/n_ref)", "no per-sample reference scores (TensorRT-LLM's test)",
+         ("NO-GO at drop = margin (0)", "GO at drop = tolerance"), "the Wald bound, upstream's z-test inverted"),
+), cells)

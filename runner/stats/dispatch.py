@@ -1,0 +1,215 @@
+"""From a score and its reference to one decision: the precedence of the rules, tried in order."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
+
+from runner.contract.errors import ConfigError
+from runner.contract.evaluator import CorpusMetric
+from runner.stats.data.claims import Claims, paired_claims
+from runner.stats.data.entry import ReferenceEntry
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.data.pairing import PairedScores, is_binary
+from runner.stats.data.paired_result import PairedResult
+from runner.stats.data.tolerance import Tolerance
+from runner.stats.data import pairing
+from runner.stats.decision import Decision
+from runner.stats.numerics import cluster_variance as clustering, scale
+from runner.stats.numerics.paired_binomial.claims import binary_claims
+from runner.stats.numerics.ztest import decide, unpaired_claims
+from runner.stats.rules import clustered as clustered_rules
+from runner.stats.rules.corpus import decide_corpus
+from runner.stats.rules.paired_binary import mcnemar_exact
+from runner.stats.rules.paired_continuous import BETTING, check_bounds, paired_continuous
+from runner.stats.settings import margin_points
+
+
+
+def _deterministic_rule(reference: ReferenceEntry, params: HypothesisParams) -> str | None:
+    if reference.threshold is not None:
+        return "explicit_threshold"
+    if params.sigma == 0:
+        return "exact"
+    return None
+
+
+def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: float, params: HypothesisParams,
+                   stats: Any, chance_level: float | None, metric: str, rows: Mapping[str, Any] | None = None,
+                   pairing_problem: str | None = None, gates: Sequence[Any] = (),
+                   tolerance: Tolerance | None = None, cluster_key: str | None = None,
+                   corpus: CorpusMetric | None = None, score_bounds: tuple[float, float] | None = None) -> Decision:
+    """Apply the precedence of the module docstring; ``params.num_samples`` is the number evaluated.
+
+    ``rows``: the reference's per-sample scores by sample id (each with a ``score``), when the job loaded
+    them; ``pairing_problem``: why they cannot be paired with ``scored`` (None: they can). The regression
+    claim is tested at ``stats.margin``, the tolerance claim at ``tolerance`` (points). ``cluster_key``: the
+    task's (a field of each sample's meta); with ``stats.cluster=auto`` the statistical rules use
+    cluster-robust standard errors (:mod:`runner.stats.numerics.cluster_variance`). ``corpus``: the task's corpus metric over
+    the samples' ``meta[CORPUS_ITEM]`` (None: the metric is the mean of the scores); its rules are the bootstrap's
+    (:mod:`runner.stats.numerics.corpus_bootstrap`), resampling clusters where the job clusters. ``score_bounds``: the range of every
+    per-sample score (the task's); with them a continuous metric's paired test is the finite-sample betting test."""
+
+    notes: list[str] = []
+    margin = margin_points(stats, reference.value)
+    common = dict(margin=margin, gate=stats.gate, mode=stats.verdicts, on_inconclusive=stats.on_inconclusive,
+                  cluster_mode=stats.cluster)
+    rule = _deterministic_rule(reference, params)
+    if rule is not None:
+        if margin or stats.tolerance is not None:
+            notes.append(f"stats.margin and stats.tolerance do not apply to the {rule.replace('_', ' ')} rule of this "
+                         "entry: its verdict is GO when the rule holds, NO-GO when it fails")
+        verdict = decide(score, reference.value, params, reference.threshold, metric=metric)
+        return Decision(rule, verdict.passed, verdict, None, list(gates), notes, **common)
+    if tolerance is None:
+        raise ValueError("a statistical rule needs the tolerance of the GO claim")
+
+    n_ref = reference.samples_measured
+    if n_ref is not None and n_ref != params.num_samples:
+        params = replace(params, reference_samples=n_ref)
+        notes.append(f"unpaired test: the reference was measured on {n_ref} samples and this run on "
+                     f"{params.num_samples}: scale sigma sqrt(1/n + 1/n_ref)")
+    if stats.method == "unpaired":
+        rows = None
+    key = cluster_key if stats.cluster == "auto" else None
+    labels = clustering.labels_of(scored, key) if key else None
+    if corpus is not None:
+        found = decide_corpus(reference, scored, score, params, stats, corpus, metric, rows, pairing_problem, labels,
+                              margin, tolerance.points, notes)
+        return Decision("paired" if found.paired is not None else "unpaired",
+                        (found.paired or found.verdict).passed, found.verdict, found.paired, list(gates), notes,
+                        claims=found.claims, tolerance=tolerance, **common)
+    if rows and not all(r.score in (0.0, 100.0) for r in rows.values()):
+        sigma = scale.estimate_sigma(r.score for r in rows.values())
+        notes.append(f"sigma {sigma:.3f} estimated from the reference's {len(rows)} per-sample scores "
+                     f"(configured {params.sigma:g})")
+        params = replace(params, sigma=sigma)
+    unpaired_deff = None
+    if labels is not None:
+        params, unpaired_deff = clustered_rules.unpaired_params(scored, labels, key, params, stats, notes)
+    verdict = decide(score, reference.value, params, None, metric=metric, tolerance=margin)
+
+    result = claims = None
+    if rows is not None:
+        problem = pairing_problem
+        if problem is not None:
+            pairing.unpaired_because(problem, stats.method, reference, "per-sample scores", notes)
+        else:
+            new_scores = {s.sample_id: s.score for s in scored}
+            pairs = pairing.pair_scores({k: r.score for k, r in rows.items()}, new_scores)
+            complete = pairs.n_matched == len(new_scores)
+            if complete or stats.method == "paired":
+                clusters = None if labels is None else (key, [labels[i] for i in pairs.ids])
+                result, claims = _paired(pairs, params, stats, margin, tolerance.points, clusters, notes,
+                                         score_bounds)
+                if not complete:
+                    notes.append(f"paired test on the {pairs.n_matched} of {len(new_scores)} samples the reference also scored")
+            else:
+                notes.append(f"unpaired test: only {pairs.n_matched} of {len(new_scores)} samples have reference scores "
+                             "(another subset); stats.method=paired uses the matched ones")
+    elif stats.method == "paired":
+        raise ConfigError("a paired test needs the reference's per-sample scores, and this entry has none",
+                          where=f"{reference.path} entry {reference.index}", given="stats.method=paired",
+                          fix="record the reference again with reference.mode=record, or use stats.method=auto|unpaired")
+    if claims is None:
+        claims = unpaired_claims(verdict, margin, tolerance.points)
+        if unpaired_deff is not None and unpaired_deff.applied != 1.0:
+            claims = replace(claims, method="Wald, sigma x sqrt(design effect) (inverts the z-test both ways)")
+
+    deff = result.design_effect if result is not None else unpaired_deff
+    shown = claims.regression
+    claims = clustered_rules.too_few(claims, deff, stats, notes)
+    passed = result.passed if result is not None else verdict.passed
+    decision = Decision("paired" if result is not None else "unpaired", passed or shown != claims.regression,
+                        verdict, result, list(gates), notes, claims=claims, tolerance=tolerance, **common,
+                        clustering=deff)
+    if chance_level is not None:
+        # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
+        # reference at or past chance is then worth a warning
+        theta = decision.theta if decision.theta is not None else 0.0
+        warning = scale.near_chance_warning(reference.value, theta, chance_level, params.higher_is_better)
+        if warning:
+            notes.append(warning)
+    return decision
+
+
+def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float,
+            clusters: tuple[str, list[str]] | None, notes: list[str],
+            bounds: tuple[float, float] | None = None) -> tuple[Any, Claims]:
+    """The paired test of the regression claim, and both claims with their interval; ``clusters``: the cluster
+    key and each pair's cluster, when the job clusters (each claim then needs both the clustered test of the mean
+    difference and the independent test: :func:`runner.stats.rules.clustered.paired`); ``bounds``: the task's score
+    bounds."""
+
+    if clusters is not None:
+        independent = _paired(pairs, params, stats, margin, tolerance, None, notes, bounds)
+        return clustered_rules.paired(pairs, params, stats, margin, tolerance, *clusters, notes, independent)
+    kw = dict(method=stats.paired_test, seed=stats.bootstrap_seed, bounds=bounds,
+              truncation=getattr(stats, "betting_truncation", None))
+    result = paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=margin,
+                                      gate="regression", **kw)
+    if result.discordant is not None:
+        b, c = result.discordant
+        return result, binary_claims(b, c, result.n, params.alpha, params.higher_is_better, margin, tolerance,
+                                          not result.passed)
+    within = paired_test(pairs, params.alpha, params.beta, params.higher_is_better, tolerance=tolerance,
+                                      gate="noninferiority", **kw)
+    if result.method != BETTING:
+        notes.append(_asymptotic_note(stats.paired_test, score_bounds(pairs, bounds) is not None))
+    return result, paired_claims(result, within)
+
+
+def _asymptotic_note(chosen: str, bounded: bool) -> str:
+    """Why a continuous metric's verdict rests on a test whose alpha holds only for large n."""
+    if bounded:
+        return (f"stats.paired_test={chosen}: an asymptotic test; with few changed samples or skewed differences its "
+                "false GO / NO-GO rate can exceed alpha (stats.paired_test=auto uses the finite-sample betting test)")
+    return ("the task declares no score bounds (an unbounded metric): the paired t-test decides, and its alpha holds "
+            "only for large n; no test of an unbounded mean holds it at every n (Bahadur & Savage 1956)")
+
+
+
+def paired_test(
+    pairs: PairedScores,
+    alpha: float,
+    beta: float,
+    higher_is_better: bool = True,
+    method: str = "auto",
+    seed: int = 0,
+    tolerance: float = 0.0,
+    gate: str = "regression",
+    bounds: tuple[float, float] | None = None,
+    truncation: float | None = None,
+) -> PairedResult:
+    """Run the fitting paired test: McNemar for binary scores, the betting test for other bounded scores, the
+    t-test for unbounded ones.
+
+    ``method`` is ``"auto"``, ``"mcnemar"``, ``"betting"``, ``"t"`` or ``"bootstrap"``. For binary scores a
+    ``tolerance`` (the regression margin) moves McNemar's exact test to Tango's score test, which
+    tests a shifted difference of paired proportions. ``bounds``: the range every per-sample score lies in
+    (the task's ``score_bounds``); None: unbounded or unknown, except that binary scores are within [0, 100]
+    (or [0, 1]).
+    """
+    bounds = score_bounds(pairs, bounds)
+    if method == "auto":
+        method = "mcnemar" if is_binary(pairs) else ("betting" if bounds is not None else "t")
+    if method == "mcnemar":
+        return mcnemar_exact(pairs.reference, pairs.new, alpha, beta, higher_is_better, gate=gate, margin=tolerance)
+    if method == "betting" and bounds is None:
+        raise ConfigError("the betting test needs bounded scores, and this task declares no score bounds",
+                          where="stats.paired_test", given="betting",
+                          fix="stats.paired_test=auto (the t-test for an unbounded metric such as perplexity)")
+    return paired_continuous(pairs.reference, pairs.new, alpha, beta, higher_is_better, method=method, seed=seed,
+                             tolerance=tolerance, gate=gate, bounds=bounds, truncation=truncation)
+
+
+def score_bounds(pairs: PairedScores, declared: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The bounds the paired scores lie in: the task's declared ones (checked), else [0, 100] or [0, 1] for
+    binary scores (the McNemar rule reads them as such too), else None."""
+    if declared is not None:
+        check_bounds([*pairs.reference, *pairs.new], declared)
+        return (float(declared[0]), float(declared[1]))
+    if is_binary(pairs):
+        values = set(pairs.reference) | set(pairs.new)
+        return (0.0, 1.0) if values <= {0.0, 1.0} else (0.0, 100.0)
+    return None

@@ -1,0 +1,116 @@
+"""How a job's decision uses clustered samples (``stats.cluster=auto`` and a task ``cluster_key``).
+
+* **unpaired** (TensorRT-LLM's z-test, sigma from the task): the design effect of the run's own scores
+  (CR2, floored at 1, :mod:`runner.stats.numerics.cluster_variance`) and the few-cluster factor ``t(df) / z`` inflate
+  sigma, ``sigma_eff = sigma sqrt(deff) t / z``, so the threshold, theta, interval and p-value all
+  follow (the z-test on ``sigma_eff`` rejects exactly when a t-test with ``df`` would; ``df`` from
+  :func:`runner.stats.numerics.cluster_variance.degrees_of_freedom`, at most ``C - 1``), and the advice's sample counts grow with it.
+* **paired**: each claim holds only when both the clustered t-test of the mean difference
+  (:mod:`runner.stats.numerics.clustered_paired`: CR2, small-sample df) and the independent test on the same
+  pairs (McNemar's exact and Tango's tests for 0/100 scores, the paired continuous test otherwise)
+  show it, so clustering never makes a verdict more decisive than the unclustered exact test. Where
+  nothing is clustered (one sample per cluster, one cluster, differences that do not vary) the
+  independent tests alone decide.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Sequence
+
+from runner.stats.data.claims import paired_claims
+from runner.stats.data import pairing
+from runner.stats.numerics import cluster_variance as clustering
+from runner.stats.numerics.clustered_paired import clustered_paired
+from runner.stats.data.paired_result import PairedResult
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.data.claims import Claims
+
+
+def unpaired_params(scored: Sequence[Any], labels: dict[str, str], key: str, params: HypothesisParams, stats: Any,
+                    notes: list[str]) -> tuple[HypothesisParams, clustering.DesignEffect]:
+    """The unpaired test's parameters with ``sigma sqrt(deff) t / z``, and the design effect of the run's scores.
+
+    ``t / z`` (the ``1 - alpha`` quantiles of Student's t with the design effect's small-sample degrees of
+    freedom and of the normal) makes the z-test's threshold, p < alpha and interval those of that t-test: the
+    design effect is estimated from ``C`` cluster sums (with three clusters and ICC 0.1-0.3 the z quantile gives
+    false claims at 0.11-0.17)."""
+    deff = clustering.design_effect([s.score for s in scored], [labels[s.sample_id] for s in scored], key)
+    if deff.trivial or deff.df is None:
+        return params, deff
+    few = clustering.critical(params.alpha, deff.df) / clustering.critical(params.alpha, None)
+    sigma = params.sigma * math.sqrt(deff.applied) * few
+    notes.append(f"unpaired test: sigma {params.sigma:g} x sqrt(design effect {deff.applied:.3f}) x t({deff.df:.2f})"
+                 f"/z quantiles {few:.3f} = {sigma:.3f} ({deff.clusters} clusters by {key})")
+    params = replace(params, sigma=sigma)
+    if stats.sequential.enabled or stats.extensions:
+        notes.append("sequential looks: the paired looks treat samples as independent; clustered errors reach only "
+                     "the unpaired looks (through sigma)")
+    return params, deff
+
+
+def paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float, key: str,
+           labels: list[str], notes: list[str], independent: tuple[PairedResult, Claims]
+           ) -> tuple[PairedResult, Claims]:
+    """Both claims on clustered pairs: each holds only when the clustered t-test (CR2, small-sample df) and the
+    independent test (``independent``: its result and claims on the same pairs) both show it.
+
+    The design effect is attached to the result in every case; the independent tests alone decide where
+    nothing is clustered (one sample per cluster, one cluster, or differences that do not vary)."""
+    ind_result, ind_claims = independent
+    binary = stats.paired_test in ("auto", "mcnemar") and pairing.is_binary(pairs)
+    diffs = [b - a for a, b in zip(pairs.reference, pairs.new)]
+    deff = clustering.design_effect(diffs, labels, key)
+    alone = (replace(ind_result, design_effect=deff), ind_claims)
+    if deff.trivial or stats.paired_test == "mcnemar" and not binary:
+        return alone  # the independent tests decide (McNemar's says why it needs 0/100 scores)
+    if deff.clusters < 2:
+        notes.append(f"clustered errors: every sample is in one cluster ({key}), so no clustered variance exists and "
+                     "the independent tests decide")
+        return alone
+    if len(set(diffs)) < 2:
+        notes.append("clustered errors: the paired differences do not vary, so no clustered variance exists and "
+                     "the independent tests decide")
+        return alone
+    args = (pairs.reference, pairs.new, labels, key, params.alpha, params.beta, params.higher_is_better)
+    result = clustered_paired(*args, binary=binary, tolerance=margin, gate="regression")
+    within = clustered_paired(*args, binary=binary, tolerance=tolerance, gate="noninferiority")
+    clustered = paired_claims(result, within)
+    claims = both(clustered, ind_claims, f"{result.design_effect.df:.2f} df")
+    decided = replace(result, p_value=max(result.p_value, ind_result.p_value),
+                      passed=result.passed or ind_result.passed, ci=claims.ci,
+                      method=f"{result.method} and {ind_result.method}",
+                      ci_method=f"{result.ci_method}; {ind_result.ci_method}")
+    return decided, claims
+
+
+def both(clustered: Claims, independent: Claims, df: str) -> Claims:
+    """The claims that hold only when the clustered test and the independent one both show them.
+
+    Each claim is an intersection-union test, so its p-value is the larger of the two, and the interval
+    that inverts it is the hull of the two intervals: its bad-side bound is the less decisive one, and so
+    is its good side."""
+    assert clustered.ci is not None and independent.ci is not None
+    p_within = None
+    if clustered.p_within is not None and independent.p_within is not None:
+        p_within = max(clustered.p_within, independent.p_within)
+    return Claims(regression=clustered.regression and independent.regression,
+                  within=clustered.within and independent.within,
+                  low=min(clustered.low, independent.low), high=max(clustered.high, independent.high),
+                  method=f"the less decisive of clustered paired t (CR2, {df}) and {independent.method}",
+                  p_within=p_within)
+
+
+def too_few(claims: Claims, deff: clustering.DesignEffect | None, stats: Any, notes: list[str]) -> Claims:
+    """No claim where the samples fall in fewer than ``stats.min_clusters`` clusters of more than one sample: the
+    clustered variance then rests on too few cluster sums for any claim to hold its alpha (the interval is still
+    printed, as a description)."""
+    least = getattr(stats, "min_clusters", 10)
+    if deff is None or deff.trivial or deff.clusters >= least or not (claims.regression or claims.within):
+        return claims
+    notes.append(f"clustered errors: {deff.clusters} clusters by {deff.key}, fewer than stats.min_clusters={least}: "
+                 "too few cluster sums for a claim at alpha, so neither claim is made (INCONCLUSIVE); "
+                 "stats.cluster=off treats the samples as independent")
+    return replace(claims, regression=False, within=False,
+                   method=f"{claims.method}; no claim: {deff.clusters} clusters < stats.min_clusters={least}")

@@ -1,0 +1,179 @@
+"""Paired continuous scores: the finite-sample betting test for bounded scores, the paired t-test for unbounded
+ones, or (chosen) a seeded paired bootstrap; each side of the interval inverts its own test."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from runner.stats.data.paired_result import BettingSample, PairedResult
+from runner.stats.numerics import betting
+from runner.stats.numerics.normal import z
+from runner.stats.numerics.power import power_constant
+from runner.stats.numerics.resampling import basic_bootstrap, bootstrap_means, check_resamples
+
+
+
+CONTINUOUS_METHODS = ("betting", "t", "bootstrap")
+
+
+BETTING = "paired betting test (Waudby-Smith & Ramdas)"
+
+
+def paired_continuous(
+    ref: Sequence[float],
+    new: Sequence[float],
+    alpha: float,
+    beta: float,
+    higher_is_better: bool = True,
+    method: str = "t",
+    seed: int = 0,
+    n_boot: int = 10_000,
+    tolerance: float = 0.0,
+    gate: str = "regression",
+    bounds: tuple[float, float] | None = None,
+    truncation: float | None = None,
+) -> PairedResult:
+    """One-sided paired test on per-sample score differences (ROUGE, perplexity; 0/100 with a tolerance).
+
+    The differences ``new - ref`` are oriented so that negative means worse (their sign is
+    flipped when lower is better), and ``tolerance`` (points, >= 0) is added to them. Regression
+    gate, H0: the shifted mean is >= 0, rejected (a regression) when ``p < alpha``.
+    Non-inferiority gate, H0: the shifted mean is <= 0, rejected (a pass) when ``p < alpha``.
+
+    * ``method="betting"``: the finite-sample test of :mod:`runner.stats.numerics.betting` on the differences, which lie
+      in ``[-w, w]`` with ``w = bounds[1] - bounds[0]`` (every score within ``bounds``); each end of the
+      interval is the confidence bound that inverts its side's test. Its rate holds at any n, for sparse and
+      skewed differences (the t-test's does not); differences that never vary cannot show a small tolerance
+      below the n where a rare change the size of the range would have shown up. The differences are bet on in
+      an order drawn by a generator seeded by ``seed`` (the test holds for any order fixed before the scores
+      are seen; a random one makes it hold when the dataset is sorted, by subject or by difficulty);
+      ``truncation``: the largest bet's share of the most the capital allows (:data:`runner.stats.numerics.betting.TRUNCATION`
+      when None).
+    * ``method="t"``: paired t-test; interval ``mean +- t_{1-alpha, n-1} sd / sqrt(n)``. Its rate holds only
+      asymptotically; the one rule for unbounded scores (no finite-sample test of a mean exists for them:
+      Bahadur & Savage 1956). Differences that do not vary (``sd = 0``) show nothing: ``p = 1``, no interval.
+    * ``method="bootstrap"``: the shifted differences are centred on 0 (H0) and resampled
+      ``n_boot`` times with a generator seeded by ``seed``;
+      ``p = (1 + #{resampled mean <= observed mean}) / (n_boot + 1)`` (``>=`` for
+      non-inferiority); the interval is the basic bootstrap interval of the same resampled means
+      (``2 mean - `` their order statistics), at the order statistic that makes it invert the
+      p-value exactly: oriented as ``sign * (new - reference)``, its upper end is below
+      ``-tolerance`` iff the regression p-value is below alpha, and its lower end above
+      ``-tolerance`` iff the non-inferiority p-value is.
+
+    ``theta_paired = (|z(alpha)| + |z(beta)|) * sd(diff) / sqrt(n)`` (the betting test's critical value is
+    ``sqrt(2 log(1 / alpha))`` in place of ``|z(alpha)|``, its large-n width).
+    """
+    import numpy as np
+
+    k = power_constant(alpha, beta)
+    if method not in CONTINUOUS_METHODS:
+        raise ValueError(f"method must be one of {', '.join(CONTINUOUS_METHODS)}, got {method!r}")
+    r = np.asarray([float(v) for v in ref], dtype=float)
+    w = np.asarray([float(v) for v in new], dtype=float)
+    if r.shape != w.shape:
+        raise ValueError(f"paired scores need equal lengths, got {r.size} and {w.size}")
+    n = int(r.size)
+    if n < 2:
+        raise ValueError(f"a paired continuous test needs at least 2 samples, got {n}")
+    if not (np.all(np.isfinite(r)) and np.all(np.isfinite(w))):
+        raise ValueError("paired scores must be finite numbers")
+    diff = w - r
+    sign = 1.0 if higher_is_better else -1.0
+    shifted = sign * diff + tolerance
+    mean_s = float(shifted.mean())
+    mean_d = float(diff.mean())
+    sd = float(diff.std(ddof=1))
+    regression = gate == "regression"
+    if method == "betting":
+        name = BETTING
+        p, ci, width = _betting(sign * diff, bounds, alpha, tolerance, regression, seed, truncation)
+        k = math.sqrt(2.0 * math.log(1.0 / alpha)) + abs(z(beta))
+        ci = ci if sign > 0 else (-ci[1], -ci[0])
+        ci_method = f"betting bounds, differences within +-{width:g}"
+    elif method == "t":
+        name = "paired t-test"
+        from scipy import stats
+
+        if sd == 0.0:  # no spread seen: nothing about the mean is shown either way
+            p, ci = 1.0, (-math.inf, math.inf)
+        else:
+            t_stat = mean_s / (sd / math.sqrt(n))
+            p = float(stats.t.cdf(t_stat, n - 1) if regression else stats.t.sf(t_stat, n - 1))
+            half = float(stats.t.ppf(1 - alpha, n - 1)) * sd / math.sqrt(n)
+            ci = (mean_d - half, mean_d + half)
+        ci_method = "paired t"
+    else:
+        name = "paired bootstrap"
+        check_resamples(n_boot)
+        means = bootstrap_means(diff, n_boot, seed)
+        p, ci = basic_bootstrap(mean_d, means, sign, tolerance, alpha, regression,
+                                1e-12 * max(1.0, float(np.abs(shifted).max())))
+        ci_method = "bootstrap basic (inverts the shift p-value)"
+    return PairedResult.gated(
+        p, alpha, beta, higher_is_better, gate, tolerance,
+        method=name,
+        n=n,
+        mean_diff=mean_d,
+        theta_paired=k * sd / math.sqrt(n),
+        reference_mean=float(r.mean()),
+        new_mean=float(w.mean()),
+        sd_diff=sd,
+        ci=ci,
+        ci_method=ci_method,
+        betting=BettingSample(tuple(float(v) for v in diff), width, _truncation(truncation), seed)
+        if method == "betting" else None,
+    )
+
+
+def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: float,  # noqa: ANN001
+             regression: bool, seed: int = 0,
+             truncation: float | None = None) -> tuple[float, tuple[float, float], float]:
+    """The betting test of the oriented differences ``gain`` (negative is worse) against ``-tolerance``, and the
+    interval for the gain whose side of the test inverts it: ``(p, (low, high), w)``, ``w`` the score range."""
+    import numpy as np
+
+    if bounds is None:
+        raise ValueError("the betting test needs the scores' bounds (the task's score_bounds)")
+    lo, hi = (float(b) for b in bounds)
+    w = hi - lo
+    if not (math.isfinite(w) and w > 0):
+        raise ValueError(f"score bounds must be finite with low < high, got {bounds!r}")
+    if not 0 <= tolerance < w:
+        raise ValueError(f"the tolerance must be within [0, {w:g}) for scores within {bounds!r}, got {tolerance!r}")
+    c = _truncation(truncation)
+    x = np.clip((np.asarray(gain, dtype=float) + w) / (2.0 * w), 0.0, 1.0)
+    x = x[np.random.default_rng(seed).permutation(x.size)]
+    low = 2.0 * w * betting.lower_bound(x, alpha, c) - w
+    high = w - 2.0 * w * betting.lower_bound(1.0 - x, alpha, c)
+    if regression:  # H0: mean gain >= -tolerance, i.e. mean of 1 - x <= (w + tolerance) / (2 w)
+        p = betting.upper_p(1.0 - x, (w + tolerance) / (2.0 * w), alpha, c)
+        high = _pin(high, -tolerance, p < alpha, below=True)
+    else:  # H0: mean gain <= -tolerance, i.e. mean of x <= (w - tolerance) / (2 w)
+        p = betting.upper_p(x, (w - tolerance) / (2.0 * w), alpha, c)
+        low = _pin(low, -tolerance, p < alpha, below=False)
+    return p, (low, high), w
+
+
+def _truncation(truncation: float | None) -> float:
+    return betting.check_truncation(betting.TRUNCATION if truncation is None else truncation)
+
+
+def _pin(bound: float, edge: float, shown: bool, below: bool) -> float:
+    """A confidence bound kept on the side of ``edge`` its test decided (root finding may land a hair across)."""
+    tiny = 1e-9 * max(1.0, abs(edge))
+    if below:
+        return min(bound, edge - tiny) if shown else max(bound, edge)
+    return max(bound, edge + tiny) if shown else min(bound, edge)
+
+
+def check_bounds(scores, bounds: tuple[float, float]) -> None:  # noqa: ANN001
+    """Every score lies within the task's declared bounds (a score outside them voids the betting test)."""
+    import numpy as np
+
+    arr = np.asarray(scores, dtype=float)
+    lo, hi = bounds
+    if arr.size and (arr.min() < lo or arr.max() > hi):
+        raise ValueError(f"per-sample scores must lie within the task's score bounds [{lo:g}, {hi:g}], got values "
+                         f"from {arr.min():g} to {arr.max():g}")
