@@ -4,7 +4,7 @@ by the sample ids costs.
     python benchmarks/betting_order.py --trials 2000
 
 Each trial draws one data set of paired differences at the least favourable truth of the GO claim (mean drop =
-tolerance) or, for power, at drop 0. The betting test (runner.stats.continuous.betting, c = 0.9, bounds 0-100)
+tolerance) or, for power, at drop 0. The betting test (runner.stats.numerics.betting, c = 0.9, bounds 0-100)
 decides the GO claim in the order a seeded generator draws (the rule before) for seeds 0..S-1, and in the order
 of the SHA-256 of the sample ids (runner.stats.numerics.betting_order). "retry S" is GO when any of the first S
 seeds is: what a user who reruns with another seed until GO gets. Standard errors are binomial over trials.
@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from runner.stats.continuous import betting
+from runner.stats.numerics import betting
 from runner.stats.numerics.betting_order import order
 
 ALPHA, WIDTH, C = 0.05, 100.0, betting.TRUNCATION

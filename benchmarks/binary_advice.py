@@ -3,9 +3,9 @@
     python benchmarks/binary_advice.py
 
 A job at ``n0`` observed ``b`` losses and ``c`` wins (the rounded expectation of a truth: discordance ``d``, drop
-``D``) and is INCONCLUSIVE; its advice (runner.stats.advice.more_samples, as runner.stats.advising calls it) names
+``D``) and is INCONCLUSIVE; its advice (runner.stats.numerics.advice.more_samples, as runner.stats.advising calls it) names
 N. If the observed difference holds, a rerun at N is a fixed test at full alpha; its chance of the named claim is
-summed over every table of N samples (runner.stats.binary.enumeration: the GO region of Tango's test with its
+summed over every table of N samples (runner.stats.numerics.paired_binomial.enumeration: the GO region of Tango's test with its
 exact unconditional check, McNemar's for NO-GO). The normal formula without the continuity term (the rule
 before) is beside it. The claim stated: 80%.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import time
 
-from runner.stats.advice import POWER, binary_spread, more_samples
-from runner.stats.binary import enumeration as en
-from runner.stats.unpaired.ztest import z
+from runner.stats.numerics.advice import POWER, binary_spread, more_samples
+from runner.stats.numerics.paired_binomial import enumeration as en
+from runner.stats.numerics.normal import z
 
 ALPHA = 0.05
 CASES = [  # (n0, discordance, drop, tolerance)

@@ -6,7 +6,7 @@ that carry the variance (now).
 
 Layouts: 3 clusters of 150 and 9 single samples (12 "clusters"); 10 clusters of 200 down to 1; 20 of 100 down to 1;
 MMLU's 57 unequal ones (the calibration grid's). Each paired 0/100 run is drawn at ICC 0.3 (the calibration
-family's Dirichlet model, runner.stats.clustered.calibration) at the least favourable truth of GO (drop =
+family's Dirichlet model, benchmarks.calibration_grid.clustered) at the least favourable truth of GO (drop =
 tolerance) and decided by the job's own decision (the clustered CR2 t and the independent exact test, both
 needed). "before": that decision with any cluster count accepted, then the old floor (at least 10 clusters, single
 samples included); "now": the decision as the job makes it. Standard errors binomial over trials.
@@ -21,8 +21,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from runner.stats.clustered import calibration as cal
-from runner.stats.clustered.paired import clustered_paired
+from benchmarks.calibration_grid import clustered as cal
+from runner.stats.numerics.clustered_paired import clustered_paired
 from runner.stats.settings import StatsConfig
 
 LAYOUTS = {

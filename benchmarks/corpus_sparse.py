@@ -3,7 +3,7 @@ changed documents, and what a floor on that number (``stats.corpus_min_changed``
 
     python benchmarks/corpus_sparse.py --n 500 --changed 0.05 0.02 --trials 1500
 
-The pooled word perplexity of runner.stats.corpus.calibration (lognormal document lengths; a changed document
+The pooled word perplexity of benchmarks.calibration_grid.corpus (lognormal document lengths; a changed document
 carries ``delta / changed`` nats per word, so the pooled loss rises by the tolerance's ``delta``), decided by the
 product's paired rule (999 resamples). Each trial records how many documents changed and whether the rule said
 GO; the rate of GO with at least K changed documents is the rule with floor K. Standard errors binomial.
@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from runner.stats.corpus.bootstrap import paired_corpus_test, replicate
-from runner.stats.corpus.calibration import ALPHA, BETA, PERPLEXITY, TOLERANCE, delta_for, documents
+from runner.stats.numerics.corpus_bootstrap import paired_corpus_test, replicate
+from benchmarks.calibration_grid.corpus import ALPHA, BETA, PERPLEXITY, TOLERANCE, delta_for, documents
 
 FLOORS = (0, 10, 20, 30, 40)
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from runner.stats.numerics import two_binomials as tb
 from runner.stats.numerics.ztest_exact import claim_rate, rate
-from runner.stats.unpaired.ztest import compute_theta
+from runner.stats.numerics.ztest import compute_theta
 
 ALPHA, SIGMA = 0.05, 50.0
 CLAIMS = [("NO-GO", 0.0), ("GO", 1.0), ("GO", 2.75), ("GO", 5.0)]

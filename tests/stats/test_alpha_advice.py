@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runner.stats.advice import binary_spread, more_samples
-from runner.stats.binary import enumeration as en
+from runner.stats.numerics.advice import binary_spread, more_samples
+from runner.stats.numerics.paired_binomial import enumeration as en
 
 
 def test_fixed_look_binary_advice_reaches_go_about_80_percent():

@@ -84,7 +84,7 @@ def test_the_exact_rule_holds_alpha_where_the_z_test_does_not(n, n_ref, delta, s
 
 
 def test_z_test_rates_are_the_audits_and_the_calibrations():
-    # exact sums, independently of runner.stats.unpaired.calibration's enumeration through the product's decide()
+    # exact sums, independently of benchmarks.calibration_grid.unpaired's enumeration through the product's decide()
     assert ztest_exact.rate(57, 57, 50.0, 0.05, "NO-GO", 0.0, 0.5) == pytest.approx(0.0555, abs=5e-5)
     assert ztest_exact.rate(57, 57, 50.0, 0.05, "GO", 5.0, 0.5) == pytest.approx(0.0585, abs=5e-5)
     assert ztest_exact.rate(30, 30, 50.0, 0.05, "GO", 5.0, 0.5) == pytest.approx(0.0602, abs=5e-5)
@@ -96,7 +96,7 @@ def test_z_test_rates_are_the_audits_and_the_calibrations():
 
 
 def test_z_test_rate_matches_the_products_decisions():
-    from runner.stats.unpaired.calibration import _rate
+    from benchmarks.calibration_grid.unpaired import _rate
 
     for n, n_ref, claim, tol in [(57, 500, "NO-GO", 0.0), (100, 57, "GO", 2.75)]:
         product = _rate(0, 0, n=n, n_ref=n_ref, p=0.5, drop=tol, tolerance=tol, claim=claim).value

@@ -126,7 +126,7 @@ def more_samples(drop: float, spread: float, n: int, margin: float, tolerance: f
 def exact_test_n(gap: float, spread: float, k: float) -> float:
     """Samples at which paired 0/100 differences ``gap`` points away reach the claim with the power in ``k``
     (``z_{1-alpha} + z_{0.8}``), with the exact tests' continuity term: ``gap / 100 = k s / 100 / sqrt(N) + 1 / N``
-    (the planning's theta, :func:`runner.stats.planning._binary_theta`, solved for N). Without the ``1 / N`` the
+    (the planning's theta, :func:`runner.stats.numerics.power.binary_theta`, solved for N). Without the ``1 / N`` the
     rerun at N reached its claim 0.69-0.79 of the time (exactly enumerated: n = 100, discordance 5%, GO at 2.75:
     0.716); with it 0.80-0.81 (benchmarks/binary_advice.py)."""
     g, s = gap / 100.0, spread / 100.0

@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from runner.stats.numerics.normal import z
+
 SIDES = ("above", "below")
 GRID = 101  # nuisance proportions on the boundary; refined around the best one
 _TIE = 1e-10  # a statistic this close to the observed one counts as equally extreme
@@ -248,9 +250,7 @@ class Claims:
 
 def claims(table: Table, margin: float, tolerance: float, alpha: float) -> Claims:
     """The NO-GO claim (a drop beyond ``margin``) and the GO claim (a drop under ``tolerance``) at ``alpha``."""
-    from statistics import NormalDist
-
-    zc = NormalDist().inv_cdf(1.0 - alpha)
+    zc = z(1.0 - alpha)
     p_reg = p_value(table, margin, "above")
     p_in = p_value(table, tolerance, "below")
     regression, within = p_reg < alpha, p_in < alpha

@@ -3,7 +3,7 @@
 The reference's value averages ``n_ref`` 0/100 scores and the run's ``n``, binomial counts with good-answer
 proportions ``p_ref`` and ``p_new``. The z-test (``sigma`` as configured, ``scale = sigma sqrt(1/n + 1/n_ref)``)
 says NO-GO when the gain ``100 (x_new / n - x_ref / n_ref)`` is below ``-margin - |z(alpha)| scale`` and GO when it
-is above ``-tolerance + |z(alpha)| scale`` (:mod:`runner.stats.unpaired.ztest`, :func:`runner.stats.claims.unpaired`).
+is above ``-tolerance + |z(alpha)| scale`` (:func:`runner.stats.numerics.ztest.decide`, :func:`runner.stats.numerics.ztest.unpaired_claims`).
 At the least favourable truth (the drop exactly at the margin, or at the tolerance) the rate of each claim is a
 sum over the reference's count of one binomial tail of the run's: exact, in O(n_ref) per truth. A normal
 threshold on a lattice of counts overshoots alpha at small n; these figures are printed in the report when they
@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 
-from runner.stats.unpaired.ztest import scale, z
+from runner.stats.data.hypothesis import scale
+from runner.stats.numerics.normal import z
 
 CLAIMS = ("NO-GO", "GO")
 _EDGE = 1e-9  # a gain this close to the line is on it (float noise of the product's own arithmetic)
