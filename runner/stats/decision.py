@@ -73,6 +73,8 @@ class Decision:
     # is off or the task declares no cluster key
     clustering: Any = None
     cluster_mode: str = "off"  # stats.cluster
+    # what chance entered the verdict (a seeded bootstrap's resamples), or that none did; None: a rule without any
+    randomness: str | None = None
 
     @property
     def all_passed(self) -> bool:

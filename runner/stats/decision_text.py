@@ -150,6 +150,7 @@ def to_dict(d: Decision) -> dict[str, Any]:
         "tests": d.tests(),
         "sequential": d.sequential.to_dict() if d.sequential is not None else None,
         "stats_cluster": d.cluster_mode,
+        "randomness": d.randomness,
     } | (d.clustering.to_dict() if d.clustering is not None else dict.fromkeys(CLUSTER_KEYS))
 
 
@@ -242,6 +243,8 @@ def render(d: Decision) -> str:
         lines.append(f"difference:  {d.difference:+.3f} (new - reference); no interval ({d.no_interval})")
     if d.clustering is not None:
         lines.append(f"clusters:    {d.clustering.describe()}")
+    if d.randomness is not None:
+        lines.append(f"randomness:  {d.randomness}")
     lines.append(f"verdict:     {verdict_line(d)}")
     if d.advice is not None:
         lines.append(f"to decide:   {d.advice.text()}")

@@ -78,7 +78,9 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
                               margin, tolerance.points, notes)
         return Decision("paired" if found.paired is not None else "unpaired",
                         (found.paired or found.verdict).passed, found.verdict, found.paired, list(gates), notes,
-                        claims=found.claims, tolerance=tolerance, **common)
+                        claims=found.claims, tolerance=tolerance, **common,
+                        randomness=f"stats.bootstrap_seed={stats.bootstrap_seed}: the corpus bootstrap's "
+                                   f"{stats.corpus_bootstrap_iters} resamples")
     if rows and not all(r.score in (0.0, 100.0) for r in rows.values()):
         sigma = scale.estimate_sigma(r.score for r in rows.values())
         notes.append(f"sigma {sigma:.3f} estimated from the reference's {len(rows)} per-sample scores "
@@ -122,7 +124,7 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
     passed = result.passed if result is not None else verdict.passed
     decision = Decision("paired" if result is not None else "unpaired", passed or shown != claims.regression,
                         verdict, result, list(gates), notes, claims=claims, tolerance=tolerance, **common,
-                        clustering=deff)
+                        clustering=deff, randomness=_randomness(result, claims, stats))
     if chance_level is not None:
         # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
         # reference at or past chance is then worth a warning
@@ -157,6 +159,19 @@ def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tol
     if result.method != BETTING:
         notes.append(_asymptotic_note(stats.paired_test, score_bounds(pairs, bounds) is not None))
     return result, paired_claims(result, within)
+
+
+def _randomness(result: Any, claims: Claims, stats: Any) -> str | None:
+    """What chance entered a paired verdict: a seeded bootstrap's resamples (the seed is printed and recorded), or
+    none (the betting test's order is fixed by the sample ids); None for the exact and t rules, which have none."""
+    if result is None or result.discordant is not None:
+        return None
+    said = f"{result.method} {claims.method}".lower()
+    if "bootstrap" in said:
+        return f"stats.bootstrap_seed={stats.bootstrap_seed}: the paired bootstrap's resamples"
+    if "betting" in said:
+        return "none: the betting test bets in the order of the SHA-256 of the sample ids (no seed)"
+    return None
 
 
 def _asymptotic_note(chosen: str, bounded: bool) -> str:
@@ -200,7 +215,7 @@ def paired_test(
                           where="stats.paired_test", given="betting",
                           fix="stats.paired_test=auto (the t-test for an unbounded metric such as perplexity)")
     return paired_continuous(pairs.reference, pairs.new, alpha, beta, higher_is_better, method=method, seed=seed,
-                             tolerance=tolerance, gate=gate, bounds=bounds, truncation=truncation)
+                             tolerance=tolerance, gate=gate, bounds=bounds, truncation=truncation, ids=pairs.ids)
 
 
 def score_bounds(pairs: PairedScores, declared: tuple[float, float] | None) -> tuple[float, float] | None:

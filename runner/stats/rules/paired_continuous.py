@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 from runner.stats.data.paired_result import BettingSample, PairedResult
-from runner.stats.numerics import betting
+from runner.stats.numerics import betting, betting_order
 from runner.stats.numerics.normal import z
 from runner.stats.numerics.power import power_constant
 from runner.stats.numerics.resampling import basic_bootstrap, bootstrap_means, check_resamples
@@ -33,6 +33,7 @@ def paired_continuous(
     gate: str = "regression",
     bounds: tuple[float, float] | None = None,
     truncation: float | None = None,
+    ids: Sequence[str] | None = None,
 ) -> PairedResult:
     """One-sided paired test on per-sample score differences (ROUGE, perplexity; 0/100 with a tolerance).
 
@@ -46,8 +47,10 @@ def paired_continuous(
       interval is the confidence bound that inverts its side's test. Its rate holds at any n, for sparse and
       skewed differences (the t-test's does not); differences that never vary cannot show a small tolerance
       below the n where a rare change the size of the range would have shown up. The differences are bet on in
-      an order drawn by a generator seeded by ``seed`` (the test holds for any order fixed before the scores
-      are seen; a random one makes it hold when the dataset is sorted, by subject or by difficulty);
+      the order of the SHA-256 of their sample ``ids`` (:mod:`runner.stats.numerics.betting_order`; positions
+      stand in for ids when none are given): the test holds for any order fixed before the scores are seen, one
+      unrelated to the file's order keeps it holding when the dataset is sorted by subject or difficulty, and one
+      fixed by the ids leaves no seed to retry (``seed`` does not enter the verdict);
       ``truncation``: the largest bet's share of the most the capital allows (:data:`runner.stats.numerics.betting.TRUNCATION`
       when None).
     * ``method="t"``: paired t-test; interval ``mean +- t_{1-alpha, n-1} sd / sqrt(n)``. Its rate holds only
@@ -88,7 +91,7 @@ def paired_continuous(
     regression = gate == "regression"
     if method == "betting":
         name = BETTING
-        p, ci, width = _betting(sign * diff, bounds, alpha, tolerance, regression, seed, truncation)
+        p, ci, width = _betting(sign * diff, bounds, alpha, tolerance, regression, _order(ids, n), truncation)
         k = math.sqrt(2.0 * math.log(1.0 / alpha)) + abs(z(beta))
         ci = ci if sign > 0 else (-ci[1], -ci[0])
         ci_method = f"betting bounds, differences within +-{width:g}"
@@ -128,7 +131,7 @@ def paired_continuous(
 
 
 def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: float,  # noqa: ANN001
-             regression: bool, seed: int = 0,
+             regression: bool, order: Sequence[int] | None = None,
              truncation: float | None = None) -> tuple[float, tuple[float, float], float]:
     """The betting test of the oriented differences ``gain`` (negative is worse) against ``-tolerance``, and the
     interval for the gain whose side of the test inverts it: ``(p, (low, high), w)``, ``w`` the score range."""
@@ -144,7 +147,7 @@ def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: 
         raise ValueError(f"the tolerance must be within [0, {w:g}) for scores within {bounds!r}, got {tolerance!r}")
     c = _truncation(truncation)
     x = np.clip((np.asarray(gain, dtype=float) + w) / (2.0 * w), 0.0, 1.0)
-    x = x[np.random.default_rng(seed).permutation(x.size)]
+    x = x[np.asarray(_order(None, x.size) if order is None else order, dtype=np.int64)]
     low = 2.0 * w * betting.lower_bound(x, alpha, c) - w
     high = w - 2.0 * w * betting.lower_bound(1.0 - x, alpha, c)
     if regression:  # H0: mean gain >= -tolerance, i.e. mean of 1 - x <= (w + tolerance) / (2 w)
@@ -154,6 +157,11 @@ def _betting(gain, bounds: tuple[float, float] | None, alpha: float, tolerance: 
         p = betting.upper_p(x, (w - tolerance) / (2.0 * w), alpha, c)
         low = _pin(low, -tolerance, p < alpha, below=False)
     return p, (low, high), w
+
+
+def _order(ids: Sequence[str] | None, n: int) -> list[int]:
+    """The betting order: by the hash of the sample ids (of the positions when the caller has no ids)."""
+    return betting_order.order([str(i) for i in (range(n) if ids is None else ids)])
 
 
 def _truncation(truncation: float | None) -> float:
