@@ -75,6 +75,7 @@ class Decision:
     cluster_mode: str = "off"  # stats.cluster
     # what chance entered the verdict (a seeded bootstrap's resamples), or that none did; None: a rule without any
     randomness: str | None = None
+    unpaired_test: str | None = None  # the unpaired rule's test when it is not TensorRT-LLM's z-test
 
     @property
     def all_passed(self) -> bool:
@@ -179,7 +180,7 @@ class Decision:
         if self.sequential is not None:
             return self.sequential.test
         return {"explicit_threshold": "explicit threshold", "exact": "exact rule (sigma 0)",
-                "unpaired": "TensorRT-LLM unpaired z-test"}.get(self.rule) or self.paired.method
+                "unpaired": self.unpaired_test or "TensorRT-LLM unpaired z-test"}.get(self.rule) or self.paired.method
 
     def hypothesis(self) -> str:
         """The claims tested, in words, in the metric's own direction."""

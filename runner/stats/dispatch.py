@@ -21,6 +21,7 @@ from runner.stats.numerics.ztest import decide, unpaired_claims
 from runner.stats.rules import clustered as clustered_rules
 from runner.stats.rules.corpus import decide_corpus
 from runner.stats.rules.paired_binary import mcnemar_exact
+from runner.stats.rules import unpaired_exact
 from runner.stats.rules.paired_continuous import BETTING, check_bounds, paired_continuous
 from runner.stats.settings import margin_points
 
@@ -113,10 +114,24 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
         raise ConfigError("a paired test needs the reference's per-sample scores, and this entry has none",
                           where=f"{reference.path} entry {reference.index}", given="stats.method=paired",
                           fix="record the reference again with reference.mode=record, or use stats.method=auto|unpaired")
-    if claims is None:
+    exact = claims is None and getattr(stats, "unpaired_test", "ztest") == "exact"
+    if exact:
+        if unpaired_deff is not None:
+            raise ConfigError("the exact unpaired test treats samples as independent, and this job clusters them",
+                              where="stats.unpaired_test", given=f"exact with stats.cluster=auto ({key})",
+                              fix="stats.cluster=off, or stats.unpaired_test=ztest (its sigma carries the design "
+                                  "effect)")
+        claims, p_regression = unpaired_exact.decide(scored, reference.value, params, margin, tolerance.points)
+        verdict = replace(verdict, passed=not claims.regression, p_value=p_regression)
+        notes.append(f"unpaired rule: the {unpaired_exact.TEST} decides both claims (stats.unpaired_test=exact); "
+                     "the z-test's threshold is shown for comparison")
+    elif claims is None:
         claims = unpaired_claims(verdict, margin, tolerance.points)
         if unpaired_deff is not None and unpaired_deff.applied != 1.0:
             claims = replace(claims, method="Wald, sigma x sqrt(design effect) (inverts the z-test both ways)")
+        excess = unpaired_exact.excess_note(params, [s.score for s in scored], margin, tolerance.points)
+        if excess is not None and unpaired_deff is None:
+            notes.append(excess)
 
     deff = result.design_effect if result is not None else unpaired_deff
     shown = claims.regression
@@ -124,7 +139,8 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
     passed = result.passed if result is not None else verdict.passed
     decision = Decision("paired" if result is not None else "unpaired", passed or shown != claims.regression,
                         verdict, result, list(gates), notes, claims=claims, tolerance=tolerance, **common,
-                        clustering=deff, randomness=_randomness(result, claims, stats))
+                        clustering=deff, randomness=_randomness(result, claims, stats),
+                        unpaired_test=unpaired_exact.TEST if exact else None)
     if chance_level is not None:
         # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
         # reference at or past chance is then worth a warning

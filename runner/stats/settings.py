@@ -18,6 +18,7 @@ from runner.stats.data.verdicts import validate as validate_verdicts
 METHODS = ("auto", "unpaired", "paired")
 PAIRED_TESTS = ("auto", "mcnemar", "betting", "t", "bootstrap")
 MARGIN_UNITS = ("points", "percent")
+UNPAIRED_TESTS = ("ztest", "exact")  # runner.stats.rules.unpaired_exact
 
 
 @dataclass
@@ -36,6 +37,9 @@ class StatsConfig:
     # resamples of a corpus metric's bootstrap (corpus BLEU, pooled perplexity): each recomputes the metric on both
     # sides; its p-value resolves 1 / (this + 1)
     corpus_bootstrap_iters: int = 1000
+    # the unpaired rule for 0/100 scores: ztest (TensorRT-LLM's, its verdicts; its excess over alpha at the run's n
+    # is printed) | exact (the exact unconditional test of two binomials: alpha at every n, docs/statistics.md)
+    unpaired_test: str = "ztest"
     # NO-GO needs a drop larger than the margin: 0 keeps upstream's rule. In points, or percent of the reference.
     margin: float = 0.0
     margin_unit: str = "points"  # points | percent
@@ -71,6 +75,11 @@ def validate(stats: Any) -> None:
         raise ConfigError("unknown gate", where="stats.gate", given=stats.gate, allowed=", ".join(GATES),
                           fix="what a verdict follows when a regression beyond the margin and a drop within the "
                               "tolerance are both shown: regression (NO-GO) or noninferiority (GO)")
+    unpaired_test = getattr(stats, "unpaired_test", "ztest")
+    if unpaired_test not in UNPAIRED_TESTS:
+        raise ConfigError("unknown unpaired test", where="stats.unpaired_test", given=repr(unpaired_test),
+                          allowed=", ".join(UNPAIRED_TESTS),
+                          fix="ztest (TensorRT-LLM's verdicts) or exact (alpha at every n, 0/100 scores)")
     if stats.margin_unit not in MARGIN_UNITS:
         raise ConfigError("unknown margin unit", where="stats.margin_unit", given=stats.margin_unit,
                           allowed=", ".join(MARGIN_UNITS))

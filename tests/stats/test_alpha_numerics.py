@@ -201,3 +201,39 @@ def test_betting_verdict_does_not_move_with_the_seed():
     listed_otherwise = pair_scores(dict(reversed(list(ref.items()))), new)
     assert paired_test(listed_otherwise, 0.05, 0.2, seed=9, tolerance=2.0, gate="noninferiority",
                        bounds=(0.0, 100.0)).p_value in p
+
+
+def _unpaired_job(x_new: int, n: int, reference: float, n_ref: int, unpaired_test: str, scores=None):  # noqa: ANN001
+    from runner.contract.evaluator import ScoredSample
+    from runner.stats.data.entry import Entry
+    from runner.stats.data.hypothesis import HypothesisParams
+    from runner.stats.data.tolerance import Tolerance
+    from runner.stats.dispatch import decide_against
+    from runner.stats.settings import StatsConfig
+
+    values = scores if scores is not None else [100.0] * x_new + [0.0] * (n - x_new)
+    scored = [ScoredSample(f"s{i}", "", "", "", v, {}) for i, v in enumerate(values)]
+    return decide_against(Entry(reference, samples_measured=n_ref), scored, sum(values) / n,
+                          HypothesisParams(0.05, 0.2, 50.0, n), StatsConfig(unpaired_test=unpaired_test), None,
+                          "accuracy", None, None, (), Tolerance(5.0, "test"))
+
+
+def test_exact_unpaired_rule_decides_both_claims_through_the_job():
+    """20 of 57 against 30 of 57: the exact p-value is scipy's pooled Barnard (0.0326), NO-GO; the z-test's report
+    of the same run carries its excess at n = 57 (0.0555 / 0.0585 > 0.05)."""
+    exact = _unpaired_job(20, 57, 100.0 * 30 / 57, 57, "exact")
+    assert exact.p_value == pytest.approx(_barnard(20, 57, 30, 57, "above"), abs=2e-6)
+    assert exact.outcome == "NO-GO" and exact.test.startswith("exact unconditional")
+    assert exact.claims.high < 0 and not exact.claims.within
+    upstream = _unpaired_job(20, 57, 100.0 * 30 / 57, 57, "ztest")
+    assert any("exceeds alpha" in n and "0.0555" in n for n in upstream.notes)
+    assert not any("exceeds alpha" in n for n in exact.notes)
+
+
+def test_exact_unpaired_rule_refuses_what_it_cannot_count():
+    from runner.contract.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="0/100"):
+        _unpaired_job(0, 4, 50.0, 4, "exact", scores=[100.0, 50.0, 0.0, 100.0])
+    with pytest.raises(ConfigError, match="whole number"):
+        _unpaired_job(20, 57, 51.3, 57, "exact")
