@@ -23,7 +23,7 @@ Decision = Any
 RULES = ("explicit_threshold", "exact", "paired", "unpaired")
 STATISTICAL_RULES = ("paired", "unpaired")
 THRESHOLD_RULES = ("explicit_threshold", "exact", "unpaired")  # rules that compare the score with a line
-CLUSTER_KEYS = ("cluster_key", "clusters", "clustered_n", "design_effect", "design_effect_estimated", "cluster_df")
+CLUSTER_KEYS = ("cluster_key", "clusters", "clustered_n", "design_effect", "design_effect_estimated", "cluster_df", "clusters_carrying")
 RULE = "=" * 64
 
 

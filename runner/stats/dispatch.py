@@ -135,7 +135,7 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
 
     deff = result.design_effect if result is not None else unpaired_deff
     shown = claims.regression
-    claims = clustered_rules.too_few(claims, deff, stats, notes)
+    claims = clustered_rules.too_few(claims, deff, stats, notes, paired=result is not None)
     passed = result.passed if result is not None else verdict.passed
     decision = Decision("paired" if result is not None else "unpaired", passed or shown != claims.regression,
                         verdict, result, list(gates), notes, claims=claims, tolerance=tolerance, **common,
