@@ -32,3 +32,28 @@ def test_single_samples_do_not_count_toward_min_clusters():
     assert not now.claims.within and now.outcome == "INCONCLUSIVE"
     assert now.clustering.clusters == 12 and now.clustering.carrying == 3
     assert any("3 of 12 clusters" in n for n in now.notes)
+
+
+def test_release_graph_gives_a_critical_task_its_share_of_alpha():
+    """One critical task at p = 0.03 beside 8 supporting ones that did not regress: Holm across the tiers tests it at
+    0.05 / 9 and misses it; the tiers' graph tests it at 0.8 x 0.05 = 0.04 and blocks the release."""
+    from runner.stats.rules.release import Claim, TaskEvidence, decide_release
+
+    evidence = [TaskEvidence("crit", "critical", (Claim(0.03, 0.05, True),), False)]
+    evidence += [TaskEvidence(f"s{i}", "supporting", (Claim(0.5, 0.05, False),), True) for i in range(8)]
+    assert decide_release(evidence, 0, "holm").verdict == "INCONCLUSIVE"
+    graph = decide_release(evidence, 0, "graph", 0.8)
+    assert graph.verdict == "NO-GO" and "graph" in graph.reason
+    assert graph.tasks[0].p_adjusted == 0.03 / 0.8
+
+
+def test_release_policy_checks_the_critical_share():
+    import pytest
+
+    from runner.contract.errors import ConfigError
+    from runner.sweep.policy import GateConfig, GateTask, check_policy
+
+    gate = GateConfig(name="r", correction="graph", critical_share=0.0, tasks={"mmlu": GateTask(tier="critical")})
+    with pytest.raises(ConfigError, match="critical_share"):
+        check_policy(gate)
+    check_policy(GateConfig(name="r", correction="graph", tasks={"mmlu": GateTask(tier="critical")}))
