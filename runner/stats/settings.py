@@ -40,6 +40,9 @@ class StatsConfig:
     # the unpaired rule for 0/100 scores: ztest (TensorRT-LLM's, its verdicts; its excess over alpha at the run's n
     # is printed) | exact (the exact unconditional test of two binomials: alpha at every n, docs/statistics.md)
     unpaired_test: str = "ztest"
+    # a paired corpus claim needs at least this many documents whose items changed between the runs (fewer: the
+    # bootstrap-t's tails are too thin, false GO 0.065 at n=500 with 2-5% changed; docs/statistics.md)
+    corpus_min_changed: int = 30
     # NO-GO needs a drop larger than the margin: 0 keeps upstream's rule. In points, or percent of the reference.
     margin: float = 0.0
     margin_unit: str = "points"  # points | percent
@@ -97,6 +100,11 @@ def validate(stats: Any) -> None:
         raise ConfigError("the betting test's truncation must be a number strictly between 0 and 1",
                           where="stats.betting_truncation", given=repr(c),
                           fix="0.9 (the default); 0.75 or 0.5 (the paper's) bet less and decide less at small n")
+    least = getattr(stats, "corpus_min_changed", 30)
+    if isinstance(least, bool) or not isinstance(least, int) or least < 0:
+        raise ConfigError("the fewest changed documents a paired corpus claim needs is a whole number >= 0",
+                          where="stats.corpus_min_changed", given=repr(least),
+                          fix="30 (the default, from the calibration); 0 accepts any")
     iters = stats.corpus_bootstrap_iters
     if isinstance(iters, bool) or not isinstance(iters, int) or iters < 99:
         raise ConfigError("too few bootstrap resamples for a corpus metric", where="stats.corpus_bootstrap_iters",

@@ -57,3 +57,41 @@ def test_release_policy_checks_the_critical_share():
     with pytest.raises(ConfigError, match="critical_share"):
         check_policy(gate)
     check_policy(GateConfig(name="r", correction="graph", tasks={"mmlu": GateTask(tier="critical")}))
+
+
+def test_corpus_claims_need_enough_changed_documents():
+    """500 documents of which about 10 changed (2%): the bootstrap-t said GO at drop = tolerance 0.064 of the time
+    (benchmarks/corpus_sparse.py, 1500 trials). Here nothing regressed and GO is shown with no floor; with fewer than
+    stats.corpus_min_changed (30) changed documents no claim is made."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from benchmarks.calibration_grid.corpus import PERPLEXITY, TOLERANCE, documents
+    from runner.contract.evaluator import CORPUS_ITEM
+    from runner.stats.data.entry import Entry
+    from runner.stats.data.hypothesis import HypothesisParams
+    from runner.stats.rules.corpus import changed_documents, decide_corpus
+
+    rng = np.random.default_rng(3)
+    ref, new = documents(rng, 500, 0.0, 0.02)
+    ids = [f"d{i}" for i in range(500)]
+    rows = {i: SimpleNamespace(item=r.tolist()) for i, r in zip(ids, ref)}
+    scored = [SimpleNamespace(sample_id=i, score=0.0, meta={CORPUS_ITEM: w.tolist()}) for i, w in zip(ids, new)]
+    k = changed_documents(rows, {s.sample_id: s.meta[CORPUS_ITEM] for s in scored})
+    assert 0 < k == int(np.sum(np.any(ref != new, axis=1))) < 30
+    params = HypothesisParams(0.05, 0.2, 1.0, 500, higher_is_better=False)
+    value = PERPLEXITY.compute([r.item for r in rows.values()])
+
+    def decided(floor: int):  # noqa: ANN202
+        stats = replace(StatsConfig(), corpus_bootstrap_iters=199, corpus_min_changed=floor)
+        notes: list[str] = []
+        found = decide_corpus(Entry(value), scored, value, params, stats, PERPLEXITY, "word_perplexity", rows, None,
+                              None, 0.0, TOLERANCE, notes)
+        return found, notes
+
+    before, _ = decided(0)
+    assert before.claims.within
+    now, notes = decided(30)
+    assert not now.claims.within and not now.claims.regression and now.paired.passed
+    assert any(f"{k} document(s) changed" in n for n in notes)
