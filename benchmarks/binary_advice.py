@@ -12,6 +12,7 @@ before) is beside it. The claim stated: 80%.
 
 from __future__ import annotations
 
+import math
 import time
 
 from runner.stats.numerics.advice import POWER, binary_spread, more_samples
@@ -43,8 +44,7 @@ def main() -> None:
         observed = 100.0 * (b - c) / n0
         advice = more_samples(observed, spread, n0, 0.0, tol, ALPHA, discordance=share)
         gap = tol - observed if advice.target == "GO" else observed
-        before = max(n0 + 1, -(-((z(1 - ALPHA) + z(POWER)) ** 2 * spread ** 2 // gap ** 2)))
-        before = int(before)
+        before = max(n0 + 1, math.ceil((z(1 - ALPHA) + z(POWER)) ** 2 * spread ** 2 / gap ** 2))
         print(f"| {n0} | {share:.3f} | {observed:.2f} | {tol:g} | {advice.target} | {before} | "
               f"{hit(before, advice.target, share, observed, tol):.4f} | {advice.n_total} | "
               f"{hit(advice.n_total, advice.target, share, observed, tol):.4f} |")
