@@ -48,6 +48,21 @@ HEAVY = {
 }
 """Libraries a function may import where it needs them: slow to import (``--help`` stays under a second) or optional."""
 
+STATS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("data", ("runner.stats.data",)),
+    ("numerics", ("runner.stats.numerics", "runner.stats.multiple_testing")),
+    ("rules", ("runner.stats.rules",)),
+    ("dispatch", ("runner.stats.dispatch", "runner.stats.decision", "runner.stats.decision_text", "runner.stats.settings",
+                  "runner.stats.advising", "runner.stats.acceptance")),
+    ("planning", ("runner.stats.planning",)),
+]
+"""Inside the statistics, bottom to top: a decision goes dispatcher -> one rule -> its numerics -> shared numerics
+-> data types, never back up; planning reads the rules. A rule imports no other rule (a wrapper takes its inner rule
+as a value)."""
+
+RUNTIME_FORBIDDEN = ("benchmarks", "tests")
+"""What the runtime package never imports: the calibration grid and the tests live outside it."""
+
 CHILD_PROGRAMS = {"evaluators.scoring.sandbox_child"}
 """Programs run as their own process (the sandbox's child imports what the guarded step needs, when it needs it)."""
 
@@ -108,6 +123,38 @@ def layer_of(module: str) -> int:
 def upward_imports(g: dict[str, set[str]]) -> list[str]:
     return sorted(f"{m} ({LAYERS[layer_of(m)][0]}) imports {t} ({LAYERS[layer_of(t)][0]})"
                   for m, targets in g.items() for t in targets if layer_of(t) > layer_of(m))
+
+
+def stats_layer_of(module: str) -> int:
+    prefixes = {p: i for i, (_, ps) in enumerate(STATS_LAYERS) for p in ps}
+    return prefixes[owner(module, prefixes)]
+
+
+def stats_upward_imports(g: dict[str, set[str]]) -> list[str]:
+    """Imports inside runner/stats from a lower layer to a higher one, and from one rule to another."""
+    inside = {m: t for m, t in g.items() if m.startswith("runner.stats.")}
+    out = [f"{m} ({STATS_LAYERS[stats_layer_of(m)][0]}) imports {t} ({STATS_LAYERS[stats_layer_of(t)][0]})"
+           for m, targets in inside.items() for t in targets
+           if t.startswith("runner.stats.") and stats_layer_of(t) > stats_layer_of(m)]
+    out += [f"{m} (rule) imports {t} (rule)" for m, targets in inside.items() for t in targets
+            if m.startswith("runner.stats.rules.") and t.startswith("runner.stats.rules.")]
+    return sorted(out)
+
+
+def runtime_imports_outside(paths: dict[str, Path]) -> list[str]:
+    """Modules of the runtime package that import the calibration grid, a benchmark or a test (any depth)."""
+    out = []
+    for name, path in paths.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            found = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            out += [f"{name} imports {f}" for f in found if f.split(".")[0] in RUNTIME_FORBIDDEN]
+    return sorted(out)
+
+
+def calibration_modules(names) -> list[str]:
+    """Calibration code inside the runtime package: a module or package of runner/ named for it."""
+    return sorted(m for m in names if m.startswith("runner.stats") and "calibration" in m.split("."))
 
 
 def forbidden_imports(g: dict[str, set[str]]) -> list[str]:
@@ -185,6 +232,18 @@ def test_no_import_cycles_lazy_imports_included():
     assert cycles(graph()) == []
 
 
+def test_statistics_go_down_once_data_numerics_rules_dispatch_planning():
+    assert stats_upward_imports(graph()) == []
+    assert [m for m in modules() if m.startswith("runner.stats.")
+            and owner(m, {p for _, ps in STATS_LAYERS for p in ps}) is None] == []
+
+
+def test_runner_holds_no_calibration_code_and_imports_none():
+    mods = modules()
+    assert calibration_modules(mods) == []
+    assert runtime_imports_outside({m: p for m, p in mods.items() if m.startswith("runner")}) == []
+
+
 def test_every_module_belongs_to_a_layer():
     prefixes = {p for _, ps in LAYERS for p in ps}
     assert [m for m in modules() if owner(m, prefixes) is None] == []
@@ -233,6 +292,27 @@ def test_the_purity_rules_fail_on_an_added_import():
         "evaluators.tasks.mmlu imports runner.backends.prompting (allowed: runner.contract, runner.files, evaluators)",
         "runner.stats.decision imports runner.files.paths (allowed: runner.contract, runner.stats)",
     ]
+
+
+def test_the_statistics_layer_rule_fails_on_an_upward_or_sideways_import():
+    g = graph()
+    g["runner.stats.data.claims"] = g["runner.stats.data.claims"] | {"runner.stats.numerics.normal"}
+    g["runner.stats.numerics.ztest"] = g["runner.stats.numerics.ztest"] | {"runner.stats.dispatch"}
+    g["runner.stats.rules.corpus"] = g["runner.stats.rules.corpus"] | {"runner.stats.rules.paired_continuous"}
+    assert stats_upward_imports(g) == [
+        "runner.stats.data.claims (data) imports runner.stats.numerics.normal (numerics)",
+        "runner.stats.numerics.ztest (numerics) imports runner.stats.dispatch (dispatch)",
+        "runner.stats.rules.corpus (rule) imports runner.stats.rules.paired_continuous (rule)",
+    ]
+
+
+def test_the_calibration_rule_fails_on_calibration_code_in_runner(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from benchmarks.calibration_grid import cells\n")
+    assert runtime_imports_outside({"runner.stats.rules.probe": probe}) == [
+        "runner.stats.rules.probe imports benchmarks.calibration_grid"]
+    assert calibration_modules(["runner.stats.binary.calibration", "runner.stats.rules.corpus"]) == [
+        "runner.stats.binary.calibration"]
 
 
 def test_the_cycle_rule_fails_on_an_added_cycle():

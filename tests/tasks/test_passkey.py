@@ -16,7 +16,7 @@ from evaluators.tasks.passkey import PasskeyEvaluator, first_number, nominal_len
 from runner.contract.errors import ConfigError
 from evaluators.tasks.passkey import PasskeyTaskConfig
 from runner.stats.data.hypothesis import HypothesisParams
-from runner.stats.numerics.ztest import decide, theta_of, threshold_of
+from runner.stats.numerics.ztest import decide, render, theta_of, threshold_of
 from tests.conftest import compose
 
 LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.\n"
@@ -217,7 +217,7 @@ def test_sigma_zero_puts_the_threshold_at_the_reference():
     assert passed.passed and passed.room == pytest.approx(1.0) and passed.p_value == 1.0
     assert not failed.passed and failed.room == pytest.approx(-4.0) and failed.p_value == 0.0
     assert decide(99.0, 99.0, params).passed  # equal to the reference passes
-    assert "threshold" in failed.render()
+    assert "threshold" in render(failed)
 
 
 @pytest.mark.e2e
