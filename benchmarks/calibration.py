@@ -43,9 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     measured = measure(cells, args.trials, args.seed, args.jobs)
     if args.confirm:
         worst_ids = {id(m.cell) for m in worst(measured)}
-        again = [m.cell for m in measured if not m.rate.exact and (id(m.cell) in worst_ids or not m.holds)]
-        redone = {id(m.cell): m for m in measure(again, args.confirm, args.seed + 1, args.jobs)}
-        measured = [redone.get(id(m.cell), m) for m in measured]
+        picked = [i for i, m in enumerate(measured)
+                  if not m.rate.exact and (id(m.cell) in worst_ids or not m.holds)]
+        redone = measure([measured[i].cell for i in picked], args.confirm, args.seed + 1, args.jobs)
+        for i, m in zip(picked, redone):  # by position: worker processes return copies of the cells
+            measured[i] = m
     print(table(measured if args.all else worst(measured)))
     failed = [m for m in measured if not m.holds]
     print(f"\n{len(measured)} cells, {len(failed)} not holding; {args.trials} trials per Monte Carlo cell; "
