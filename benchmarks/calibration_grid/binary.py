@@ -56,6 +56,21 @@ def tolerance_go(n: int, tolerance: float, d: float, trials: int, seed: int) -> 
     return Rate.enumerated(en.region_rate(en.go_cutoffs(n, -t, ALPHA), n, d, (d + t) / (2.0 * d)))
 
 
+SCAN = tuple(round(0.01 * i, 2) for i in range(1, 100))  # discordances 1% .. 99%: where the worst case sits
+
+
+def worst_over_discordance(rate, n: int, point: float, trials: int, seed: int) -> Rate:  # noqa: ANN001
+    """The largest exact rate of ``rate(n, point, d, ...)`` over the discordances the truth allows (1% to 99%
+    and the drop itself): the nuisance scanned where the rate peaks (the audit found the 0/100 worst case at
+    d = 0.8-0.99, beyond the grid's 20%)."""
+    return Rate.enumerated(max(rate(n, point, d, trials, seed).value
+                               for d in _discordances(list(SCAN), point / 100.0)))
+
+
+def _mcnemar_at(n: int, point: float, d: float, trials: int, seed: int) -> Rate:
+    return mcnemar_no_go(n, d, trials, seed)
+
+
 def go_bound_coverage(n: int, tolerance: float, truth: float, d: float, trials: int, seed: int) -> Rate:
     """Coverage of the printed GO bound L (new - reference > L) at a true difference ``truth`` (points).
 
@@ -100,6 +115,14 @@ def cells(grid: Grid) -> list[Cell]:
                                 partial(margin_no_go, n, p, d)))
                 out.append(Cell(RULE_TANGO, "GO at drop = tolerance", setting.replace("m=", "t="), "error", ALPHA,
                                 partial(tolerance_go, n, p, d)))
+        if grid.full:
+            out.append(Cell(RULE_MCNEMAR, "NO-GO at drop 0", f"n={n}, worst d in 1-99%", "error", ALPHA,
+                            partial(worst_over_discordance, _mcnemar_at, n, 0.0)))
+            for p in points:
+                out.append(Cell(RULE_TANGO, "NO-GO at drop = margin", f"n={n} m={p:g}, worst d in {p:g}-99%",
+                                "error", ALPHA, partial(worst_over_discordance, margin_no_go, n, p)))
+                out.append(Cell(RULE_TANGO, "GO at drop = tolerance", f"n={n} t={p:g}, worst d in {p:g}-99%",
+                                "error", ALPHA, partial(worst_over_discordance, tolerance_go, n, p)))
         for p in points:
             for x in sorted({*truths, -p}):
                 for d in _discordances(ds, x / 100.0):

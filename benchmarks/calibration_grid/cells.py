@@ -4,11 +4,16 @@ A cell's ``measure(trials, seed)`` returns a :class:`Rate`: an exact figure (ful
 outcomes the rule can see, ``se = 0``) or a Monte Carlo one with its standard error. Three kinds:
 
 * ``error``: the rate a false claim is made (a false NO-GO at drop = margin, a false GO at drop =
-  tolerance); it holds when at or below the nominal alpha (exact) or alpha + 2 SE (Monte Carlo);
-* ``coverage``: how often a printed interval or bound covers the truth; it holds at or above its level
-  (minus 2 SE for Monte Carlo);
-* ``advice``: how often following "about N more samples" reaches the claim; it holds within
-  ``[low, high]`` (widened by 2 SE).
+  tolerance); it holds when the exact rate is at or below the nominal alpha, or when the Monte Carlo upper 95%
+  bound (rate + 1.645 SE) is at most alpha + 0.005;
+* ``coverage``: how often a printed interval or bound covers the truth; it holds when the exact rate, or the
+  Monte Carlo lower 95% bound, is at least the level (less 0.005 for Monte Carlo);
+* ``advice``: how often following "about N more samples" reaches the claim; it holds when the rate, or its
+  90% Monte Carlo interval, meets ``[low, high]`` (widened by 0.005 for Monte Carlo).
+
+This acceptance rule can fail: a true rate of 0.052 needs about 6000 trials to pass, 0.056 never does; the
+benchmark runs the worst cells with enough trials (``benchmarks/calibration.py --confirm``). The reduced grid
+the test suite runs is a smoke test: it keeps the looser rate <= alpha + 2 SE at its 1000 trials (``smoke``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from runner.stats.data.claims import DeclaredRule
 
 KINDS = ("error", "coverage", "advice")
 SLACK = 1e-9  # float noise in an exact rate
+MC_ALLOWANCE = 0.005  # how far a Monte Carlo bound may pass the nominal rate
+Z95 = 1.6448536269514722  # one-sided 95% normal quantile
 
 
 @dataclass(frozen=True)
@@ -63,13 +70,19 @@ class Cell:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
 
-    def holds(self, rate: Rate) -> bool:
-        slack = SLACK + (0.0 if rate.exact else 2.0 * rate.se)
+    def holds(self, rate: Rate, smoke: bool = False) -> bool:
+        """Whether the rate meets its claim (module docstring); ``smoke``: the reduced grid's looser check."""
+        if smoke:
+            slack = SLACK + (0.0 if rate.exact else 2.0 * rate.se)
+            reach = 0.0
+        else:
+            slack = SLACK + (0.0 if rate.exact else MC_ALLOWANCE)
+            reach = 0.0 if rate.exact else Z95 * rate.se
         if self.kind == "error":
-            return rate.value <= self.nominal + slack
+            return rate.value + reach <= self.nominal + slack
         if self.kind == "coverage":
-            return rate.value >= self.nominal - slack
-        return self.nominal - slack <= rate.value <= self.high + slack
+            return rate.value - reach >= self.nominal - slack
+        return rate.value + reach >= self.nominal - slack and rate.value - reach <= self.high + slack
 
     def excess(self, rate: Rate) -> float:
         """How far the cell is from failing (larger: worse); orders the cells of one rule x claim."""

@@ -57,14 +57,22 @@ def twelve() -> tuple[int, ...]:
     return (18, 16, 14, 13, 11, 10, 9, 8, 7, 6, 4, 4)
 
 
-SHAPES = {"57 unequal": mmlu_like(), "3 (GPQA)": GPQA, "12 unequal": twelve()}
+def padded() -> dict[str, tuple[int, ...]]:
+    """Layouts where single samples pad the cluster count (the audit's): 3 of 150 and 9 single samples; 10 and 20
+    clusters falling geometrically to a single sample."""
+    geometric = lambda top, count: tuple(int(round(top ** (1 - i / (count - 1)))) for i in range(count))  # noqa: E731
+    return {"3x150 + 9 single": (150, 150, 150) + (1,) * 9, "10: 200..1": geometric(200, 10),
+            "20: 100..1": geometric(100, 20)}
+
+
+SHAPES = {"57 unequal": mmlu_like(), "3 (GPQA)": GPQA, "12 unequal": twelve(), **padded()}
 
 
 def _labels(sizes: tuple[int, ...]) -> list[str]:
     return [f"c{j}" for j, m in enumerate(sizes) for _ in range(m)]
 
 
-def _decide(ref: Any, new: Any, labels: list[str], tolerance: float, paired: bool) -> Any:
+def _decide(ref: Any, new: Any, labels: list[str], tolerance: float, paired: bool, stats: Any = None) -> Any:
     """The job's decision on one simulated run: ``ref`` per-sample scores (paired) or None (unpaired, with the
     reference value ``ref`` as a number)."""
 
@@ -75,7 +83,7 @@ def _decide(ref: Any, new: Any, labels: list[str], tolerance: float, paired: boo
     value = float(sum(ref) / n) if paired else float(ref)
     reference = Entry(value)
     rows = {i: SimpleNamespace(score=float(v)) for i, v in zip(ids, ref)} if paired else None
-    return decide_against(reference, scored, float(sum(new) / n), params, StatsConfig(), None, "accuracy", rows,
+    return decide_against(reference, scored, float(sum(new) / n), params, stats or StatsConfig(), None, "accuracy", rows,
                           None, (), Tolerance(tolerance, "calibration"), cluster_key="cluster")
 
 
@@ -161,6 +169,15 @@ def cells(grid: Grid) -> list[Cell]:
     out: list[Cell] = []
     iccs = grid.pick([0.0, 0.1, 0.3], [0.3])
     shapes = grid.pick(["57 unequal", "3 (GPQA)"], ["12 unequal"])
+    for shape in grid.pick(list(padded()), []):  # padded layouts: 0/100 at 2-20% discordance, ICC 0.3
+        for spread, tol in ((0.2, 5.0), (0.05, 2.75), (0.02, 1.0)):
+            rule = "clustered paired 0/100: CR2 t(small-sample df) and the independent test"
+            common = dict(kind="0/100", shape=shape, icc=0.3, tolerance=tol, spread=spread)
+            where = f"{shape} clusters, ICC 0.3, discordance {spread:.0%}"
+            out.append(Cell(rule, "NO-GO at drop = margin (0)", where, "error", ALPHA,
+                            partial(_paired_rate, drop=0.0, claim="NO-GO", **common)))
+            out.append(Cell(rule, "GO at drop = tolerance", f"{where}, t={tol:g}", "error", ALPHA,
+                            partial(_paired_rate, drop=tol, claim="GO", **common)))
     for shape in shapes:
         for icc in iccs:
             where = f"{shape} clusters, ICC {icc:g}"

@@ -57,27 +57,35 @@ def draw(shape: str, gain: float, n: int, rng, against_go: bool = True):  # noqa
     return np.where(rare, sign * big, small) + rng.uniform(-1.0, 1.0, n)
 
 
-def _claims(d, tolerance: float, margin: float):  # noqa: ANN001, ANN202
+T_RULE = "continuous: paired t, unbounded scores (stats.paired_test=t, asymptotic)"
+
+
+def _claims(d, tolerance: float, margin: float, unbounded: bool = False):  # noqa: ANN001, ANN202
+    """The job's claims on differences ``d``: bounded 0-100 under stats.paired_test=auto (the betting test), or
+    unbounded under stats.paired_test=t (the asymptotic t-test a user chooses; auto makes no claim there)."""
     ref, new = tuple(50.0 - d / 2.0), tuple(50.0 + d / 2.0)
     pairs = PairedScores(tuple(str(i) for i in range(len(d))), ref, new, (), ())
     params = HypothesisParams(ALPHA, 0.2, 10.0, len(d), True)
+    if unbounded:
+        return _paired(pairs, params, StatsConfig(paired_test="t"), margin, tolerance, None, [], None)[1]
     return _paired(pairs, params, StatsConfig(), margin, tolerance, None, [], (0.0, 100.0))[1]
 
 
-def _rate(claim: str, shape: str, n: int, tolerance: float, margin: float, trials: int, seed: int) -> Rate:
+def _rate(claim: str, shape: str, n: int, tolerance: float, margin: float, trials: int, seed: int,
+          unbounded: bool = False) -> Rate:
     import numpy as np
 
     rng = np.random.default_rng(seed)
     hits = 0
     for _ in range(trials):
         if claim == "go":
-            c = _claims(draw(shape, -tolerance, n, rng, against_go=True), tolerance, margin)
+            c = _claims(draw(shape, -tolerance, n, rng, against_go=True), tolerance, margin, unbounded)
             hits += c.within
         elif claim == "no_go":
-            c = _claims(draw(shape, -margin, n, rng, against_go=False), tolerance, margin)
+            c = _claims(draw(shape, -margin, n, rng, against_go=False), tolerance, margin, unbounded)
             hits += c.regression
         else:
-            c = _claims(draw(shape, 0.0, n, rng, against_go=True), tolerance, margin)
+            c = _claims(draw(shape, 0.0, n, rng, against_go=True), tolerance, margin, unbounded)
             hits += c.low <= 0.0 <= c.high
     return Rate.monte_carlo(hits, trials)
 
@@ -127,6 +135,12 @@ def cells(grid: Grid) -> list[Cell]:
                                 partial(_rate, "go", shape, n, t, 0.0)))
             out.append(Cell(RULE, f"{1 - 2 * ALPHA:.0%} CI coverage", f"n={n} {shape} drop 0", "coverage",
                             1 - 2 * ALPHA, partial(_rate, "cover", shape, n, 5.0, 0.0)))
+    for n in (57, 100, 500):  # the t-test a user chooses for unbounded scores: where it fails, measured
+        for shape in ("dense", "sparse 2%", "sparse 5%", "skewed"):
+            out.append(Cell(T_RULE, "GO at drop = tolerance", f"n={n} {shape} t=1 (asymptotic: chosen, not held)",
+                            "error", ALPHA, partial(_rate, "go", shape, n, 1.0, 0.0, unbounded=True)))
+            out.append(Cell(T_RULE, "NO-GO at drop = margin", f"n={n} {shape} m=0 (asymptotic: chosen, not held)",
+                            "error", ALPHA, partial(_rate, "no_go", shape, n, 5.0, 0.0, unbounded=True)))
     for n, drop, t, m, target in ((100, 0.0, 2.75, 0.0, "GO"), (57, 0.0, 5.0, 0.0, "GO"),
                                   (100, 2.75, 5.0, 0.0, "NO-GO"), (500, 0.0, 1.0, 0.0, "GO")):
         out.append(Cell(RULE, f"advice reaches {target}", f"n={n} dense sd 10 drop {drop:g} t={t:g} m={m:g}",

@@ -52,6 +52,26 @@ def false_go(tiers: tuple[str, ...], k: int, correction: str, trials: int, seed:
     return Rate.enumerated(ALPHA * _rate(tiers, k, "GO", within, correction))
 
 
+GRAPH_RULE = "release: the tiers' graph (Bretz et al. 2009), critical share 0.8"
+
+
+def graph_rates(tiers: tuple[str, ...], k: int, verdict: str, trials: int, seed: int) -> Rate:
+    """Monte Carlo over independent uniform p-values (the graph's thresholds move as it rejects, so the Holm cells'
+    finite grid does not apply): false NO-GO with nothing regressed, or false GO with the first (critical) task at
+    its tolerance (its GO claim shown with probability alpha, the others showing GO)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for row in rng.uniform(size=(trials, len(tiers))):
+        go_first = verdict != "GO" or rng.uniform() < ALPHA
+        within = (go_first,) + (True,) * (len(tiers) - 1) if verdict == "GO" else (False,) * len(tiers)
+        evidence = [TaskEvidence(f"t{i}", tier, (Claim(float(p), ALPHA, float(p) < ALPHA),), w)
+                    for i, (tier, p, w) in enumerate(zip(tiers, row, within))]
+        hits += decide_release(evidence, k, "graph", 0.8).verdict == verdict
+    return Rate.monte_carlo(hits, trials)
+
+
 def cells(grid: Grid) -> list[Cell]:
     c, s, a = "critical", "supporting", "advisory"
     policies = grid.pick([((c, s), 0), ((c, c, s, s), 0), ((c, s, s, s), 1), ((c, c, c), 0), ((c, s, a), 0),
@@ -64,6 +84,10 @@ def cells(grid: Grid) -> list[Cell]:
                         "error", ALPHA, partial(false_no_go, tiers, k, "holm")))
         out.append(Cell("release: Holm across the tiers", "GO of the release, a critical task at tolerance",
                         setting, "error", ALPHA, partial(false_go, tiers, k, "holm")))
+        out.append(Cell(GRAPH_RULE, "NO-GO of the release, nothing regressed", setting, "error", ALPHA,
+                        partial(graph_rates, tiers, k, "NO-GO")))
+        out.append(Cell(GRAPH_RULE, "GO of the release, a critical task at tolerance", setting, "error", ALPHA,
+                        partial(graph_rates, tiers, k, "GO")))
     return out
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from runner.contract.evaluator import ScoredSample
 from runner.stats.numerics.ztest import unpaired_claims
-from runner.stats.rules import ztest
+from runner.stats.rules import unpaired_exact, ztest
 from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 from runner.stats.dispatch import decide_against
 from runner.stats.data.entry import Entry
@@ -24,6 +24,7 @@ from runner.stats.settings import StatsConfig
 from runner.stats.data.hypothesis import HypothesisParams
 from runner.stats.numerics.ztest import decide
 from runner.stats.data.tolerance import Tolerance
+from runner.stats.numerics import two_binomials
 
 ALPHA = 0.05
 SIGMA = 50.0
@@ -68,13 +69,32 @@ def _rate(trials: int, seed: int, *, n: int, n_ref: int, p: float, drop: float, 
     return Rate.enumerated(total)
 
 
+EXACT = "unpaired exact unconditional (stats.unpaired_test=exact)"
+WORST_Z = [(14, 14), (30, 30), (50, 50), (70, 70), (120, 120), (200, 200), (538, 538)]  # the scan's peaks
+
+
+def _exact_rate(trials: int, seed: int, *, n: int, n_ref: int, delta: float, side: str) -> Rate:
+    """The exact rule's largest rate of a false claim over the nuisance proportion on the boundary: its rejection
+    region (two_binomials.critical, the p-value the product computes being below alpha exactly there) summed over
+    a grid at least as fine as the test's own, refined at its peaks."""
+    rate, _ = two_binomials.size(n, n_ref, delta / 100.0, side, ALPHA)
+    return Rate.enumerated(rate)
+
+
 def cells(grid: Grid) -> list[Cell]:
     out: list[Cell] = []
+    for n, n_ref in grid.pick([*SIZES, *WORST_Z], [(57, 57)]):
+        where = f"n={n} n_ref={n_ref}, worst p"
+        out.append(Cell(EXACT, "NO-GO at drop = margin (0)", where, "error", ALPHA,
+                        partial(_exact_rate, n=n, n_ref=n_ref, delta=0.0, side="above")))
+        for tol in grid.pick([1.0, 2.75, 5.0], [5.0]):
+            out.append(Cell(EXACT, "GO at drop = tolerance", f"{where} t={tol:g}", "error", ALPHA,
+                            partial(_exact_rate, n=n, n_ref=n_ref, delta=tol, side="below")))
     rule = "unpaired z-test: sigma sqrt(1/n + 1/n_ref)"
-    for n, n_ref in grid.pick(SIZES, [(500, 57), (57, 500)]):
+    for n, n_ref in grid.pick([*SIZES, *WORST_Z], [(500, 57), (57, 500)]):
         where = f"n={n} n_ref={n_ref} p=0.5"
-        if min(n, n_ref) < 100:
-            where += " (upstream's normal approximation on a 57-score 0/100 lattice, kept)"
+        if min(n, n_ref) < 1000:
+            where += " (upstream's normal approximation on a lattice of 0/100 counts, kept as the default)"
         out.append(Cell(rule, "NO-GO at drop = margin (0)", where, "error", ALPHA,
                         partial(_rate, n=n, n_ref=n_ref, p=0.5, drop=0.0, tolerance=0.0, claim="NO-GO")))
         for tol in grid.pick([1.0, 2.75, 5.0], [5.0]):
@@ -83,4 +103,4 @@ def cells(grid: Grid) -> list[Cell]:
     return out
 
 
-FAMILY = Family("unpaired", ztest.CLAIMS, cells)
+FAMILY = Family("unpaired", (*unpaired_exact.CLAIMS, *ztest.CLAIMS), cells)

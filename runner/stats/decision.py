@@ -77,6 +77,9 @@ class Decision:
     noise_floor: float | None = None
     stated_margin: float | None = None
     within_noise: bool = False  # a NO-GO at the stated margin that is not one at the floor: INCONCLUSIVE
+    # what chance entered the verdict (a seeded bootstrap's resamples), or that none did; None: a rule without any
+    randomness: str | None = None
+    unpaired_test: str | None = None  # the unpaired rule's test when it is not TensorRT-LLM's z-test
 
     @property
     def all_passed(self) -> bool:
@@ -183,7 +186,7 @@ class Decision:
         if self.sequential is not None:
             return self.sequential.test
         return {"explicit_threshold": "explicit threshold", "exact": "exact rule (sigma 0)",
-                "unpaired": "TensorRT-LLM unpaired z-test"}.get(self.rule) or self.paired.method
+                "unpaired": self.unpaired_test or "TensorRT-LLM unpaired z-test"}.get(self.rule) or self.paired.method
 
     def hypothesis(self) -> str:
         """The claims tested, in words, in the metric's own direction."""

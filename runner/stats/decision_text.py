@@ -23,7 +23,7 @@ Decision = Any
 RULES = ("explicit_threshold", "exact", "paired", "unpaired")
 STATISTICAL_RULES = ("paired", "unpaired")
 THRESHOLD_RULES = ("explicit_threshold", "exact", "unpaired")  # rules that compare the score with a line
-CLUSTER_KEYS = ("cluster_key", "clusters", "clustered_n", "design_effect", "design_effect_estimated", "cluster_df")
+CLUSTER_KEYS = ("cluster_key", "clusters", "clustered_n", "design_effect", "design_effect_estimated", "cluster_df", "clusters_carrying")
 RULE = "=" * 64
 
 
@@ -151,6 +151,7 @@ def to_dict(d: Decision) -> dict[str, Any]:
         "tests": d.tests(),
         "sequential": d.sequential.to_dict() if d.sequential is not None else None,
         "stats_cluster": d.cluster_mode,
+        "randomness": d.randomness,
     } | (d.clustering.to_dict() if d.clustering is not None else dict.fromkeys(CLUSTER_KEYS))
 
 
@@ -246,6 +247,8 @@ def render(d: Decision) -> str:
         lines.append(f"difference:  {d.difference:+.3f} (new - reference); no interval ({d.no_interval})")
     if d.clustering is not None:
         lines.append(f"clusters:    {d.clustering.describe()}")
+    if d.randomness is not None:
+        lines.append(f"randomness:  {d.randomness}")
     lines.append(f"verdict:     {verdict_line(d)}")
     if d.advice is not None:
         lines.append(f"to decide:   {d.advice.text()}")

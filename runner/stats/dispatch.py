@@ -21,6 +21,7 @@ from runner.stats.rules import clustered as clustered_rules
 from runner.stats.rules.base import Case, Rule
 from runner.stats.rules.clustered import Clustered
 from runner.stats.rules.corpus import decide_corpus
+from runner.stats.rules import unpaired_exact
 from runner.stats.rules.paired_binary import PairedBinary, mcnemar_exact
 from runner.stats.rules.paired_continuous import PairedContinuous, paired_continuous
 from runner.stats.settings import margin_points
@@ -78,7 +79,9 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
                               margin, tolerance.points, notes)
         return Decision("paired" if found.paired is not None else "unpaired",
                         (found.paired or found.verdict).passed, found.verdict, found.paired, list(gates), notes,
-                        claims=found.claims, tolerance=tolerance, **common)
+                        claims=found.claims, tolerance=tolerance, **common,
+                        randomness=f"stats.bootstrap_seed={stats.bootstrap_seed}: the corpus bootstrap's "
+                                   f"{stats.corpus_bootstrap_iters} resamples")
     if rows and not all(r.score in (0.0, 100.0) for r in rows.values()):
         sigma = scale.estimate_sigma(r.score for r in rows.values())
         notes.append(f"sigma {sigma:.3f} estimated from the reference's {len(rows)} per-sample scores "
@@ -111,18 +114,33 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
         raise ConfigError("a paired test needs the reference's per-sample scores, and this entry has none",
                           where=f"{reference.path} entry {reference.index}", given="stats.method=paired",
                           fix="record the reference again with reference.mode=record, or use stats.method=auto|unpaired")
-    if claims is None:
+    exact = claims is None and getattr(stats, "unpaired_test", "ztest") == "exact"
+    if exact:
+        if unpaired_deff is not None:
+            raise ConfigError("the exact unpaired test treats samples as independent, and this job clusters them",
+                              where="stats.unpaired_test", given=f"exact with stats.cluster=auto ({key})",
+                              fix="stats.cluster=off, or stats.unpaired_test=ztest (its sigma carries the design "
+                                  "effect)")
+        claims, p_regression = unpaired_exact.decide(scored, reference.value, params, margin, tolerance.points)
+        verdict = replace(verdict, passed=not claims.regression, p_value=p_regression)
+        notes.append(f"unpaired rule: the {unpaired_exact.TEST} decides both claims (stats.unpaired_test=exact); "
+                     "the z-test's threshold is shown for comparison")
+    elif claims is None:
         claims = unpaired_claims(verdict, margin, tolerance.points)
         if unpaired_deff is not None and unpaired_deff.applied != 1.0:
             claims = replace(claims, method="Wald, sigma x sqrt(design effect) (inverts the z-test both ways)")
+        excess = unpaired_exact.excess_note(params, [s.score for s in scored], margin, tolerance.points)
+        if excess is not None and unpaired_deff is None:
+            notes.append(excess)
 
     deff = result.design_effect if result is not None else unpaired_deff
     shown = claims.regression
-    claims = clustered_rules.too_few(claims, deff, stats, notes)
+    claims = clustered_rules.too_few(claims, deff, stats, notes, paired=result is not None)
     passed = result.passed if result is not None else verdict.passed
     decision = Decision("paired" if result is not None else "unpaired", passed or shown != claims.regression,
                         verdict, result, list(gates), notes, claims=claims, tolerance=tolerance, **common,
-                        clustering=deff)
+                        clustering=deff, randomness=_randomness(result, claims, stats),
+                        unpaired_test=unpaired_exact.TEST if exact else None)
     if chance_level is not None:
         # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
         # reference at or past chance is then worth a warning
@@ -150,6 +168,20 @@ def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tol
         rule = Clustered(rule)
     found = rule.decide(case)
     return found.result, found.claims
+
+
+def _randomness(result: Any, claims: Claims, stats: Any) -> str | None:
+    """What chance entered a paired verdict: a seeded bootstrap's resamples (the seed is printed and recorded), or
+    none (the betting test's order is fixed by the sample ids); None for the exact and t rules, which have none."""
+    if result is None or result.discordant is not None:
+        return None
+    said = f"{result.method} {claims.method}".lower()
+    if "bootstrap" in said:
+        return f"stats.bootstrap_seed={stats.bootstrap_seed}: the paired bootstrap's resamples"
+    if "betting" in said:
+        return "none: the betting test bets in the order of the SHA-256 of the sample ids (no seed)"
+    return None
+
 
 
 def paired_test(
@@ -183,6 +215,6 @@ def paired_test(
                           where="stats.paired_test", given="betting",
                           fix="stats.paired_test=auto (the t-test for an unbounded metric such as perplexity)")
     return paired_continuous(pairs.reference, pairs.new, alpha, beta, higher_is_better, method=method, seed=seed,
-                             tolerance=tolerance, gate=gate, bounds=bounds, truncation=truncation)
+                             tolerance=tolerance, gate=gate, bounds=bounds, truncation=truncation, ids=pairs.ids)
 
 

@@ -18,6 +18,7 @@ from runner.stats.data.verdicts import validate as validate_verdicts
 METHODS = ("auto", "unpaired", "paired")
 PAIRED_TESTS = ("auto", "mcnemar", "betting", "t", "bootstrap")
 MARGIN_UNITS = ("points", "percent")
+UNPAIRED_TESTS = ("ztest", "exact")  # runner.stats.rules.unpaired_exact
 
 
 @dataclass
@@ -36,6 +37,12 @@ class StatsConfig:
     # resamples of a corpus metric's bootstrap (corpus BLEU, pooled perplexity): each recomputes the metric on both
     # sides; its p-value resolves 1 / (this + 1)
     corpus_bootstrap_iters: int = 1000
+    # the unpaired rule for 0/100 scores: ztest (TensorRT-LLM's, its verdicts; its excess over alpha at the run's n
+    # is printed) | exact (the exact unconditional test of two binomials: alpha at every n, docs/statistics.md)
+    unpaired_test: str = "ztest"
+    # a paired corpus claim needs at least this many documents whose items changed between the runs (fewer: the
+    # bootstrap-t's tails are too thin, false GO 0.065 at n=500 with 2-5% changed; docs/statistics.md)
+    corpus_min_changed: int = 30
     # NO-GO needs a drop larger than the margin: 0 keeps upstream's rule. In points, or percent of the reference.
     margin: float = 0.0
     margin_unit: str = "points"  # points | percent
@@ -71,6 +78,11 @@ def validate(stats: Any) -> None:
         raise ConfigError("unknown gate", where="stats.gate", given=stats.gate, allowed=", ".join(GATES),
                           fix="what a verdict follows when a regression beyond the margin and a drop within the "
                               "tolerance are both shown: regression (NO-GO) or noninferiority (GO)")
+    unpaired_test = getattr(stats, "unpaired_test", "ztest")
+    if unpaired_test not in UNPAIRED_TESTS:
+        raise ConfigError("unknown unpaired test", where="stats.unpaired_test", given=repr(unpaired_test),
+                          allowed=", ".join(UNPAIRED_TESTS),
+                          fix="ztest (TensorRT-LLM's verdicts) or exact (alpha at every n, 0/100 scores)")
     if stats.margin_unit not in MARGIN_UNITS:
         raise ConfigError("unknown margin unit", where="stats.margin_unit", given=stats.margin_unit,
                           allowed=", ".join(MARGIN_UNITS))
@@ -88,6 +100,11 @@ def validate(stats: Any) -> None:
         raise ConfigError("the betting test's truncation must be a number strictly between 0 and 1",
                           where="stats.betting_truncation", given=repr(c),
                           fix="0.9 (the default); 0.75 or 0.5 (the paper's) bet less and decide less at small n")
+    least = getattr(stats, "corpus_min_changed", 30)
+    if isinstance(least, bool) or not isinstance(least, int) or least < 0:
+        raise ConfigError("the fewest changed documents a paired corpus claim needs is a whole number >= 0",
+                          where="stats.corpus_min_changed", given=repr(least),
+                          fix="30 (the default, from the calibration); 0 accepts any")
     iters = stats.corpus_bootstrap_iters
     if isinstance(iters, bool) or not isinstance(iters, int) or iters < 99:
         raise ConfigError("too few bootstrap resamples for a corpus metric", where="stats.corpus_bootstrap_iters",

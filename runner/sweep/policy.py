@@ -16,8 +16,7 @@ from typing import Any, Optional
 from omegaconf import MISSING
 
 from runner.contract.errors import ConfigError
-from runner.stats.multiple_testing import CORRECTIONS
-from runner.stats.rules.release import CRITICAL, TIERS
+from runner.stats.rules.release import CRITICAL, RELEASE_CORRECTIONS, TIERS
 from runner.stats.data.tolerance import UNITS
 
 UNLISTED = ("error", "advisory")
@@ -44,7 +43,11 @@ class GateConfig:
 
     name: str = MISSING
     max_supporting_failures: int = 0  # K: more than K supporting tasks NO-GO blocks the release
-    correction: str = "holm"  # holm | bh | none: over the NO-GO claims of the critical and supporting tiers, one family
+    # holm | bh | none | graph: over the NO-GO claims of the critical and supporting tiers, one family; graph: the
+    # critical tasks hold critical_share of alpha, the supporting ones the rest, a rejected task passes its share on
+    # (Bretz et al. 2009): more power for a critical task beside many supporting ones (docs/release-gates.md)
+    correction: str = "holm"
+    critical_share: float = 0.8
     unlisted: str = "error"  # a task run but not listed: error (the release fails) | advisory (reported only)
     tasks: dict[str, GateTask] = field(default_factory=dict)
 
@@ -58,7 +61,14 @@ def check_policy(gate: Any) -> None:
         raise ConfigError("the number of supporting NO-GOs a release tolerates must be a whole number >= 0",
                           where=f"{where}: gate.max_supporting_failures", given=repr(k),
                           allowed="0 (any supporting NO-GO blocks the release), 1, 2, ...")
-    for key, value, allowed in (("correction", gate.correction, CORRECTIONS), ("unlisted", gate.unlisted, UNLISTED)):
+    share = getattr(gate, "critical_share", 0.8)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 < share <= 1.0:
+        raise ConfigError("the critical tasks' share of alpha must be a number in (0, 1]",
+                          where=f"{where}: gate.critical_share", given=repr(share),
+                          allowed="0.8 (the default), 0.9; 1 leaves the supporting tasks nothing until every "
+                                  "critical one is rejected")
+    for key, value, allowed in (("correction", gate.correction, RELEASE_CORRECTIONS),
+                                ("unlisted", gate.unlisted, UNLISTED)):
         if value not in allowed:
             raise ConfigError(f"unknown value of gate.{key}", where=f"{where}: gate.{key}", given=str(value),
                               allowed=", ".join(allowed))

@@ -56,7 +56,8 @@ def judge_releases(policy: Any, rows: list[dict[str, Any]], mode: str, on_inconc
         ran = {row["task"] for row in mine}
         evidence += [TaskEvidence(task, entry.tier, error="did not run in this sweep")
                      for task, entry in policy.tasks.items() if task not in ran]
-        release = decide_release(evidence, policy.max_supporting_failures, policy.correction)
+        release = decide_release(evidence, policy.max_supporting_failures, policy.correction,
+                                  getattr(policy, "critical_share", 0.8))
         unlisted = sorted(ran - set(policy.tasks))
         if unlisted and policy.unlisted == "error":
             release = replace(release, verdict=FAILED, reason=f"task {', '.join(unlisted)} is not in the policy "

@@ -129,7 +129,7 @@ def test_a_job_answered_wholly_from_the_cache_is_not_announced_as_slow(monkeypat
 
 def test_worse_but_within_tolerance_at_margin_zero_names_the_margin_knob():
     from runner.job.decide import margin_note
-    from runner.stats.verdicts import Tolerance
+    from runner.stats.data.tolerance import Tolerance
 
     both = SimpleNamespace(both_shown=True, gate="regression", margin=0.0, tolerance=Tolerance(3.607, "theta"))
     said = margin_note(both)

@@ -241,7 +241,7 @@ def figures(d) -> dict:
     """Every figure of a decision but the cluster descriptors."""
     out = {k: v for k, v in d.to_dict().items()
            if k not in ("stats_cluster", "cluster_key", "clusters", "clustered_n", "design_effect",
-                        "design_effect_estimated")}
+                        "design_effect_estimated", "clusters_carrying")}
     if d.paired is not None:
         out["paired"] = {k: v for k, v in d.paired.to_dict().items() if k not in ("clusters", "design_effect")}
     return out

@@ -283,14 +283,21 @@ def test_identical_answers_at_n_100_do_not_prove_the_tolerance(tmp_path):
 
 
 def test_margin_and_tolerance_on_a_continuous_metric(tmp_path):
-    """Continuous metric, lower is better: every document's perplexity rises by 3%."""
+    """Continuous metric, lower is better: every document's perplexity rises by 3%. Unbounded: the t-test decides
+    only when chosen (stats.paired_test=t); under auto it makes no claim."""
     ref = {f"s/{i}": 10.0 + (i % 7) for i in range(50)}
     new = {k: v * 1.03 for k, v in ref.items()}
     params = HypothesisParams(0.01, 0.2, 4.48, 50, higher_is_better=False)
     r = reference(tmp_path, ref, sum(ref.values()) / 50, params=params)
     score = sum(new.values()) / 50
     tol5 = Tolerance(0.05 * r.value, "5%")
-    strict = decide(r, new, score, tmp_path, params=params, metric="perplexity", tol=tol5)
+    auto = decide(r, new, score, tmp_path, params=params, metric="perplexity", tol=tol5)
+    assert auto.outcome == "INCONCLUSIVE" and any(n.startswith("no claim: the scores are unbounded") for n in auto.notes)
+
+    def stats(**kw) -> SimpleNamespace:  # noqa: F811 - the chosen asymptotic t-test
+        return SimpleNamespace(**(vars(StatsConfig()) | {"paired_test": "t"} | kw))
+
+    strict = decide(r, new, score, tmp_path, st=stats(), params=params, metric="perplexity", tol=tol5)
     # a rise > 0 is shown and a rise < 5% is shown: worse, but within tolerance; stats.gate decides
     assert strict.rule == "paired" and not strict.passed and strict.both_shown and strict.outcome == "NO-GO"
     assert "worse, but within tolerance" in strict.render() and "increase" in strict.hypothesis()

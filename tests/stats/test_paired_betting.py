@@ -117,7 +117,7 @@ def test_dispatch_and_bounds() -> None:
 
 def test_a_sorted_dataset_does_not_fool_the_test() -> None:
     """Differences sorted gains-first (a dataset ordered by subject) with mean exactly at the GO edge: betting in the
-    dataset's order grows the capital on the early gains and shows GO; the seeded random order does not."""
+    dataset's order grows the capital on the early gains and shows GO; the order of the ids' hashes does not."""
     gain = np.concatenate((np.full(200, 20.0), np.full(200, -25.5)))  # mean -2.75: H0 of GO at tolerance 2.75
     res = paired_continuous(50 - gain / 2, 50 + gain / 2, ALPHA, 0.2, method="betting", bounds=(0.0, 100.0),
                             tolerance=2.75, gate="noninferiority")

@@ -17,7 +17,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from runner.reports.ci import publish_sweep
-from runner.stats.verdicts import WORDS, combine
+from runner.stats.data.verdicts import WORDS, combine
 from runner.sweep import summary as sweep_summary
 from runner.sweep.policy import GateConfig, GateTask
 from tests.sweep.test_sweep import RecordingClient, fake_job

@@ -26,7 +26,8 @@ def min_discordant_to_reject(alpha: float) -> int:
 @dataclass(frozen=True)
 class BettingSample:
     """What the betting test decided on, for the advice that resamples it: the differences new - reference,
-    the scores' range (the differences lie within +-``width``), the truncation and the seed of the order."""
+    the scores' range (the differences lie within +-``width``), the truncation, and the seed of the advice's resamples
+    (the verdict's order is fixed by the sample ids: runner.stats.numerics.betting_order)."""
 
     differences: tuple[float, ...]
     width: float

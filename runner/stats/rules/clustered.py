@@ -123,18 +123,25 @@ def both(clustered: Claims, independent: Claims, df: str) -> Claims:
                   moved_no_go=max(clustered.moved_no_go, independent.moved_no_go))
 
 
-def too_few(claims: Claims, deff: clustering.DesignEffect | None, stats: Any, notes: list[str]) -> Claims:
-    """No claim where the samples fall in fewer than ``stats.min_clusters`` clusters of more than one sample: the
-    clustered variance then rests on too few cluster sums for any claim to hold its alpha (the interval is still
-    printed, as a description)."""
+def too_few(claims: Claims, deff: clustering.DesignEffect | None, stats: Any, notes: list[str],
+            paired: bool = False) -> Claims:
+    """No claim where fewer than ``stats.min_clusters`` clusters carry the variance: for paired differences the
+    clusters of more than one sample with a non-zero difference (:func:`~runner.stats.numerics.cluster_variance.
+    carrying_clusters`), for unpaired scores every cluster. The clustered variance then rests on too few cluster
+    sums for any claim to hold its alpha (the interval is still printed, as a description)."""
     least = getattr(stats, "min_clusters", 10)
-    if deff is None or deff.trivial or deff.clusters >= least or not (claims.regression or claims.within):
+    if deff is None or deff.trivial or not (claims.regression or claims.within):
         return claims
-    notes.append(f"clustered errors: {deff.clusters} clusters by {deff.key}, fewer than stats.min_clusters={least}: "
-                 "too few cluster sums for a claim at alpha, so neither claim is made (INCONCLUSIVE); "
-                 "stats.cluster=off treats the samples as independent")
+    count = deff.carrying if paired and deff.carrying is not None else deff.clusters
+    if count >= least:
+        return claims
+    what = (f"{count} of {deff.clusters} clusters by {deff.key} carry the variance (more than one sample, a "
+            "difference that is not 0)") if paired else f"{deff.clusters} clusters by {deff.key}"
+    notes.append(f"clustered errors: {what}, fewer than stats.min_clusters={least}: too few cluster sums for a claim "
+                 "at alpha, so neither claim is made (INCONCLUSIVE); stats.cluster=off treats the samples as "
+                 "independent")
     return replace(claims, regression=False, within=False,
-                   method=f"{claims.method}; no claim: {deff.clusters} clusters < stats.min_clusters={least}")
+                   method=f"{claims.method}; no claim: {count} clusters < stats.min_clusters={least}")
 
 
 CLAIMS = (

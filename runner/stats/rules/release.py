@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from runner.stats.multiple_testing import adjust
+from runner.stats.numerics import graphical
 from runner.stats.data.verdicts import GO, INCONCLUSIVE, NO_GO, combine
 from runner.stats.data.claims import DeclaredRule
 
@@ -91,18 +92,26 @@ class Release:
         return [t for t in self.tasks if t.tier == CRITICAL and t.verdict == "inconclusive"]
 
 
+GRAPH = "graph"
+"""The release's own correction beside Holm, BH and none: Bretz et al.'s graph of the tiers
+(:func:`runner.stats.numerics.graphical.tiers`), the critical tasks holding ``critical_share`` of alpha."""
+RELEASE_CORRECTIONS = ("holm", "bh", "none", GRAPH)
+
+
 def decide_release(evidence: Sequence[TaskEvidence], max_supporting_failures: int,
-                   correction: str = "holm") -> Release:
-    """The release verdict of ``evidence`` (one entry per task run; tiers as :data:`TIERS`)."""
+                   correction: str = "holm", critical_share: float = 0.8) -> Release:
+    """The release verdict of ``evidence`` (one entry per task run; tiers as :data:`TIERS`); ``critical_share``:
+    the critical tasks' share of alpha under ``correction="graph"``."""
     unknown = sorted({e.tier for e in evidence} - set(TIERS))
     if unknown:
         raise ValueError(f"unknown tier(s) {unknown}; allowed: {', '.join(TIERS)}")
-    rejected, p_adj = _corrected(evidence, correction)
+    rejected, p_adj = _corrected(evidence, correction, critical_share)
     verdicts = [_task_verdict(e, rejected.get(id(e), ()), p_adj.get(id(e))) for e in evidence]
     return _release(verdicts, max_supporting_failures, correction)
 
 
-def _corrected(evidence: Sequence[TaskEvidence], correction: str) -> tuple[dict[int, list[bool]], dict[int, float]]:
+def _corrected(evidence: Sequence[TaskEvidence], correction: str,
+               critical_share: float = 0.8) -> tuple[dict[int, list[bool]], dict[int, float]]:
     """Per task: which of its statistical claims are rejected after the correction, and its smallest adjusted
     p-value. The claims that can block (critical and supporting tiers) are one family; advisory claims stand
     alone."""
@@ -112,8 +121,15 @@ def _corrected(evidence: Sequence[TaskEvidence], correction: str) -> tuple[dict[
         family = [(e, c) for e in evidence if e.tier in tiers and e.error is None
                   for c in e.claims if c.p_value is not None]
         method = "none" if tiers == (ADVISORY,) else correction
-        adjusted = adjust([c.p_value for _, c in family], [c.alpha for _, c in family], method)
-        for (e, _), reject, p in zip(family, adjusted.reject, adjusted.p_adjusted):
+        p_values, alphas = [c.p_value for _, c in family], [c.alpha for _, c in family]
+        if method == GRAPH:
+            graph = graphical.tiers([e.tier == CRITICAL for e, _ in family], critical_share) if family else None
+            rejects = graphical.reject(graph, p_values, alphas) if graph else []
+            p_adjusted = graphical.adjusted(graph, p_values, alphas) if graph else []
+        else:
+            adjusted = adjust(p_values, alphas, method)
+            rejects, p_adjusted = adjusted.reject, adjusted.p_adjusted
+        for (e, _), reject, p in zip(family, rejects, p_adjusted):
             rejected.setdefault(id(e), []).append(reject)
             smallest[id(e)] = min(p, smallest.get(id(e), p))
     return rejected, smallest
@@ -152,8 +168,8 @@ def _release(tasks: list[TaskVerdict], k: int, correction: str) -> Release:
     no_go = [t for t in critical if t.verdict == "no-go"]
     if no_go:
         return blocked(no_go, NO_GO, f"critical task {names(no_go)} is NO-GO"
-                       + (f" (p adjusted {_p(no_go[0].p_adjusted)}, Holm across the critical and supporting tiers)"
-                          if no_go[0].p_adjusted is not None and correction == "holm" else ""))
+                       + (f" (p adjusted {_p(no_go[0].p_adjusted)}, {_FAMILY[correction]})"
+                          if no_go[0].p_adjusted is not None and correction in _FAMILY else ""))
     supporting_no_go = [t for t in supporting if t.verdict == "no-go"]
     if len(supporting_no_go) > k:
         count = len(supporting_no_go)
@@ -181,11 +197,19 @@ def _release(tasks: list[TaskVerdict], k: int, correction: str) -> Release:
     return blocked(undecided, INCONCLUSIVE, "; ".join(parts))
 
 
+_FAMILY = {"holm": "Holm across the critical and supporting tiers",
+           GRAPH: "the tiers' graph (Bretz et al. 2009) across the critical and supporting tiers"}
+
+
 def _p(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
 CLAIMS = (
+    DeclaredRule("release: the tiers' graph (Bretz et al. 2009), critical share 0.8",
+                 "a release policy with gate.correction=graph",
+                 ("NO-GO of the release, nothing regressed", "GO of the release, a critical task at tolerance"),
+                 "none: an intersection-union test for GO, the graph's weighted Bonferroni closure for NO-GO"),
     DeclaredRule("release: Holm across the tiers", "a release policy's verdict from its tasks' verdicts",
          ("NO-GO of the release, nothing regressed", "GO of the release, a critical task at tolerance"),
          "none: an intersection-union test for GO, one Holm family for NO-GO"),
