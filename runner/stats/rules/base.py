@@ -13,7 +13,7 @@ from runner.stats.data.claims import Claims
 from runner.stats.data.entry import ReferenceEntry
 from runner.stats.data.hypothesis import HypothesisParams, Verdict
 from runner.stats.data.tolerance import Tolerance
-from runner.stats.numerics import cluster_variance
+from runner.stats.numerics import cluster_claims, cluster_variance, scale, ztest
 from runner.stats.data.paired_result import PairedResult
 from runner.stats.data.pairing import PairedScores
 
@@ -124,3 +124,30 @@ def statistical(entry: Entry) -> Entry:
     key = entry.cluster_key if entry.stats.cluster == "auto" else None
     labels = cluster_variance.labels_of(entry.scored, key) if key else None
     return replace(entry, params=params, rows=rows, cluster_key=key, labels=labels)
+
+
+@dataclass(frozen=True)
+class Report:
+    """TensorRT-LLM's unpaired report, which every per-sample decision shows: the entry as the rule reads it (its
+    sigma estimated from the reference's non-0/100 per-sample scores, and carrying the design effect when the job
+    clusters), the z-test's verdict at the margin, and the design effect of the run's scores (None: unclustered)."""
+
+    entry: Entry
+    verdict: Verdict
+    design_effect: cluster_variance.DesignEffect | None
+
+
+def reported(entry: Entry) -> Report:
+    """The per-sample rules' common start (:func:`statistical`, then the unpaired report); appends its notes."""
+    e = statistical(entry)
+    params, rows = e.params, e.rows
+    if rows and not all(r.score in (0.0, 100.0) for r in rows.values()):
+        sigma = scale.estimate_sigma(r.score for r in rows.values())
+        e.notes.append(f"sigma {sigma:.3f} estimated from the reference's {len(rows)} per-sample scores "
+                       f"(configured {params.sigma:g})")
+        params = replace(params, sigma=sigma)
+    deff = None
+    if e.labels is not None and e.cluster_key is not None:
+        params, deff = cluster_claims.unpaired_params(e.scored, e.labels, e.cluster_key, params, e.stats, e.notes)
+    verdict = ztest.decide(e.score, e.reference.value, params, None, metric=e.metric, tolerance=e.margin)
+    return Report(replace(e, params=params), verdict, deff)
