@@ -14,7 +14,7 @@ from runner.stats.data.pairing import PairedScores, is_binary, score_bounds
 from runner.stats.data.tolerance import Tolerance
 from runner.stats.decision import Decision
 from runner.stats.numerics import scale
-from runner.stats.rules.base import Case, Entry, EntryRule, Rule
+from runner.stats.rules.base import Case, EntryCase, EntryRule, Rule
 from runner.stats.rules.clustered import Clustered
 from runner.stats.rules.corpus import Corpus
 from runner.stats.rules.paired import Paired
@@ -43,7 +43,7 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
 
     notes: list[str] = []
     margin = margin_points(stats, reference.value)
-    entry = Entry(reference, scored, score, params, stats, metric, margin, tolerance, notes, rows, pairing_problem,
+    entry = EntryCase(reference, scored, score, params, stats, metric, margin, tolerance, notes, rows, pairing_problem,
                   cluster_key, corpus, score_bounds)
     rule = next(r for r in RULES if r.applies(entry) is None)
     found = rule.decide(entry)

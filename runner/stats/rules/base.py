@@ -1,6 +1,6 @@
 """The small protocols the rules answer: does a rule apply (and why not), and what it decides. The dispatcher's
 precedence table holds :class:`EntryRule` objects (threshold/exact, corpus, paired or unpaired), tried in order on
-one :class:`Entry`; the paired rule tries its :class:`Rule` objects in order on one :class:`Case`. Clustering wraps
+one :class:`EntryCase`; the paired rule tries its :class:`Rule` objects in order on one :class:`Case`. Clustering wraps
 an inner rule (:class:`runner.stats.rules.clustered.Clustered`), it does not recurse through the dispatcher."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class Rule(Protocol):
 
 
 @dataclass
-class Entry:
+class EntryCase:
     """What the decision's precedence table reads: the reference entry, the run's scored samples and score, the
     test's numbers, the configured ``stats``, the margin of the NO-GO claim (points) and the tolerance of the GO
     claim, the notes the decision prints, and what the job loaded beside them (the reference's per-sample rows and
@@ -98,16 +98,16 @@ class EntryRule(Protocol):
     """A rule of the decision's precedence table: the dispatcher tries them in order, the first that applies
     decides."""
 
-    def applies(self, entry: Entry) -> str | None:
+    def applies(self, entry: EntryCase) -> str | None:
         """None when the rule decides this entry; else why it does not (in words)."""
         ...
 
-    def decide(self, entry: Entry) -> Outcome:
+    def decide(self, entry: EntryCase) -> Outcome:
         """The rule's verdict (and claims, for a statistical rule) on the entry."""
         ...
 
 
-def statistical(entry: Entry) -> Entry:
+def statistical(entry: EntryCase) -> EntryCase:
     """The entry as every statistical rule reads it: the unpaired sigma scaled to the reference's n where that
     differs, the rows dropped under ``stats.method=unpaired``, each sample's cluster under ``stats.cluster=auto``.
     Appends its notes to ``entry.notes``."""
@@ -132,12 +132,12 @@ class Report:
     sigma estimated from the reference's non-0/100 per-sample scores, and carrying the design effect when the job
     clusters), the z-test's verdict at the margin, and the design effect of the run's scores (None: unclustered)."""
 
-    entry: Entry
+    entry: EntryCase
     verdict: Verdict
     design_effect: cluster_variance.DesignEffect | None
 
 
-def reported(entry: Entry) -> Report:
+def reported(entry: EntryCase) -> Report:
     """The per-sample rules' common start (:func:`statistical`, then the unpaired report); appends its notes."""
     e = statistical(entry)
     params, rows = e.params, e.rows

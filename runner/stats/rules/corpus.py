@@ -27,16 +27,16 @@ from runner.stats.data.pairing import unpaired_because
 from runner.stats.data.hypothesis import HypothesisParams, Verdict
 from runner.stats.numerics.ztest import decide
 from runner.stats.data.claims import Claims
-from runner.stats.rules.base import Entry, Outcome, statistical
+from runner.stats.rules.base import EntryCase, Outcome, statistical
 
 
 class Corpus:
     """The corpus rule of the precedence table: it decides every entry whose task declares a corpus metric."""
 
-    def applies(self, entry: Entry) -> str | None:
+    def applies(self, entry: EntryCase) -> str | None:
         return None if entry.corpus is not None else "the task's metric is the mean of its per-sample scores"
 
-    def decide(self, entry: Entry) -> Outcome:
+    def decide(self, entry: EntryCase) -> Outcome:
         e = statistical(entry)
         assert e.corpus is not None and e.tolerance is not None
         found = decide_corpus(e.reference, e.scored, e.score, e.params, e.stats, e.corpus, e.metric, e.rows,

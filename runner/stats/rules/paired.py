@@ -14,7 +14,7 @@ from runner.stats.data.claims import Claims
 from runner.stats.data.paired_result import PairedResult
 from runner.stats.data.pairing import PairedScores
 from runner.stats.numerics import cluster_claims
-from runner.stats.rules.base import Case, Entry, Found, Outcome, Rule, reported
+from runner.stats.rules.base import Case, EntryCase, Found, Outcome, Rule, reported
 
 
 class Paired:
@@ -25,7 +25,7 @@ class Paired:
         self.inner = tuple(inner)
         self.wrap = wrap
 
-    def applies(self, entry: Entry) -> str | None:
+    def applies(self, entry: EntryCase) -> str | None:
         if entry.rows is None or entry.stats.method == "unpaired":
             return "no per-sample reference scores to pair with (or stats.method=unpaired)"
         if entry.pairing_problem is not None:
@@ -35,7 +35,7 @@ class Paired:
             return f"only {pairs.n_matched} of {_run_size(entry)} samples have reference scores"
         return None
 
-    def decide(self, entry: Entry) -> Outcome:
+    def decide(self, entry: EntryCase) -> Outcome:
         report = reported(entry)
         e = report.entry
         assert e.tolerance is not None
@@ -60,12 +60,12 @@ class Paired:
         return rule.decide(case)
 
 
-def _pairs(entry: Entry) -> PairedScores:
+def _pairs(entry: EntryCase) -> PairedScores:
     assert entry.rows is not None
     return pairing.pair_scores({k: r.score for k, r in entry.rows.items()}, {s.sample_id: s.score for s in entry.scored})
 
 
-def _run_size(entry: Entry) -> int:
+def _run_size(entry: EntryCase) -> int:
     """How many distinct samples the run scored."""
     return len({s.sample_id for s in entry.scored})
 

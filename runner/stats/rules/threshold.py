@@ -5,18 +5,18 @@ a reference with sigma 0 (the score must equal it). TensorRT-LLM's report decide
 from __future__ import annotations
 
 from runner.stats.numerics.ztest import decide
-from runner.stats.rules.base import Entry, Outcome
+from runner.stats.rules.base import EntryCase, Outcome
 
 
 class Threshold:
     """The explicit-threshold rule, or the exact rule of a sigma-0 reference."""
 
-    def applies(self, entry: Entry) -> str | None:
+    def applies(self, entry: EntryCase) -> str | None:
         if _name(entry) is None:
             return "the entry has no explicit threshold and a nonzero sigma"
         return None
 
-    def decide(self, entry: Entry) -> Outcome:
+    def decide(self, entry: EntryCase) -> Outcome:
         rule = _name(entry)
         assert rule is not None
         if entry.margin or entry.stats.tolerance is not None:
@@ -27,7 +27,7 @@ class Threshold:
         return Outcome(rule, verdict.passed, verdict)
 
 
-def _name(entry: Entry) -> str | None:
+def _name(entry: EntryCase) -> str | None:
     if entry.reference.threshold is not None:
         return "explicit_threshold"
     if entry.params.sigma == 0:

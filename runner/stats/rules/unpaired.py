@@ -23,7 +23,7 @@ from runner.stats.data.claims import Claims, DeclaredRule, oriented
 from runner.stats.data.hypothesis import HypothesisParams
 from runner.stats.numerics import cluster_claims, two_binomials, ztest_exact
 from runner.stats.numerics.ztest import unpaired_claims
-from runner.stats.rules.base import Entry, Outcome, reported
+from runner.stats.rules.base import EntryCase, Outcome, reported
 
 TEST = "exact unconditional test of two binomials (score statistic)"
 
@@ -83,10 +83,10 @@ def decide(scored: Sequence[Any], reference: float, params: HypothesisParams, ma
 class Unpaired:
     """The per-sample rule without pairs: the z-test, or the exact test under ``stats.unpaired_test=exact``."""
 
-    def applies(self, entry: Entry) -> str | None:
+    def applies(self, entry: EntryCase) -> str | None:
         return None
 
-    def decide(self, entry: Entry) -> Outcome:
+    def decide(self, entry: EntryCase) -> Outcome:
         report = reported(entry)
         e, verdict, deff = report.entry, report.verdict, report.design_effect
         assert e.tolerance is not None
