@@ -36,16 +36,15 @@ class Paired:
         return None
 
     def decide(self, entry: EntryCase) -> Outcome:
+        pairs, n = _pairs(entry), _run_size(entry)
         report = reported(entry)
         e = report.entry
         assert e.tolerance is not None
-        pairs = _pairs(e)
         clusters = None if e.labels is None or e.cluster_key is None else (e.cluster_key,
                                                                           [e.labels[i] for i in pairs.ids])
         found = self.found(Case(pairs, e.params, e.stats, e.margin, e.tolerance.points, e.notes, e.bounds, clusters))
-        if pairs.n_matched < _run_size(e):
-            e.notes.append(f"paired test on the {pairs.n_matched} of {_run_size(e)} samples the reference also "
-                           "scored")
+        if pairs.n_matched < n:
+            e.notes.append(f"paired test on the {pairs.n_matched} of {n} samples the reference also scored")
         result, claims = found.result, found.claims
         shown = claims.regression
         claims = cluster_claims.too_few(claims, result.design_effect, e.stats, e.notes, paired=True)
