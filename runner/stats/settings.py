@@ -18,7 +18,7 @@ from runner.stats.data.verdicts import validate as validate_verdicts
 METHODS = ("auto", "unpaired", "paired")
 PAIRED_TESTS = ("auto", "mcnemar", "betting", "t", "bootstrap")
 MARGIN_UNITS = ("points", "percent")
-UNPAIRED_TESTS = ("ztest", "exact")  # runner.stats.rules.unpaired_exact
+UNPAIRED_TESTS = ("ztest", "exact")  # runner.stats.rules.unpaired
 
 
 @dataclass

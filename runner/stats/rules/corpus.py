@@ -27,6 +27,24 @@ from runner.stats.data.pairing import unpaired_because
 from runner.stats.data.hypothesis import HypothesisParams, Verdict
 from runner.stats.numerics.ztest import decide
 from runner.stats.data.claims import Claims
+from runner.stats.rules.base import EntryCase, Outcome, statistical
+
+
+class Corpus:
+    """The corpus rule of the precedence table: it decides every entry whose task declares a corpus metric."""
+
+    def applies(self, entry: EntryCase) -> str | None:
+        return None if entry.corpus is not None else "the task's metric is the mean of its per-sample scores"
+
+    def decide(self, entry: EntryCase) -> Outcome:
+        e = statistical(entry)
+        assert e.corpus is not None and e.tolerance is not None
+        found = decide_corpus(e.reference, e.scored, e.score, e.params, e.stats, e.corpus, e.metric, e.rows,
+                              e.pairing_problem, e.labels, e.margin, e.tolerance.points, e.notes)
+        return Outcome("paired" if found.paired is not None else "unpaired", (found.paired or found.verdict).passed,
+                       found.verdict, found.paired, found.claims,
+                       randomness=f"stats.bootstrap_seed={e.stats.bootstrap_seed}: the corpus bootstrap's "
+                                  f"{e.stats.corpus_bootstrap_iters} resamples")
 
 
 @dataclass(frozen=True)
