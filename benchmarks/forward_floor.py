@@ -101,7 +101,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))
     parser.add_argument("--budgets", default="1024,2048,4096,16384", help="the floor's token budgets to time")
     parser.add_argument("--compile", action="store_true", help="also time the best budget under torch.compile")
-    parser.add_argument("--lm-eval-batch-size", default="4", help="lm-eval's batch size (its best on the 2-core EPYC)")
+    parser.add_argument("--lm-eval-batch-size", default="4", help="lm-eval's batch size (its best on a 2-core CPU)")
     parser.add_argument("--repeats", type=int, default=3, help="alternating rounds of floor, runner, lm-eval")
     parser.add_argument("--threads", type=int, default=0, help="OMP_NUM_THREADS for every side (0: unset)")
     parser.add_argument("--json", type=Path)

@@ -14,7 +14,7 @@ on GO), the code every sweep runs. Scenarios:
 - ``pick among six``: all six at tolerance, independent: P(any job's own GO) is the error of a per-job GO list
   used to choose among candidates, which the opt-in correction controls.
 
-Run: .venv/bin/python benchmarks/sweep_go_simulation.py [--reps 20000]   (about a minute on a 2-core AMD EPYC)
+Run: .venv/bin/python benchmarks/sweep_go_simulation.py [--reps 20000]   (about a minute on a 2-core Intel Xeon (AMX-BF16))
 """
 from __future__ import annotations
 
