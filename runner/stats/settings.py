@@ -16,7 +16,8 @@ from runner.stats.numerics.ztest import compute_theta
 from runner.stats.data.verdicts import validate as validate_verdicts
 
 METHODS = ("auto", "unpaired", "paired")
-PAIRED_TESTS = ("auto", "mcnemar", "betting", "t", "bootstrap")
+PAIRED_TESTS = ("auto", "auto_t", "mcnemar", "betting", "t", "bootstrap")
+"""``auto_t``: as ``auto``, but the paired t-test (asymptotic) decides unbounded scores, where ``auto`` makes no claim."""
 MARGIN_UNITS = ("points", "percent")
 UNPAIRED_TESTS = ("ztest", "exact")  # runner.stats.rules.unpaired
 

@@ -118,3 +118,21 @@ def test_unbounded_scores_make_no_claim_under_auto():
     assert chosen.within and not auto.within and not auto.regression
     assert any(n.startswith("no claim: the scores are unbounded") for n in notes)
     assert _rate("go", "sparse 5%", 57, 1.0, 0.0, 300, 5, unbounded=True).value > 0.08
+    asymptotic = _paired(pairs, params, StatsConfig(paired_test="auto_t"), 0.0, 25.0, None, [], None)[1]
+    assert asymptotic == chosen  # auto_t: the t-test's verdict on unbounded scores
+
+
+def test_auto_t_keeps_mcnemar_for_0_100_scores():
+    """auto_t (the embedded gate's choice, for perplexity) changes nothing for 0/100 scores: McNemar decides them,
+    as under auto (b = 7 answers lost, c = 1 gained on 100: McNemar's one-sided p = P(X >= 7 | 8, 1/2) = 9/256)."""
+    from runner.stats.data.hypothesis import HypothesisParams
+    from runner.stats.data.pairing import PairedScores
+    from runner.stats.dispatch import _paired
+
+    ref = [100.0] * 7 + [0.0] + [100.0] * 50 + [0.0] * 42
+    new = [0.0] * 7 + [100.0] + [100.0] * 50 + [0.0] * 42
+    pairs = PairedScores(tuple(str(i) for i in range(100)), tuple(ref), tuple(new), (), ())
+    params = HypothesisParams(0.05, 0.2, 50.0, 100)
+    for test in ("auto", "auto_t"):
+        result, claims = _paired(pairs, params, StatsConfig(paired_test=test), 0.0, 5.0, None, [], None)
+        assert result.discordant == (7, 1) and abs(result.p_value - 9 / 256) < 1e-12 and claims.regression

@@ -17,6 +17,10 @@ from runner.stats.numerics import cluster_claims, cluster_variance, scale, ztest
 from runner.stats.data.paired_result import PairedResult
 from runner.stats.data.pairing import PairedScores
 
+AUTO = ("auto", "auto_t")
+"""The ``stats.paired_test`` values that let the scores choose the paired rule (0/100: McNemar; bounded: betting;
+unbounded: no claim under ``auto``, the t-test under ``auto_t``)."""
+
 
 @dataclass
 class Case:

@@ -24,7 +24,7 @@ from runner.stats.numerics import cluster_variance as clustering
 from runner.stats.numerics.clustered_paired import clustered_paired
 from runner.stats.data.paired_result import PairedResult
 from runner.stats.data.hypothesis import HypothesisParams
-from runner.stats.rules.base import Case, Found, Rule
+from runner.stats.rules.base import AUTO, Case, Found, Rule
 from runner.stats.data.claims import Claims
 
 
@@ -37,7 +37,7 @@ def paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tole
     The design effect is attached to the result in every case; the independent tests alone decide where
     nothing is clustered (one sample per cluster, one cluster, or differences that do not vary)."""
     ind_result, ind_claims = independent
-    binary = stats.paired_test in ("auto", "mcnemar") and pairing.is_binary(pairs)
+    binary = stats.paired_test in (*AUTO, "mcnemar") and pairing.is_binary(pairs)
     diffs = [b - a for a, b in zip(pairs.reference, pairs.new)]
     deff = clustering.design_effect(diffs, labels, key)
     alone = (replace(ind_result, design_effect=deff), ind_claims)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from runner.stats.data.paired_result import PairedResult, min_discordant_to_reject
 from runner.stats.data.pairing import is_binary, score_bounds
 from runner.stats.numerics.paired_binomial.claims import binary_claims
-from runner.stats.rules.base import Case, Found
+from runner.stats.rules.base import AUTO, Case, Found
 from runner.stats.numerics.paired_binomial.sign_test import upper_tail_half
 from runner.stats.numerics.paired_binomial.tango import regression_p
 from runner.stats.numerics.power import binary_theta, power_constant
@@ -104,7 +104,7 @@ class PairedBinary:
 
     def applies(self, case: Case) -> str | None:
         method = case.stats.paired_test
-        if method == "mcnemar" or method == "auto" and is_binary(case.pairs):
+        if method == "mcnemar" or method in AUTO and is_binary(case.pairs):
             return None
         return f"stats.paired_test={method} on scores that are not all 0/100 or 0/1"
 

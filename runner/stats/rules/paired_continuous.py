@@ -15,7 +15,7 @@ from runner.stats.numerics import betting, betting_order
 from runner.stats.numerics.normal import t_cdf, t_quantile, t_sf, z
 from runner.stats.numerics.power import power_constant
 from runner.stats.numerics.resampling import basic_bootstrap, bootstrap_means, check_resamples
-from runner.stats.rules.base import Case, Found
+from runner.stats.rules.base import AUTO, Case, Found
 from runner.stats.data.claims import DeclaredRule
 
 
@@ -192,14 +192,14 @@ class PairedContinuous:
 
     def applies(self, case: Case) -> str | None:
         method = case.stats.paired_test
-        if method in CONTINUOUS_METHODS or method == "auto" and not is_binary(case.pairs):
+        if method in CONTINUOUS_METHODS or method in AUTO and not is_binary(case.pairs):
             return None
         return f"stats.paired_test={method} on 0/100 scores (McNemar's rule)"
 
     def decide(self, case: Case) -> Found:
         p, pairs = case.params, case.pairs
         bounds = score_bounds(pairs, case.bounds)
-        method = case.stats.paired_test if case.stats.paired_test != "auto" else ("betting" if bounds else "t")
+        method = case.stats.paired_test if case.stats.paired_test not in AUTO else ("betting" if bounds else "t")
         if method == "betting" and bounds is None:
             raise ConfigError("the betting test needs bounded scores, and this task declares no score bounds",
                               where="stats.paired_test", given="betting",
