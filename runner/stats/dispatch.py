@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from runner.contract.errors import ConfigError
 from runner.contract.evaluator import CorpusMetric
 from runner.stats.data.claims import Claims
 from runner.stats.data.entry import ReferenceEntry
@@ -19,7 +18,7 @@ from runner.stats.rules.clustered import Clustered
 from runner.stats.rules.corpus import Corpus
 from runner.stats.rules.paired import Paired
 from runner.stats.rules.paired_binary import PairedBinary, mcnemar_exact
-from runner.stats.rules.paired_continuous import PairedContinuous, paired_continuous
+from runner.stats.rules.paired_continuous import PairedContinuous, continuous_method, paired_continuous
 from runner.stats.rules.threshold import Threshold
 from runner.stats.rules.unpaired import Unpaired
 from runner.stats.settings import margin_points
@@ -103,14 +102,9 @@ def paired_test(
     (or [0, 1]).
     """
     bounds = score_bounds(pairs, bounds)
-    if method == "auto":
-        method = "mcnemar" if is_binary(pairs) else ("betting" if bounds is not None else "t")
-    if method == "mcnemar":
+    if method == "mcnemar" or method == "auto" and is_binary(pairs):
         return mcnemar_exact(pairs.reference, pairs.new, alpha, beta, higher_is_better, gate=gate, margin=tolerance)
-    if method == "betting" and bounds is None:
-        raise ConfigError("the betting test needs bounded scores, and this task declares no score bounds",
-                          where="stats.paired_test", given="betting",
-                          fix="stats.paired_test=auto (the t-test for an unbounded metric such as perplexity)")
+    method = continuous_method(method, bounds)
     return paired_continuous(pairs.reference, pairs.new, alpha, beta, higher_is_better, method=method, seed=seed,
                              tolerance=tolerance, gate=gate, bounds=bounds, truncation=truncation, ids=pairs.ids)
 

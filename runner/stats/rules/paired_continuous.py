@@ -25,6 +25,17 @@ CONTINUOUS_METHODS = ("betting", "t", "bootstrap")
 BETTING = "paired betting test (Waudby-Smith & Ramdas)"
 
 
+def continuous_method(requested: str, bounds: tuple[float, float] | None) -> str:
+    """The continuous test that decides: ``requested``, or under auto the betting test for bounded scores and the
+    t-test for unbounded ones; the betting test without bounds is a configuration error."""
+    method = requested if requested not in AUTO else ("betting" if bounds else "t")
+    if method == "betting" and bounds is None:
+        raise ConfigError("the betting test needs bounded scores, and this task declares no score bounds",
+                          where="stats.paired_test", given="betting",
+                          fix="stats.paired_test=auto (the t-test for an unbounded metric such as perplexity)")
+    return method
+
+
 def paired_continuous(
     ref: Sequence[float],
     new: Sequence[float],
@@ -199,11 +210,7 @@ class PairedContinuous:
     def decide(self, case: Case) -> Found:
         p, pairs = case.params, case.pairs
         bounds = score_bounds(pairs, case.bounds)
-        method = case.stats.paired_test if case.stats.paired_test not in AUTO else ("betting" if bounds else "t")
-        if method == "betting" and bounds is None:
-            raise ConfigError("the betting test needs bounded scores, and this task declares no score bounds",
-                              where="stats.paired_test", given="betting",
-                              fix="stats.paired_test=auto (the t-test for an unbounded metric such as perplexity)")
+        method = continuous_method(case.stats.paired_test, bounds)
         kw = dict(method=method, seed=case.stats.bootstrap_seed, bounds=bounds,
                   truncation=getattr(case.stats, "betting_truncation", None), ids=pairs.ids)
         result = paired_continuous(pairs.reference, pairs.new, p.alpha, p.beta, p.higher_is_better,
