@@ -17,7 +17,7 @@ from runner.contract.progress import Progress
 from runner.contract.reasoning import apply_sampling, strip_thinking
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, Response
 from runner.job.decide import decision_at
-from runner.job.looks import Monitor
+from runner.stats.conclusion import Monitor
 from runner.job.state import Job
 from runner.references.store import Reference
 from runner.stats.data.hypothesis import HypothesisParams

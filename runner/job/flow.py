@@ -27,7 +27,7 @@ from runner.job.decide import acceptance_gates, advise, decide
 from runner.job.expect import expectation
 from runner.job.extension_check import check_job as check_extension
 from runner.job.load import load
-from runner.job.noise import check_tolerance as check_floor
+from runner.job.noise import check_tolerance as check_floor, measured as measured_noise
 from runner.job.looks import monitor_for
 from runner.job.prepare import prepare
 from runner.job.publish import publish
@@ -128,6 +128,7 @@ def evaluate(job: Job) -> Outcome:
         replicating = job.mode == "record" and job.config.reference.noise == "replicate"
         perturbations = job.backend.perturbations() if replicating else []
         reference, params = find_reference(job, loaded.spec)
+        job.noise = measured_noise(job)
         samples = select_samples(job, params, reference is not None)
         if reference is not None and job.tolerance is None:
             job.tolerance = resolve_tolerance(job.config.stats, job.task, reference.value)

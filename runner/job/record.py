@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from runner.contract.evaluator import CORPUS_ITEM, LOGLIKELIHOODS, Sample, ScoredSample
-from runner.job.chance import near_chance
+from runner.stats.numerics.scale import near_chance
 from runner.job.state import Job, Loaded
 from runner.references import recording, samples as reference_samples
 from runner.references.noise import HOST_KEY, NOISE_KEY, noise_block

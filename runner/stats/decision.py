@@ -80,6 +80,7 @@ class Decision:
     # what chance entered the verdict (a seeded bootstrap's resamples), or that none did; None: a rule without any
     randomness: str | None = None
     unpaired_test: str | None = None  # the unpaired rule's test when it is not TensorRT-LLM's z-test
+    advisor: Any = None  # runner.stats.rules.base.Advisor: the rule that decided, whose advice fits the decision
 
     @property
     def all_passed(self) -> bool:

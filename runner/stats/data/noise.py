@@ -110,3 +110,16 @@ class Fidelity:
     def describe(self) -> str:
         kl = f", option KL {self.option_kl:.3g}" if self.option_kl is not None else ""
         return f"{self.picks} of {self.n} picks changed{kl}"
+
+
+@dataclass(frozen=True)
+class MeasuredNoise:
+    """What a job knows of the system's noise before it decides, as the decision reads it: the floor a continuous
+    paired rule's NO-GO claim is tested against (None: it does not apply), the ``reference.floor`` mode that chose
+    it, how this run's host differs from the reference's (words; None: the same host, or the reference's unknown),
+    and the reference entry's replicates (an exact rule's failure is labelled when one fails the same way)."""
+
+    floor: float | None
+    mode: str
+    host_differs: str | None
+    replicates: tuple[Replicate, ...] = ()
