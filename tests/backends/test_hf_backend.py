@@ -107,7 +107,7 @@ def test_a_stopped_generation_hands_on_the_batches_it_finished(hf, monkeypatch):
         if len(computed) == 2:
             raise Terminated("stopped by SIGTERM")
         computed.append(f"answer to {reqs[0].prompt}")
-        return computed[-1:]
+        return computed[-1:], [False]
 
     monkeypatch.setattr(hf, "_generate_batch", batch)
     asked = [GenerationRequest(q, 1) for q in QUESTIONS[:3]]

@@ -15,7 +15,7 @@ import logging
 import platform
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from runner.backends import rolling, token_counts
 from runner.backends.threads import cpu_server_env
@@ -32,6 +32,7 @@ from runner.contract import stopping
 from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, Perturbation, TaskLimits
 from runner.contract.errors import BackendUnavailable, ConfigError, EndpointError
 from runner.contract.secrets import redact_url
+from runner.contract.indicators import Generated, GenerationFacts, same_facts
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
 
@@ -278,10 +279,10 @@ class OpenAIBackend(ConfiguredBackend):
         try:
             texts = self._fan_out(self._send, calls, "generate")
         except BaseException as err:  # what did arrive is handed on, cut as it would have been
-            stopping.keep_answered(err, {i: cut_at_stop(text, requests[i].stop)
+            stopping.keep_answered(err, {i: same_facts(text, cut_at_stop(text, requests[i].stop))
                                          for i, text in stopping.answered(err).items()})
             raise
-        return [cut_at_stop(text, req.stop) for text, req in zip(texts, requests)]
+        return [same_facts(text, cut_at_stop(text, req.stop)) for text, req in zip(texts, requests)]
 
     def _generation_call(self, req: GenerationRequest) -> tuple[str, dict[str, Any]]:
         """(endpoint, request fields) of one generation request."""
@@ -300,9 +301,10 @@ class OpenAIBackend(ConfiguredBackend):
         endpoint, fields = call
         if endpoint == "chat":
             return http.post_checked(self._base_url, lambda: self._client.chat.completions.with_raw_response.create(
-                **fields), lambda body: answers.chat_text(answers.document(body)), self.config.max_retries)
+                **fields), lambda body: _generated(answers.document(body), answers.chat_text), self.config.max_retries)
         return http.post_checked(self._base_url, lambda: self._client.completions.with_raw_response.create(**fields),
-                                 lambda body: answers.completion_text(answers.document(body)), self.config.max_retries)
+                                 lambda body: _generated(answers.document(body), answers.completion_text),
+                                 self.config.max_retries)
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         """Prompt log-probabilities of an echoed completion (``echo``, ``logprobs=1``, one new token),
@@ -344,3 +346,8 @@ class OpenAIBackend(ConfiguredBackend):
                                 f"for a {len(seq)}-token prompt", fix="set backend.prompt_logprobs=false and score by "
                                 "generation (task.scoring=generate), or serve the model with vLLM")
         return LoglikelihoodResult(found[0], found[1], len(scored))
+
+
+def _generated(doc: dict[str, Any], text_of: Callable[[dict[str, Any]], str]) -> Generated:
+    """The answer's text with whether it stopped at the token limit (the server's ``finish_reason``)."""
+    return Generated(text_of(doc), GenerationFacts(hit_limit=answers.stopped_at_limit(doc)))
