@@ -203,3 +203,25 @@ def test_bad_settings_are_refused_before_any_model_loads():
     stats = OmegaConf.to_object(compose(["stats.max_failed_share=1.5"]).stats)
     with pytest.raises(ConfigError, match="largest share of failed samples"):
         validate(stats)
+
+
+@pytest.mark.e2e
+def test_the_embedded_model_cut_at_a_few_tokens_records_and_reports_it(tmp_path):
+    """The real embedded model on 2 GSM8K questions with 4 new tokens: a worked solution cannot end in 4 tokens, so
+    an answer that is not empty stops at the limit (on this host one of the two is empty: the model ends at once);
+    the reference's rows keep that, and a rerun against them shows the same counts in both arms (b = c = 0: p = 1,
+    the verdict is the rule's own)."""
+    common = ["task=gsm8k", "task.num_samples=2", "task.max_output_len=4", "cache=off", "tracking=none",
+              f"reference.dir={tmp_path / 'refs'}"]
+    run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))
+    rows = [json.loads(line) for line in (tmp_path / "rec" / "samples.jsonl").read_text().splitlines()]
+    hits = [r["meta"]["indicators"]["hit_limit"] for r in rows]
+    assert hits == [bool(r["prediction"].strip()) for r in rows] and any(hits)
+    assert [r["meta"]["indicators"]["input_cut"] for r in rows] == [False, False]
+    outcome = run(compose([*common, f"output_dir={tmp_path / 'chk'}"]))
+    tests = {t.name: t for t in outcome.decision.indicators.tests}
+    k = sum(hits)
+    assert (tests["hit_limit"].run, tests["hit_limit"].reference, tests["hit_limit"].p_value) == (k, k, 1.0)
+    assert not outcome.decision.indicators.blocks
+    assert f"generation stopped at its token limit: run {k} of 2, reference {k}" in \
+        (tmp_path / "chk" / "report.txt").read_text()
