@@ -225,3 +225,14 @@ def test_the_embedded_model_cut_at_a_few_tokens_records_and_reports_it(tmp_path)
     assert not outcome.decision.indicators.blocks
     assert f"generation stopped at its token limit: run {k} of 2, reference {k}" in \
         (tmp_path / "chk" / "report.txt").read_text()
+
+
+def test_the_settings_are_mlflow_params():
+    """Every config field is logged as a run parameter (runner.job.flow: flatten of the resolved config)."""
+    from omegaconf import OmegaConf
+
+    from runner.tracking.provenance import flatten
+
+    cfg = compose(["stats.max_failed_share=0.05", "output_dir=/tmp/unused"])
+    params = flatten(OmegaConf.to_container(cfg, resolve=True))
+    assert params["stats.indicators"] == "paired" and params["stats.max_failed_share"] == 0.05
