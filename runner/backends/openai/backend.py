@@ -23,7 +23,7 @@ from runner.backends.configured import ConfiguredBackend
 from runner.backends.models import resolve_model_source
 from runner.backends.openai import answers
 from runner.backends.openai import client as http
-from runner.backends.openai.config import ENDPOINTS, JSON_SCHEMA_FIELDS, PROMPT_FORMATS, TRUNCATIONS
+from runner.backends.openai.config import ENDPOINTS, JSON_SCHEMA_FIELDS, ON_FAILURE, PROMPT_FORMATS, TRUNCATIONS
 from runner.backends.openai.payloads import (
     PromptSettings, chat_messages, completion_prompt, sampling_fields,
 )
@@ -47,7 +47,7 @@ class OpenAIBackend(ConfiguredBackend):
 
     name = "openai"
     answer_neutral_settings = ("launch.log_file", "launch.ready_timeout_s", "launch.stop_timeout_s", "launch.reuse",
-                               "timeout_s", "max_retries", "max_response_mb")
+                               "timeout_s", "max_retries", "max_response_mb", "on_failure")
 
     @classmethod
     def gpu_needs(cls, config: Any) -> GpuNeeds:
@@ -59,7 +59,8 @@ class OpenAIBackend(ConfiguredBackend):
         for key, value, allowed in (("endpoint", config.endpoint, ENDPOINTS),
                                     ("prompt_format", config.prompt_format, PROMPT_FORMATS),
                                     ("truncation", config.truncation, TRUNCATIONS),
-                                    ("json_schema_field", config.json_schema_field, JSON_SCHEMA_FIELDS)):
+                                    ("json_schema_field", config.json_schema_field, JSON_SCHEMA_FIELDS),
+                                    ("on_failure", config.on_failure, ON_FAILURE)):
             if value not in allowed:
                 raise ConfigError(f"unknown {key} for the openai backend", where=f"backend.{key}", given=value,
                                   allowed=", ".join(allowed))
@@ -297,7 +298,18 @@ class OpenAIBackend(ConfiguredBackend):
         return self.settings.endpoint, fields | {"model": self._served, "extra_body": body or None}
 
     def _send(self, call: tuple[str, dict[str, Any]]) -> str:
-        """One generation, its answer checked (:mod:`runner.backends.openai.answers`) before it is used."""
+        """One generation, its answer checked (:mod:`runner.backends.openai.answers`) before it is used; with
+        ``backend.on_failure=answer`` a request that still fails after its retries is answered as a failure."""
+        try:
+            return self._send_checked(call)
+        except EndpointError as err:
+            if self.config.on_failure != "answer":
+                raise
+            log.warning("a generation request failed after its retries and is answered as a failure "
+                        "(backend.on_failure=answer): %s (%s)", err.what, err.given)
+            return Generated("", GenerationFacts(failed=True))
+
+    def _send_checked(self, call: tuple[str, dict[str, Any]]) -> str:
         endpoint, fields = call
         if endpoint == "chat":
             return http.post_checked(self._base_url, lambda: self._client.chat.completions.with_raw_response.create(
