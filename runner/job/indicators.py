@@ -19,6 +19,7 @@ from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.indicators import FAILED, HIT_LIMIT, INDICATORS, INPUT_CUT, UNPARSED, read
 from runner.job.decide import decision_at
 from runner.job.state import Job
+from runner.references.samples import RunProvenance, pairing_problem
 from runner.stats.data.hypothesis import HypothesisParams
 from runner.stats.data.indicators import CleanVerdict, Failures, IndicatorCheck
 from runner.stats.decision import Decision
@@ -70,6 +71,10 @@ def check(job: Job, decision: Decision, samples: Sequence[Sample], scored: Seque
     counts = {name: sum(1 for s in known if (_run(s) or {}).get(name)) for name in TESTED}
     pairs = [(ref, run) for s in known
              for ref, run in [(_reference(job, s.sample_id), _run(s))] if ref is not None and run is not None]
+    if pairs and pairing_problem((job.reference.recorded or {}) if job.reference is not None else {},
+                                 job.reference_rows or {}, scored,
+                                 RunProvenance(job.config.seed, job.evaluator.source_used)) is not None:
+        pairs = []  # not the same questions (another seed, source or prompt): the reference's arm is unknown
     found = IndicatorCheck(mode, [], counts, len(known), bool(pairs), failures)
     if mode != "off" and pairs:
         for name in TESTED:

@@ -125,7 +125,8 @@ class IndicatorCheck:
             out += [f"{DESCRIPTIONS[t.name]}: {t.describe()}" for t in self.tests]
         elif self.run_known:
             counts = ", ".join(f"{DESCRIPTIONS[k]} {v}" for k, v in self.run_counts.items())
-            out.append(f"indicators: the reference's are unknown (recorded without them, or without per-sample rows), so none is "
+            out.append(f"indicators: the reference's are unknown (recorded without them, without per-sample rows, or on other "
+                       f"questions), so none is "
                        f"tested; this run, of {self.run_known} samples: {counts}")
         if self.clean is not None:
             out.append(f"on the {self.clean.n} samples neither arm cut, stopped at the token limit or failed: "
