@@ -5,8 +5,9 @@ of both, up to ``stats.max_failed_share`` of the samples; above it the verdict i
 indicator a sample carries (:mod:`runner.contract.indicators`: the prompt cut, the token limit reached, the answer
 unparsed) is tested paired against the reference's rows; a run that shows one significantly more often compares
 truncations, not models: INCONCLUSIVE with the reason and the counts, and the verdict on the samples neither arm
-cut or stopped at the limit is shown beside it. A reference recorded without indicators leaves its arm unknown: the
-run's counts are shown and nothing is tested.
+cut or stopped at the limit is shown beside it. Where the reference's A/A replicate counted the indicators, the run's
+excess is tested beyond the largest excess the replicate shows. A reference recorded without indicators leaves its
+arm unknown: the run's counts are shown and nothing is tested.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from runner.contract.evaluator import Sample, ScoredSample
 from runner.contract.indicators import FAILED, HIT_LIMIT, INDICATORS, INPUT_CUT, UNPARSED, read
 from runner.job.decide import decision_at
 from runner.job.state import Job
+from runner.references.noise import replicates_of
 from runner.references.samples import RunProvenance, pairing_problem
 from runner.stats.data.hypothesis import HypothesisParams
 from runner.stats.data.indicators import CleanVerdict, Failures, IndicatorCheck
 from runner.stats.decision import Decision
-from runner.stats.numerics.indicators import paired_indicator
+from runner.stats.numerics.indicators import discordant, paired_indicator
 
 TESTED = (INPUT_CUT, HIT_LIMIT, UNPARSED)
 """The indicators tested paired (a failure is left out of both arms instead, up to its cap)."""
@@ -81,11 +83,29 @@ def check(job: Job, decision: Decision, samples: Sequence[Sample], scored: Seque
             both = [(bool(ref[name]), bool(run[name])) for ref, run in pairs
                     if ref.get(name) is not None and run.get(name) is not None]
             if both:
-                found.tests.append(paired_indicator(name, both, decision.alpha))
+                found.tests.append(paired_indicator(name, both, decision.alpha, allowance(job, name)))
         found.clean = clean_verdict(job, samples, scored, params) if found.more_often else None
     decision.indicators = found
     job.notes.extend(found.reasons())
     return found
+
+
+def allowance(job: Job, name: str) -> float:
+    """The largest excess rate of ``name``, either way, among the reference's A/A replicates (0: none measured)."""
+    reps = replicates_of(job.reference) if job.reference is not None else []
+    return max((abs(more - fewer) / r.n for r in reps if r.indicators and name in r.indicators and r.n
+                for more, fewer in [r.indicators[name]]), default=0.0)
+
+
+def replicate_counts(a: Sequence[ScoredSample], b: Sequence[ScoredSample]) -> dict[str, tuple[int, int]] | None:
+    """Per tested indicator, the samples ``b`` flags and ``a`` does not, and the reverse (paired by position, as the
+    A/A replicate pairs them); None when the samples carry no indicators."""
+    marks = [(_run(x), _run(y)) for x, y in zip(a, b)]
+    known = [(x, y) for x, y in marks if x is not None and y is not None]
+    if not known:
+        return None
+    return {name: discordant([(bool(x[name]), bool(y[name])) for x, y in known
+                              if x.get(name) is not None and y.get(name) is not None]) for name in TESTED}
 
 
 def clean_verdict(job: Job, samples: Sequence[Sample], scored: Sequence[ScoredSample],

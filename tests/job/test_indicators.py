@@ -45,6 +45,28 @@ def test_mcnemar_one_sided_golden_numbers():
         mcnemar_more_often(-1, 2)
 
 
+def test_beyond_the_replicates_excess_the_same_counts_say_less():
+    """With an A/A excess the null is "the run's excess rate is at most that" (Tango/exact, the tolerance claim's
+    test): 9 vs 1 of 12 is an excess of 8/12; an allowance of 1/12 still leaves it significant at 0.05, one at the
+    observed excess itself cannot be (p >= 1/2 there, the statistic is 0), and p grows with the allowance."""
+    pairs = [(False, True)] * 9 + [(True, False)] + [(False, False)] * 2
+    at = [paired_indicator("hit_limit", pairs, 0.05, a).p_value for a in (0.0, 1 / 12, 4 / 12, 8 / 12)]
+    assert at[0] == pytest.approx(11 / 1024) and at[1] <= 0.05 and at[3] >= 0.5
+    assert at == sorted(at)
+    assert paired_indicator("hit_limit", pairs, 0.05, 8 / 12).allowance == pytest.approx(8 / 12)
+
+
+def test_a_replicate_keeps_its_indicator_counts():
+    from runner.stats.data.noise import Replicate
+
+    rep = Replicate("dtype=float32", 12, 3, 0.0, -1.0, 1.0, indicators={"hit_limit": (2, 1), "unparsed": (0, 0)})
+    back = Replicate.from_dict(json.loads(json.dumps(rep.to_dict())))
+    assert back.indicators == {"hit_limit": (2, 1), "unparsed": (0, 0)}
+    assert Replicate.from_dict({k: v for k, v in rep.to_dict().items() if k != "indicators"}).indicators is None
+    with pytest.raises(ValueError, match="indicators.hit_limit.more"):
+        Replicate.from_dict(rep.to_dict() | {"indicators": {"hit_limit": {"more": "two", "fewer": 1}}})
+
+
 def test_mcnemar_holds_alpha_under_the_null_by_enumeration():
     """Under H0 (both arms flag alike: each discordant pair is the run's with probability 1/2) the one-sided test
     rejects at most alpha of the time at every number of discordant pairs m: the exact rate, enumerated."""
@@ -172,6 +194,27 @@ def test_failures_are_left_out_of_both_arms_up_to_the_cap(tmp_path, prompts, ref
     under, _ = _check(tmp_path / "under", refs, failing, "stats.max_failed_share=0.1")
     assert not under.decision.indicators.blocks and under.decision.n == N - 1
     assert under.decision.paired is not None and under.decision.paired.n == N - 1
+
+
+def test_the_replicates_excess_is_allowed_for(tmp_path, prompts, refs):
+    """The reference's A/A replicate saw the other numeric path cut 8 of 12 answers more (8 - 0): the run's 9 vs 1
+    (an excess of 8 of 12) is no more than the system's own noise, so the verdict is the rule's own."""
+    import shutil
+
+    from runner.contract.spec import AccuracySpec
+    from runner.references.noise import attach, noise_block
+    from runner.stats.data.noise import Replicate
+
+    copy = tmp_path / "refs"
+    shutil.copytree(refs, copy)
+    rep = Replicate("dtype=float32", N, 8, 0.0, 0.0, 0.0, indicators={"input_cut": (0, 0), "hit_limit": (8, 0),
+                                                                      "unparsed": (8, 0)})
+    attach(copy, "gsm8k", "HuggingFaceTB/SmolLM2-135M-Instruct", AccuracySpec(extra_acc_spec="fewshot_split=test"),
+           noise_block("replicate", [rep]))
+    outcome, out = _check(tmp_path, copy, [{"prompt": p, "text": LONG} for p in prompts[:9]])
+    t = {t.name: t for t in outcome.decision.indicators.tests}["hit_limit"]
+    assert t.allowance == pytest.approx(8 / 12) and not t.more_often and not outcome.decision.indicators.blocks
+    assert "beyond the A/A excess 0.667: Tango/exact one-sided p=" in (out / "report.txt").read_text()
 
 
 def test_a_reference_recorded_without_indicators_leaves_its_arm_unknown(tmp_path, prompts, refs):

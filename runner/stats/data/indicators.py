@@ -26,6 +26,7 @@ class IndicatorTest:
     only_reference: int  # c
     p_value: float
     alpha: float
+    allowance: float = 0.0  # the A/A replicate's excess rate the run's is tested beyond (0: McNemar's null)
 
     @property
     def more_often(self) -> bool:
@@ -34,13 +35,15 @@ class IndicatorTest:
 
     def describe(self) -> str:
         """``run 9 of 40, reference 1 (run only 9, reference only 1), McNemar one-sided p=0.0107``"""
+        test = (f"beyond the A/A excess {self.allowance:.3g}: Tango/exact one-sided p={self.p_value:.3g}"
+                if self.allowance > 0 else f"McNemar one-sided p={self.p_value:.3g}")
         return (f"run {self.run} of {self.n}, reference {self.reference} (run only {self.only_run}, reference only "
-                f"{self.only_reference}), McNemar one-sided p={self.p_value:.3g}")
+                f"{self.only_reference}), {test}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "n": self.n, "run": self.run, "reference": self.reference,
                 "only_run": self.only_run, "only_reference": self.only_reference, "p_value": self.p_value,
-                "alpha": self.alpha, "more_often": self.more_often}
+                "alpha": self.alpha, "allowance": self.allowance, "more_often": self.more_often}
 
 
 @dataclass(frozen=True)
