@@ -22,7 +22,6 @@ NAMES = (INPUT_CUT, HIT_LIMIT, UNPARSED, FAILED)
 DESCRIPTIONS = {INPUT_CUT: "prompt cut to the context", HIT_LIMIT: "generation stopped at its token limit",
                 UNPARSED: "answer empty or unparseable", FAILED: "backend failed (no answer)"}
 
-Indicators = Mapping[str, "bool | None"]
 
 
 @dataclass(frozen=True)

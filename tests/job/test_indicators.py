@@ -217,6 +217,23 @@ def test_the_replicates_excess_is_allowed_for(tmp_path, prompts, refs):
     assert "beyond the A/A excess 0.667: Tango/exact one-sided p=" in (out / "report.txt").read_text()
 
 
+def test_a_recording_leaves_its_failures_out_and_refuses_too_many(tmp_path, prompts):
+    from runner.contract.errors import EndpointError
+    from runner.references.samples import load_rows
+
+    script = _script(tmp_path / "rec.jsonl", [{"prompt": prompts[0], "failed": True}])
+    common = [*GSM, f"reference.dir={tmp_path / 'refs'}", "reference.mode=record", f"backend.script={script}"]
+    with pytest.raises(EndpointError, match="too many samples to record a reference"):
+        run(compose([*common, f"output_dir={tmp_path / 'over'}"]))
+    assert not (tmp_path / "refs" / "gsm8k.yaml").exists()
+    assert len((tmp_path / "over" / "samples.jsonl").read_text().splitlines()) == N
+    run(compose([*common, "stats.max_failed_share=0.1", f"output_dir={tmp_path / 'under'}"]))
+    recorded = yaml.safe_load((tmp_path / "refs" / "gsm8k.yaml").read_text())
+    entry = recorded["HuggingFaceTB/SmolLM2-135M-Instruct"][0]
+    assert entry["recorded"]["num_samples"] == N - 1
+    assert len(load_rows(tmp_path / "refs", entry["recorded"]["samples"])) == N - 1
+
+
 def test_a_reference_recorded_without_indicators_leaves_its_arm_unknown(tmp_path, prompts, refs):
     """An older entry's rows carry no indicators: nothing is tested and the report says so, with the run's counts."""
     old = tmp_path / "old"
