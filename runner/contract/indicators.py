@@ -23,7 +23,6 @@ DESCRIPTIONS = {INPUT_CUT: "prompt cut to the context", HIT_LIMIT: "generation s
                 UNPARSED: "answer empty or unparseable", FAILED: "backend failed (no answer)"}
 
 
-
 @dataclass(frozen=True)
 class GenerationFacts:
     """What a backend knows of one generated text: None where it cannot tell."""
