@@ -126,7 +126,7 @@ class IndicatorCheck:
         out = []
         if self.tests:
             out += [f"{DESCRIPTIONS[t.name]}: {t.describe()}" for t in self.tests]
-        elif self.run_known:
+        elif self.run_known and self.mode != "off":
             counts = ", ".join(f"{DESCRIPTIONS[k]} {v}" for k, v in self.run_counts.items())
             out.append(f"indicators: the reference's are unknown (recorded without them, without per-sample rows, or on other "
                        f"questions), so none is "
