@@ -36,6 +36,9 @@ class Replicate:
     confidence: float = CONFIDENCE
     hosts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     option_kl: float | None = None  # mean KL(A || B) of the options' softmax, per sample (a multiple-choice task)
+    # per indicator (prompt cut, token limit, unparsed: runner.contract.indicators), the samples B flags and A does
+    # not, and the reverse; None: the task generates no text, or the replicate was measured before they were kept
+    indicators: Mapping[str, tuple[int, int]] | None = None
 
     @property
     def floor(self) -> float:
@@ -69,6 +72,8 @@ class Replicate:
             out["loglik_change"] = {"max": self.loglik_max, "p99": self.loglik_p99}
         if self.option_kl is not None:
             out["option_kl"] = self.option_kl
+        if self.indicators is not None:
+            out["indicators"] = {k: {"more": m, "fewer": f} for k, (m, f) in self.indicators.items()}
         out["hosts"] = {k: dict(v) for k, v in self.hosts.items()}
         return out
 
@@ -94,7 +99,18 @@ class Replicate:
                    None if ll is None else number(ll, "p99", "loglik_change."),
                    number(shift, "confidence", "shift.") if "confidence" in shift else CONFIDENCE,
                    {str(k): {str(a): str(b) for a, b in (v or {}).items()} for k, v in hosts.items()},
-                   number(data, "option_kl", "") if "option_kl" in data else None)
+                   number(data, "option_kl", "") if "option_kl" in data else None,
+                   _indicators(data.get("indicators"), number))
+
+
+def _indicators(block: Any, number: Any) -> dict[str, tuple[int, int]] | None:
+    """``indicators: {name: {more, fewer}}`` as stored, back to counts (None when absent)."""
+    if block is None:
+        return None
+    if not isinstance(block, Mapping):
+        raise ValueError(f"indicators must be a mapping of {{more, fewer}} counts, not {block!r}")
+    return {str(k): (int(number(v, "more", f"indicators.{k}.")), int(number(v, "fewer", f"indicators.{k}.")))
+            for k, v in block.items()}
 
 
 @dataclass(frozen=True)
