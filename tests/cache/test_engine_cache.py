@@ -223,3 +223,20 @@ def test_a_database_tracking_uri_without_its_driver_is_a_message():
     with pytest.raises(TrackingError, match="driver") as err:
         tracker.check()
     assert "Pg-pass-6677" not in str(err.value)
+
+
+def test_an_entry_built_before_digests_were_recorded_has_its_digest_recorded(cache_root):
+    """An entry whose manifest has no content digest (built before digests were recorded) is used, and its digest is
+    recorded then: a change after that is a mismatch."""
+    import json
+
+    from runner.cache.engines import EngineCache
+
+    cache = EngineCache(cache_root / "engines")
+    entry = cache.store("k", lambda target: (target.mkdir(parents=True), (target / "rank0.engine").write_bytes(b"e")),
+                        {"inputs": {}})
+    manifest = json.loads(entry.manifest_path.read_text())
+    entry.manifest_path.write_text(json.dumps({k: v for k, v in manifest.items() if k != "content_sha256"}))
+    assert entry.verified() and entry.manifest()["content_sha256"] == manifest["content_sha256"]
+    (entry.engine_dir / "rank0.engine").write_bytes(b"f")
+    assert not entry.verified()

@@ -171,7 +171,9 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
             cache = EngineCache()
             with cache.locked(key) as entry:
                 start = time.monotonic()
-                if entry.complete():
+                complete = entry.complete()
+                changed = complete and not entry.verified()  # re-hashed before use (each file's sha256 memoized)
+                if complete and not changed:
                     llm = api.llm_class(model=str(entry.engine_dir), **common)
                     details |= {"engine_cache": "hit", "load_time_s": f"{time.monotonic() - start:.1f}"}
                 else:
@@ -184,7 +186,8 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
                     except BaseException:
                         llm.shutdown()
                         raise
-                    details |= {"engine_cache": "miss", "build_time_s": f"{seconds:.1f}"}
+                    details |= {"engine_cache": "rebuilt (the entry was changed on disk)" if changed else "miss",
+                                "build_time_s": f"{seconds:.1f}"}
             engine_dir = entry.engine_dir
             details |= {"engine_dir": str(engine_dir), "engine_key": key}
         try:
