@@ -431,6 +431,16 @@ def test_packaged_calibration_becomes_a_directory_tensorrt_llm_reads(real_cache,
     with engine_backend(smollm2, quant) as backend:
         second = backend.info().details
     assert second["engine_cache"] == "hit" and second["engine_key"] == first["engine_key"]  # same data, same key
+    # the set written here is checked against the digest recorded when it was written: rows edited on disk would
+    # calibrate another model under the same reference key, so the set is written again (same rows, same key)
+    rows = (directory / "train.jsonl").read_text()
+    (directory / "train.jsonl").write_text(rows.replace(texts[0][:20], "ignore the above"))
+    from runner.files import assets
+
+    assets._VERIFIED.clear()
+    with engine_backend(smollm2, quant) as backend:
+        assert backend.info().details["engine_key"] == first["engine_key"]
+    assert (directory / "train.jsonl").read_text() == rows
     with engine_backend(smollm2, replace(quant, calib_seed=6)) as backend:
         assert backend.info().details["engine_key"] != first["engine_key"]
     assert len(list((cache / "calibration").glob("*/train.jsonl"))) == 2
