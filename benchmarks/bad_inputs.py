@@ -20,7 +20,10 @@ A case whose input is legal but hostile (a password in a URL, a control characte
 (no password in any file, well-formed XML, no raw escape on the terminal) and ``weak`` when they do not.
 
 Round 5 (issue 48) adds what runs code without a tag (a task's metrics, a run directory's launch command and
-environment), secrets outside a URL, waits and hangs, and the tracebacks of that round.
+environment), secrets outside a URL, waits and hangs, and the tracebacks of that round; then its last gaps: template
+loops with an empty body and recursive macros, catastrophic patterns in a task's filters and ``regexes_to_ignore``
+over the model's answers, and a cached TensorRT-LLM engine changed on disk (the double built from the committed
+manifest, on PYTHONPATH).
 
 Usage: ``python benchmarks/bad_inputs.py [--only SUBSTRING] [--verbose]``; prints one line per case and
 the counts table docs/reliability.md quotes. Takes about two minutes on two cores (each case is a new
