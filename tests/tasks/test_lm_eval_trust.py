@@ -259,7 +259,8 @@ def run_task(tmp_path: Path, tasks: Path, *extra: str):
 def test_a_template_loop_is_bounded_in_output_and_time(tmp_path, monkeypatch, body, words):
     from evaluators.tasks.harness import templates
 
-    monkeypatch.setattr(templates, "TEMPLATE_MAX_S", 1.0)
+    if not body:  # the output case keeps the 10 s bound: its 2^20 characters come first even on a loaded host
+        monkeypatch.setattr(templates, "TEMPLATE_MAX_S", 1.0)
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     loop = "{% for i in range(99999) %}{% for j in range(99999) %}" + body + "{% endfor %}{% endfor %}"
