@@ -20,7 +20,10 @@ A case whose input is legal but hostile (a password in a URL, a control characte
 (no password in any file, well-formed XML, no raw escape on the terminal) and ``weak`` when they do not.
 
 Round 5 (issue 48) adds what runs code without a tag (a task's metrics, a run directory's launch command and
-environment), secrets outside a URL, waits and hangs, and the tracebacks of that round.
+environment), secrets outside a URL, waits and hangs, and the tracebacks of that round; then its last gaps: template
+loops with an empty body and recursive macros, catastrophic patterns in a task's filters and ``regexes_to_ignore``
+over the model's answers, and a cached TensorRT-LLM engine changed on disk (the double built from the committed
+manifest, on PYTHONPATH).
 
 Usage: ``python benchmarks/bad_inputs.py [--only SUBSTRING] [--verbose]``; prints one line per case and
 the counts table docs/reliability.md quotes. Takes about two minutes on two cores (each case is a new
@@ -524,8 +527,59 @@ def cases() -> list[Case]:
         Case("value seed=2**64", [*FAST, "seed=18446744073709551616"], "seed"),
         Case("value backend.delay_s=1e300", [*FAST, "backend.delay_s=1e300"], "backend.delay_s"),
         Case("value backend.num_threads=1000", [*FAST[1:], "backend=hf", "backend.num_threads=1000"], "cores"),
+        # ---- round 5's last gaps: templates that run without end, catastrophic patterns over the answers, an engine
+        # changed on disk
+        *[Case(f"lm-eval: {what}", LM_EVAL, "renders for too long",
+               _tasks({"tasks/t.yaml": _lm_eval_task().replace('doc_to_text: "', f'doc_to_text: "{loop}')}, ()),
+               timeout=90)
+          for what, loop in (
+            ("a template loop with an empty body", "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}"
+                                                   "{% endfor %}"),
+            ("a recursive macro in a template", "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}"
+                                                "{% endmacro %}{{ f(40) }}"))],
+        *[Case(f"lm-eval: a catastrophic pattern in {what}", [*LM_EVAL, ALMOST], "ran too long",
+               _tasks({"tasks/t.yaml": GENERATING + extra}, ()), timeout=120)
+          for what, extra in (
+            ("a regex filter", "filter_list:\n  - name: letters\n    filter:\n      - function: regex\n"
+                               "        regex_pattern: \"(a+)+$\"\n      - function: take_first\n"),
+            ("exact_match's regexes_to_ignore", "    regexes_to_ignore: [\"(a|aa)+$\"]\n"))],
+        Case("trtllm: a cached engine changed on disk", TRTLLM_JOB, setup=_changed_engine,
+             env={"PYTHONPATH": "{tmp}/fake:" + str(ROOT), "RUNNER_CACHE_DIR": "{tmp}/cache"},
+             check=lambda tmp, rc, text: rc == 0 and "changed on disk; building it again" in text
+             and not list((tmp / "cache" / "engines").glob("*/engine/plugin.so"))),
     ]
     return out
+
+
+GENERATING = (f"task: t\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {ARC}\ntest_split: test\n"
+              "output_type: generate_until\ndoc_to_text: \"Question: {{question}}\\nAnswer:\"\n"
+              "doc_to_target: \"{{answerKey}}\"\ngeneration_kwargs:\n  until: [\"\\n\"]\n  max_gen_toks: 8\n"
+              "metric_list:\n  - metric: exact_match\n")
+ALMOST = "backend.default_answer=" + "a" * 40 + "b"  # (a+)+$ backtracks for hours over it in Python's re
+TRTLLM_JOB = ["backend=trtllm", "model.path={tmp}/model", *FAST[1:]]
+
+
+def _changed_engine(tmp: Path) -> None:
+    """The TensorRT-LLM double (built from the committed manifest) on PYTHONPATH, an engine built into the cache by
+    one run, then a file added to it (a library TensorRT-LLM would load)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.helpers import trtllm_double
+
+    manifest = trtllm_double.load(trtllm_double.manifest_paths()[0]) | {"tensorrt_llm_version": "1.2.0"}
+    trtllm_double.write_package(manifest, tmp / "fake")
+    model = tmp / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "torch_dtype": "bfloat16"}))
+    from runner.files.assets import smollm2_checkpoint
+
+    for name in ("tokenizer.json", "tokenizer_config.json"):  # the embedded model's tokenizer: the runner reads it
+        (model / name).write_bytes((smollm2_checkpoint() / name).read_bytes())
+    (model / "model.safetensors").write_bytes(b"\0" * 4096)
+    env = _env({"PYTHONPATH": f"{tmp}/fake:{ROOT}", "RUNNER_CACHE_DIR": f"{tmp}/cache"})
+    subprocess.run([sys.executable, "-m", "runner", *[a.replace("{tmp}", str(tmp)) for a in TRTLLM_JOB],
+                    f"hydra.run.dir={tmp}/first"], cwd=tmp, env=env, capture_output=True, check=True)
+    (engine,) = (tmp / "cache" / "engines").glob("*/engine")
+    (engine / "plugin.so").write_bytes(b"\x7fELF")
 
 
 _ROWS = [{"sample_id": f"s{i}", "score": s, "prompt": f"q{i}"} for i, s in enumerate((0.0, 100.0, 100.0, 0.0))]
@@ -616,7 +670,7 @@ def run_case(case: Case, verbose: bool) -> str:
             command = ["unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o size=64k none "$1" && shift && exec "$@"',
                        "sh", str(tmp / case.small), *command]
         try:
-            proc = subprocess.run(command, cwd=tmp, env=_env(case.env),
+            proc = subprocess.run(command, cwd=tmp, env=_env({k: v.replace("{tmp}", name) for k, v in case.env.items()}),
                                   capture_output=True, text=True, timeout=case.timeout)
             rc, text = proc.returncode, proc.stdout + proc.stderr
         except subprocess.TimeoutExpired:

@@ -131,14 +131,20 @@ class EngineEntry:
 
     def verified(self) -> bool:
         """Complete, and its content what the manifest recorded when it was built; a mismatch is logged (the
-        caller builds the entry again)."""
+        caller builds the entry again). An entry built before digests were recorded has its digest recorded now."""
         if not self.complete():
             return False
         try:
-            recorded = self.manifest().get("content_sha256")
+            manifest = self.manifest()
+            recorded = manifest.get("content_sha256")
         except (OSError, ValueError, AttributeError):
-            recorded = None
+            manifest, recorded = None, "unreadable"
         actual = content_digest(self.engine_dir)
+        if manifest is not None and recorded is None:
+            log.info("cache entry %s was built before its content was recorded: its sha256 is recorded now", self.dir)
+            write_atomic(self.manifest_path, json.dumps(manifest | {"content_sha256": actual}, indent=2,
+                                                        sort_keys=True, default=str) + "\n")
+            return True
         if recorded != actual:
             log.warning("cache entry %s does not hold what was built into it (content sha256 %s, recorded %s): "
                         "it was changed on disk; building it again", self.dir, actual[:12], str(recorded)[:12])

@@ -160,17 +160,17 @@ def tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-def _converted_intact(target: Path) -> bool:
-    """Whether the converted checkpoint holds what was written when it was converted; one that does not is said
-    and removed (converted again by the caller)."""
+def intact_directory(target: Path, must_hold: str, what: str) -> bool:
+    """Whether a directory made here (``target``, holding ``must_hold``) holds what was written when it was made, its
+    digest recorded beside it (``<target>.sha256``, :func:`record_directory`); one that does not is said and removed
+    (made again by the caller). One made before digests were recorded has its digest recorded now."""
     record = target.with_name(target.name + ".sha256")
-    if not (target / "config.json").exists():
+    if not (target / must_hold).exists():
         return False
     try:
         expected = record.read_text().strip()
-    except FileNotFoundError:  # converted before digests were recorded: its digest is recorded now
-        expected = tree_digest(target)
-        record.write_text(expected + "\n")
+    except FileNotFoundError:
+        expected = record_directory(target)
         _VERIFIED.add((str(target), expected))
         return True
     except OSError:
@@ -179,12 +179,19 @@ def _converted_intact(target: Path) -> bool:
         return True
     actual = tree_digest(target)
     if actual != expected:
-        log.warning("the converted checkpoint %s does not hold what was converted (sha256 %s, recorded %s): it was "
-                    "changed on disk; converting it again", target, actual[:12], expected[:12] or "none")
+        log.warning("%s %s does not hold what was written into it (sha256 %s, recorded %s): it was changed on disk; "
+                    "making it again", what, target, actual[:12], expected[:12] or "none")
         shutil.rmtree(target, ignore_errors=True)
         return False
     _VERIFIED.add((str(target), expected))
     return True
+
+
+def record_directory(target: Path) -> str:
+    """Record the digest of a directory made here (checked by :func:`intact_directory`); returns it."""
+    digest = tree_digest(target)
+    target.with_name(target.name + ".sha256").write_text(digest + "\n")
+    return digest
 
 
 def asset_path(name: str) -> Path:
@@ -225,11 +232,11 @@ def smollm2_checkpoint() -> Path:
     """
     root = cache_dir()
     target = smollm2_target()
-    if _converted_intact(target):
+    if intact_directory(target, "config.json", "the converted checkpoint"):
         return target
     gguf_file = asset_path(SMOLLM2_GGUF.name)
     with file_lock(root / "locks" / "smollm2_135m.lock"):
-        if _converted_intact(target):
+        if intact_directory(target, "config.json", "the converted checkpoint"):
             return target
         print(f"[runner] converting {gguf_file.name} to a bfloat16 safetensors checkpoint (once)...", flush=True)
         import torch
@@ -246,9 +253,8 @@ def smollm2_checkpoint() -> Path:
             model.save_pretrained(tmp, safe_serialization=True)
             tokenizer.save_pretrained(tmp)
             target.parent.mkdir(parents=True, exist_ok=True)
-            digest = tree_digest(tmp)
             os.replace(tmp, target)
-            target.with_name(target.name + ".sha256").write_text(digest + "\n")
+            record_directory(target)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target

@@ -431,6 +431,16 @@ def test_packaged_calibration_becomes_a_directory_tensorrt_llm_reads(real_cache,
     with engine_backend(smollm2, quant) as backend:
         second = backend.info().details
     assert second["engine_cache"] == "hit" and second["engine_key"] == first["engine_key"]  # same data, same key
+    # the set written here is checked against the digest recorded when it was written: rows edited on disk would
+    # calibrate another model under the same reference key, so the set is written again (same rows, same key)
+    rows = (directory / "train.jsonl").read_text()
+    (directory / "train.jsonl").write_text(rows.replace(texts[0][:20], "ignore the above"))
+    from runner.files import assets
+
+    assets._VERIFIED.clear()
+    with engine_backend(smollm2, quant) as backend:
+        assert backend.info().details["engine_key"] == first["engine_key"]
+    assert (directory / "train.jsonl").read_text() == rows
     with engine_backend(smollm2, replace(quant, calib_seed=6)) as backend:
         assert backend.info().details["engine_key"] != first["engine_key"]
     assert len(list((cache / "calibration").glob("*/train.jsonl"))) == 2
@@ -527,6 +537,33 @@ def test_engine_cache_miss_then_hit(fake, model_dir, tmp_path):
     assert "build_config" not in llm_kwargs and fake.named("BuildConfig") == []
 
 
+@pytest.mark.parametrize("change", ["an engine file rewritten (its mtime set back)", "a file added"])
+def test_an_engine_changed_on_disk_is_built_again(fake, model_dir, caplog, change):
+    """The engine directory is hashed again before each use and compared with the digest its manifest recorded at
+    build: a changed entry is said in a warning and built again, never loaded."""
+    with engine_backend(model_dir) as backend:
+        first = backend.info().details
+    engine_dir = Path(first["engine_dir"])
+    if change.startswith("an engine file"):
+        engine = engine_dir / "rank0.engine"
+        before = engine.stat()
+        engine.write_bytes(b"not the engine that was built")
+        os.utime(engine, ns=(before.st_atime_ns, before.st_mtime_ns))
+    else:
+        (engine_dir / "plugin.so").write_bytes(b"\x7fELF")
+    fake.calls.clear()
+    with caplog.at_level("WARNING", logger="runner"), engine_backend(model_dir) as backend:
+        second = backend.info().details
+    assert second["engine_cache"] == "rebuilt (the entry was changed on disk)", second
+    assert "was changed on disk; building it again" in caplog.text and str(engine_dir.parent) in caplog.text
+    assert [n for n, _ in fake.calls if n.startswith("engine.")] == ["engine.build", "engine.save"]
+    assert not (engine_dir / "plugin.so").exists() and (engine_dir / "rank0.engine").read_bytes() != b"not the engine that was built"
+    fake.calls.clear()
+    with engine_backend(model_dir) as backend:
+        assert backend.info().details["engine_cache"] == "hit"
+    assert [n for n, _ in fake.calls if n.startswith("engine.")] == ["engine.load"]
+
+
 def test_engine_cache_key_changes_with_what_changes_the_engine(fake, model_dir, calib_dir, monkeypatch):
     def key(**kw: Any) -> str:
         with engine_backend(model_dir, **kw) as backend:
@@ -613,6 +650,13 @@ def test_a_cached_engine_quantized_otherwise_stops_the_run(fake, model_dir, cali
     config = json.loads(engine_config.read_text())
     config["pretrained_config"]["quantization"]["quant_algo"] = "W8A16"
     engine_config.write_text(json.dumps(config))
+    # a writer who rewrites the entry's recorded digest too (the record lives in the same cache): only the
+    # check of the loaded spec against the requested one is left, and it stops the run
+    from runner.cache.engines import content_digest
+
+    manifest_path = engine_config.parent.parent / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps(manifest | {"content_sha256": content_digest(engine_config.parent)}))
     fake.calls.clear()
 
     with pytest.raises(ConfigError, match="differs from the requested one") as info:

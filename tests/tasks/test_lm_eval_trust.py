@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -243,31 +244,110 @@ def test_a_module_function_metric_with_trust_is_refused_offline(tmp_path):
     assert "os:system" in str(err)
 
 
-def test_a_template_loop_is_bounded_in_output_and_time(tmp_path):
+def run_task(tmp_path: Path, tasks: Path, *extra: str):
     from runner.job.flow import run
 
+    return run(compose(["task=lm_eval", "task.lm_eval_task=t", f"task.include_path={tasks}", "backend=fake",
+                        "tracking=none", "reference.mode=skip", f"output_dir={tmp_path / 'out'}", "task.num_samples=2",
+                        f"cache.path={tmp_path / 'gen.sqlite'}", *extra]))
+
+
+@pytest.mark.parametrize("body, words", [
+    ("xxxxxxxx", "renders too much"),  # the loop repeats its output: stopped by the output's size
+    ("", "renders for too long"),  # it emits nothing: stopped by the time bound alone
+])
+def test_a_template_loop_is_bounded_in_output_and_time(tmp_path, monkeypatch, body, words):
+    from evaluators.tasks.harness import templates
+
+    if not body:  # the output case keeps the 10 s bound: its 2^20 characters come first even on a loaded host
+        monkeypatch.setattr(templates, "TEMPLATE_MAX_S", 1.0)
     tasks = tmp_path / "tasks"
     tasks.mkdir()
-    loop = "{% for i in range(99999) %}{% for j in range(99999) %}xxxxxxxx{% endfor %}{% endfor %}"
+    loop = "{% for i in range(99999) %}{% for j in range(99999) %}" + body + "{% endfor %}{% endfor %}"
     (tasks / "t.yaml").write_text(task("t").replace("doc_to_text: \"Question:", f"doc_to_text: \"{loop}Question:"))
-    with pytest.raises(ConfigError, match="renders too much or for too long"):
-        run(compose(["task=lm_eval", "task.lm_eval_task=t", f"task.include_path={tasks}", "backend=fake",
-                     "tracking=none", "reference.mode=skip", f"output_dir={tmp_path / 'out'}", "task.num_samples=2"]))
-
-
-def test_a_catastrophic_regex_in_a_template_is_stopped():
-    """``(a|a)+$`` over 40 a's and a '!' takes hours in Python's re; the template filter gives up after its limit
-    (the regex package checks its timeout as it backtracks: within seconds of it, not to the millisecond)."""
-    import time
-
-    from evaluators.tasks.harness import loading
-
     start = time.monotonic()
-    with pytest.raises(ConfigError, match="regular expression ran too long"):
-        old, loading.TEMPLATE_MAX_S = loading.TEMPLATE_MAX_S, 0.5
-        try:
-            loading.bounded_regex_replace("a" * 40 + "!", "(a|a)+$", "")
-        finally:
-            loading.TEMPLATE_MAX_S = old
-    assert time.monotonic() - start < 30
-    assert loading.bounded_regex_replace("a-b", "-", "+") == "a+b"
+    with pytest.raises(ConfigError, match=words) as err:
+        run_task(tmp_path, tasks)
+    assert time.monotonic() - start < 60
+    assert "task t: template doc_to_text" in str(err.value), str(err.value)  # the task and the field
+    assert ("at most 1 s" if not body else "characters") in str(err.value)
+
+
+@pytest.mark.parametrize("template", [
+    "{% set r = range(99999)|list %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}",  # a loop over a list
+    "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(40) }}",  # 2^40 calls
+    "{{ ('a' * 40 + '!')|regex_replace('(a|a)+$', '') }}",  # lm-eval's regex_replace filter, Python's re
+])
+def test_a_template_that_runs_without_end_is_stopped(monkeypatch, template):
+    import lm_eval.utils
+
+    from evaluators.tasks.harness import templates
+
+    templates.sandbox_templates()
+    monkeypatch.setattr(templates, "TEMPLATE_MAX_S", 0.5)
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match="renders for too long"):
+        lm_eval.utils.apply_template(template, {"question": "q"})
+    assert time.monotonic() - start < 10
+    assert lm_eval.utils.apply_template("Q: {{question|regex_replace('-', '+')}}", {"question": "a-b"}) == "Q: a+b"
+
+
+@pytest.mark.parametrize("template, words", [
+    ("{{ 9 ** 999999999 }}", "too large"),  # one step of the interpreter: checked before it runs, never folded
+    ("{{ 'x' * 100000000 }}", "too large"),
+    ("{{ range(10000000) }}", "asks for too much"),  # the sandbox's range limit, a message
+])
+def test_a_template_value_too_large_is_refused_before_it_is_computed(template, words):
+    import lm_eval.utils
+
+    from evaluators.tasks.harness import templates
+
+    templates.sandbox_templates()
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match=words):
+        lm_eval.utils.apply_template(template, {})
+    assert time.monotonic() - start < 5
+
+
+GENERATING = f"""task: t
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {ARC}
+test_split: test
+output_type: generate_until
+doc_to_text: "Question: {{{{question}}}}\nAnswer:"
+doc_to_target: "{{{{answerKey}}}}"
+generation_kwargs:
+  until: ["\n"]
+  max_gen_toks: 8
+metric_list:
+  - metric: exact_match
+"""
+
+
+@pytest.mark.parametrize("extra, part", [
+    ("filter_list:\n  - name: letters\n    filter:\n      - function: regex\n        regex_pattern: \"(a+)+$\"\n"
+     "      - function: take_first\n", "filter_list letters"),
+    ("filter_list:\n  - name: mc\n    filter:\n      - function: multi_choice_regex\n        regex_pattern: \"(Z)\"\n"
+     "        regexes_to_ignore: [\"(a|a)+$\"]\n      - function: take_first\n", "filter_list mc"),
+    ("    regexes_to_ignore: [\"(a|aa)+$\"]\n", "metric_list (regexes_to_ignore)"),
+])
+def test_a_catastrophic_pattern_over_the_answers_is_stopped(tmp_path, monkeypatch, extra, part):
+    """``(a+)+$`` over 40 a's and a 'b' takes hours in Python's re (lm-eval's own filter and exact_match): the task's
+    regular expressions run within a bound per answer, and the message names the task, the filter and the pattern."""
+    import sqlite3
+
+    from evaluators.tasks.harness import patterns
+
+    monkeypatch.setattr(patterns, "PATTERN_MAX_S", 0.5)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "t.yaml").write_text(GENERATING + extra)
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match="ran too long over the model's answers") as err:
+        run_task(tmp_path, tasks, "backend.default_answer=" + "a" * 40 + "b")
+    assert time.monotonic() - start < 60
+    assert f"lm-eval task t: {part}" in str(err.value) and "+$'" in str(err.value), str(err.value)
+    with sqlite3.connect(tmp_path / "gen.sqlite") as db:  # the answers were kept: a rerun asks nothing again
+        assert db.execute("select count(*) from responses").fetchone()[0] == 2

@@ -32,6 +32,7 @@ from evaluators.metrics import mean
 from evaluators.tasks.harness.checks import load_checked, missing_metric
 from evaluators.tasks.harness.corpus import corpus_metric
 from evaluators.tasks.harness.loading import Subtask, check_include_path, config_hash, lm_eval_version
+from evaluators.tasks.harness.patterns import bounded, filter_patterns, metric_patterns
 from evaluators.tasks.harness.translate import (loglikelihood_fix, needs_loglikelihood, read_chat, record_chat,
                                                 to_lm_eval, to_request)
 from runner.contract.backend import Capabilities
@@ -254,13 +255,17 @@ class HarnessEvaluator(Evaluator):
             by_subtask.setdefault(sub.name, []).extend(instances)
         for sub in self.subtasks:
             if sub.name in by_subtask:
+                named = filter_patterns(sub.task.config)
                 for ensemble in sub.task._filters:
-                    ensemble.apply(by_subtask[sub.name])
+                    with bounded(sub.name, f"filter_list {ensemble.name}", named.get(ensemble.name, []),
+                                 len(by_subtask[sub.name])):
+                        ensemble.apply(by_subtask[sub.name])
         return [self._scored(sample) for sample in samples]
 
     def _scored(self, sample: Sample) -> ScoredSample:
         sub, doc, instances = self._instances(sample)
-        values = sub.task.process_results(doc, [inst.filtered_resps[self.filter] for inst in instances])
+        with bounded(sub.name, "metric_list (regexes_to_ignore)", metric_patterns(sub.task.config), 1):
+            values = sub.task.process_results(doc, [inst.filtered_resps[self.filter] for inst in instances])
         if self.metric not in values:
             raise missing_metric(self.metric, values, sub.name)
         raw = values[self.metric]

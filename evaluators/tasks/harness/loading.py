@@ -16,12 +16,12 @@ import hashlib
 import importlib.util
 import json
 import logging
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from evaluators.tasks.harness.task_files import Policy, check_tree, guarded
+from evaluators.tasks.harness.templates import sandbox_templates
 from runner.contract.errors import ConfigError, DataError
 from runner.files.hub import go_offline_unless_reachable
 
@@ -29,9 +29,6 @@ log = logging.getLogger("runner")
 MAX_KB = 1 << 20
 """task.yaml_max_kb at most 1 GiB."""
 MAX_NODES = 100_000_000
-TEMPLATE_MAX_CHARS = 1 << 20
-"""A prompt rendered from one document is far below a million characters; a template loop is not."""
-TEMPLATE_MAX_S = 10.0
 
 
 @dataclass
@@ -108,68 +105,6 @@ def load_subtasks(name: str, policy: Policy | None) -> list[Subtask]:
     sandbox_templates()
     with _reading(policy):
         return _load_subtasks(name, None if policy is None else policy.include_path)
-
-
-def sandbox_templates() -> None:
-    """lm-eval's prompt templates rendered in Jinja's immutable sandbox: a template is a plain string in a task
-    file, and in lm-eval's own environment ``{{ cycler.__init__.__globals__.os.system(...) }}`` runs anything.
-    The sandbox refuses private attributes, unsafe calls and mutation (a ConfigError, wherever lm-eval renders);
-    prompts built from data render as before."""
-    import lm_eval.utils
-    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError  # lazy: comes with lm-eval, needed with it
-
-    def refused(what: str) -> ConfigError:
-        return ConfigError("an lm-eval prompt template reaches Python beyond the data (refused by Jinja's sandbox)",
-                           where="a template of the task (doc_to_text, doc_to_target, doc_to_choice, ...)",
-                           given=what[:200], fix="templates may read the document's fields and call Jinja's filters")
-
-    class Sandbox(ImmutableSandboxedEnvironment):
-        def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
-            raise refused(f"{type(obj).__name__}.{attribute}")
-
-        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - jinja's
-            try:
-                return super().call(__context, __obj, *args, **kwargs)
-            except SecurityError as err:
-                raise refused(str(err)) from None
-
-    class Bounded(Sandbox.template_class):  # type: ignore[name-defined, misc]
-        def render(self, *args: Any, **kwargs: Any) -> str:
-            """The output, built chunk by chunk within :data:`TEMPLATE_MAX_CHARS` and :data:`TEMPLATE_MAX_S`."""
-            start, size, out = time.monotonic(), 0, []
-            for chunk in self.generate(*args, **kwargs):
-                size += len(chunk)
-                out.append(chunk)
-                if size > TEMPLATE_MAX_CHARS or time.monotonic() - start > TEMPLATE_MAX_S:
-                    raise ConfigError("an lm-eval prompt template renders too much or for too long",
-                                      where="a template of the task (doc_to_text, doc_to_target, doc_to_choice, ...)",
-                                      given=f"over {size} characters in {time.monotonic() - start:.1f} s",
-                                      allowed=f"at most {TEMPLATE_MAX_CHARS} characters and {TEMPLATE_MAX_S:.0f} s "
-                                              "per document", fix="remove the loop that repeats the output")
-            return "".join(out)
-
-    Sandbox.template_class = Bounded
-    current = lm_eval.utils.env
-    if type(current).__name__ == "Sandbox":
-        return
-    sandbox = Sandbox(loader=current.loader, undefined=current.undefined, keep_trailing_newline=current.keep_trailing_newline)
-    sandbox.filters.update(current.filters)
-    sandbox.filters["regex_replace"] = bounded_regex_replace
-    lm_eval.utils.env = sandbox
-
-
-def bounded_regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
-    """lm-eval's ``regex_replace`` template filter within :data:`TEMPLATE_MAX_S`: Python's ``re`` cannot be
-    stopped inside a match, and a pattern such as ``(a+)+$`` takes exponential time; the ``regex`` package
-    (a transformers dependency) takes a timeout."""
-    import regex  # lazy: third-party (comes with transformers); only when a template uses the filter
-
-    try:
-        return str(regex.sub(pattern, repl, string, count=count, timeout=TEMPLATE_MAX_S))
-    except TimeoutError:
-        raise ConfigError("an lm-eval template's regular expression ran too long", where="a template of the task "
-                          "(regex_replace)", given=str(pattern)[:200], allowed=f"at most {TEMPLATE_MAX_S:.0f} s",
-                          fix="write the pattern without nested repetition (such as (a+)+)") from None
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ from runner.backends.trtllm.backend import (
 from runner.cache.engines import fingerprint_digest, engine_key, EngineCache, fingerprint_dir
 from runner.contract.errors import ConfigError, DataError, ModelError
 from runner.contract.spec import AccuracySpec
-from runner.files.assets import sha256_of
+from runner.files.assets import intact_directory, record_directory, sha256_of
 from runner.files.locking import file_lock
 from runner.files.paths import cache_dir
 from runner.quant import modelopt as hf_quant
@@ -171,7 +171,9 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
             cache = EngineCache()
             with cache.locked(key) as entry:
                 start = time.monotonic()
-                if entry.complete():
+                complete = entry.complete()
+                changed = complete and not entry.verified()  # re-hashed before use (each file's sha256 memoized)
+                if complete and not changed:
                     llm = api.llm_class(model=str(entry.engine_dir), **common)
                     details |= {"engine_cache": "hit", "load_time_s": f"{time.monotonic() - start:.1f}"}
                 else:
@@ -184,7 +186,8 @@ class TRTLLMEngineBackend(TRTLLMBackendBase):
                     except BaseException:
                         llm.shutdown()
                         raise
-                    details |= {"engine_cache": "miss", "build_time_s": f"{seconds:.1f}"}
+                    details |= {"engine_cache": "rebuilt (the entry was changed on disk)" if changed else "miss",
+                                "build_time_s": f"{seconds:.1f}"}
             engine_dir = entry.engine_dir
             details |= {"engine_dir": str(engine_dir), "engine_key": key}
         try:
@@ -278,7 +281,7 @@ def packaged_calibration_dir(quant: Any, tokenizer_dir: str, trust_remote_code: 
     key = engine_key(settings)
     target = root / key
     with file_lock(root / f"{key}.lock"):
-        if not (target / "train.jsonl").is_file():
+        if not intact_directory(target, "train.jsonl", "the packaged calibration set"):
             tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, trust_remote_code=trust_remote_code)
             rows = hf_quant.calibration_rows(docs, tokenizer, settings["num_samples"], settings["max_seq_length"],
                                              settings["seed"])
@@ -289,6 +292,7 @@ def packaged_calibration_dir(quant: Any, tokenizer_dir: str, trust_remote_code: 
                     handle.write(json.dumps({"text": tokenizer.decode(row, skip_special_tokens=True)}) + "\n")
             (tmp / "source.json").write_text(json.dumps(settings | {"description": description}, indent=2))
             tmp.rename(target)
+            record_directory(target)
     return target
 
 
