@@ -100,31 +100,37 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _start_mlflow_server(root: Path) -> tuple[int, str]:
-    """``mlflow server`` on 127.0.0.1 with its store and artifacts under ``root``: (pid, uri) once it answers."""
+def _start_server(name: str, argv: list[str], env: dict[str, str], root: Path, ready_s: float) -> tuple[int, str]:
+    """``argv`` (a server taking ``{port}``) in a process group of its own, logging to ``root/server.log``:
+    (pid, its URL on 127.0.0.1) once ``/health`` answers 200 within ``ready_s``."""
     root.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-           "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
-           "--artifacts-destination", str(root / "artifacts"), "--workers", "1"]
-    # the runner tracks runs only: the server's job runner (a pool of huey consumers, each a process that
-    # imports mlflow) would take a core for a minute at every start and do nothing for these tests
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     with open(root / "server.log", "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        proc = subprocess.Popen([a.replace("{port}", str(port)) for a in argv], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=env)
     uri = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + ready_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"mlflow server exited early:\n{(root / 'server.log').read_text()[-3000:]}")
+            raise RuntimeError(f"{name} exited early:\n{(root / 'server.log').read_text()[-3000:]}")
         try:
             with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
                 if response.status == 200:
                     return proc.pid, uri
         except OSError:
-            time.sleep(0.5)
+            time.sleep(0.2)
     os.killpg(proc.pid, 9)
-    raise RuntimeError("mlflow server did not answer within 90 s")
+    raise RuntimeError(f"{name} did not answer within {ready_s:g} s")
+
+
+def _start_mlflow_server(root: Path) -> tuple[int, str]:
+    """``mlflow server`` on 127.0.0.1 with its store and artifacts under ``root``: (pid, uri) once it answers."""
+    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", "{port}",
+           "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+           "--artifacts-destination", str(root / "artifacts"), "--workers", "1"]
+    # the runner tracks runs only: the server's job runner (a pool of huey consumers, each a process that
+    # imports mlflow) would take a core for a minute at every start and do nothing for these tests
+    return _start_server("mlflow server", cmd, {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, root, 90)
 
 
 def _stop_server(pid: int) -> None:
@@ -220,26 +226,10 @@ def _start_served_model(root: Path) -> tuple[int, str]:
     from runner.backends.openai.server import render_command
     from runner.backends.threads import cpu_server_env
 
-    root.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    argv = render_command("transformers serve {checkpoint} --host {host} --port {port} --device cpu --dtype float32",
-                          {"checkpoint": embedded_checkpoint(), "host": "127.0.0.1", "port": port})
-    with open(root / "server.log", "w") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=os.environ | cpu_server_env({}))
-    uri = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"transformers serve exited early:\n{(root / 'server.log').read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
-                if response.status == 200:
-                    return proc.pid, uri
-        except OSError:
-            time.sleep(0.2)
-    os.killpg(proc.pid, 9)
-    raise RuntimeError("transformers serve did not answer within 180 s")
+    # the placeholder {port} is kept for _start_server; render_command finds this virtualenv's console script
+    argv = render_command("transformers serve {checkpoint} --host 127.0.0.1 --port {port} --device cpu --dtype float32",
+                          {"checkpoint": embedded_checkpoint(), "port": "{port}"})
+    return _start_server("transformers serve", argv, os.environ | cpu_server_env({}), root, 180)
 
 
 @pytest.fixture(scope="session")
