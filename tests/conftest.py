@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -99,35 +100,41 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _start_mlflow_server(root: Path) -> tuple[int, str]:
-    """``mlflow server`` on 127.0.0.1 with its store and artifacts under ``root``: (pid, uri) once it answers."""
+def _start_server(name: str, argv: list[str], env: dict[str, str], root: Path, ready_s: float) -> tuple[int, str]:
+    """``argv`` (a server taking ``{port}``) in a process group of its own, logging to ``root/server.log``:
+    (pid, its URL on 127.0.0.1) once ``/health`` answers 200 within ``ready_s``."""
     root.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-           "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
-           "--artifacts-destination", str(root / "artifacts"), "--workers", "1"]
-    # the runner tracks runs only: the server's job runner (a pool of huey consumers, each a process that
-    # imports mlflow) would take a core for a minute at every start and do nothing for these tests
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     with open(root / "server.log", "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        proc = subprocess.Popen([a.replace("{port}", str(port)) for a in argv], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=env)
     uri = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + ready_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"mlflow server exited early:\n{(root / 'server.log').read_text()[-3000:]}")
+            raise RuntimeError(f"{name} exited early:\n{(root / 'server.log').read_text()[-3000:]}")
         try:
             with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
                 if response.status == 200:
                     return proc.pid, uri
         except OSError:
-            time.sleep(0.5)
+            time.sleep(0.2)
     os.killpg(proc.pid, 9)
-    raise RuntimeError("mlflow server did not answer within 90 s")
+    raise RuntimeError(f"{name} did not answer within {ready_s:g} s")
 
 
-def _stop_mlflow_server(pid: int) -> None:
-    """SIGTERM to the server's process group, SIGKILL after 20 s. The worker that started it reaps it; for
+def _start_mlflow_server(root: Path) -> tuple[int, str]:
+    """``mlflow server`` on 127.0.0.1 with its store and artifacts under ``root``: (pid, uri) once it answers."""
+    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", "{port}",
+           "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+           "--artifacts-destination", str(root / "artifacts"), "--workers", "1"]
+    # the runner tracks runs only: the server's job runner (a pool of huey consumers, each a process that
+    # imports mlflow) would take a core for a minute at every start and do nothing for these tests
+    return _start_server("mlflow server", cmd, {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, root, 90)
+
+
+def _stop_server(pid: int) -> None:
+    """SIGTERM to a shared server's process group, SIGKILL after 20 s. The worker that started it reaps it; for
     another worker a zombie (state Z in /proc) counts as gone, since ``kill(pid, 0)`` still reaches one."""
     try:
         os.killpg(pid, 15)
@@ -169,30 +176,70 @@ def locked(directory: Path):
         yield
 
 
-@pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory):
-    """A real ``mlflow server`` on 127.0.0.1 with its own sqlite store and artifact root, shared by the
-    xdist workers of one test run (one start instead of one per worker): the first worker that needs it
-    starts it, each user is counted in a state file under a lock, and the last one to finish stops it.
-    Test files keep to experiments of their own names, so they share a store as they would in turn."""
-    shared = shared_dir(tmp_path_factory, "mlflow-shared")
+@contextlib.contextmanager
+def shared_server(tmp_path_factory, name: str, start: Callable[[Path], tuple[int, str]]) -> Iterator[str]:
+    """One server for all the xdist workers of a test run (one start instead of one per worker): the first
+    worker that needs it starts it (``start(root)`` returns its process group's pid and its URL), each user is
+    counted in a state file under a lock, and the last one to finish stops it. Yields the URL."""
+    shared = shared_dir(tmp_path_factory, name)
     state_file = shared / "state.json"
     with locked(shared):
         state = json.loads(state_file.read_text()) if state_file.is_file() else None
         if state is None:
-            pid, uri = _start_mlflow_server(shared / f"server-{time.monotonic_ns()}")
+            pid, uri = start(shared / f"server-{time.monotonic_ns()}")
             state = {"pid": pid, "uri": uri, "users": 0}
         state["users"] += 1
         state_file.write_text(json.dumps(state))
-    yield state["uri"]
-    with locked(shared):
-        state = json.loads(state_file.read_text())
-        state["users"] -= 1
-        if state["users"] == 0:
-            _stop_mlflow_server(state["pid"])
-            state_file.unlink()
-        else:
-            state_file.write_text(json.dumps(state))
+    try:
+        yield state["uri"]
+    finally:
+        with locked(shared):
+            state = json.loads(state_file.read_text())
+            state["users"] -= 1
+            if state["users"] == 0:
+                _stop_server(state["pid"])
+                state_file.unlink()
+            else:
+                state_file.write_text(json.dumps(state))
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """A real ``mlflow server`` on 127.0.0.1 with its own sqlite store and artifact root, shared by the
+    xdist workers of one test run (:func:`shared_server`). Test files keep to experiments of their own
+    names, so they share a store as they would in turn."""
+    with shared_server(tmp_path_factory, "mlflow-shared", _start_mlflow_server) as uri:
+        yield uri
+
+
+def embedded_checkpoint() -> str:
+    """The embedded SmolLM2-135M's checkpoint directory (converted once, then cached)."""
+    from runner.files.assets import EMBEDDED_MODELS
+
+    return str(EMBEDDED_MODELS["smollm2_135m_gguf"]())
+
+
+def _start_served_model(root: Path) -> tuple[int, str]:
+    """``transformers serve`` on the embedded model, float32 on the CPU, on 127.0.0.1: (pid, root URL) once its
+    health check answers. A plain process group (not the backend's ManagedServer, whose exit hook would stop
+    it with the worker that started it while another worker still uses it)."""
+    from runner.backends.openai.server import render_command
+    from runner.backends.threads import cpu_server_env
+
+    # the placeholder {port} is kept for _start_server; render_command finds this virtualenv's console script
+    argv = render_command("transformers serve {checkpoint} --host 127.0.0.1 --port {port} --device cpu --dtype float32",
+                          {"checkpoint": embedded_checkpoint(), "port": "{port}"})
+    return _start_server("transformers serve", argv, os.environ | cpu_server_env({}), root, 180)
+
+
+@pytest.fixture(scope="session")
+def served_model(tmp_path_factory) -> Iterator[str]:
+    """The root URL of one ``transformers serve`` on the embedded model, float32 on the CPU, shared
+    by the xdist workers of one test run (:func:`shared_server`): the OpenAI backend's tests against a real
+    server (tests/backends/test_openai_endpoint.py, the backend contract) pay for one start, not one each.
+    Tests that need a server of their own (its start, reuse and stop) start it through the backend."""
+    with shared_server(tmp_path_factory, "served-model", _start_served_model) as uri:
+        yield uri
 
 
 @pytest.fixture(scope="session")

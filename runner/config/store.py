@@ -10,6 +10,7 @@ as a side effect of an import.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 
@@ -60,8 +61,11 @@ def schemas() -> dict[str, type]:
     } | task_schemas()
 
 
+@functools.cache
 def register_schemas() -> None:
-    """Store every schema in Hydra's ConfigStore (called by the entry points, never on import)."""
+    """Store every schema in Hydra's ConfigStore (called by the entry points, never on import). Once per
+    process: the store is a process-wide singleton that nothing clears, and registering again (a tenth of
+    a second) is paid by every job a process composes, the test suite's in-process jobs among them."""
 
     share_config_store_across_repositories()
     cs = ConfigStore.instance()

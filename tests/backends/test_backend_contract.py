@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -36,13 +34,12 @@ LIMITS = TaskLimits(max_input_len=64, max_output_len=8, max_batch_size=8)
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
 NONE = QuantConfig(name="none")
 HAVE_TRTLLM = importlib.util.find_spec("tensorrt_llm") is not None
-SERVER_LOG = Path(tempfile.mkdtemp(prefix="runner-contract-")) / "server.log"
 
 PROMPTS = ["The capital of France is", "1, 2, 3, 4,", "Monday, Tuesday,", "The opposite of hot is", "Water freezes at"]
 
 
-def make(kind: str, quant: QuantConfig = NONE, limits: TaskLimits = LIMITS):
-    """An un-entered backend of ``kind`` for the test model."""
+def make(kind: str, quant: QuantConfig = NONE, limits: TaskLimits = LIMITS, base_url: str | None = None):
+    """An un-entered backend of ``kind`` for the test model (``openai``: the server at ``base_url``)."""
     if kind == "fake":
         from runner.backends.fake import FakeBackend, FakeBackendConfig
 
@@ -52,13 +49,12 @@ def make(kind: str, quant: QuantConfig = NONE, limits: TaskLimits = LIMITS):
         from runner.backends.hf.backend import HFBackendConfig
 
         return HFBackend(HFBackendConfig(device="cpu", dtype="float32"), SMOLLM2, quant, limits, progress=False)
-    if kind == "openai":  # the embedded model served by `transformers serve`, started by the backend itself
+    if kind == "openai":  # the embedded model served by `transformers serve` (tests/conftest.py: served_model)
         from runner.backends.openai.backend import OpenAIBackend
-        from runner.backends.openai.config import LaunchConfig, OpenAIBackendConfig, ServedSpec
+        from runner.backends.openai.config import OpenAIBackendConfig, ServedSpec
 
-        launch = LaunchConfig(command="transformers serve {checkpoint} --host {host} --port {port} --device cpu --dtype float32",
-                              gpus=0, ready_timeout_s=180, log_file=str(SERVER_LOG), reuse=False)
-        config = OpenAIBackendConfig(launch=launch, served_spec=ServedSpec(quant_algo=None, kv_cache_quant_algo=None),
+        config = OpenAIBackendConfig(base_url=f"{base_url}/v1",
+                                     served_spec=ServedSpec(dtype="float32", quant_algo=None, kv_cache_quant_algo=None),
                                      per_request_seeds=False)  # transformers serve decodes greedily, whatever is asked
         return OpenAIBackend(config, SMOLLM2, quant, limits, progress=False)
     path = os.environ.get("RUNNER_TRTLLM_TEST_MODEL")
@@ -81,7 +77,8 @@ def backend(request, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         if kind.startswith("trtllm"):  # engines go to a temporary cache
             mp.setenv("RUNNER_CACHE_DIR", str(tmp_path_factory.mktemp("engines")))
-        with make(kind) as entered:
+        base_url = request.getfixturevalue("served_model") if kind == "openai" else None
+        with make(kind, base_url=base_url) as entered:
             yield entered
 
 
@@ -179,8 +176,9 @@ class TestHF(BackendContract):
 
 @pytest.mark.e2e
 class TestOpenAI(BackendContract):
-    """A real OpenAI-compatible server (``transformers serve`` on the embedded model, float32 on the CPU),
-    started and stopped by the backend's managed-server mode."""
+    """A real OpenAI-compatible server: ``transformers serve`` on the embedded model, float32 on the CPU, the one
+    the test run shares (tests/conftest.py: ``served_model``; the managed mode that starts and stops a server of
+    the job's own is tested in tests/backends/test_openai_endpoint.py)."""
 
     kind = "openai"
 

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from runner.contract.errors import ConfigError
 from runner.backends.identity import check_architecture, checkpoint_id
-from tests.conftest import ROOT, compose, run_cli
+from tests.conftest import ROOT, compose, run_cli, run_in_process
 
 LLAMA_8B = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "vocab_size": 128256}
 
@@ -68,6 +68,8 @@ def test_recording_a_reference_for_your_own_checkpoint_never_touches_the_default
     assert "gsm8k | my-org/my-model" in proc.stdout and "SmolLM2" not in proc.stdout
     assert list(tmp_path.glob("outputs/*/*-my-model-none-gsm8k"))
 
-    wrong = run_cli([*gsm8k, "model=llama31_8b", f"model.path={_checkpoint(tmp_path, 'q', **(LLAMA_8B | {'hidden_size': 1}))}",
-                     "tracking=none", "reference.mode=skip"], tmp_path)
+    # the job refuses it (not Hydra's command line): its glue in this process
+    wrong = run_in_process([*gsm8k, "model=llama31_8b",
+                            f"model.path={_checkpoint(tmp_path, 'q', **(LLAMA_8B | {'hidden_size': 1}))}",
+                            "tracking=none", "reference.mode=skip", f"output_dir={tmp_path / 'wrong'}"], tmp_path)
     assert wrong.returncode == 1 and "where:   model.path" in wrong.stderr and "Traceback" not in wrong.stderr

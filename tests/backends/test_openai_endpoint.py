@@ -1,7 +1,7 @@
 """``backend=openai`` through the command line, against a real OpenAI-compatible server.
 
 The server is ``transformers serve`` (transformers[serving]) on the embedded SmolLM2-135M, float32 on
-the CPU, started for this module by the backend's own managed-server code. A fault-injecting proxy
+the CPU, started once for the test run (tests/conftest.py: ``served_model``). A fault-injecting proxy
 (tests/helpers/endpoint_proxy.py) sits in front of it to count requests, refuse them (503) or drop
 them (a server gone away). Checked here: the same predictions as ``backend=hf`` on the same questions,
 a verdict against the recorded reference, retries, a run resumed from the generation cache after the
@@ -18,8 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.openai.server import ManagedServer, free_port, render_command
-from runner.backends.threads import cpu_server_env
 from tests.helpers.endpoint_proxy import FaultProxy
 from tests.conftest import ROOT, run_cli, run_in_process
 
@@ -31,25 +29,9 @@ ALL_7, TWO = "task.num_samples=228", "task.num_samples=57"  # 4 a subject (all 7
 SECRET = "sk-runner-test-9f3c1e-never-written"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    from runner.files.assets import EMBEDDED_MODELS
-
-    checkpoint = str(EMBEDDED_MODELS["smollm2_135m_gguf"]())
-    port = free_port("127.0.0.1")
-    argv = render_command("transformers serve {checkpoint} --host {host} --port {port} --device cpu --dtype float32",
-                          {"checkpoint": checkpoint, "host": "127.0.0.1", "port": port})
-    managed = ManagedServer(argv, "127.0.0.1", port, "/health", 180, 20, cpu_server_env({}),
-                            tmp_path_factory.mktemp("server") / "server.log")
-    managed.start()
-    yield managed, checkpoint
-    managed.stop()
-
-
 @pytest.fixture()
-def proxy(server):
-    managed, _ = server
-    front = FaultProxy(managed.root_url)
+def proxy(served_model):
+    front = FaultProxy(served_model)
     yield front
     front.close()
 

@@ -7,6 +7,7 @@ the real component; the model-free ones use the scripted fake backend on the GSM
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -130,22 +131,39 @@ def _wait_for(proc: subprocess.Popen, text: str, timeout: float = 240) -> str:
     raise AssertionError(f"never saw {text!r}:\n{''.join(seen)}")
 
 
-@pytest.mark.e2e
+def _running_runs(db: Path) -> int:
+    """The RUNNING runs of an MLflow sqlite store, read-only (0 while the store is not created or migrated yet)."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as conn:
+            return conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'RUNNING'").fetchone()[0]
+    except sqlite3.OperationalError:  # no file yet, or no runs table yet
+        return 0
+
+
 def test_a_sigkilled_run_is_closed_by_the_next_run(tmp_path):
+    """A real process SIGKILLed while its MLflow run is open (the scripted backend's delay stands in for a model
+    load that never ends); the next job, run in this process, closes that run as KILLED."""
     import mlflow
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    job = ["task.num_samples=57", "reference.mode=skip", f"tracking.tracking_uri={uri}", "cache=off"]
-    killed = _start(job, tmp_path)
-    _wait_for(killed, "evaluating 57")
+    db = tmp_path / "mlflow.db"
+    uri = f"sqlite:///{db}"
+    killed = _start([*GSM8K, "backend.delay_s=600", "reference.mode=skip", f"tracking.tracking_uri={uri}", "cache=off",
+                     f"output_dir={tmp_path / 'killed'}"], tmp_path)
+    deadline = time.monotonic() + 180
+    while _running_runs(db) == 0 and killed.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
     killed.send_signal(signal.SIGKILL)
-    killed.wait(timeout=60)
+    out = killed.communicate(timeout=60)[0]
+    assert killed.returncode == -signal.SIGKILL, out
     client = mlflow.MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("runner").experiment_id
     statuses = sorted(r.info.status for r in client.search_runs([experiment]))
     assert statuses == ["RUNNING"]  # the SIGKILLed run cannot close itself
 
-    proc = run_cli([*GSM8K, "reference.mode=skip", f"tracking.tracking_uri={uri}"], tmp_path, env=_env())
+    proc = run_in_process([*GSM8K, "reference.mode=skip", f"tracking.tracking_uri={uri}",
+                           f"output_dir={tmp_path / 'next'}"], tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     runs = client.search_runs([experiment])
     assert sorted(r.info.status for r in runs) == ["FINISHED", "KILLED"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import mlflow
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli, run_in_process
 
 GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
          f"task.dataset.local_path={ROOT / 'tests' / 'data' / 'gsm8k_local'}", "task.num_samples=4",
@@ -15,7 +15,7 @@ GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
 def test_a_dry_run_lists_jobs_cache_and_estimates_without_running(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     cache = [f"cache.path={tmp_path / 'generations.sqlite'}", f"tracking.tracking_uri={uri}"]
-    done = run_cli([*GSM8K, *cache, "seed=0"], tmp_path)
+    done = run_in_process([*GSM8K, *cache, "seed=0", f"output_dir={tmp_path / 'done'}"], tmp_path)  # an earlier job
     assert done.returncode == 0, done.stderr
 
     dry = run_cli(["-m", *GSM8K, *cache, "seed=0,1", "dry_run=true", f"hydra.sweep.dir={tmp_path / 'sweep'}"], tmp_path)

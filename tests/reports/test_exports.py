@@ -11,7 +11,7 @@ from xml.etree import ElementTree as ET
 from runner.reports.lm_eval import stderr
 from runner.reports.ci import publish_sweep
 from runner.sweep import summary as sweep_summary
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_in_process
 from tests.sweep.test_sweep import fake_job
 
 GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
@@ -24,13 +24,14 @@ def test_stderr_is_the_standard_error_of_the_mean():
     assert stderr([7.0]) is None
 
 
-def test_a_job_writes_results_json_junit_and_the_step_summary(tmp_path):
-    junit, step = tmp_path / "ci" / "junit.xml", tmp_path / "step.md"
-    proc = run_cli([*GSM8K, "tracking=none", "reference.mode=skip", f"report.junit={junit}",
-                    f"report.markdown={tmp_path / 'summary.md'}"], tmp_path,
-                   env={"HF_HUB_OFFLINE": "1", "GITHUB_STEP_SUMMARY": str(step)})
+def test_a_job_writes_results_json_junit_and_the_step_summary(tmp_path, monkeypatch):
+    """The job's glue in this process (tests.conftest.run_in_process): it writes the reports, not the CLI around it."""
+    junit, step, out = tmp_path / "ci" / "junit.xml", tmp_path / "step.md", tmp_path / "job"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    proc = run_in_process([*GSM8K, "tracking=none", "reference.mode=skip", f"report.junit={junit}",
+                           f"report.markdown={tmp_path / 'summary.md'}", f"output_dir={out}"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    results = json.loads(next(tmp_path.glob("outputs/*/*/results.json")).read_text())
+    results = json.loads((out / "results.json").read_text())
     figures = results["results"]["gsm8k"]
     assert set(figures) >= {"alias", "accuracy,none", "accuracy_stderr,none", "exact_match_strict,none"}
     assert results["n-shot"] == {"gsm8k": 5} and results["n-samples"]["gsm8k"] == {"original": 4, "effective": 4}
@@ -42,7 +43,7 @@ def test_a_job_writes_results_json_junit_and_the_step_summary(tmp_path):
     assert suite.get("tests") == "1" and len(cases) == 1
     assert (cases[0].get("classname"), cases[0].get("name")) == ("smollm2_135m/none", "gsm8k")  # no timestamp in it
     assert cases[0].find("skipped") is not None  # no verdict asked: neither a pass nor a failure
-    report = json.loads(next(tmp_path.glob("outputs/*/*/report.json")).read_text())
+    report = json.loads((out / "report.json").read_text())
     assert float(cases[0].get("time")) == round(report["eval_time_s"], 2)  # the job's own time, not 0.00
     assert "| smollm2_135m/none/gsm8k |" in step.read_text()
     assert step.read_text() == (tmp_path / "summary.md").read_text() + "\n"
@@ -50,8 +51,8 @@ def test_a_job_writes_results_json_junit_and_the_step_summary(tmp_path):
 
 def test_a_failed_job_is_an_errored_test_case(tmp_path):
     junit = tmp_path / "junit.xml"
-    proc = run_cli([*GSM8K, "tracking=none", "reference.mode=skip", "task.max_output_len=0", f"report.junit={junit}"],
-                   tmp_path, env={"HF_HUB_OFFLINE": "1"})
+    proc = run_in_process([*GSM8K, "tracking=none", "reference.mode=skip", "task.max_output_len=0",
+                           f"report.junit={junit}", f"output_dir={tmp_path / 'job'}"], tmp_path)
     assert proc.returncode == 1
     error = ET.parse(junit).getroot().find("testsuite/testcase/error")
     assert error is not None and "task.max_output_len" in error.text
