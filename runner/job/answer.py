@@ -17,9 +17,12 @@ from runner.contract.progress import Progress
 from runner.contract.reasoning import apply_sampling, strip_thinking
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, Response
 from runner.job.decide import decision_at
+from runner.job.fidelity import first_chunk, run_fidelity
 from runner.job.looks import Monitor
 from runner.job.state import Job
+from runner.references.noise import host_of, replicates_of
 from runner.references.store import Reference
+from runner.reports.noise import NoiseView
 from runner.stats.data.hypothesis import HypothesisParams
 from runner.tracking.trackers import Tracker
 
@@ -60,7 +63,12 @@ def answer_looks(job: Job, answerer: Answerer, samples: list[Sample], per_sample
                  ) -> list[ScoredSample]:
     """All samples scored at once, or one look at a time until the monitor stops."""
     if monitor is None:
-        return score_all(job.evaluator, answerer, samples, per_sample, job.task.strip_thinking)
+        head = early_look_size(job, per_sample)
+        if head is None:
+            return score_all(job.evaluator, answerer, samples, per_sample, job.task.strip_thinking)
+        scored = score_all(job.evaluator, answerer, samples[:head], per_sample[:head], job.task.strip_thinking)
+        early_look(job, scored, len(samples))
+        return scored + score_all(job.evaluator, answerer, samples[head:], per_sample[head:], job.task.strip_thinking)
     assert reference is not None and params is not None
     scored: list[ScoredSample] = []
     for n_k in monitor.sizes:
@@ -76,6 +84,27 @@ def answer_looks(job: Job, answerer: Answerer, samples: list[Sample], per_sample
         if monitor.stopped:
             break
     return scored
+
+
+def early_look_size(job: Job, per_sample: Sequence[Sequence[Any]]) -> int | None:
+    """The samples of the first chunk of requests, when the run can look at its fidelity after them: a reference
+    whose rows kept option log-likelihoods, ``reference.early_look`` on, and samples left after the chunk."""
+    rows = job.reference_rows or {}
+    if not job.config.reference.early_look or not any(r.loglikelihoods is not None for r in rows.values()):
+        return None
+    head = first_chunk(per_sample, job.config.cache.chunk_size)
+    return head if head < len(per_sample) else None
+
+
+def early_look(job: Job, scored: list[ScoredSample], total: int) -> None:
+    """Log the run's fidelity to the reference on the first chunk's samples, beside the reference's A/A floor of the
+    same statistics (the line the report prints at the end): a look that plans, never a verdict."""
+    assert job.reference is not None
+    found = run_fidelity(job.reference_rows or {}, scored)
+    view = NoiseView(job.host, host_of(job.reference.recorded), replicates_of(job.reference), fidelity=found)
+    line = view.fidelity_line()
+    if line:
+        log.info("early look after the first %d of %d samples: %s", len(scored), total, line)
 
 
 def score_all(evaluator: Evaluator, answerer: Answerer, samples: Sequence[Sample],
