@@ -17,12 +17,10 @@ from runner.contract.progress import Progress
 from runner.contract.reasoning import apply_sampling, strip_thinking
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, Response
 from runner.job.decide import decision_at
-from runner.job.fidelity import first_chunk, run_fidelity
+from runner.job.fidelity import early_look, first_chunk
 from runner.job.looks import Monitor
 from runner.job.state import Job
-from runner.references.noise import host_of, replicates_of
 from runner.references.store import Reference
-from runner.reports.noise import NoiseView
 from runner.stats.data.hypothesis import HypothesisParams
 from runner.tracking.trackers import Tracker
 
@@ -94,17 +92,6 @@ def early_look_size(job: Job, per_sample: Sequence[Sequence[Any]]) -> int | None
         return None
     head = first_chunk(per_sample, job.config.cache.chunk_size)
     return head if head < len(per_sample) else None
-
-
-def early_look(job: Job, scored: list[ScoredSample], total: int) -> None:
-    """Log the run's fidelity to the reference on the first chunk's samples, beside the reference's A/A floor of the
-    same statistics (the line the report prints at the end): a look that plans, never a verdict."""
-    assert job.reference is not None
-    found = run_fidelity(job.reference_rows or {}, scored)
-    view = NoiseView(job.host, host_of(job.reference.recorded), replicates_of(job.reference), fidelity=found)
-    line = view.fidelity_line()
-    if line:
-        log.info("early look after the first %d of %d samples: %s", len(scored), total, line)
 
 
 def score_all(evaluator: Evaluator, answerer: Answerer, samples: Sequence[Sample],

@@ -9,10 +9,14 @@ import logging
 from collections.abc import Sequence
 
 from runner.contract.evaluator import LOGLIKELIHOODS, TOP_TOKENS, ScoredSample
+from runner.job.state import Job
+from runner.references.noise import host_of, replicates_of
 from runner.references.samples import SampleRow
+from runner.reports.noise import NoiseView
 from runner.stats.data.noise import Fidelity
 from runner.stats.numerics.noise import fidelity
 from runner.stats.numerics.token_fidelity import token_fidelity
+from runner.stats.planning.fidelity import look_plan
 
 log = logging.getLogger("runner")
 
@@ -42,3 +46,27 @@ def first_chunk(per_sample: Sequence[Sequence[object]], chunk_size: int) -> int:
         total += len(requests)
         count += 1
     return count
+
+
+def plan_note(job: Job, found: Fidelity | None) -> str | None:
+    """What the run's fidelity says beside the reference's A/A replicate (:mod:`runner.stats.planning.fidelity`):
+    likely to fail, or the samples a verdict needs; None when the entry has no replicate of the same statistics."""
+    if job.reference is None:
+        return None
+    params = job.reference.params
+    return look_plan(found, replicates_of(job.reference), job.tolerance.points if job.tolerance else None,
+                     params.alpha, params.beta)
+
+
+def early_look(job: Job, scored: list[ScoredSample], total: int) -> None:
+    """Log the run's fidelity to the reference on the first chunk's samples, beside the reference's A/A floor of the
+    same statistics (the line the report prints at the end) and what it plans: never a verdict."""
+    assert job.reference is not None
+    found = run_fidelity(job.reference_rows or {}, scored)
+    view = NoiseView(job.host, host_of(job.reference.recorded), replicates_of(job.reference), fidelity=found)
+    line = view.fidelity_line()
+    if line:
+        log.info("early look after the first %d of %d samples: %s", len(scored), total, line)
+    plan = plan_note(job, found)
+    if plan:
+        log.info("early look: %s", plan)

@@ -26,6 +26,7 @@ from runner.job.answer import answer
 from runner.job.decide import acceptance_gates, advise, decide
 from runner.job.expect import expectation
 from runner.job.extension_check import check_job as check_extension
+from runner.job.fidelity import plan_note, run_fidelity
 from runner.job.load import load
 from runner.job.noise import check_tolerance as check_floor
 from runner.job.looks import monitor_for
@@ -143,6 +144,9 @@ def evaluate(job: Job) -> Outcome:
         if decision is not None and decision.outcome == INCONCLUSIVE and (
                 monitor is None or isinstance(decision.sequential, ExtensionResult)):
             advise(job, decision)
+            plan = plan_note(job, run_fidelity(job.reference_rows or {}, scored))
+            if plan:
+                job.notes.append(f"fidelity: {plan}")
     if job.mode == "record":
         warn_at_chance(job, samples[:len(scored)], metrics)
     replicates = measure_replicates(job, perturbations, samples, scored) if replicating else []

@@ -32,7 +32,7 @@ def test_the_early_look_counts_the_first_chunks_pick_changes_beside_the_replicat
                  "backend.replicate_jitter=3.0", f"output_dir={tmp_path / 'rec'}"]))
     with caplog.at_level(logging.INFO, logger="runner"):
         run(compose([*ARC, f"reference.dir={refs}", "backend.jitter=3.0", f"output_dir={tmp_path / 'check'}"]))
-    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("early look")]
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("early look after")]
     a, b = _rows(tmp_path / "rec" / "samples.jsonl"), _rows(tmp_path / "check" / "samples.jsonl")
     # the first chunk of 20 requests: the leading questions whose options fit in it whole (ARC has 3 to 5 options)
     head, total = 0, 0
@@ -42,6 +42,8 @@ def test_the_early_look_counts_the_first_chunks_pick_changes_beside_the_replicat
     changed = sum(_picks(x) != _picks(y) for x, y in zip(a[:head], b[:head]))
     assert line.startswith(f"early look after the first {head} of 24 samples: {changed} of {head} picks changed")
     assert "(A/A: shift=0,jitter=3: " in line and line.endswith("a look, not a verdict")
+    (plan,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("early look: ")]
+    assert plan.startswith("early look: picks changed at ") and plan.endswith("(a look that plans, never a verdict)")
     everything = sum(_picks(x) != _picks(y) for x, y in zip(a, b))
     assert f"fidelity:    {everything} of 24 picks changed" in (tmp_path / "check" / "report.txt").read_text()
 
@@ -54,7 +56,7 @@ def test_the_perplexity_fidelity_beside_its_replicate_and_the_verdict_the_same_w
     assert all(isinstance(r["meta"]["top_tokens"], str) for r in recorded)
     with caplog.at_level(logging.INFO, logger="runner"):
         run(compose([*PPL, f"reference.dir={refs}", "backend.jitter=0.5", f"output_dir={tmp_path / 'with'}"]))
-    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("early look")]
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("early look after")]
     assert line.startswith("early look after the first 5 of 12 samples: top-1 agreement ")
     assert "(A/A: shift=0,jitter=0.5: top-1 agreement " in line
     report = json.loads((tmp_path / "with" / "report.json").read_text())
