@@ -53,7 +53,8 @@ STATS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("numerics", ("runner.stats.numerics", "runner.stats.multiple_testing")),
     ("rules", ("runner.stats.rules",)),
     ("dispatch", ("runner.stats.dispatch", "runner.stats.decision", "runner.stats.decision_text", "runner.stats.settings",
-                  "runner.stats.advising", "runner.stats.acceptance")),
+                  "runner.stats.advising", "runner.stats.acceptance",
+                  "runner.stats.conclusion")),
     ("planning", ("runner.stats.planning",)),
 ]
 """Inside the statistics, bottom to top: a decision goes dispatcher -> one rule -> its numerics -> shared numerics

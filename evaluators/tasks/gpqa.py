@@ -372,6 +372,10 @@ class GPQAEvaluator(Evaluator):
         value = 100.0 if found[f"{self.config.extraction}_match"] else 0.0  # strict or flexible, validated
         return ScoredSample(sample.id, sample.prompt, output, sample.target, value, dict(sample.meta) | found)
 
+    def answer_unparsed(self, scored: ScoredSample) -> bool | None:
+        """The configured extraction (``task.extraction``) found no letter."""
+        return scored.meta.get(self.config.extraction) is None
+
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
         """``accuracy`` with the configured extraction, both extractions' accuracies, and per domain."""
         if not scored:

@@ -259,6 +259,11 @@ class GSM8KEvaluator(Evaluator):
         value = 50.0 * found["strict_match"] + 50.0 * found["flexible_match"]
         return ScoredSample(sample.id, sample.prompt, output, sample.target, value, dict(sample.meta) | found)
 
+    def answer_unparsed(self, scored: ScoredSample) -> bool | None:
+        """No number in the answer: the flexible extraction, the more lenient of the two, fell back to ``[invalid]``."""
+        found = scored.meta.get("flexible")
+        return None if found is None else found == FALLBACK
+
     def score_bounds(self) -> tuple[float, float]:
         """0, 50 or 100 (the strict and flexible matches averaged), or 0/100 by one filter."""
         return (0.0, 100.0)

@@ -179,6 +179,10 @@ class LongBenchV2Evaluator(Evaluator):
         meta = dict(sample.meta) | {"extracted": extracted}
         return ScoredSample(sample.id, sample.prompt, output, sample.target, 100.0 * (extracted == sample.target), meta)
 
+    def answer_unparsed(self, scored: ScoredSample) -> bool | None:
+        """Upstream's extraction found no choice letter in the answer."""
+        return scored.meta.get("extracted") is None
+
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:
         """``accuracy`` and upstream's breakdowns by difficulty, length and domain, each in percent."""
         if not scored:

@@ -1,10 +1,12 @@
 """A scripted backend: canned answers, declared capabilities, no model. For pipeline tests and dry runs.
 
-Generation: the scripted text of a prompt (``script``: a JSONL file of ``{"prompt", "text"}`` rows),
+Generation: the scripted text of a prompt (``script``: a JSONL file of ``{"prompt", "text"}`` rows; a row
+``{"prompt", "failed": true}`` is a server failure on that prompt),
 else ``default_answer``, else the prompt's last ``max_input_len`` words echoed back (so a prompt cut
 to its end answers as the end alone would); sampled requests (temperature > 0) answer ``default_answer`` followed by a
 word drawn from their seed, and need one, as every backend does. Outputs are cut at stop strings and
-at ``max_tokens`` words. Log-likelihood: the scripted ``logprob`` of a ``{"context", "continuation"}``
+at ``max_tokens`` words; each answer says whether its prompt was longer than ``max_input_len`` words and whether
+the limit cut it (:class:`runner.contract.indicators.Generated`). Log-likelihood: the scripted ``logprob`` of a ``{"context", "continuation"}``
 row, else a deterministic value derived from the texts (a rolling request's window changes neither: its tokens
 are words, and ``rolling_windows=false`` refuses a text of more words than its window). ``info()`` reports the requested spec.
 ``delay_s`` makes entering the backend take that long, as a model load would: a job that is still
@@ -24,6 +26,7 @@ from typing import Any, Optional, Sequence
 from runner.backends.configured import ConfiguredBackend
 from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, Perturbation, TaskLimits
 from runner.contract.errors import ConfigError
+from runner.contract.indicators import Generated, GenerationFacts
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
 from runner.contract import top_tokens
@@ -60,6 +63,7 @@ class FakeBackend(ConfiguredBackend):
         self.capabilities = Capabilities(loglikelihood=config.loglikelihood, token_counter=True, per_request_seeds=True,
                                          chat_template_kwargs=False, rolling_windows=config.rolling_windows)
         self.texts: dict[str, str] = {}
+        self.failing: set[str] = set()  # prompts the scripted server fails on (an error instead of an answer)
         self.logprobs: dict[tuple[str, str], float] = {}
         self.calls: list[tuple[str, int]] = []  # (kind, number of requests) per call
         if config.script:
@@ -69,7 +73,9 @@ class FakeBackend(ConfiguredBackend):
             for line in path.read_text().splitlines():
                 if line.strip():
                     row = json.loads(line)
-                    if "prompt" in row:
+                    if "prompt" in row and row.get("failed"):
+                        self.failing.add(row["prompt"])
+                    elif "prompt" in row:
                         self.texts[row["prompt"]] = row["text"]
                     else:
                         self.logprobs[(row["context"], row["continuation"])] = float(row["logprob"])
@@ -115,9 +121,14 @@ class FakeBackend(ConfiguredBackend):
                                       given="None", fix="set the task's seed")
                 word = random.Random(f"{r.seed}:{r.prompt}").choice(["alpha", "beta", "gamma", "delta"])
                 text = f"{self.config.default_answer} {word}".strip()
-            words = text.split(" ")
-            text = " ".join(words[:min(r.max_tokens, self.limits.max_output_len)])
-            out.append(cut_at_stop(text, r.stop))
+            if r.prompt in self.failing:
+                out.append(Generated("", GenerationFacts(failed=True)))
+                continue
+            words, limit = text.split(" "), min(r.max_tokens, self.limits.max_output_len)
+            kept = cut_at_stop(" ".join(words[:limit]), r.stop)
+            cut = len((r.prompt + r.suffix).split(" ")) > self.limits.max_input_len
+            out.append(Generated(kept, GenerationFacts(input_cut=cut, hit_limit=len(words) > limit
+                                                       and kept == " ".join(words[:limit]))))
         self._answered(len(out))
         return out
 

@@ -92,9 +92,16 @@ def encode_requests(tokenizer: Any, chat: ChatFormat, requests: Sequence[Generat
                     bulk: bool = True) -> list[list[int]]:
     """:func:`encode_request` of each request; with ``bulk``, every prompt tokenized in one call first
     (:class:`BulkEncoded`: the same ids)."""
+    return encode_requests_cut(tokenizer, chat, requests, budget, bulk)[0]
+
+
+def encode_requests_cut(tokenizer: Any, chat: ChatFormat, requests: Sequence[GenerationRequest], budget: int,
+                        bulk: bool = True) -> tuple[list[list[int]], list[bool]]:
+    """:func:`encode_requests`, and whether each rendered prompt was longer than ``budget`` tokens (it was cut)."""
     texts = [request_text(tokenizer, chat, r) for r in requests]  # rendered once, tokenized from here on
     encode = BulkEncoded(tokenizer, texts) if bulk else encoder(tokenizer)
-    return [encode_request(tokenizer, chat, r, budget, encode, text) for r, text in zip(requests, texts)]
+    ids = [encode_request(tokenizer, chat, r, budget, encode, text) for r, text in zip(requests, texts)]
+    return ids, [len(encode(*text)) > budget for text in texts]
 
 
 def encode_request(tokenizer: Any, chat: ChatFormat, request: GenerationRequest, budget: int,

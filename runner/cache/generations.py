@@ -25,7 +25,9 @@ The key is the sha256 of two canonical JSON documents:
 - the *request* itself: its kind and every field (the prompt or context/continuation, max tokens,
   stop strings, temperature, top-p, top-k, seed; a rolling log-likelihood request's window).
 
-Each row is bound to its key: the stored document names the key it answers, and a row read under another
+A generated text is stored with what its backend said of it (the prompt cut, the token limit reached:
+:mod:`runner.contract.indicators`); a row without them reads back as a plain text (unknown). A backend's failure is
+never stored. Each row is bound to its key: the stored document names the key it answers, and a row read under another
 key (moved or copied between keys in the file) fails the check on read, is deleted and computed again, like
 a row that fails the answer check. A file whose tables are not this cache's is a message, not a traceback.
 
@@ -51,6 +53,7 @@ from runner.cache.engines import fingerprint_digest
 from runner.contract import stopping
 from runner.contract.backend import BackendInfo, ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
+from runner.contract.indicators import Generated, facts_from_dict, facts_of, facts_to_dict
 from runner.contract.requests import LoglikelihoodResult, response_problem
 from runner.contract.secrets import redact_tree
 from runner.files.paths import cache_dir
@@ -103,7 +106,8 @@ def encode_response(response: Any, key: str) -> str:
     if dataclasses.is_dataclass(response) and not isinstance(response, type):
         cls = type(response)
         return json.dumps({"__class__": cls.__qualname__, "fields": dataclasses.asdict(response), "key": key})
-    return json.dumps({"value": response, "key": key})
+    facts = facts_of(response)
+    return json.dumps({"value": str(response), "key": key} | ({"facts": facts_to_dict(facts)} if facts else {}))
 
 
 def _response_types() -> dict[str, type]:
@@ -127,7 +131,18 @@ def decode_response(text: str, key: str) -> Any:
     value = doc["value"]
     if not isinstance(value, str):
         raise ValueError(f"generation cache row holds a {type(value).__name__}, not a generated text")
-    return value
+    facts = doc.get("facts")
+    if facts is None:  # a row written before facts were kept, or by a backend that knows none: unknown
+        return value
+    if not isinstance(facts, dict):
+        raise ValueError(f"generation cache row's facts are a {type(facts).__name__}, not an object")
+    return Generated(value, facts_from_dict(facts))
+
+
+def failed(answer: Any) -> bool:
+    """An answer that stands for a backend's failure (:class:`runner.contract.indicators.GenerationFacts`)."""
+    facts = facts_of(answer)
+    return facts is not None and facts.failed
 
 
 def model_fingerprint(model_path: str, revision: str | None) -> Any:
@@ -256,7 +271,8 @@ class BoundCache:
             for k, answer in zip(chunk, answers):
                 for i in missing[k]:
                     out[i] = answer
-                rows.append((k, self.context_id, type(requests[missing[k][0]]).__name__, encode_response(answer, k)))
+                if not failed(answer):  # a server's failure is asked again by a rerun, never replayed
+                    rows.append((k, self.context_id, type(requests[missing[k][0]]).__name__, encode_response(answer, k)))
             self.store.put_many(rows)
             if progress is not None:
                 progress.update(sum(len(missing[k]) - 1 for k in chunk))
@@ -269,7 +285,7 @@ class BoundCache:
         for j, answer in sorted(answered.items()):
             if 0 <= j < len(chunk):
                 request = requests[missing[chunk[j]][0]]
-                if response_problem(request, answer) is None:
+                if response_problem(request, answer) is None and not failed(answer):
                     rows.append((chunk[j], self.context_id, type(request).__name__, encode_response(answer, chunk[j])))
         if rows:
             self.store.put_many(rows)

@@ -158,6 +158,12 @@ class Evaluator(ABC):
         (per-document perplexity), where only the asymptotic t-test is left; 0/100 scores need no declaration."""
         return None
 
+    def answer_unparsed(self, scored: ScoredSample) -> bool | None:
+        """Whether the task could read no answer from the generated text (GSM8K's extraction found no number), for
+        the truncation- and error-aware verdict (:mod:`runner.contract.indicators`); None: the task does not say (an
+        empty text counts as unparsed whatever the task says)."""
+        return None
+
     def chance_level(self, samples: Sequence[Sample]) -> float | None:
         """A guessing model's score on these samples, or the metric's floor (the task's declared value)."""
         return self.config.chance_level

@@ -13,12 +13,13 @@ from typing import Any, Sequence
 from runner.cache import generations
 from runner.contract.backend import Answerer, BackendInfo
 from runner.contract.evaluator import Evaluator, Sample, ScoredSample
+from runner.contract.indicators import INDICATORS, same_facts, sample_indicators
 from runner.contract.progress import Progress
 from runner.contract.reasoning import apply_sampling, strip_thinking
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, Response
 from runner.job.decide import decision_at
 from runner.job.fidelity import early_look, first_chunk
-from runner.job.looks import Monitor
+from runner.stats.conclusion import Monitor
 from runner.job.state import Job
 from runner.references.store import Reference
 from runner.stats.data.hypothesis import HypothesisParams
@@ -105,12 +106,19 @@ def score_all(evaluator: Evaluator, answerer: Answerer, samples: Sequence[Sample
         idx = [i for i, r in enumerate(flat) if isinstance(r, kind)]
         if idx:
             for i, out in zip(idx, method([flat[i] for i in idx])):  # type: ignore[arg-type]
-                responses[i] = strip_thinking(out) if strip and isinstance(out, str) else out
+                responses[i] = same_facts(out, strip_thinking(out)) if strip and isinstance(out, str) else out
     grouped, pos = [], 0
     for reqs in per_sample:
         grouped.append(responses[pos:pos + len(reqs)])
         pos += len(reqs)
-    return list(evaluator.score_batch(samples, grouped))  # type: ignore[arg-type]
+    scored = evaluator.score_batch(samples, grouped)  # type: ignore[arg-type]
+    return [with_indicators(evaluator, s, resp) for s, resp in zip(scored, grouped)]
+
+
+def with_indicators(evaluator: Evaluator, scored: ScoredSample, responses: Sequence[Any]) -> ScoredSample:
+    """``scored`` with its indicators in its meta (:mod:`runner.contract.indicators`), where it generated text."""
+    found = sample_indicators(responses, evaluator.answer_unparsed(scored))
+    return scored if found is None else replace(scored, meta=scored.meta | {INDICATORS: found})
 
 
 def log_cache(cache: generations.BoundCache | None, tracker: Tracker) -> dict[str, Any] | None:

@@ -4,19 +4,15 @@ the end), and, when it is INCONCLUSIVE, how many more samples would decide."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from runner.contract.evaluator import Sample, ScoredSample
-from runner.job import noise
-from runner.job.chance import near_chance
-from runner.job.looks import Monitor
 from runner.job.state import Job
 from runner.references.samples import RunProvenance, pairing_problem
 from runner.references.acceptance import entry as acceptance_entry
 from runner.references.store import Reference
 from runner.stats.acceptance import AcceptanceGate
 from runner.stats import advising
-from runner.stats.numerics.looks import look_claims
+from runner.stats.conclusion import Monitor, concluded
 from runner.stats.decision import Decision
 from runner.stats.dispatch import decide_against
 from runner.stats.rules.extension import ExtensionResult
@@ -28,56 +24,30 @@ def decide(job: Job, reference: Reference | None, samples: list[Sample], scored:
     """The decision of the whole run (None without a reference); a monitor's result decides a sequential run."""
     if reference is None:
         return None
-    decision = decision_at(job, reference, samples, scored, metrics, params)
-    if monitor is not None:
-        decision.sequential = monitor.result(decision.passed, decision.p_value)
-        decision.passed = decision.sequential.passed
-        if decision.claims is not None:
-            seq, p = decision.sequential, decision.paired
-            if isinstance(seq, ExtensionResult):
-                counts = seq.counts
-                if seq.reason == "undecided" and seq.extensions_left:
-                    job.notes.append(f"{seq.extensions_left} of {seq.planned} planned extension(s) left: "
-                                     f"python -m runner.extend {job.out_dir} adds the next look (as many samples "
-                                     f"as the first: {seq.looks[0].n})")
-            else:
-                counts = (*p.discordant, p.n) if p is not None and p.discordant is not None else None
-            assert decision.tolerance is not None
-            decision.claims = look_claims(not seq.passed, *seq.bound(), params.higher_is_better,
-                                                     params.alpha, decision.margin, decision.tolerance.points, counts)
-    label = noise.host_failure_note(job, decision)
-    if label:
-        decision.notes.append(label)
+    decision = concluded(decision_at(job, reference, samples, scored, metrics, params), monitor, params)
+    seq = decision.sequential
+    if isinstance(seq, ExtensionResult) and seq.reason == "undecided" and seq.extensions_left:
+        job.notes.append(f"{seq.extensions_left} of {seq.planned} planned extension(s) left: "
+                         f"python -m runner.extend {job.out_dir} adds the next look (as many samples "
+                         f"as the first: {seq.looks[0].n})")
     job.notes.extend(decision.notes)
-    knob = margin_note(decision)
-    if knob is not None:
-        job.notes.append(knob)
-    if decision.tolerance is not None and not any("chance level" in n for n in decision.notes):
-        note = near_chance(reference.value, decision.tolerance.points, job.evaluator.chance_level(samples),
-                           params.higher_is_better)
-        if note is not None:  # the look's own theta may be undefined (few disagreements): the tolerance is not
-            job.notes.append(note)
     return decision
 
 
 def decision_at(job: Job, reference: Reference, samples: list[Sample], scored: list[ScoredSample],
                 metrics: dict[str, float], params: HypothesisParams) -> Decision:
-    """The decision on ``scored`` alone (one look); the reference's per-sample scores pair where they can."""
+    """The decision on ``scored`` alone (one look); the reference's per-sample scores pair where they can, and the
+    reference's measured noise (``job.noise``) enters as the rules say."""
     ev, rows = job.evaluator, job.reference_rows
     problem = None
     if rows is not None:
         problem = pairing_problem(reference.recorded or {}, rows, scored,
                                   RunProvenance(job.config.seed, ev.source_used))
-
-    def at(stats: Any) -> Decision:
-        return decide_against(reference, scored, metrics[job.task.metric], params, stats,
-                              ev.chance_level(samples), job.task.metric, rows, problem,
-                              [*ev.extra_gates(metrics, reference), *job.gates], job.tolerance,
-                              cluster_key=job.task.cluster_key, corpus=ev.corpus_metric(),
-                              score_bounds=ev.score_bounds())
-
-    return noise.with_floor(job, at(job.config.stats),
-                            lambda line: at(replace(job.config.stats, margin=line, margin_unit="points")))
+    return decide_against(reference, scored, metrics[job.task.metric], params, job.config.stats,
+                          ev.chance_level(samples), job.task.metric, rows, problem,
+                          [*ev.extra_gates(metrics, reference), *job.gates], job.tolerance,
+                          cluster_key=job.task.cluster_key, corpus=ev.corpus_metric(),
+                          score_bounds=ev.score_bounds(), noise=job.noise)
 
 
 def acceptance_gates(job: Job) -> list[AcceptanceGate]:
@@ -110,15 +80,3 @@ def advise(job: Job, decision: Decision) -> None:
         have = len(job.evaluator.samples(found.n_total, job.config.seed))
         found = replace(found, available=have if have < found.n_total else None)
     decision.advice = found
-
-
-def margin_note(decision: Decision) -> str | None:
-    """For a NO-GO that is "worse, but within tolerance" at margin 0: the settings that say a drop within the
-    tolerance is fine (a margin, or the non-inferiority gate), since the verdict itself only names the gate."""
-    if not (decision.both_shown and decision.gate == "regression" and decision.margin == 0 and decision.tolerance):
-        return None
-    tol = decision.tolerance.points
-    return (f"NO-GO although the drop is within the tolerance ({tol:.4g}): at stats.margin=0 (upstream's rule) any "
-            f"drop shown is a regression. If a drop within tolerance is fine for you, say how much: stats.margin=M "
-            f"(NO-GO only when a drop larger than M points is shown; M <= {tol:.4g}), or stats.gate=noninferiority "
-            f"(GO whenever a drop smaller than {tol:.4g} is shown)")

@@ -22,13 +22,15 @@ from runner.contract.fingerprint import fingerprint
 from runner.contract.secrets import redact_tree
 from runner.files.paths import write_atomic
 from runner.files.redaction import redact_saved_configs
+from runner.contract.errors import EndpointError
+from runner.job import indicators
 from runner.job.answer import answer
 from runner.job.decide import acceptance_gates, advise, decide
 from runner.job.expect import expectation
 from runner.job.extension_check import check_job as check_extension
 from runner.job.fidelity import plan_note, run_fidelity
 from runner.job.load import load
-from runner.job.noise import check_tolerance as check_floor
+from runner.job.noise import check_tolerance as check_floor, measured as measured_noise
 from runner.job.looks import monitor_for
 from runner.job.prepare import prepare
 from runner.job.publish import publish
@@ -129,6 +131,7 @@ def evaluate(job: Job) -> Outcome:
         replicating = job.mode == "record" and job.config.reference.noise == "replicate"
         perturbations = job.backend.perturbations() if replicating else []
         reference, params = find_reference(job, loaded.spec)
+        job.noise = measured_noise(job)
         samples = select_samples(job, params, reference is not None)
         if reference is not None and job.tolerance is None:
             job.tolerance = resolve_tolerance(job.config.stats, job.task, reference.value)
@@ -137,16 +140,24 @@ def evaluate(job: Job) -> Outcome:
         samples, monitor = monitor_for(job, reference, params, samples)
         scored, eval_time_s, cache_stats = answer(job, loaded.info, samples, monitor, reference, params)
         job.gates = acceptance_gates(job)
+        write_samples(job.out_dir / "samples.jsonl", scored)  # every sample, the failed ones too
+        samples, scored, failures = indicators.exclude_failures(job, samples[:len(scored)], scored)
         metrics = job.evaluator.aggregate(scored)
-        write_samples(job.out_dir / "samples.jsonl", scored)
         params = replace(params, num_samples=max(len(scored), 1))  # the statistics use what was evaluated
-        decision = decide(job, reference, samples[:len(scored)], scored, metrics, params, monitor)
-        if decision is not None and decision.outcome == INCONCLUSIVE and (
-                monitor is None or isinstance(decision.sequential, ExtensionResult)):
-            advise(job, decision)
+        decision = decide(job, reference, samples, scored, metrics, params, monitor)
+        if decision is not None:
+            indicators.check(job, decision, samples, scored, params, failures)
+        if decision is not None and decision.outcome == INCONCLUSIVE and (decision.indicators is None or not
+                decision.indicators.blocks) and (monitor is None or isinstance(decision.sequential, ExtensionResult)):
+            advise(job, decision)  # more samples cannot undo a truncation
             plan = plan_note(job, run_fidelity(job.reference_rows or {}, scored))
             if plan:
                 job.notes.append(f"fidelity: {plan}")
+    if job.mode == "record" and failures is not None and failures.over_cap:
+        raise EndpointError("the backend failed on too many samples to record a reference",
+                            where="stats.max_failed_share", given=failures.describe(),
+                            fix="check the server or backend (its log says why) and record again; samples.jsonl "
+                                "in the output directory keeps every answer")
     if job.mode == "record":
         warn_at_chance(job, samples[:len(scored)], metrics)
     replicates = measure_replicates(job, perturbations, samples, scored) if replicating else []

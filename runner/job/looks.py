@@ -11,21 +11,16 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Union
-
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Evaluator, Sample
 from runner.job.state import Job
 from runner.references.store import Reference
 from runner.stats.rules.extension import Extensions
 from runner.stats.numerics.group_sequential import look_fractions
+from runner.stats.conclusion import Monitor
 from runner.stats.rules.sequential import Monitor as SequentialMonitor
 from runner.stats.numerics.looks import look_sizes
 from runner.stats.data.hypothesis import HypothesisParams
-
-
-Monitor = Union[SequentialMonitor, Extensions]
-"""What watches the looks of a run: planned sequential looks, or an extendable run's."""
 log = logging.getLogger("runner")
 MIN_LOOK_SAMPLES = 10
 """The fewest samples a planned look may decide on."""

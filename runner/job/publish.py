@@ -78,8 +78,10 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
             cache_stats: dict[str, Any] | None, replicates: list[Replicate] | None = None) -> Outcome:
     task, score = job.task, metrics[job.task.metric]
     view = noise_view(job, decision, scored, replicates)
+    checked = decision.indicators if decision is not None else None
+    lines = [*(view.lines() if view else ()), *(checked.lines() if checked is not None else ())]
     text = printable(redact_text(report_text(task, job.model, loaded.spec, score, len(scored), params, decision,
-                                             job.mode, job.notes, view.lines() if view else ())))
+                                             job.mode, job.notes, lines)))
     write_atomic(job.out_dir / "report.txt", text + "\n", 0o644)
     payload = redact_tree(report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
                                          job.notes, cache_stats, job.tracker.run_id, eval_time_s,
@@ -87,14 +89,17 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
     payload["reference_entry"] = reference_entry(job)
     payload["host"] = dict(job.host)
     payload["noise"] = view.to_dict() if view else None
+    payload["indicators"] = checked.to_dict() if checked is not None else None
     write_atomic(job.out_dir / "report.json", json.dumps(payload, indent=2, default=str) + "\n", 0o644)
     results = redact_tree(results_json(task, job.model, loaded.spec, metrics, [s.score for s in scored], loaded.info,
                                        eval_time_s, payload["decision"], corpus_standard_error(job, scored)))
-    results["runner"] |= {"host": dict(job.host), "noise": payload["noise"]}
+    results["runner"] |= {"host": dict(job.host), "noise": payload["noise"], "indicators": payload["indicators"]}
     write_atomic(job.out_dir / "results.json", json.dumps(results, indent=2, default=str) + "\n", 0o644)
     print(text, flush=True)
     job.tracker.log_metrics(tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))
-    job.tracker.set_tags(readable_tags(decision, score) | (noise_tags(view) if view else {}))
+    job.tracker.set_tags(readable_tags(decision, score) | (noise_tags(view) if view else {})
+                         | ({"indicators": "; ".join(checked.reasons()) or "no more often than the reference"}
+                            if checked is not None and checked.tests else {}))
     job.tracker.set_description(text, headline=(f"{decision.verdict_line()}: {task.metric} {score:.4g}"
                                                 if decision is not None else f"no verdict: {task.metric} {score:.4g}"))
     try:

@@ -17,6 +17,7 @@ from runner.contract.build import build
 from runner.contract.evaluator import LOGLIKELIHOODS, TOP_TOKENS, Sample, ScoredSample
 from runner.contract.fingerprint import fingerprint
 from runner.job.answer import answer
+from runner.job.indicators import replicate_counts
 from runner.job.state import Job
 from runner.reports.outputs import write_samples
 from runner.stats.data.noise import Replicate
@@ -32,12 +33,13 @@ def compare(perturbation: str, a: Sequence[ScoredSample], b: Sequence[ScoredSamp
     pairs = [(s, by_id[s.sample_id]) for s in a if s.sample_id in by_id]
     logliks = all(isinstance(x.meta.get(LOGLIKELIHOODS), list) for pair in pairs for x in pair)
     tokens = all(isinstance(x.meta.get(TOP_TOKENS), str) for pair in pairs for x in pair)
-    return replicate(perturbation, [x.score for x, _ in pairs], [y.score for _, y in pairs],
-                     sum(x.prediction != y.prediction for x, y in pairs),
-                     [x.meta[LOGLIKELIHOODS] for x, _ in pairs] if logliks else None,
-                     [y.meta[LOGLIKELIHOODS] for _, y in pairs] if logliks else None, hosts,
-                     a_tokens=[x.meta[TOP_TOKENS] for x, _ in pairs] if tokens else None,
-                     b_tokens=[y.meta[TOP_TOKENS] for _, y in pairs] if tokens else None)
+    found = replicate(perturbation, [x.score for x, _ in pairs], [y.score for _, y in pairs],
+                      sum(x.prediction != y.prediction for x, y in pairs),
+                      [x.meta[LOGLIKELIHOODS] for x, _ in pairs] if logliks else None,
+                      [y.meta[LOGLIKELIHOODS] for _, y in pairs] if logliks else None, hosts,
+                      a_tokens=[x.meta[TOP_TOKENS] for x, _ in pairs] if tokens else None,
+                      b_tokens=[y.meta[TOP_TOKENS] for _, y in pairs] if tokens else None)
+    return replace(found, indicators=replicate_counts([x for x, _ in pairs], [y for _, y in pairs]))
 
 
 def perturbed_job(job: Job, perturbation: Perturbation) -> Job:

@@ -16,6 +16,7 @@ from runner.references.samples import SampleRow
 from runner.references.store import Reference
 from runner.stats.decision import Decision
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.data.noise import MeasuredNoise
 from runner.stats.data.tolerance import Tolerance
 from runner.tracking.trackers import Tracker
 
@@ -59,6 +60,7 @@ class Job:
     reference_num_samples: int | None = None  # the reference entry's n when it differs from the n asked for
     gates: list[Any] = field(default_factory=list)  # the job's own further gates (a speculative run's acceptance length)
     host: dict[str, str] = field(default_factory=dict)  # where this run is measured (runner.contract.fingerprint)
+    noise: MeasuredNoise | None = None  # the reference's measured noise as the decision reads it (runner.job.noise)
 
     @property
     def mode(self) -> str:

@@ -9,7 +9,8 @@ referenced.
 Each row holds the sample id, its score at full precision (a rounded score would make an identical
 rerun of a continuous metric look different) and the sha256 of the prompt the sample was asked
 with, so a paired test can check it compares answers to the same questions. A task with a corpus metric
-also stores each sample's corpus item (``item``), which the paired corpus bootstrap pools.
+also stores each sample's corpus item (``item``), which the paired corpus bootstrap pools; a task that generates
+text stores each sample's indicators (``indicators``: prompt cut, token limit reached, answer unparsed, backend failed).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from runner.contract import top_tokens
 from runner.contract.errors import ReferenceError_
+from runner.contract.indicators import read as read_indicators
 
 
 def prompt_hash(prompt: str) -> str:
@@ -37,22 +39,28 @@ class SampleRow:
     prompt_sha256: str | None  # None in files recorded before prompt hashes were stored
     item: Any = None  # the sample's corpus item, for a task with a corpus metric
     loglikelihoods: tuple[float, ...] | None = None  # a log-likelihood task's scored options, in request order
+    # the sample's indicators (prompt cut, token limit, unparsed, failed: runner.contract.indicators); None: recorded
+    # before they were kept, or a task that generates no text: unknown, never guessed
+    indicators: Mapping[str, bool | None] | None = None
     top_tokens: str | None = None  # a teacher-forced text's per-position top-k record (runner.contract.top_tokens)
 
 
 def store(ref_dir: Path, task: str, rows: Iterable[tuple[str, float, str]],
           items: Mapping[str, Any] | None = None,
           loglikelihoods: Mapping[str, Sequence[float]] | None = None,
+          indicators: Mapping[str, Mapping[str, bool | None]] | None = None,
           top_tokens: Mapping[str, str] | None = None) -> tuple[str, str]:
     """Write ``(sample_id, score, prompt)`` rows (the prompt as its hash), with each sample's corpus item from
     ``items`` when the task has a corpus metric, its options' log-likelihoods from ``loglikelihoods`` when it
-    scores them and its per-position top-k record from ``top_tokens`` when it keeps one; return (path relative to
-    ``ref_dir``, sha256 of the file)."""
-    items, loglikelihoods, top_tokens = items or {}, loglikelihoods or {}, top_tokens or {}
+    scores them, its ``indicators`` when it generates text and its per-position top-k record from ``top_tokens``
+    when it keeps one; return (path relative to ``ref_dir``, sha256 of the file)."""
+    items, loglikelihoods, indicators = items or {}, loglikelihoods or {}, indicators or {}
+    top_tokens = top_tokens or {}
     body = "".join(json.dumps({"sample_id": sid, "score": float(score), "prompt_sha256": prompt_hash(prompt)}
                               | ({"item": items[sid]} if sid in items else {})
                               | ({"loglikelihoods": [float(v) for v in loglikelihoods[sid]]}
                                  if sid in loglikelihoods else {})
+                              | ({"indicators": dict(indicators[sid])} if sid in indicators else {})
                               | ({"top_tokens": top_tokens[sid]} if sid in top_tokens else {})) + "\n"
                    for sid, score, prompt in rows)
     digest = hashlib.sha256(body.encode()).hexdigest()
@@ -101,6 +109,7 @@ def load_rows(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[s
                 lls = row.get("loglikelihoods")
                 rows[str(row["sample_id"])] = SampleRow(float(row["score"]), row.get("prompt_sha256"), row.get("item"),
                                                         None if lls is None else tuple(float(v) for v in lls),
+                                                        read_indicators(row.get("indicators")),
                                                         top_record(row.get("top_tokens")))
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
         raise ReferenceError_("the reference's per-sample scores file is malformed", where=str(path),

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from runner.stats import decision_text
 from runner.stats.data.claims import Claims
 from runner.stats.data.hypothesis import Verdict
+from runner.stats.data.indicators import IndicatorCheck
 from runner.stats.data.tolerance import Tolerance
 from runner.stats.data.verdicts import INCONCLUSIVE, NO_GO, GO, combine, exit_status, reported
 from runner.stats.decision_text import STATISTICAL_RULES
@@ -77,9 +78,12 @@ class Decision:
     noise_floor: float | None = None
     stated_margin: float | None = None
     within_noise: bool = False  # a NO-GO at the stated margin that is not one at the floor: INCONCLUSIVE
+    # the run's truncation and failure indicators against the reference's (runner.job.indicators); blocks: INCONCLUSIVE
+    indicators: IndicatorCheck | None = None
     # what chance entered the verdict (a seeded bootstrap's resamples), or that none did; None: a rule without any
     randomness: str | None = None
     unpaired_test: str | None = None  # the unpaired rule's test when it is not TensorRT-LLM's z-test
+    advisor: Any = None  # runner.stats.rules.base.Advisor: the rule that decided, whose advice fits the decision
 
     @property
     def all_passed(self) -> bool:
@@ -96,7 +100,7 @@ class Decision:
         two-way by construction (their registered threshold is the tolerance)."""
         if any(not g.passed for g in self.gates) or not self.passed and self.claims is None:
             return NO_GO
-        if self.within_noise:
+        if self.within_noise or (self.indicators is not None and self.indicators.blocks):
             return INCONCLUSIVE
         if self.claims is None:
             return GO if self.rule not in STATISTICAL_RULES else INCONCLUSIVE

@@ -200,6 +200,8 @@ def verdict_line(d: Decision) -> str:
     elif d.within_noise:
         why = (f"within the measured noise: {a_worse} > {d.stated_margin or 0:g} is shown, but not one > the "
                f"reference's A/A floor {d.margin:.4g}")
+    elif d.indicators is not None and d.indicators.blocks:  # the truncation- and error-aware verdict
+        why = d.indicators.headline()
     elif d.claims is None:
         why = (("the deterministic rule " + ("holds" if d.passed else "fails"))
                if d.rule not in STATISTICAL_RULES else d.no_interval)

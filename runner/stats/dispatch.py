@@ -1,13 +1,18 @@
-"""From a score and its reference to one decision: the precedence of the rules, tried in order."""
+"""From a score and its reference to one decision: the precedence of the rules, tried in order, and the
+reference's measured noise applied after the rule that decided."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from runner.contract.evaluator import CorpusMetric
 from runner.stats.data.claims import Claims
 from runner.stats.data.entry import ReferenceEntry
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.data.noise import MeasuredNoise
+from runner.stats.data.verdicts import NO_GO
 from runner.stats.data.paired_result import PairedResult
 from runner.stats.data.pairing import PairedScores, is_binary, score_bounds
 from runner.stats.data.tolerance import Tolerance
@@ -28,7 +33,8 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
                    stats: Any, chance_level: float | None, metric: str, rows: Mapping[str, Any] | None = None,
                    pairing_problem: str | None = None, gates: Sequence[Any] = (),
                    tolerance: Tolerance | None = None, cluster_key: str | None = None,
-                   corpus: CorpusMetric | None = None, score_bounds: tuple[float, float] | None = None) -> Decision:
+                   corpus: CorpusMetric | None = None, score_bounds: tuple[float, float] | None = None,
+                   noise: MeasuredNoise | None = None) -> Decision:
     """The decision of the first rule of :data:`RULES` that applies; ``params.num_samples`` is the number evaluated.
 
     ``rows``: the reference's per-sample scores by sample id (each with a ``score``), when the job loaded
@@ -38,26 +44,49 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
     cluster-robust standard errors (:mod:`runner.stats.numerics.cluster_variance`). ``corpus``: the task's corpus metric over
     the samples' ``meta[CORPUS_ITEM]`` (None: the metric is the mean of the scores); its rules are the bootstrap's
     (:mod:`runner.stats.numerics.corpus_bootstrap`), resampling clusters where the job clusters. ``score_bounds``: the range of every
-    per-sample score (the task's); with them a continuous metric's paired test is the finite-sample betting test."""
+    per-sample score (the task's); with them a continuous metric's paired test is the finite-sample betting test.
+    ``noise``: the reference's measured noise (:func:`floored`, :func:`host_failure_note`)."""
 
-    notes: list[str] = []
-    margin = margin_points(stats, reference.value)
-    entry = EntryCase(reference, scored, score, params, stats, metric, margin, tolerance, notes, rows, pairing_problem,
-                  cluster_key, corpus, score_bounds)
+    def at(margin_stats: Any) -> Decision:
+        entry = EntryCase(reference, scored, score, params, margin_stats, metric,
+                          margin_points(margin_stats, reference.value), tolerance, [], rows, pairing_problem,
+                          cluster_key, corpus, score_bounds)
+        return _decided(entry, gates, chance_level)
+
+    decision = at(stats)
+    if noise is not None:
+        decision = floored(decision, noise, decision.margin,
+                           lambda line: at(replace(stats, margin=line, margin_unit="points")))
+        label = host_failure_note(decision, noise, reference.value, reference.threshold)
+        if label:
+            decision.notes.append(label)
+    return decision
+
+
+def _decided(entry: EntryCase, gates: Sequence[Any], chance_level: float | None) -> Decision:
+    """The decision of the first rule of :data:`RULES` that applies to ``entry``."""
     rule = next(r for r in RULES if r.applies(entry) is None)
     found = rule.decide(entry)
-    decision = Decision(found.rule, found.passed, found.verdict, found.paired, list(gates), notes,
+    stats, tolerance = entry.stats, entry.tolerance
+    decision = Decision(found.rule, found.passed, found.verdict, found.paired, list(gates), entry.notes,
                         claims=found.claims, tolerance=tolerance if found.claims is not None else None,
-                        margin=margin, gate=stats.gate, mode=stats.verdicts, on_inconclusive=stats.on_inconclusive,
-                        cluster_mode=stats.cluster, clustering=found.clustering, randomness=found.randomness,
-                        unpaired_test=found.unpaired_test)
+                        margin=entry.margin, gate=stats.gate, mode=stats.verdicts,
+                        on_inconclusive=stats.on_inconclusive, cluster_mode=stats.cluster,
+                        clustering=found.clustering, randomness=found.randomness, unpaired_test=found.unpaired_test,
+                        advisor=found.advisor)
     if chance_level is not None and isinstance(rule, (Paired, Unpaired)):
         # an undefined paired theta (too few disagreements) says nothing about room above chance: only a
         # reference at or past chance is then worth a warning
         theta = decision.theta if decision.theta is not None else 0.0
-        warning = scale.near_chance_warning(reference.value, theta, chance_level, params.higher_is_better)
+        warning = scale.near_chance_warning(entry.reference.value, theta, chance_level,
+                                            entry.params.higher_is_better)
         if warning:
-            notes.append(warning)
+            entry.notes.append(warning)
+    if decision.tolerance is not None and not any("chance level" in n for n in entry.notes):
+        note = scale.near_chance(entry.reference.value, decision.tolerance.points, chance_level,
+                                 entry.params.higher_is_better)
+        if note is not None:  # the look's own theta may be undefined (few disagreements): the tolerance is not
+            entry.notes.append(note)
     return decision
 
 
@@ -109,3 +138,43 @@ def paired_test(
                              tolerance=tolerance, gate=gate, bounds=bounds, truncation=truncation, ids=pairs.ids)
 
 
+# --------------------------------------------------------------------------- the measured noise (reference.floor)
+# A continuous paired rule tests its NO-GO claim against the larger of the margin and the A/A replicate's shift
+# bound (the floor): a NO-GO at the margin that is not one at the floor is INCONCLUSIVE, "within the measured
+# noise", and more samples are not advised (they cannot move a systematic shift). 0/100 rules keep their p-values
+# (a symmetric flip only costs power); an exact rule or explicit threshold that fails on another host, where the
+# replicate fails the same way, is labelled so.
+
+
+def floored(decision: Decision, noise: MeasuredNoise, margin: float, redo: Callable[[float], Decision]) -> Decision:
+    """``decision`` (at the stated ``margin``, points) with the floor applied: ``redo(line)`` decides again at the floor
+    when it is above the margin and a continuous paired rule decided."""
+    line = noise.floor
+    if line is None or decision.paired is None or decision.paired.discordant is not None or decision.claims is None:
+        return decision
+    if line <= margin:
+        decision.notes.append(f"noise floor {line:.4g} (the reference's A/A replicate) is within the margin {margin:g}")
+        return decision
+    raised = redo(line)
+    raised.noise_floor, raised.stated_margin = line, margin
+    raised.notes.append(f"noise floor: the NO-GO claim is tested against {line:.4g} = max(margin {margin:g}, the "
+                        f"A/A shift's one-sided upper bound {line:.4g}) (reference.floor={noise.mode})")
+    if decision.outcome == NO_GO and raised.outcome != NO_GO:
+        raised.within_noise = True
+        raised.notes.append(f"within the measured noise: a regression > {margin:g} is shown at the stated margin, but "
+                            f"not one > the A/A floor {line:.4g}; more samples cannot move a systematic shift")
+    return raised
+
+
+def host_failure_note(decision: Decision, noise: MeasuredNoise, reference: float, threshold: float | None) -> str | None:
+    """An exact rule or explicit threshold that failed on a host other than the reference's, where the entry's
+    replicate fails the same way (it lost a sample an exact rule counts, or its shift reaches the line)."""
+    if decision.rule not in ("explicit_threshold", "exact") or decision.outcome != NO_GO:
+        return None
+    room = abs(reference - (threshold if threshold is not None else reference))
+    failing = [r for r in noise.replicates
+               if (r.worse or 0) > 0 or (decision.rule == "explicit_threshold" and r.floor >= room)]
+    if noise.host_differs is None or not failing:
+        return None
+    return (f"this failure is on a host other than the reference's ({noise.host_differs}), and the "
+            f"reference's A/A replicate fails the same rule ({failing[0].describe()}): it may be the system's noise")

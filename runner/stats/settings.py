@@ -11,6 +11,7 @@ from runner.contract.task_config import TaskConfig
 from runner.stats.numerics.cluster_variance import CLUSTER_MODES
 from runner.stats.numerics.group_sequential import SequentialConfig, validate as validate_sequential
 from runner.stats.data.hypothesis import GATES
+from runner.stats.data.indicators import INDICATOR_MODES
 from runner.stats.data.tolerance import Tolerance, check_percent
 from runner.stats.numerics.ztest import compute_theta
 from runner.stats.data.verdicts import validate as validate_verdicts
@@ -67,6 +68,13 @@ class StatsConfig:
     # variance rests on the cluster sums alone; with GPQA's 3 domains its false GO rate is 0.1-0.4 even with CR2 and
     # t(C-1) (docs/statistics.md, "Clustered questions")
     min_clusters: int = 10
+    # per-sample indicators (prompt cut, token limit reached, answer unparsed), each tested paired against the
+    # reference's rows (McNemar, one-sided): paired (a run that shows one significantly more often is INCONCLUSIVE,
+    # the verdict on the clean samples shown) | report (shown, the verdict unchanged) | off (docs/noise.md)
+    indicators: str = "paired"
+    # the backend's failures (an error instead of an answer) are left out of both arms up to this share of the
+    # samples; above it the verdict is INCONCLUSIVE
+    max_failed_share: float = 0.02
 
 
 def validate(stats: Any) -> None:
@@ -111,6 +119,7 @@ def validate(stats: Any) -> None:
         raise ConfigError("too few bootstrap resamples for a corpus metric", where="stats.corpus_bootstrap_iters",
                           given=repr(iters), allowed="a whole number >= 99 (the p-value resolves 1 / (n + 1))",
                           fix="1000 (the default); lm-eval uses 100 for BLEU's standard error")
+    validate_indicators(stats)
     validate_sequential(stats.sequential)
     validate_verdicts(stats)
     validate_extensions(stats)
@@ -120,6 +129,22 @@ def validate(stats: Any) -> None:
                           allowed="0 (upstream's rule) or a tolerated drop, e.g. 1 (points) or 2 with margin_unit=percent")
     if stats.margin_unit == "percent":
         check_percent(float(margin), "stats.margin", fraction_below=None)
+
+
+def validate_indicators(stats: Any) -> None:
+    """``stats.indicators`` is a known mode and ``stats.max_failed_share`` a share in [0, 1)."""
+    mode = getattr(stats, "indicators", "paired")
+    if mode not in INDICATOR_MODES:
+        raise ConfigError("unknown indicator mode", where="stats.indicators", given=repr(mode),
+                          allowed=", ".join(INDICATOR_MODES),
+                          fix="paired (a run that truncates or fails more often than its reference is INCONCLUSIVE), "
+                              "report (the counts shown, the verdict unchanged) or off")
+    cap = getattr(stats, "max_failed_share", 0.02)
+    if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0.0 <= cap < 1.0:
+        raise ConfigError("the largest share of failed samples must be a number from 0 up to (not including) 1",
+                          where="stats.max_failed_share", given=repr(cap),
+                          fix="0.02 (the default: up to 2% of the samples may fail and are left out of both arms); "
+                              "0 makes any failure INCONCLUSIVE")
 
 
 def validate_extensions(stats: Any) -> None:

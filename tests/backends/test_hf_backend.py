@@ -107,7 +107,7 @@ def test_a_stopped_generation_hands_on_the_batches_it_finished(hf, monkeypatch):
         if len(computed) == 2:
             raise Terminated("stopped by SIGTERM")
         computed.append(f"answer to {reqs[0].prompt}")
-        return computed[-1:]
+        return computed[-1:], [False]
 
     monkeypatch.setattr(hf, "_generate_batch", batch)
     asked = [GenerationRequest(q, 1) for q in QUESTIONS[:3]]
@@ -163,6 +163,21 @@ def test_stop_strings_cut_the_output(hf):
                                  GenerationRequest(SHARED + QUESTIONS[0], 8, stop=("\n",))])
     assert "\n" in free
     assert stopped == free.split("\n")[0]
+
+
+def test_each_text_says_whether_it_stopped_at_the_limit_and_its_prompt_was_cut(hf):
+    """The facts the truncation-aware verdict reads (runner.contract.indicators): the free 8-token answer runs on
+    past its one word ("\n" shown in it above), so it ends at the limit; cut at its stop string it does not; the
+    prompt of 600 repeated words is longer than the 512-token budget (the tokenizer counts more than 512 ids)."""
+    long_prompt = "filler " * 600 + QUESTIONS[0]
+    assert len(hf._tokenizer(long_prompt)["input_ids"]) > 512
+    free, stopped, cut = hf.generate([GenerationRequest(SHARED + QUESTIONS[0], 8),
+                                      GenerationRequest(SHARED + QUESTIONS[0], 8, stop=("\n",)),
+                                      GenerationRequest(long_prompt, 8, stop=("\n",))])
+    assert len(hf._tokenizer(free, add_special_tokens=False)["input_ids"]) >= 7  # 8 ids, up to how they re-encode
+    assert (free.facts.hit_limit, free.facts.input_cut) == (True, False)
+    assert (stopped.facts.hit_limit, stopped.facts.input_cut) == (False, False)
+    assert cut.facts.input_cut is True and not cut.facts.failed
 
 
 def test_max_tokens_is_capped_by_the_task(hf):

@@ -21,6 +21,7 @@ from runner.cache.generations import CachedBackend, GenerationCache
 from runner.contract import stopping
 from runner.contract.backend import ChatFormat, TaskLimits
 from runner.contract.errors import ConfigError, EndpointError, Terminated
+from runner.contract.indicators import GenerationFacts, facts_of
 from runner.contract.progress import Progress
 from runner.contract.requests import GenerationRequest
 from tests.helpers.hostile_server import ECHO_PROMPT, GOOD_TEXT, MODEL, HostileServer
@@ -108,6 +109,20 @@ def test_an_invalid_answer_is_asked_again_as_the_retry_policy_says(server, tmp_p
     server.sequence, server.posts = ["no_text", "ok"], 0
     result, _, _ = answer_through_cache(backend_for(server.url, max_retries=0), tmp_path / "other")
     assert isinstance(result, EndpointError) and server.posts == 1  # max_retries=0: asked once
+
+
+def test_on_failure_answer_makes_a_failed_request_a_failure_that_is_never_cached(server, tmp_path):
+    """backend.on_failure=answer: an HTTP 500 after the retries is an empty answer marked failed (the job leaves it
+    out of both arms, runner.job.indicators), not stored; once the server recovers the request is asked again. A
+    good answer says whether it stopped at the token limit (its finish_reason, "stop" here)."""
+    server.mode = "error_500"
+    (failed,), store, _ = answer_through_cache(backend_for(server.url, on_failure="answer"), tmp_path)
+    assert failed == "" and facts_of(failed) == GenerationFacts(failed=True) and store.count() == 0
+    server.mode = "ok"
+    (good,), store, _ = answer_through_cache(backend_for(server.url, on_failure="answer"), tmp_path)
+    assert good == GOOD_TEXT and facts_of(good) == GenerationFacts(hit_limit=False) and store.count() == 1
+    with pytest.raises(ConfigError, match="unknown on_failure"):
+        backend_for(server.url, on_failure="ignore")
 
 
 def test_a_huge_retry_after_is_not_waited_for(server, tmp_path):

@@ -65,7 +65,7 @@ def strict_class(name: str, fields: dict[str, Any], calls: list) -> type:
 
 
 def _output(text: str) -> Any:
-    return SimpleNamespace(outputs=[SimpleNamespace(text=text, token_ids=[], logprobs=None)])
+    return SimpleNamespace(outputs=[SimpleNamespace(text=text, token_ids=[], logprobs=None, finish_reason="stop")])
 
 
 def llm_class(args_name: str, manifest: dict[str, Any], namespace: Any, calls: list) -> type:

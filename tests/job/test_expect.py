@@ -110,7 +110,7 @@ def test_the_dry_run_and_the_planner_say_the_calibration(tmp_path):
 def test_near_chance_is_said_when_recorded_and_at_every_look():
     """The extension recipe's old example: MMLU recorded at 25.44 (chance 25) warned only at look 2, whose theta
     happened to be defined; a reference within the tolerance of chance is said at record time and every look."""
-    from runner.job.chance import near_chance
+    from runner.stats.numerics.scale import near_chance
 
     said = near_chance(25.44, 2.75, 25.0, True)
     assert said is not None and "only 0.44 points above the task's chance level (25)" in said
@@ -128,7 +128,7 @@ def test_a_job_answered_wholly_from_the_cache_is_not_announced_as_slow(monkeypat
 
 
 def test_worse_but_within_tolerance_at_margin_zero_names_the_margin_knob():
-    from runner.job.decide import margin_note
+    from runner.stats.conclusion import margin_note
     from runner.stats.data.tolerance import Tolerance
 
     both = SimpleNamespace(both_shown=True, gate="regression", margin=0.0, tolerance=Tolerance(3.607, "theta"))

@@ -396,7 +396,8 @@ def test_paired_advice_is_multiplied_by_the_design_effect(tmp_path):
     ref = dict(zip(ids, (50 + rng.normal(0, 5, 60)).tolist()))
     new = {k: ref[k] + float(x) for k, x in zip(ids, diffs)}
     clusters = {k: f"c{j // 6}" for j, k in enumerate(ids)}
-    d = run(tmp_path, new, clusters, ref)
+    assert advising.for_decision(run(tmp_path, new, clusters, ref), None) is None  # auto: no claim, so no n helps
+    d = run(tmp_path, new, clusters, ref, paired_test="t")
     assert d.outcome == "INCONCLUSIVE"
     diff = np.array([new[i] - ref[i] for i in ids])
     v_cl, v_iid = by_hand(diff, [clusters[i] for i in ids])

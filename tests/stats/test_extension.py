@@ -124,7 +124,7 @@ def test_a_margin_is_inside_the_looks_statistic_and_the_interval_agrees_with_the
     (b - c - n m) / sqrt(n v) = 35 / sqrt(500 v), v = q_b + q_c - m^2 at the restricted MLE (from its
     quadratic, solved here with numpy), about 2.6 < 3.75. The printed bound agrees: Tango's upper bound at
     3.75 is above -5."""
-    from runner.stats.numerics.looks import look_claims
+    from runner.stats.conclusion import look_claims
 
     b, c, n, m = 120, 60, 500, 0.05
     # restricted MLE of q_b under q_c - q_b = -m: 2n q^2 + B q + C = 0 (Tango 1998 eq. 4), the larger root

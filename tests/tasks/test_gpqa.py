@@ -451,3 +451,14 @@ def test_end_to_end_on_the_packaged_copy_logs_to_mlflow_without_leaking_question
     assert leaks == 0  # an integer, so a failure cannot print a question
     prompts = [json.loads(line)["prompt"] for line in open(out / "samples.jsonl")]  # the run's own artifact
     assert sum(q in p for q in questions for p in prompts) == 2
+
+
+def test_an_answer_without_a_letter_is_unparsed_by_the_configured_extraction():
+    """The truncation-aware verdict's ``unparsed`` indicator: strict needs "Answer: X", flexible any stated letter."""
+    s = GPQAEvaluator(task()).samples(1, 0)[0]
+    strict, flexible = GPQAEvaluator(task()), GPQAEvaluator(task(extraction="flexible"))
+    for ev in (strict, flexible):
+        assert ev.answer_unparsed(ev.score(s, ["Answer: B"])) is False
+        assert ev.answer_unparsed(ev.score(s, ["I am not sure, it depends on"])) is True
+    assert strict.answer_unparsed(strict.score(s, ["The answer is (B)."])) is True
+    assert flexible.answer_unparsed(flexible.score(s, ["The answer is (B)."])) is False

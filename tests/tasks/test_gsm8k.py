@@ -435,3 +435,16 @@ def test_end_to_end_record_then_check_logs_both_parts_to_mlflow(tmp_path, mlflow
     rows_out = [json.loads(line) for line in open(tmp_path / "chk" / "samples.jsonl")]
     assert len(rows_out) == 2 and all(r["score"] in (0.0, 50.0, 100.0) for r in rows_out)
     assert all({"strict", "flexible", "fewshot"} <= set(r["meta"]) and r["prompt"].endswith("\nAnswer:") for r in rows_out)
+
+
+def test_an_answer_without_a_number_is_unparsed():
+    """The truncation-aware verdict's ``unparsed`` indicator: the flexible extraction fell back to [invalid]."""
+    from omegaconf import OmegaConf
+
+    from evaluators.tasks.gsm8k import GSM8KEvaluator
+    from runner.contract.evaluator import Sample
+
+    ev = GSM8KEvaluator(OmegaConf.to_object(compose(["task=gsm8k"]).task))
+    sample = Sample("test/0", "Question: 2+2?\nAnswer:", "4")
+    assert ev.answer_unparsed(ev.score(sample, ["2 + 2 = 4. #### 4"])) is False
+    assert ev.answer_unparsed(ev.score(sample, ["First we add the"])) is True

@@ -189,3 +189,11 @@ def test_runs_end_to_end_on_the_embedded_model(tmp_path, monkeypatch):
     rows = [json.loads(line) for line in (outcome.output_dir / "samples.jsonl").read_text().splitlines()]
     assert [r["sample_id"] for r in rows] == ["lb-001", "lb-002"] and all(r["score"] in (0.0, 100.0) for r in rows)
     assert all(r["meta"]["extracted"] in (None, "A", "B", "C", "D") for r in rows)
+
+
+def test_an_answer_without_a_choice_is_unparsed():
+    """The truncation-aware verdict's ``unparsed`` indicator: upstream's extraction found no letter."""
+    ev = LongBenchV2Evaluator(task())
+    sample = ev.samples(1, 0)[0]
+    assert ev.answer_unparsed(ev.score(sample, ["The correct answer is (C)"])) is False
+    assert ev.answer_unparsed(ev.score(sample, ["Let me read the passage first and"])) is True

@@ -24,10 +24,11 @@ from runner.backends.hf.config import DTYPES, HFBackendConfig
 from runner.backends.hf import batching, devices, forward, guided, sampling, scoring, shape_search, \
     loaded as loaded_models
 from runner.backends.models import load_failure, resolve_model_source
-from runner.backends.prompting import encode_requests
+from runner.backends.prompting import encode_requests_cut
 from runner.contract import stopping
 from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, Perturbation, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
+from runner.contract.indicators import Generated, GenerationFacts
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
 from runner.quant import modelopt as hf_quant
@@ -359,8 +360,8 @@ class HFBackend(ConfiguredBackend):
         groups: dict[tuple, list[int]] = defaultdict(list)
         for i, req in enumerate(requests):
             groups[req.sampling_key()].append(i)
-        encoded = encode_requests(self._tokenizer, self.chat, requests, self.limits.max_input_len,
-                                  self.config.bulk_tokenize)
+        encoded, cut = encode_requests_cut(self._tokenizer, self.chat, requests, self.limits.max_input_len,
+                                           self.config.bulk_tokenize)
         bar = self.bar(len(requests), "generate")
         done: list[int] = []
         try:
@@ -371,10 +372,10 @@ class HFBackend(ConfiguredBackend):
                     for group in self._plan(encoded, indices, [1] * len(encoded), steps):
                         shared = self._run_prefix(encoded[group.batches[0][0]][:group.prefix]) if group.prefix else None
                         for batch in group.batches:
-                            texts = self._generate_batch([encoded[i] for i in batch], [requests[i] for i in batch],
-                                                         params, group.prefix, shared)
-                            for i, text in zip(batch, texts):
-                                outputs[i] = text
+                            texts, hit = self._generate_batch([encoded[i] for i in batch],
+                                                              [requests[i] for i in batch], params, group.prefix, shared)
+                            for i, text, at_limit in zip(batch, texts, hit):
+                                outputs[i] = Generated(text, GenerationFacts(input_cut=cut[i], hit_limit=at_limit))
                             done += batch
                             bar.update(len(batch))
         except BaseException as err:  # a stop (SIGTERM/SIGINT) or a failed batch: the generation cache keeps these
@@ -385,7 +386,8 @@ class HFBackend(ConfiguredBackend):
         return outputs
 
     def _generate_batch(self, rows: list[list[int]], reqs: list[GenerationRequest],
-                        params: GenerationRequest, prefix: int = 0, shared: Any = None) -> list[str]:
+                        params: GenerationRequest, prefix: int = 0, shared: Any = None) -> tuple[list[str], list[bool]]:
+        """Each row's text, and whether it stopped at the token limit (no end-of-sequence token or stop string)."""
         import torch
 
         tokenizer = self._tokenizer
@@ -422,7 +424,7 @@ class HFBackend(ConfiguredBackend):
                               cache=cache, use_cache=True, logits_to_keep=1)
             logits, position = out.logits, position + 1
         texts = [tokenizer.decode(p, skip_special_tokens=True) for p in produced]
-        return [cut_at_stop(t, params.stop) for t in texts]
+        return [cut_at_stop(t, params.stop) for t in texts], [not d for d in done]
 
     def _enforcers(self, reqs: list[GenerationRequest], eos: set[int], vocab_size: int) -> list[Any] | None:
         """One schema filter per row that carries a json_schema (None when guided decoding is off or unused)."""

@@ -69,6 +69,13 @@ def completion_text(doc: dict[str, Any]) -> str:
     return text
 
 
+def stopped_at_limit(doc: dict[str, Any]) -> bool | None:
+    """Whether the generation ended at its token limit (the choice's ``finish_reason`` is ``length``); None when the
+    server does not say."""
+    reason = only_choice(doc).get("finish_reason")
+    return reason == "length" if isinstance(reason, str) else None
+
+
 def chat_text(doc: dict[str, Any]) -> str:
     """The generated text of a ``/v1/chat/completions`` answer."""
     message = only_choice(doc).get("message")

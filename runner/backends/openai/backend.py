@@ -15,7 +15,7 @@ import logging
 import platform
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from runner.backends import rolling, token_counts
 from runner.backends.threads import cpu_server_env
@@ -23,7 +23,7 @@ from runner.backends.configured import ConfiguredBackend
 from runner.backends.models import resolve_model_source
 from runner.backends.openai import answers
 from runner.backends.openai import client as http
-from runner.backends.openai.config import ENDPOINTS, JSON_SCHEMA_FIELDS, PROMPT_FORMATS, TRUNCATIONS
+from runner.backends.openai.config import ENDPOINTS, JSON_SCHEMA_FIELDS, ON_FAILURE, PROMPT_FORMATS, TRUNCATIONS
 from runner.backends.openai.payloads import (
     PromptSettings, chat_messages, completion_prompt, sampling_fields,
 )
@@ -32,6 +32,7 @@ from runner.contract import stopping
 from runner.contract.backend import BackendInfo, Capabilities, ChatFormat, GpuNeeds, Perturbation, TaskLimits
 from runner.contract.errors import BackendUnavailable, ConfigError, EndpointError
 from runner.contract.secrets import redact_url
+from runner.contract.indicators import Generated, GenerationFacts, same_facts
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
 
@@ -46,7 +47,7 @@ class OpenAIBackend(ConfiguredBackend):
 
     name = "openai"
     answer_neutral_settings = ("launch.log_file", "launch.ready_timeout_s", "launch.stop_timeout_s", "launch.reuse",
-                               "timeout_s", "max_retries", "max_response_mb")
+                               "timeout_s", "max_retries", "max_response_mb", "on_failure")
 
     @classmethod
     def gpu_needs(cls, config: Any) -> GpuNeeds:
@@ -58,7 +59,8 @@ class OpenAIBackend(ConfiguredBackend):
         for key, value, allowed in (("endpoint", config.endpoint, ENDPOINTS),
                                     ("prompt_format", config.prompt_format, PROMPT_FORMATS),
                                     ("truncation", config.truncation, TRUNCATIONS),
-                                    ("json_schema_field", config.json_schema_field, JSON_SCHEMA_FIELDS)):
+                                    ("json_schema_field", config.json_schema_field, JSON_SCHEMA_FIELDS),
+                                    ("on_failure", config.on_failure, ON_FAILURE)):
             if value not in allowed:
                 raise ConfigError(f"unknown {key} for the openai backend", where=f"backend.{key}", given=value,
                                   allowed=", ".join(allowed))
@@ -278,10 +280,10 @@ class OpenAIBackend(ConfiguredBackend):
         try:
             texts = self._fan_out(self._send, calls, "generate")
         except BaseException as err:  # what did arrive is handed on, cut as it would have been
-            stopping.keep_answered(err, {i: cut_at_stop(text, requests[i].stop)
+            stopping.keep_answered(err, {i: same_facts(text, cut_at_stop(text, requests[i].stop))
                                          for i, text in stopping.answered(err).items()})
             raise
-        return [cut_at_stop(text, req.stop) for text, req in zip(texts, requests)]
+        return [same_facts(text, cut_at_stop(text, req.stop)) for text, req in zip(texts, requests)]
 
     def _generation_call(self, req: GenerationRequest) -> tuple[str, dict[str, Any]]:
         """(endpoint, request fields) of one generation request."""
@@ -296,13 +298,25 @@ class OpenAIBackend(ConfiguredBackend):
         return self.settings.endpoint, fields | {"model": self._served, "extra_body": body or None}
 
     def _send(self, call: tuple[str, dict[str, Any]]) -> str:
-        """One generation, its answer checked (:mod:`runner.backends.openai.answers`) before it is used."""
+        """One generation, its answer checked (:mod:`runner.backends.openai.answers`) before it is used; with
+        ``backend.on_failure=answer`` a request that still fails after its retries is answered as a failure."""
+        try:
+            return self._send_checked(call)
+        except EndpointError as err:
+            if self.config.on_failure != "answer":
+                raise
+            log.warning("a generation request failed after its retries and is answered as a failure "
+                        "(backend.on_failure=answer): %s (%s)", err.what, err.given)
+            return Generated("", GenerationFacts(failed=True))
+
+    def _send_checked(self, call: tuple[str, dict[str, Any]]) -> str:
         endpoint, fields = call
         if endpoint == "chat":
             return http.post_checked(self._base_url, lambda: self._client.chat.completions.with_raw_response.create(
-                **fields), lambda body: answers.chat_text(answers.document(body)), self.config.max_retries)
+                **fields), lambda body: _generated(answers.document(body), answers.chat_text), self.config.max_retries)
         return http.post_checked(self._base_url, lambda: self._client.completions.with_raw_response.create(**fields),
-                                 lambda body: answers.completion_text(answers.document(body)), self.config.max_retries)
+                                 lambda body: _generated(answers.document(body), answers.completion_text),
+                                 self.config.max_retries)
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         """Prompt log-probabilities of an echoed completion (``echo``, ``logprobs=1``, one new token),
@@ -344,3 +358,8 @@ class OpenAIBackend(ConfiguredBackend):
                                 f"for a {len(seq)}-token prompt", fix="set backend.prompt_logprobs=false and score by "
                                 "generation (task.scoring=generate), or serve the model with vLLM")
         return LoglikelihoodResult(found[0], found[1], len(scored))
+
+
+def _generated(doc: dict[str, Any], text_of: Callable[[dict[str, Any]], str]) -> Generated:
+    """The answer's text with whether it stopped at the token limit (the server's ``finish_reason``)."""
+    return Generated(text_of(doc), GenerationFacts(hit_limit=answers.stopped_at_limit(doc)))

@@ -26,6 +26,7 @@ from runner.backends.prompting import encode_request
 from runner.backends.trtllm import extra_options, speculative, api as trtllm_api
 from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, Perturbation, TaskLimits
 from runner.contract.errors import ConfigError
+from runner.contract.indicators import Generated, GenerationFacts
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
 from runner.quant.algos import GROUPWISE_ALGOS, validate_spec
@@ -377,7 +378,9 @@ class TRTLLMBackendBase(ConfiguredBackend):
             self._acceptance.add(speculative.read_stats(self._llm))
         if self.job_progress is not None:
             self.job_progress.update(len(outputs))
-        return [cut_at_stop(out.outputs[0].text, r.stop) for out, r in zip(outputs, requests)]
+        return [Generated(cut_at_stop(out.outputs[0].text, r.stop),
+                          GenerationFacts(hit_limit=out.outputs[0].finish_reason == "length"))
+                for out, r in zip(outputs, requests)]
 
     @property
     def reads_acceptance(self) -> bool:

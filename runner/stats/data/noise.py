@@ -100,6 +100,9 @@ class Replicate:
     confidence: float = CONFIDENCE
     hosts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     option_kl: float | None = None  # mean KL(A || B) of the options' softmax, per sample (a multiple-choice task)
+    # per indicator (prompt cut, token limit, unparsed: runner.contract.indicators), the samples B flags and A does
+    # not, and the reverse; None: the task generates no text, or the replicate was measured before they were kept
+    indicators: Mapping[str, tuple[int, int]] | None = None
     tokens: TokenFidelity | None = None  # teacher-forced fidelity, where both passes kept per-position top-k records
 
     @property
@@ -136,6 +139,8 @@ class Replicate:
             out["loglik_change"] = {"max": self.loglik_max, "p99": self.loglik_p99}
         if self.option_kl is not None:
             out["option_kl"] = self.option_kl
+        if self.indicators is not None:
+            out["indicators"] = {k: {"more": m, "fewer": f} for k, (m, f) in self.indicators.items()}
         if self.tokens is not None:
             out["tokens"] = self.tokens.to_dict()
         out["hosts"] = {k: dict(v) for k, v in self.hosts.items()}
@@ -159,7 +164,18 @@ class Replicate:
                    number(shift, "confidence", "shift.") if "confidence" in shift else CONFIDENCE,
                    {str(k): {str(a): str(b) for a, b in (v or {}).items()} for k, v in hosts.items()},
                    number(data, "option_kl", "") if "option_kl" in data else None,
+                   _indicators(data.get("indicators"), number),
                    TokenFidelity.from_dict(data["tokens"]) if isinstance(data.get("tokens"), Mapping) else None)
+
+
+def _indicators(block: Any, number: Any) -> dict[str, tuple[int, int]] | None:
+    """``indicators: {name: {more, fewer}}`` as stored, back to counts (None when absent)."""
+    if block is None:
+        return None
+    if not isinstance(block, Mapping):
+        raise ValueError(f"indicators must be a mapping of {{more, fewer}} counts, not {block!r}")
+    return {str(k): (int(number(v, "more", f"indicators.{k}.")), int(number(v, "fewer", f"indicators.{k}.")))
+            for k, v in block.items()}
 
 
 @dataclass(frozen=True)
@@ -177,3 +193,16 @@ class Fidelity:
         kl = f", option KL {self.option_kl:.3g}" if self.option_kl is not None else ""
         picks = f"{self.picks} of {self.n} picks changed{kl}" if self.n else ""
         return "; ".join(p for p in (picks, self.tokens.describe() if self.tokens else "") if p)
+
+
+@dataclass(frozen=True)
+class MeasuredNoise:
+    """What a job knows of the system's noise before it decides, as the decision reads it: the floor a continuous
+    paired rule's NO-GO claim is tested against (None: it does not apply), the ``reference.floor`` mode that chose
+    it, how this run's host differs from the reference's (words; None: the same host, or the reference's unknown),
+    and the reference entry's replicates (an exact rule's failure is labelled when one fails the same way)."""
+
+    floor: float | None
+    mode: str
+    host_differs: str | None
+    replicates: tuple[Replicate, ...] = ()

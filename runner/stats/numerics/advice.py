@@ -32,7 +32,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
+
 from runner.stats.numerics.normal import phi, z
+from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.data.paired_result import PairedResult
 from runner.stats.data.verdicts import GO, NO_GO
 
 POWER = 0.8
@@ -76,6 +80,34 @@ class Advice:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self) | {"n_more": self.n_more, "text": self.text()}
+
+
+@dataclass(frozen=True)
+class AdviceCase:
+    """What a rule's advice reads from a finished decision: the observed drop (points, positive is worse), the margin
+    and tolerance of the two claims, the test's numbers, the rule's paired result (None: unpaired), the unpaired
+    reference's own n, an extendable run's planned looks left (samples in all, the bound each tests at), and how the
+    claims were made (their method)."""
+
+    drop: float
+    margin: float
+    tolerance: float
+    params: HypothesisParams
+    paired: PairedResult | None
+    n_ref: int | None
+    looks: list[tuple[int, float]] | None = None
+    claims_method: str = ""
+
+    @property
+    def inflation(self) -> float:
+        """The spread's factor on clustered pairs: sqrt of the paired result's applied design effect (1 otherwise)."""
+        p = self.paired
+        return math.sqrt(p.design_effect.applied) if p is not None and p.design_effect is not None else 1.0
+
+    def more_samples(self, spread: float, n: int, **kw: Any) -> Advice | None:
+        """:func:`more_samples` for this case's drop, claims and looks."""
+        return more_samples(self.drop, spread, n, self.margin, self.tolerance, self.params.alpha, looks=self.looks,
+                            **kw)
 
 
 def more_samples(drop: float, spread: float, n: int, margin: float, tolerance: float, alpha: float, *,

@@ -1,5 +1,5 @@
 """A look of a sequential or extendable job: its statistic ``Z_k`` and information from the job's decision on a
-prefix of the samples, and the claims its repeated interval shows."""
+prefix of the samples (the claims its repeated interval shows: :func:`runner.stats.conclusion.look_claims`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from runner.stats.data.claims import Claims, oriented
-from runner.stats.numerics.paired_binomial.claims import binary_claims
 from runner.stats.numerics.paired_binomial.tango import restricted_mle, tango_statistic
 
 
@@ -83,21 +81,3 @@ def _tango_at_margin(b: int, c: int, n: int, margin: float) -> tuple[float | Non
     q_b, q_c = restricted_mle(b, c, n, -margin)
     info = n * max(q_b + q_c - margin * margin, 0.0)
     return (-tango_statistic(b, c, n, -margin) if info > 0 else None), info
-
-
-
-def look_claims(regression: bool, crit: float | None, rci: tuple[float, float] | None, higher_is_better: bool,
-               alpha: float, margin: float, tolerance: float, counts: tuple[int, int, int] | None) -> Claims | None:
-    """A look of a sequential or extendable job: its repeated interval (``rci`` at critical value ``crit``)
-    decides both ways. ``counts``: (b, c, n) at that look for 0/100 scores, whose two sides are Tango's
-    bounds at the same critical value (the look's statistic is Tango's at the margin, so the bad side is
-    below ``-margin`` exactly when the look showed a regression); None for the other kinds."""
-    if rci is None or crit is None or not math.isfinite(crit):
-        return None
-    if counts is not None:
-        b, c, n = counts
-        claims = binary_claims(b, c, n, alpha, higher_is_better, margin, tolerance, regression, z_crit=crit)
-        return Claims(regression, claims.within, claims.low, claims.high,
-                      "repeated CI, group-sequential: Tango score at the look's bound", None)
-    gain_low, _ = oriented(*rci, higher_is_better)
-    return Claims(regression, gain_low > -tolerance, rci[0], rci[1], "repeated CI, group-sequential", None)

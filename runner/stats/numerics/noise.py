@@ -48,7 +48,7 @@ def replicate(perturbation: str, a: Sequence[float], b: Sequence[float], changed
     if a_tokens is not None and b_tokens is not None and a_logliks is not None and b_logliks is not None:
         tokens = token_fidelity(a_tokens, b_tokens, [sum(r) for r in a_logliks], [sum(r) for r in b_logliks])
     return Replicate(perturbation, len(d), int(changed), mean, mean - half, mean + half, worse, better, ll_max, ll_p99,
-                     confidence, {k: dict(v) for k, v in (hosts or {}).items()}, kl, tokens)
+                     confidence, {k: dict(v) for k, v in (hosts or {}).items()}, kl, tokens=tokens)
 
 
 

@@ -141,10 +141,11 @@ def decide(
     reference = float(reference)
     sign = 1.0 if params.higher_is_better else -1.0
     gain = sign * (score - reference)
+    z_alpha, z_beta = z(params.alpha), z(params.beta)  # the quantiles once: the threshold's and theta's
     if explicit_threshold is not None:
         threshold = float(explicit_threshold)
     else:
-        shift = z(params.alpha) * params.scale  # < 0
+        shift = z_alpha * params.scale  # < 0
         offset = -tolerance + (shift if gate == "regression" else -shift)
         threshold = reference + sign * offset
     room = sign * (score - threshold)
@@ -156,7 +157,7 @@ def decide(
         score=score,
         reference=reference,
         threshold=threshold,
-        theta=theta_of(params),
+        theta=-(z_alpha + z_beta) * params.scale,
         room=room,
         passed=bool(passed),
         params=params,

@@ -1,4 +1,5 @@
-"""The small protocols the rules answer: does a rule apply (and why not), and what it decides. The dispatcher's
+"""The small protocols the rules answer: does a rule apply (and why not), what it decides, and its advice on an
+INCONCLUSIVE outcome (:class:`Advisor`: the deciding rule names itself, or its inner rule, in the outcome). The dispatcher's
 precedence table holds :class:`EntryRule` objects (threshold/exact, corpus, paired or unpaired), tried in order on
 one :class:`EntryCase`; the paired rule tries its :class:`Rule` objects in order on one :class:`Case`. Clustering wraps
 an inner rule (:class:`runner.stats.rules.clustered.Clustered`), it does not recurse through the dispatcher."""
@@ -14,6 +15,7 @@ from runner.stats.data.entry import ReferenceEntry
 from runner.stats.data.hypothesis import HypothesisParams, Verdict
 from runner.stats.data.tolerance import Tolerance
 from runner.stats.numerics import cluster_claims, cluster_variance, scale, ztest
+from runner.stats.numerics.advice import Advice, AdviceCase
 from runner.stats.data.paired_result import PairedResult
 from runner.stats.data.pairing import PairedScores
 
@@ -46,8 +48,16 @@ class Found:
     claims: Claims
 
 
-class Rule(Protocol):
-    """A paired rule of the decision."""
+class Advisor(Protocol):
+    """What advises an INCONCLUSIVE decision: the rule that decided it."""
+
+    def advise(self, case: AdviceCase) -> Advice | None:
+        """How many more samples would reach a claim (None: none would, or the rule gives no such advice)."""
+        ...
+
+
+class Rule(Advisor, Protocol):
+    """A paired rule of the decision: does it apply (and why not), both claims on the pairs, and its advice."""
 
     def applies(self, case: Case) -> str | None:
         """None when the rule decides this case; else why it does not (in words)."""
@@ -96,11 +106,12 @@ class Outcome:
     clustering: Any = None
     randomness: str | None = None
     unpaired_test: str | None = None
+    advisor: Advisor | None = None  # the rule whose advice fits this outcome (the paired rule's: its inner rule)
 
 
 class EntryRule(Protocol):
     """A rule of the decision's precedence table: the dispatcher tries them in order, the first that applies
-    decides."""
+    decides; its outcome names the rule that advises on it (:class:`Advisor`)."""
 
     def applies(self, entry: EntryCase) -> str | None:
         """None when the rule decides this entry; else why it does not (in words)."""

@@ -26,6 +26,7 @@ from runner.stats.data.paired_result import PairedResult
 from runner.stats.data.hypothesis import HypothesisParams
 from runner.stats.rules.base import AUTO, Case, Found, Rule
 from runner.stats.data.claims import Claims
+from runner.stats.numerics.advice import Advice, AdviceCase
 
 
 def paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float, key: str,
@@ -81,6 +82,11 @@ class Clustered:
         result, claims = paired(case.pairs, case.params, case.stats, case.margin, case.tolerance, key, labels,
                                 case.notes, (independent.result, independent.claims))
         return Found(result, claims)
+
+    def advise(self, case: AdviceCase) -> Advice | None:
+        """The inner rule's advice (each inflates its spread by the paired result's design effect)."""
+        return self.inner.advise(case)
+
 
 def both(clustered: Claims, independent: Claims, df: str) -> Claims:
     """The claims that hold only when the clustered test and the independent one both show them.

@@ -28,6 +28,7 @@ from runner.stats.data.hypothesis import HypothesisParams, Verdict
 from runner.stats.numerics.ztest import decide
 from runner.stats.data.claims import Claims
 from runner.stats.rules.base import EntryCase, Outcome, statistical
+from runner.stats.numerics.advice import Advice, AdviceCase
 
 
 class Corpus:
@@ -44,7 +45,15 @@ class Corpus:
         return Outcome("paired" if found.paired is not None else "unpaired", (found.paired or found.verdict).passed,
                        found.verdict, found.paired, found.claims,
                        randomness=f"stats.bootstrap_seed={e.stats.bootstrap_seed}: the corpus bootstrap's "
-                                  f"{e.stats.corpus_bootstrap_iters} resamples")
+                                  f"{e.stats.corpus_bootstrap_iters} resamples", advisor=self)
+
+    def advise(self, case: AdviceCase) -> Advice | None:
+        """Sized from the per-document differences' sd (paired), else from sigma against the reference's n."""
+        p = case.paired
+        if p is not None:
+            return case.more_samples((p.sd_diff or 0.0) * case.inflation, p.n)
+        n = case.params.num_samples
+        return case.more_samples(case.params.sigma, n, n_ref=case.n_ref or n)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 from runner.contract.errors import ConfigError
 from runner.stats.numerics import group_sequential as gs
-from runner.stats.numerics.paired_binomial.claims import binary_claims
+from runner.stats.numerics.paired_binomial.tango import tango_bounds
 from runner.stats.numerics.looks import Look, statistic, tested_looks
 from runner.stats.data.claims import DeclaredRule, oriented
 
@@ -77,9 +77,8 @@ class Extensions:
 
     def _go(self, look: Look, counts: tuple[int, int, int] | None, decision: Any) -> bool:
         if counts is not None:
-            b, c, n = counts
-            return binary_claims(b, c, n, self.alpha, self.higher_is_better, 0.0, self.tolerance, False,
-                                 z_crit=look.efficacy).within
+            low, _ = tango_bounds(*counts, look.efficacy)  # Tango's score bound at the look's critical value
+            return low > -self.tolerance / 100.0
         low, _ = oriented(look.estimate - look.efficacy * look.se, look.estimate + look.efficacy * look.se,
                           self.higher_is_better)
         return low > -self.tolerance

@@ -42,21 +42,25 @@ class Paired:
         assert e.tolerance is not None
         clusters = None if e.labels is None or e.cluster_key is None else (e.cluster_key,
                                                                           [e.labels[i] for i in pairs.ids])
-        found = self.found(Case(pairs, e.params, e.stats, e.margin, e.tolerance.points, e.notes, e.bounds, clusters))
+        case = Case(pairs, e.params, e.stats, e.margin, e.tolerance.points, e.notes, e.bounds, clusters)
+        rule = self.chosen(case)
+        found = rule.decide(case)
         if pairs.n_matched < n:
             e.notes.append(f"paired test on the {pairs.n_matched} of {n} samples the reference also scored")
         result, claims = found.result, found.claims
         shown = claims.regression
         claims = cluster_claims.too_few(claims, result.design_effect, e.stats, e.notes, paired=True)
         return Outcome("paired", result.passed or shown != claims.regression, report.verdict, result, claims,
-                       clustering=result.design_effect, randomness=_randomness(result, claims, e.stats))
+                       clustering=result.design_effect, randomness=_randomness(result, claims, e.stats), advisor=rule)
+
+    def chosen(self, case: Case) -> Rule:
+        """The first inner rule that applies to the case's pairs (wrapped when it clusters)."""
+        rule = next(r for r in self.inner if r.applies(case) is None)
+        return self.wrap(rule) if case.clusters is not None else rule
 
     def found(self, case: Case) -> Found:
-        """Both claims of the first inner rule that applies to the case's pairs (wrapped when it clusters)."""
-        rule = next(r for r in self.inner if r.applies(case) is None)
-        if case.clusters is not None:
-            rule = self.wrap(rule)
-        return rule.decide(case)
+        """Both claims of the rule :meth:`chosen` for the case."""
+        return self.chosen(case).decide(case)
 
 
 def _pairs(entry: EntryCase) -> PairedScores:

@@ -12,6 +12,7 @@ from runner.stats.numerics.paired_binomial.claims import binary_claims
 from runner.stats.rules.base import AUTO, Case, Found
 from runner.stats.numerics.paired_binomial.sign_test import upper_tail_half
 from runner.stats.numerics.paired_binomial.tango import regression_p
+from runner.stats.numerics.advice import Advice, AdviceCase, binary_spread
 from runner.stats.numerics.power import binary_theta, power_constant
 from runner.stats.data.claims import DeclaredRule
 
@@ -116,6 +117,13 @@ class PairedBinary:
         b, c = result.discordant
         return Found(result, binary_claims(b, c, result.n, p.alpha, p.higher_is_better, case.margin, case.tolerance,
                                            not result.passed))
+
+    def advise(self, case: AdviceCase) -> Advice | None:
+        """Sized from the observed spread of the 0/100 differences, with the exact tests' continuity term."""
+        p = case.paired
+        assert p is not None and p.discordant is not None
+        spread, share = binary_spread(p.discordant[0], p.discordant[1], p.n)
+        return case.more_samples(spread * case.inflation, p.n, discordance=share)
 
 CLAIMS = (
     DeclaredRule("binary: McNemar exact (margin 0)", "paired 0/100 scores, stats.margin=0: the NO-GO claim",

@@ -17,6 +17,11 @@ from runner.stats.numerics.power import power_constant
 from runner.stats.numerics.resampling import basic_bootstrap, bootstrap_means, check_resamples
 from runner.stats.rules.base import AUTO, Case, Found
 from runner.stats.data.claims import DeclaredRule
+from runner.stats.numerics import betting_advice
+from runner.stats.numerics.advice import Advice, AdviceCase
+
+NO_CLAIM_UNBOUNDED = "no claim: unbounded scores under stats.paired_test=auto"
+"""What the claims' method says when ``auto`` makes no claim on unbounded paired scores."""
 
 
 CONTINUOUS_METHODS = ("betting", "t", "bootstrap")
@@ -225,10 +230,21 @@ class PairedContinuous:
                               "GO 0.10-0.13 with few changed samples, false NO-GO 0.12-0.13 with skewed differences); "
                               "declare the task's score bounds (the betting test then decides) or choose "
                               "stats.paired_test=t for the asymptotic verdict")
-            claims = replace(claims, regression=False, within=False,
-                             method=f"{claims.method}; no claim: unbounded scores under stats.paired_test=auto")
+            claims = replace(claims, regression=False, within=False, method=f"{claims.method}; {NO_CLAIM_UNBOUNDED}")
             result = replace(result, passed=True)
         return Found(result, claims)
+
+    def advise(self, case: AdviceCase) -> Advice | None:
+        """A fixed-look betting verdict is sized by simulating the betting test; others from the differences' sd.
+        No advice where no n makes a claim (unbounded scores under ``auto``: the note says what to choose)."""
+        p = case.paired
+        assert p is not None
+        if NO_CLAIM_UNBOUNDED in case.claims_method:
+            return None
+        if p.betting is not None and p.design_effect is None and case.looks is None:
+            return betting_advice.more_samples(p.betting, p.n, case.params.higher_is_better, case.drop, case.margin,
+                                               case.tolerance, case.params.alpha)
+        return case.more_samples((p.sd_diff or 0.0) * case.inflation, p.n)
 
 
 def _asymptotic_note(chosen: str, bounded: bool) -> str:

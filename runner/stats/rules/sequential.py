@@ -15,7 +15,7 @@ regression) and its information, and compares it with the bounds of :mod:`runner
   discordant pairs, at margin 0): the looks' correlations are ``sqrt(I_j / I_k)`` as observed, and
   each look's bound is computed when it is reached (error spending at the sample fraction; the last
   look spends what is left). With the margin inside the statistic, the look's NO-GO is the claim "a drop
-  larger than the margin", and Tango's interval at the look's bound (:func:`runner.stats.numerics.looks.look_claims`)
+  larger than the margin", and Tango's interval at the look's bound (:func:`runner.stats.conclusion.look_claims`)
   inverts it. A look that added no discordant pair tests nothing and spends nothing; if that is the
   last look, it spends what is left of alpha on the same statistic as the last informative look.
 * paired, continuous scores: ``Z = -(mean diff + tolerance) / (sd / sqrt(n_k))``, information in samples.

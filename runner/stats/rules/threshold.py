@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from runner.stats.numerics.ztest import decide
 from runner.stats.rules.base import EntryCase, Outcome
+from runner.stats.numerics.advice import Advice, AdviceCase
 
 
 class Threshold:
@@ -24,7 +25,11 @@ class Threshold:
                                "of this entry: its verdict is GO when the rule holds, NO-GO when it fails")
         verdict = decide(entry.score, entry.reference.value, entry.params, entry.reference.threshold,
                          metric=entry.metric)
-        return Outcome(rule, verdict.passed, verdict)
+        return Outcome(rule, verdict.passed, verdict, advisor=self)
+
+    def advise(self, case: AdviceCase) -> Advice | None:
+        """None: a deterministic rule is never INCONCLUSIVE, and no sample count changes it."""
+        return None
 
 
 def _name(entry: EntryCase) -> str | None:

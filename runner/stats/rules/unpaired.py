@@ -24,6 +24,7 @@ from runner.stats.data.hypothesis import HypothesisParams
 from runner.stats.numerics import cluster_claims, two_binomials, ztest_exact
 from runner.stats.numerics.ztest import unpaired_claims
 from runner.stats.rules.base import EntryCase, Outcome, reported
+from runner.stats.numerics.advice import Advice, AdviceCase
 
 TEST = "exact unconditional test of two binomials (score statistic)"
 
@@ -125,7 +126,12 @@ class Unpaired:
         shown = claims.regression
         claims = cluster_claims.too_few(claims, deff, stats, notes, paired=False)
         return Outcome("unpaired", verdict.passed or shown != claims.regression, verdict, None, claims,
-                       clustering=deff, unpaired_test=TEST if exact else None)
+                       clustering=deff, unpaired_test=TEST if exact else None, advisor=self)
+
+    def advise(self, case: AdviceCase) -> Advice | None:
+        """Sized from sigma against the reference's fixed n (which may leave no n that decides)."""
+        n = case.params.num_samples
+        return case.more_samples(case.params.sigma, n, n_ref=case.n_ref or n)
 
 
 CLAIMS = (

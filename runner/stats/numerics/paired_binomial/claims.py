@@ -9,7 +9,7 @@ from runner.stats.numerics.paired_binomial import tango as pb
 
 
 def binary_claims(b: int, c: int, n: int, alpha: float, higher_is_better: bool, margin: float, tolerance: float,
-           regression: bool, z_crit: float | None = None) -> Claims:
+           regression: bool) -> Claims:
     """Paired 0/100 scores: ``b`` samples the reference got right and the new run wrong, ``c`` the reverse.
 
     ``regression``: what the deciding regression test said (McNemar exact at margin 0, else
@@ -18,21 +18,16 @@ def binary_claims(b: int, c: int, n: int, alpha: float, higher_is_better: bool, 
     (GO side: :func:`~runner.stats.numerics.paired_binomial.tango.go_lower`; NO-GO side: its mirror
     :func:`~runner.stats.numerics.paired_binomial.tango.regression_upper`), so each covers the true difference with
     probability >= 1 - alpha whatever it is; each is then pinned to the side of its threshold that the
-    deciding test chose (McNemar's at margin 0). ``z_crit``: a critical value other than
-    ``z(1 - alpha)`` (a sequential look's): Tango's score bounds at it, both sides."""
+    deciding test chose (McNemar's at margin 0). A sequential look's claims are Tango's score bounds at the look's
+    critical value (:func:`runner.stats.conclusion.look_claims`)."""
 
     delta0, margin0 = -tolerance / 100.0, -margin / 100.0
-    if z_crit is None:
-        p_within = pb.go_test_p(b, c, n, delta0, alpha)
-        within = p_within < alpha
-        low, moved_go = _pinned(pb.go_lower(b, c, n, alpha, delta0), delta0, within, above=True)
-        high, moved_no_go = _pinned(pb.regression_upper(b, c, n, alpha, margin0), margin0, regression, above=False)
-        method = "one-sided bounds inverting Tango's score test with its exact unconditional check" + (
-            "; NO-GO decided by McNemar exact, its bound pinned to that verdict at 0" if margin == 0 else "")
-    else:
-        low, high = pb.tango_bounds(b, c, n, z_crit)
-        p_within, within, moved_go, moved_no_go = None, low > delta0, 0.0, 0.0
-        method = "Tango score at the look's critical value"
+    p_within, go_low, no_go_high = pb.claim_bounds(b, c, n, alpha, delta0, margin0)
+    within = p_within < alpha
+    low, moved_go = _pinned(go_low, delta0, within, above=True)
+    high, moved_no_go = _pinned(no_go_high, margin0, regression, above=False)
+    method = "one-sided bounds inverting Tango's score test with its exact unconditional check" + (
+        "; NO-GO decided by McNemar exact, its bound pinned to that verdict at 0" if margin == 0 else "")
     ci = oriented(100.0 * low, 100.0 * high, higher_is_better)
     return Claims(regression=regression, within=within, low=ci[0], high=ci[1], method=method, p_within=p_within,
                   moved_go=100.0 * moved_go, moved_no_go=100.0 * moved_no_go)

@@ -267,3 +267,27 @@ def regression_upper(b: int, c: int, n: int, alpha: float, delta0: float) -> flo
     At every ``delta`` it is below ``delta`` exactly when the margin test's family rejects there, so at
     ``delta0`` it is below the margin exactly when :func:`regression_p` is below alpha (NO-GO)."""
     return -go_lower(c, b, n, alpha, -delta0)
+
+
+# --------------------------------------------------------------------------- both claims at once
+
+
+def claim_bounds(b: int, c: int, n: int, alpha: float, delta0: float, margin0: float) -> tuple[float, float, float]:
+    """What both claims of a paired 0/100 decision need, in one descent: the GO test's p-value at ``delta0``
+    (:func:`go_test_p`), its lower bound (:func:`go_lower`) and the NO-GO side's upper bound at ``margin0``
+    (:func:`regression_upper`). The same numbers as those three functions, with the normal quantile taken once and
+    the exact unconditional part evaluated together."""
+    _check_table(b, c, n)
+    _check_alpha(alpha)
+    d0, m0 = _check_delta(delta0), _check_delta(margin0)
+    t = tango_statistic(b, c, n, d0)
+    z_crit, p_tango = z(1.0 - alpha), phi_erfc(-t)
+    s_go, s_reg = tango_bounds(b, c, n, z_crit)[0], tango_bounds(c, b, n, z_crit)[0]
+    if d0 >= 1.0:
+        p_exact = 1.0
+    elif d0 <= -1.0:
+        p_exact = 1.0 if b == n else 0.0
+    else:
+        p_exact = p_value(float(s_go), int(n), z_crit, d0, d0)
+    low, high = lower_bound(s_go, n, z_crit, d0, alpha), -lower_bound(s_reg, n, z_crit, -m0, alpha)
+    return max(p_tango, p_exact), low, high
