@@ -39,7 +39,7 @@ from evaluators.base import Evaluator
 from evaluators.data.corpus import UPSTREAM_CORPUS, Corpus, load_corpus
 from evaluators.metrics import mean
 from runner.contract.errors import ConfigError
-from runner.contract.evaluator import LOGLIKELIHOODS, Sample, ScoredSample
+from runner.contract.evaluator import LOGLIKELIHOODS, TOP_TOKENS, Sample, ScoredSample
 from runner.contract.requests import Request, Response, LoglikelihoodRequest, LoglikelihoodResult
 from runner.contract.task_config import TaskConfig
 
@@ -66,6 +66,9 @@ class PerplexityTaskConfig(TaskConfig):
     min_tokens: int = 10000  # documents shorter than this, in the model's tokens, are skipped (upstream: 10000)
     text_column: str = "text"  # the column holding the documents (Hub and table sources)
     corpus: Optional[str] = None  # the corpus name in the reference key; None: from the source
+    # the fidelity record kept per document: at every position the k most likely tokens and their log-probabilities
+    # (top-1 agreement and a KL lower bound against the reference; never the score); null: none
+    top_tokens: Optional[int] = 4
 
 
 CONFIG = PerplexityTaskConfig
@@ -169,7 +172,7 @@ class PerplexityEvaluator(Evaluator):
 
     # ------------------------------------------------------------------ requests and scoring
     def requests(self, sample: Sample) -> list[Request]:
-        return [LoglikelihoodRequest(context="", continuation=sample.prompt)]
+        return [LoglikelihoodRequest(context="", continuation=sample.prompt, top_tokens=self.config.top_tokens or None)]
 
     def score(self, sample: Sample, responses: Sequence[Response]) -> ScoredSample:
         (result,) = responses
@@ -178,6 +181,8 @@ class PerplexityEvaluator(Evaluator):
         doc_tokens = sample.meta.get("doc_tokens", result.num_tokens)
         meta = {"doc_tokens": doc_tokens, "tokens_scored": result.num_tokens, "nll_sum": -result.logprob,
                 "truncated": result.num_tokens < doc_tokens, LOGLIKELIHOODS: [result.logprob]}
+        if result.top_tokens is not None:
+            meta[TOP_TOKENS] = result.top_tokens
         return ScoredSample(sample.id, sample.prompt, f"{ppl:.4f}", "", ppl, meta)
 
     def aggregate(self, scored: Sequence[ScoredSample]) -> dict[str, float]:

@@ -29,6 +29,7 @@ from runner.contract.errors import ConfigError
 from runner.contract.indicators import Generated, GenerationFacts
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
+from runner.contract import top_tokens
 
 
 @dataclass
@@ -150,9 +151,26 @@ class FakeBackend(ConfiguredBackend):
             if self.config.shift or self.config.jitter:
                 noise = hashlib.sha256(f"jitter\x00{r.context}\x00{r.continuation}".encode()).digest()
                 lp += self.config.shift + self.config.jitter * (noise[0] / 127.5 - 1.0)
-            out.append(LoglikelihoodResult(lp, False, max(1, len(r.continuation.split()))))
+            record = self._top_record(r.continuation, r.top_tokens) if r.top_tokens else None
+            out.append(LoglikelihoodResult(lp, False, max(1, len(r.continuation.split())), record))
         self._answered(len(out))
         return out
+
+    def _top_record(self, text: str, k: int) -> str:
+        """A scripted top-``k`` record, one position per word: ids and log-probabilities derived from the word and
+        its place, each log-probability moved by this backend's ``jitter`` (at most that much), best first."""
+        import numpy as np
+
+        ids, lps = [], []
+        for j, word in enumerate(text.split() or [""]):
+            digest = hashlib.sha256(f"{j}\x00{word}".encode()).digest()
+            noise = hashlib.sha256(f"top\x00{self.config.jitter}\x00{j}\x00{word}".encode()).digest()
+            base = int.from_bytes(digest[:2], "big")
+            lp = [-1.0 - i * (0.6 + digest[2] / 255) + self.config.jitter * (noise[i] / 127.5 - 1.0) for i in range(k)]
+            order = sorted(range(k), key=lambda i: -lp[i])
+            ids.append([base + i for i in order])
+            lps.append([min(lp[i], 0.0) for i in order])
+        return top_tokens.encode(np.array(ids), np.array(lps))
 
     def _answered(self, n: int) -> None:
         """Advance the job's progress bar (a scripted backend answers at once: no bar of its own)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from runner.backends.prompting import BulkEncoded, Encode, encoder, loglikelihood_tokens, pair_texts
+from runner.contract import top_tokens
 from runner.contract.backend import ChatFormat
 from runner.contract.requests import LoglikelihoodRequest, LoglikelihoodResult
 
@@ -84,8 +85,8 @@ class Rows:
         """The requests all of whose rows are in ``answered`` (row index -> result), each rows' results summed;
         a request without rows (an empty rolling text) is a log-probability of 0 over no tokens."""
         parts: dict[int, list[LoglikelihoodResult]] = {i: [] for i in range(len(self.counts))}
-        for row, result in answered.items():
-            parts[self.owner[row]].append(result)
+        for row in sorted(answered):  # a request's windows in text order (their top-k records join in it)
+            parts[self.owner[row]].append(answered[row])
         return {i: summed(got) for i, got in parts.items() if len(got) == self.counts[i]}
 
 
@@ -101,6 +102,9 @@ def bulk_texts(tokenizer: Any, chat: ChatFormat, requests: Sequence[Loglikelihoo
 
 
 def summed(parts: Sequence[LoglikelihoodResult]) -> LoglikelihoodResult:
-    """One request's answer from its rows': log-probabilities and tokens summed, greedy only if every row is."""
+    """One request's answer from its rows': log-probabilities and tokens summed, greedy only if every row is, the
+    rows' top-k records joined in order (when every row has one)."""
+    records = [r.top_tokens for r in parts]
+    joined = top_tokens.concat(records) if records and all(t is not None for t in records) else None  # type: ignore
     return LoglikelihoodResult(sum(r.logprob for r in parts), all(r.is_greedy for r in parts),
-                               sum(r.num_tokens for r in parts))
+                               sum(r.num_tokens for r in parts), joined)

@@ -85,7 +85,7 @@ def digest(value: Any) -> str:
     return hashlib.sha256(canonical(value).encode()).hexdigest()
 
 
-LATE_FIELDS = {"LoglikelihoodRequest": ("rolling_window", "messages")}
+LATE_FIELDS = {"LoglikelihoodRequest": ("rolling_window", "messages", "top_tokens")}
 """Fields added to a request type after cache rows were written: keyed only when set."""
 
 

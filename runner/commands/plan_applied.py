@@ -21,9 +21,11 @@ from runner.commands.plan_paired import (DEFAULT_TARGET, EXIT_USAGE, MODEL_TEXT,
                                          print_savings, savings)
 from runner.contract.errors import EXIT_ERROR, ReferenceError_, UserError
 from runner.contract.spec import AccuracySpec
+from runner.references.noise import replicates_of
 from runner.references.samples import load_rows
 from runner.references.store import default_reference_dir, lookup
 from runner.stats.numerics.cluster_variance import effective_sigma
+from runner.stats.planning.fidelity import aa_pick_rate, samples_for
 from runner.stats.planning.paired import PLANNING_AGREEMENTS, paired_feasible, paired_min_samples, paired_theta
 from runner.stats.data.hypothesis import HypothesisParams
 from runner.stats.numerics.ztest import compute_threshold, min_samples_for_theta, theta_of
@@ -107,6 +109,25 @@ def paired_figures(args: argparse.Namespace, job: PlannedJob, p: HypothesisParam
     return out
 
 
+def aa_figures(job: PlannedJob, p: HypothesisParams, target: float | None) -> dict[str, Any] | None:
+    """What the entry's A/A replicate plans (None: no replicate): the agreement two runs of the reference's model
+    keep (the pick-change rate's one-sided 95% upper bound) and McNemar's samples for a drop of ``target`` (else the
+    job's theta) at it; a teacher-forced entry's token figures."""
+    reps = replicates_of(job.reference) if job.reference is not None else []
+    if not reps:
+        return None
+    out: dict[str, Any] = {}
+    rate = aa_pick_rate(reps)
+    if rate is not None:
+        theta = target if target is not None else theta_of(p)
+        out |= {"pick_change_rate": rate[0], "pick_change_upper": rate[1], "agreement": 1 - rate[1],
+                "theta": theta, "paired_min_num_samples": samples_for(theta, 1 - rate[1], p.alpha, p.beta)}
+    tokens = [f"{r.perturbation}: {r.tokens.short()}" for r in reps if r.tokens is not None]
+    if tokens:
+        out["tokens"] = tokens
+    return out or None
+
+
 def applied(args: argparse.Namespace) -> int:
     """Print the plan of the job the command line names; 1 when no reference entry matches it yet."""
     job = planned(args)
@@ -138,6 +159,9 @@ def applied(args: argparse.Namespace) -> int:
                                  job.test.sigma, p.alpha, p.beta,
                                  (args.agreement,) if args.agreement is not None else PLANNING_AGREEMENTS,
                                  args.regression_model, args.design_effect)
+    aa = aa_figures(job, p, args.target_theta)
+    if aa is not None:
+        out["aa"] = aa
     if job.missing is not None:
         out["missing_reference"] = job.missing.what
     if args.json:
@@ -178,6 +202,16 @@ def _print(args: argparse.Namespace, job: PlannedJob, p: HypothesisParams, out: 
         how = ("explicit, from the reference entry" if out["explicit_threshold"]
                else "reference + z(alpha) * sqrt(2 sigma^2 / n)")
         print(f"threshold    {out['threshold']:.3f}   ({how})")
+    aa = out.get("aa") or {}
+    if "pick_change_rate" in aa:
+        n = aa["paired_min_num_samples"]
+        print(f"A/A          answers change at {aa['pick_change_rate']:.3f} (95% upper {aa['pick_change_upper']:.3f}) "
+              "between two runs of the reference's model (its replicate): "
+              + (f"at agreement {aa['agreement']:.3f} McNemar's test needs about {n} samples to catch a drop of "
+                 f"{aa['theta']:.4g} points" if n else f"a drop of {aa['theta']:.4g} points does not fit agreement "
+                                                       f"{aa['agreement']:.3f}"))
+    for line in aa.get("tokens", []):
+        print(f"A/A          {line}")
     paired = out.get("paired")
     if paired is not None:
         mark = "" if paired["paired_feasible"] else (

@@ -43,6 +43,12 @@ LOGLIKELIHOODS = "loglikelihoods"
 order of its requests; the A/A replicate reads how far they move (runner/job/replicate.py)."""
 
 
+TOP_TOKENS = "top_tokens"
+"""The meta field of a teacher-forced text's per-position top-k record (:mod:`runner.contract.top_tokens`): the
+perplexity task keeps it in samples.jsonl and with the reference's per-sample rows, which a run's top-1 agreement
+and KL divergence against the reference are computed from."""
+
+
 ROW = "row"
 """The meta field naming a sample's row for a person, where the sample id is not the dataset's own id (lm-eval's
 samples are keyed by doc index): ``id=Mercury_7175875``, or ``doc index 12`` when the row carries no id."""

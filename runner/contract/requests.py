@@ -50,12 +50,15 @@ class LoglikelihoodRequest:
     sequence (``context`` + ``continuation``), cut to the task's input length. A different window is a different
     answer, so the generation cache keys it. ``messages``: the context as a chat ((role, content) turns: few-shot
     turns, a system text), rendered with the chat template and its generation prompt before ``continuation``;
-    ``context`` is then the last user turn, for display. None: ``context`` is the text (or the one user turn)."""
+    ``context`` is then the last user turn, for display. None: ``context`` is the text (or the one user turn).
+    ``top_tokens``: also return, at every scored position, the k most likely tokens and their log-probabilities
+    (:mod:`runner.contract.top_tokens`; a fidelity record); None: not asked (backends that cannot, answer without)."""
 
     context: str
     continuation: str
     rolling_window: int | None = None
     messages: tuple[tuple[str, str], ...] | None = None
+    top_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.rolling_window is not None and self.messages is not None:
@@ -64,6 +67,9 @@ class LoglikelihoodRequest:
                                                 or not isinstance(self.rolling_window, int) or self.rolling_window < 1):
             raise ValueError(f"a rolling request scores a whole text in windows of >= 1 tokens: context "
                              f"{self.context[:40]!r}, rolling_window {self.rolling_window!r}")
+        if self.top_tokens is not None and (isinstance(self.top_tokens, bool) or not isinstance(self.top_tokens, int)
+                                            or self.top_tokens < 1):
+            raise ValueError(f"top_tokens is a number of tokens >= 1, or None: {self.top_tokens!r}")
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,7 @@ class LoglikelihoodResult:
     logprob: float
     is_greedy: bool  # every continuation token is the argmax at its position
     num_tokens: int
+    top_tokens: str | None = None  # the per-position top-k record when the request asked (runner.contract.top_tokens)
 
 
 Request = Union[GenerationRequest, LoglikelihoodRequest]
@@ -91,6 +98,8 @@ def response_problem(request: Request, response: object) -> str | None:
         return f"is_greedy {response.is_greedy!r} (a boolean)"
     if isinstance(response.num_tokens, bool) or not isinstance(response.num_tokens, int) or response.num_tokens < 0:
         return f"num_tokens {response.num_tokens!r} (a count of tokens)"
+    if response.top_tokens is not None and not isinstance(response.top_tokens, str):
+        return f"top_tokens {type(response.top_tokens).__name__} (an encoded top-k record, or None)"
     return None
 
 

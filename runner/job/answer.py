@@ -18,6 +18,7 @@ from runner.contract.progress import Progress
 from runner.contract.reasoning import apply_sampling, strip_thinking
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, Response
 from runner.job.decide import decision_at
+from runner.job.fidelity import early_look, first_chunk
 from runner.stats.conclusion import Monitor
 from runner.job.state import Job
 from runner.references.store import Reference
@@ -61,7 +62,12 @@ def answer_looks(job: Job, answerer: Answerer, samples: list[Sample], per_sample
                  ) -> list[ScoredSample]:
     """All samples scored at once, or one look at a time until the monitor stops."""
     if monitor is None:
-        return score_all(job.evaluator, answerer, samples, per_sample, job.task.strip_thinking)
+        head = early_look_size(job, per_sample)
+        if head is None:
+            return score_all(job.evaluator, answerer, samples, per_sample, job.task.strip_thinking)
+        scored = score_all(job.evaluator, answerer, samples[:head], per_sample[:head], job.task.strip_thinking)
+        early_look(job, scored, len(samples))
+        return scored + score_all(job.evaluator, answerer, samples[head:], per_sample[head:], job.task.strip_thinking)
     assert reference is not None and params is not None
     scored: list[ScoredSample] = []
     for n_k in monitor.sizes:
@@ -77,6 +83,16 @@ def answer_looks(job: Job, answerer: Answerer, samples: list[Sample], per_sample
         if monitor.stopped:
             break
     return scored
+
+
+def early_look_size(job: Job, per_sample: Sequence[Sequence[Any]]) -> int | None:
+    """The samples of the first chunk of requests, when the run can look at its fidelity after them: a reference
+    whose rows kept option log-likelihoods, ``reference.early_look`` on, and samples left after the chunk."""
+    rows = job.reference_rows or {}
+    if not job.config.reference.early_look or not any(r.loglikelihoods is not None for r in rows.values()):
+        return None
+    head = first_chunk(per_sample, job.config.cache.chunk_size)
+    return head if head < len(per_sample) else None
 
 
 def score_all(evaluator: Evaluator, answerer: Answerer, samples: Sequence[Sample],

@@ -28,6 +28,7 @@ from runner.job.answer import answer
 from runner.job.decide import acceptance_gates, advise, decide
 from runner.job.expect import expectation
 from runner.job.extension_check import check_job as check_extension
+from runner.job.fidelity import plan_note, run_fidelity
 from runner.job.load import load
 from runner.job.noise import check_tolerance as check_floor, measured as measured_noise
 from runner.job.looks import monitor_for
@@ -149,6 +150,9 @@ def evaluate(job: Job) -> Outcome:
         if decision is not None and decision.outcome == INCONCLUSIVE and (decision.indicators is None or not
                 decision.indicators.blocks) and (monitor is None or isinstance(decision.sequential, ExtensionResult)):
             advise(job, decision)  # more samples cannot undo a truncation
+            plan = plan_note(job, run_fidelity(job.reference_rows or {}, scored))
+            if plan:
+                job.notes.append(f"fidelity: {plan}")
     if job.mode == "record" and failures is not None and failures.over_cap:
         raise EndpointError("the backend failed on too many samples to record a reference",
                             where="stats.max_failed_share", given=failures.describe(),

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from runner.contract.errors import EXIT_OK
-from runner.contract.evaluator import CORPUS_ITEM, LOGLIKELIHOODS, ScoredSample
+from runner.contract.evaluator import CORPUS_ITEM, ScoredSample
 from runner.contract.printable import printable
 from runner.contract.secrets import redact_text, redact_tree
 from runner.files.paths import write_atomic
+from runner.job.fidelity import run_fidelity
 from runner.job.state import Job, Loaded, Outcome
 from runner.references import samples as reference_samples
-from runner.references.samples import SampleRow
 from runner.references.noise import host_of, replicates_of
 from runner.reports.lm_eval import results_json
 from runner.reports.noise import NoiseView, noise_tags
@@ -26,8 +26,7 @@ from runner.stats.numerics import cluster_variance as clustering
 from runner.stats.numerics.corpus_bootstrap import bootstrap_sigma
 from runner.stats.decision import Decision
 from runner.stats.data.hypothesis import HypothesisParams
-from runner.stats.data.noise import Fidelity, Replicate
-from runner.stats.numerics.noise import fidelity
+from runner.stats.data.noise import Replicate
 from runner.tracking import tables
 from runner.tracking.naming import breakdown_table, readable_tags, tracked_metrics
 
@@ -72,14 +71,6 @@ def noise_view(job: Job, decision: Decision | None, scored: list[ScoredSample],
     return NoiseView(job.host, host_of(job.reference.recorded), replicates_of(job.reference),
                      paired.n if paired is not None else len(scored), observed=flips,
                      fidelity=run_fidelity(job.reference_rows or {}, scored))
-
-
-def run_fidelity(rows: dict[str, SampleRow], scored: list[ScoredSample]) -> Fidelity | None:
-    """The run's option log-likelihoods against the reference's per-sample rows, where both kept them."""
-    pairs = [(rows[s.sample_id].loglikelihoods, s.meta[LOGLIKELIHOODS]) for s in scored
-             if s.sample_id in rows and rows[s.sample_id].loglikelihoods is not None
-             and isinstance(s.meta.get(LOGLIKELIHOODS), list)]
-    return fidelity([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
 
 
 def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[str, float], params: HypothesisParams,

@@ -7,7 +7,7 @@ import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
-from runner.contract.evaluator import CORPUS_ITEM, LOGLIKELIHOODS, Sample, ScoredSample
+from runner.contract.evaluator import CORPUS_ITEM, LOGLIKELIHOODS, TOP_TOKENS, Sample, ScoredSample
 from runner.contract.indicators import INDICATORS
 from runner.stats.numerics.scale import near_chance
 from runner.job.state import Job, Loaded
@@ -45,7 +45,8 @@ def record(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[s
         job.ref_dir, task.name, ((s.sample_id, s.score, s.prompt) for s in scored),
         {s.sample_id: s.meta[CORPUS_ITEM] for s in scored if s.meta.get(CORPUS_ITEM) is not None},
         {s.sample_id: s.meta[LOGLIKELIHOODS] for s in scored if isinstance(s.meta.get(LOGLIKELIHOODS), list)},
-        {s.sample_id: s.meta[INDICATORS] for s in scored if s.meta.get(INDICATORS) is not None})
+        {s.sample_id: s.meta[INDICATORS] for s in scored if s.meta.get(INDICATORS) is not None},
+        top_tokens={s.sample_id: s.meta[TOP_TOKENS] for s in scored if isinstance(s.meta.get(TOP_TOKENS), str)})
     path = recording.record(
         job.ref_dir, task.name, task.metric, job.model.hf_id, loaded.spec, score,
         provenance={

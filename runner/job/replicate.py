@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from runner.contract.backend import Perturbation
 from runner.contract.build import build
-from runner.contract.evaluator import LOGLIKELIHOODS, Sample, ScoredSample
+from runner.contract.evaluator import LOGLIKELIHOODS, TOP_TOKENS, Sample, ScoredSample
 from runner.contract.fingerprint import fingerprint
 from runner.job.answer import answer
 from runner.job.indicators import replicate_counts
@@ -32,10 +32,13 @@ def compare(perturbation: str, a: Sequence[ScoredSample], b: Sequence[ScoredSamp
     by_id = {s.sample_id: s for s in b}
     pairs = [(s, by_id[s.sample_id]) for s in a if s.sample_id in by_id]
     logliks = all(isinstance(x.meta.get(LOGLIKELIHOODS), list) for pair in pairs for x in pair)
+    tokens = all(isinstance(x.meta.get(TOP_TOKENS), str) for pair in pairs for x in pair)
     found = replicate(perturbation, [x.score for x, _ in pairs], [y.score for _, y in pairs],
                       sum(x.prediction != y.prediction for x, y in pairs),
                       [x.meta[LOGLIKELIHOODS] for x, _ in pairs] if logliks else None,
-                      [y.meta[LOGLIKELIHOODS] for _, y in pairs] if logliks else None, hosts)
+                      [y.meta[LOGLIKELIHOODS] for _, y in pairs] if logliks else None, hosts,
+                      a_tokens=[x.meta[TOP_TOKENS] for x, _ in pairs] if tokens else None,
+                      b_tokens=[y.meta[TOP_TOKENS] for _, y in pairs] if tokens else None)
     return replace(found, indicators=replicate_counts([x for x, _ in pairs], [y for _, y in pairs]))
 
 

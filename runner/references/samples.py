@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.contract import top_tokens
 from runner.contract.errors import ReferenceError_
 from runner.contract.indicators import read as read_indicators
 
@@ -41,22 +42,26 @@ class SampleRow:
     # the sample's indicators (prompt cut, token limit, unparsed, failed: runner.contract.indicators); None: recorded
     # before they were kept, or a task that generates no text: unknown, never guessed
     indicators: Mapping[str, bool | None] | None = None
+    top_tokens: str | None = None  # a teacher-forced text's per-position top-k record (runner.contract.top_tokens)
 
 
 def store(ref_dir: Path, task: str, rows: Iterable[tuple[str, float, str]],
           items: Mapping[str, Any] | None = None,
           loglikelihoods: Mapping[str, Sequence[float]] | None = None,
-          indicators: Mapping[str, Mapping[str, bool | None]] | None = None) -> tuple[str, str]:
+          indicators: Mapping[str, Mapping[str, bool | None]] | None = None,
+          top_tokens: Mapping[str, str] | None = None) -> tuple[str, str]:
     """Write ``(sample_id, score, prompt)`` rows (the prompt as its hash), with each sample's corpus item from
     ``items`` when the task has a corpus metric, its options' log-likelihoods from ``loglikelihoods`` when it
-    scores them and its ``indicators`` when it generates text; return (path relative to ``ref_dir``, sha256 of the
-    file)."""
+    scores them, its ``indicators`` when it generates text and its per-position top-k record from ``top_tokens``
+    when it keeps one; return (path relative to ``ref_dir``, sha256 of the file)."""
     items, loglikelihoods, indicators = items or {}, loglikelihoods or {}, indicators or {}
+    top_tokens = top_tokens or {}
     body = "".join(json.dumps({"sample_id": sid, "score": float(score), "prompt_sha256": prompt_hash(prompt)}
                               | ({"item": items[sid]} if sid in items else {})
                               | ({"loglikelihoods": [float(v) for v in loglikelihoods[sid]]}
                                  if sid in loglikelihoods else {})
-                              | ({"indicators": dict(indicators[sid])} if sid in indicators else {})) + "\n"
+                              | ({"indicators": dict(indicators[sid])} if sid in indicators else {})
+                              | ({"top_tokens": top_tokens[sid]} if sid in top_tokens else {})) + "\n"
                    for sid, score, prompt in rows)
     digest = hashlib.sha256(body.encode()).hexdigest()
     relative = Path("samples") / task / f"{digest[:20]}.jsonl"
@@ -104,12 +109,23 @@ def load_rows(ref_dir: Path, relative: str, sha256: str | None = None) -> dict[s
                 lls = row.get("loglikelihoods")
                 rows[str(row["sample_id"])] = SampleRow(float(row["score"]), row.get("prompt_sha256"), row.get("item"),
                                                         None if lls is None else tuple(float(v) for v in lls),
-                                                        read_indicators(row.get("indicators")))
+                                                        read_indicators(row.get("indicators")),
+                                                        top_record(row.get("top_tokens")))
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
         raise ReferenceError_("the reference's per-sample scores file is malformed", where=str(path),
                               given=f"{type(err).__name__}: {err}"[:300],
                               fix="restore it from version control, or record the reference again") from None
     return rows
+
+
+def top_record(value: Any) -> str | None:
+    """A row's top-k record, checked to decode (a ValueError, reported as a malformed file, when it does not)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"top_tokens is a {type(value).__name__}, not an encoded record")
+    top_tokens.decode(value)
+    return value
 
 
 @dataclass(frozen=True)

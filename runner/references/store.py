@@ -53,6 +53,9 @@ class ReferenceConfig:
     # how the entry's measured noise enters a continuous paired rule: auto (whenever the entry has a replicate) |
     # host_differs (only when this run's host fingerprint differs from the entry's) | off (runner/job/noise.py)
     floor: str = "auto"
+    # a run against an entry with option log-likelihoods or top-k records: answer the first chunk of requests
+    # (cache.chunk_size) as its own call and log the fidelity to the reference after it (runner/job/answer.py)
+    early_look: bool = True
 
 
 def default_reference_dir() -> Path:

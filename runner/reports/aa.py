@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.contract.errors import UserError
-from runner.contract.evaluator import LOGLIKELIHOODS
+from runner.contract.evaluator import LOGLIKELIHOODS, TOP_TOKENS
 from runner.contract.fingerprint import describe, describe_differences, differences
 from runner.contract.spec import AccuracySpec
 from runner.references.noise import attach, noise_block
@@ -67,11 +67,14 @@ def aa_replicate(a: JobRun, b: JobRun) -> Replicate:
                         given=f"{len(ids)} common sample ids", fix="run both on the same samples (seed, n, dataset)")
     x, y = [a.rows[i] for i in ids], [b.rows[i] for i in ids]
     has_ll = all(isinstance(r.get("meta", {}).get(LOGLIKELIHOODS), list) for r in x + y)
+    has_top = all(isinstance(r.get("meta", {}).get(TOP_TOKENS), str) for r in x + y)
     name = "runs: " + describe_differences(differences(a.host, b.host)) if a.host and b.host else "runs: hosts unknown"
     return replicate(name, [float(r["score"]) for r in x], [float(r["score"]) for r in y],
                      sum(p.get("prediction") != q.get("prediction") for p, q in zip(x, y)),
                      [r["meta"][LOGLIKELIHOODS] for r in x] if has_ll else None,
-                     [r["meta"][LOGLIKELIHOODS] for r in y] if has_ll else None, {"a": a.host, "b": b.host})
+                     [r["meta"][LOGLIKELIHOODS] for r in y] if has_ll else None, {"a": a.host, "b": b.host},
+                     a_tokens=[r["meta"][TOP_TOKENS] for r in x] if has_top else None,
+                     b_tokens=[r["meta"][TOP_TOKENS] for r in y] if has_top else None)
 
 
 def run_aa(path_a: str, path_b: str, write_reference: str | None) -> str:

@@ -34,10 +34,12 @@ class NoiseView:
 
     def fidelity_line(self) -> str | None:
         """The run's picks changed and option KL beside the replicates' (the A/A floor of the same statistics)."""
-        if self.fidelity is None or not self.fidelity.n:
+        if self.fidelity is None or not (self.fidelity.n or self.fidelity.tokens):
             return None
-        floor_of = [f"{r.perturbation}: {r.answer_changes} of {r.n} changed"
-                    + (f", option KL {r.option_kl:.3g}" if r.option_kl is not None else "") for r in self.replicates]
+        floor_of = [f"{r.perturbation}: " + (r.tokens.short() if r.tokens is not None and self.fidelity.tokens else
+                                             f"{r.answer_changes} of {r.n} changed"
+                                             + (f", option KL {r.option_kl:.3g}" if r.option_kl is not None else ""))
+                    for r in self.replicates]
         return (f"{self.fidelity.describe()} (A/A: {'; '.join(floor_of) if floor_of else 'not measured'}); "
                 "a look, not a verdict")
 
@@ -91,8 +93,9 @@ class NoiseView:
         """report.json's and results.json's ``noise``."""
         return {"line": self.line(), "floor": self.floor, "expected_discordant": self.expected_discordant,
                 "observed_discordant": self.observed,
-                "fidelity": None if self.fidelity is None else {"n": self.fidelity.n, "picks_changed": self.fidelity.picks,
-                                                                "option_kl": self.fidelity.option_kl},
+                "fidelity": None if self.fidelity is None else {
+                    "n": self.fidelity.n, "picks_changed": self.fidelity.picks, "option_kl": self.fidelity.option_kl,
+                    "tokens": self.fidelity.tokens.to_dict() if self.fidelity.tokens is not None else None},
                 "reference_host": dict(self.reference_host) if self.reference_host is not None else None,
                 "run_host": dict(self.run_host),
                 "differs": [{"key": k, "reference": a, "run": b} for k, a, b in self.differs],

@@ -111,3 +111,21 @@ def test_the_openai_backend_sends_one_prompt_per_window_and_sums_them():
     assert got[0].logprob == pytest.approx(-(10 + 11 + 12 + 13 + 14 + 15 + 16) / 100)
     assert (got[0].is_greedy, got[0].num_tokens) == (False, 7)
     assert got[1] == LoglikelihoodResult(pytest.approx(-0.21), False, 2)
+
+
+def test_a_windowed_texts_top_k_records_join_in_text_order_whatever_order_the_batches_answered():
+    from runner.contract import top_tokens
+
+    tok, chat = WordTokenizer(), ChatFormat()
+    table = Rows.of(tok, chat, [LoglikelihoodRequest("", words(*range(10, 17)), rolling_window=3, top_tokens=1)],
+                    64, 8)
+    assert table.counts == [3]
+    windows = [top_tokens.encode([[i]] * n, [[-0.5]] * n) for i, n in ((1, 3), (2, 3), (3, 1))]
+    answered = {2: LoglikelihoodResult(-0.5, True, 1, windows[2]), 0: LoglikelihoodResult(-1.5, True, 3, windows[0]),
+                1: LoglikelihoodResult(-1.5, True, 3, windows[1])}  # the batches read back longest first
+    (whole,) = table.combine(answered).values()
+    ids, _ = top_tokens.decode(whole.top_tokens)
+    assert ids[:, 0].tolist() == [1, 1, 1, 2, 2, 2, 3] and whole.num_tokens == 7
+    # one window without a record: the text has none
+    answered[1] = LoglikelihoodResult(-1.5, True, 3)
+    assert table.combine(answered)[0].top_tokens is None

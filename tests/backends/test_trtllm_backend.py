@@ -828,3 +828,41 @@ class TestRealTensorRTLLM:
             outputs = backend.generate(self.REQUESTS)
             assert backend.info().spec.quant_algo is None
         assert len(outputs) == 2 and all(isinstance(t, str) for t in outputs)
+
+
+# ------------------------------------------------------------------------------ the A/A replicate's perturbations
+def test_the_replicate_perturbs_the_batch_size_and_the_candidates_parallel_degree(fake, model_dir):
+    """reference.noise=replicate builds the backend again with each perturbation's settings replaced (as
+    runner/job/replicate.py does): the double receives an engine of one row a step, then one at the candidate's
+    tensor-parallel degree."""
+    config = TRTLLMBackendConfig(replicate_tensor_parallel=2)
+    with engine_backend(model_dir, replicate_tensor_parallel=2) as backend:
+        found = backend.perturbations()
+        assert backend.host_fields()["batch_budget"].startswith("128 rows")
+    assert [p.name for p in found] == ["max_batch_size=1", "tensor_parallel_size=2"]
+    for p in found:
+        settings = replace(config, **dict(p.settings))
+        with TRTLLMEngineBackend(settings, model=model_cfg(model_dir), quant=spec(), limits=LIMITS,
+                                 progress=False) as again:
+            fields = again.host_fields()
+        if p.name == "max_batch_size=1":
+            assert fields["batch_budget"].startswith("1 rows") and fields["tensor_parallel"] == "1"
+        else:
+            assert fields["tensor_parallel"] == "2" and fields["batch_budget"].startswith("128 rows")
+    builds = fake.named("BuildConfig")
+    assert [b["max_batch_size"] for b in builds] == [128, 1, 128]
+    assert [k["tensor_parallel_size"] for k in fake.named("LLM")] == [1, 1, 2]
+    # nothing to perturb: one row a step already and no candidate degree named
+    with engine_backend(model_dir, limits=replace(LIMITS, max_batch_size=1)) as backend:
+        assert backend.perturbations() == []
+    with pytest.raises(ConfigError, match="max_batch_size"):
+        engine_backend(model_dir, max_batch_size=0)
+
+
+def test_the_pytorch_backend_perturbs_its_batch_size_too(fake, model_dir):
+    with torch_backend(model_dir) as backend:
+        (found,) = backend.perturbations()
+    assert found.name == "max_batch_size=1"
+    with torch_backend(model_dir, **dict(found.settings)):
+        pass
+    assert [k.get("max_batch_size") for k in fake.named("LLM")] == [128, 1]

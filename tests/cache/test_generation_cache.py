@@ -249,3 +249,22 @@ def test_a_file_with_other_tables_is_a_message_not_a_traceback(tmp_path):
     db.close()
     with pytest.raises(ConfigError, match="not a generation cache of this runner"):
         preflight(CacheConfig(path=str(path)))
+
+
+def test_a_top_k_record_is_asked_in_the_key_and_stored_with_the_answer(tmp_path):
+    from runner.cache.generations import request_document
+    from runner.contract import top_tokens
+    from runner.contract.requests import response_problem
+
+    record = top_tokens.encode([[5, 7]], [[-0.1, -2.5]])
+    store = GenerationCache(tmp_path / "g.sqlite")
+    answer = Counter(lambda batch: [LoglikelihoodResult(-1.0, False, 1, record if r.top_tokens else None)
+                                    for r in batch])
+    plain, asked = LoglikelihoodRequest("", "a text"), LoglikelihoodRequest("", "a text", top_tokens=2)
+    assert "top_tokens" not in request_document(plain) and request_document(asked)["top_tokens"] == 2
+    first = store.bind({}).resolve([plain, asked], answer, 4)
+    again = store.bind({}).resolve([plain, asked], answer, 4)
+    assert answer.calls == [2] and again == first and again[1].top_tokens == record and again[0].top_tokens is None
+    assert "top_tokens" in response_problem(asked, LoglikelihoodResult(-1.0, False, 1, [1, 2]))  # type: ignore
+    with pytest.raises(ValueError, match="top_tokens"):
+        LoglikelihoodRequest("", "a text", top_tokens=0)

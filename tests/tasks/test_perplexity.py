@@ -112,7 +112,9 @@ def test_samples_need_a_token_counter():
 def test_requests_score_the_whole_document_with_an_empty_context():
     ev = PerplexityEvaluator(task())
     (req,) = ev.requests(Sample("x", "The whole document.", ""))
-    assert req == LoglikelihoodRequest(context="", continuation="The whole document.")
+    assert req == LoglikelihoodRequest(context="", continuation="The whole document.", top_tokens=4)
+    (bare,) = PerplexityEvaluator(task(top_tokens=None)).requests(Sample("x", "The whole document.", ""))
+    assert bare.top_tokens is None  # no fidelity record asked: the request (and its cache key) as before
 
 
 # ---------------------------------------------------------------------------- corpora and the reference key
@@ -325,3 +327,63 @@ def test_record_then_check_quantized_specs_end_to_end(tmp_path, mlflow_server, m
     assert regressed.spec.quant_algo == "W4A16" and regressed.decision.rule == "paired"
     assert regressed.exit_status == EXIT_REGRESSION and not regressed.decision.passed
     assert regressed.score > 1.2 * recorded.score and regressed.decision.paired.mean_diff > 0
+
+
+@pytest.mark.e2e
+def test_the_recorded_top_k_records_and_the_replicates_token_fidelity_on_the_embedded_model(tmp_path, caplog):
+    """The perplexity record with its replicate (reference.noise=replicate: the float32 pass on a bfloat16 host, or
+    the reverse) on 3 short documents: each row keeps its documents' per-position top-4 record, checked against the
+    model's own log-softmax; the replicate stores its token fidelity; a run against the entry reports its own
+    (the same settings: every top-1 agrees) and logs the early look after its first document."""
+    import logging
+
+    import numpy as np
+    import torch
+
+    from runner.contract import top_tokens
+    from runner.job.flow import run
+    from runner.references.noise import replicates_of
+    from runner.references.store import lookup
+
+    refs = tmp_path / "refs"
+    common = ["task=perplexity", "task.num_samples=3", "task.max_input_len=48", "task.min_tokens=64", "cache=off",
+              "tracking=none", f"reference.dir={refs}", "stats.paired_test=t", "backend.num_threads=1"]
+    recorded = run(compose([*common, "reference.mode=record", "reference.noise=replicate",
+                            f"output_dir={tmp_path / 'rec'}"]))
+    (rows_file,) = (refs / "samples" / "perplexity").glob("*.jsonl")
+    rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
+    assert len(rows) == 3 and all(len(top_tokens.decode(r["top_tokens"])[0]) == 47 for r in rows)
+    # the first document's record against the model's own distribution: BOS + its last 47 tokens, every position
+    from runner.backends.hf.backend import HFBackend, HFBackendConfig, TaskLimits
+    from runner.contract.task_config import ModelConfig, QuantConfig
+
+    sample = json.loads((tmp_path / "rec" / "samples.jsonl").read_text().splitlines()[0])
+    model = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
+    be = HFBackend(HFBackendConfig(device="cpu", num_threads=1), model, QuantConfig(name="none"), TaskLimits(48, 1),
+                   progress=False)
+    with be:
+        tok = be._tokenizer
+        ids = tok(sample["prompt"], add_special_tokens=False)["input_ids"]
+        window = [tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id] + ids[-47:]
+        with torch.inference_mode():
+            logp = torch.log_softmax(be._model(torch.tensor([window])).logits[0, :-1].float(), -1)
+    want_lp, want_ids = torch.topk(logp, 4, dim=-1)
+    got_ids, got_lp = top_tokens.decode(rows[0]["top_tokens"])
+    assert (got_ids[:, 0] == want_ids[:, 0].numpy()).mean() >= 0.95  # one forward pass against a batched one
+    # bfloat16 logits of magnitude ~20 carry steps of 0.125: one pass and a batched one differ by up to that much
+    moved = abs(got_lp[:, 0] - want_lp[:, 0].numpy())
+    assert float(np.median(moved)) < 0.02 and moved.max() < 0.5
+    from runner.stats.data.hypothesis import HypothesisParams
+
+    entry = lookup(refs, "perplexity", "perplexity", model.hf_id, recorded.spec, HypothesisParams(0.01, 0.2, 4.48, 3, False))
+    reps = [r for r in replicates_of(entry) if r.tokens is not None]
+    assert reps and all(r.tokens.n == 3 and r.tokens.tokens == 141 and 0.8 <= r.tokens.agreement.mean <= 1.0
+                        and r.tokens.kl.mean >= 0 for r in reps)
+
+    with caplog.at_level(logging.INFO, logger="runner"):
+        run(compose([*common, "cache.chunk_size=1", f"output_dir={tmp_path / 'check'}"]))
+    assert any(r.getMessage().startswith("early look after the first 1 of 3 samples: top-1 agreement")
+               for r in caplog.records)
+    shown = json.loads((tmp_path / "check" / "report.json").read_text())["noise"]["fidelity"]["tokens"]
+    assert shown["n"] == 3 and shown["top1_agreement"]["mean"] == pytest.approx(1.0)
+    assert shown["token_kl"]["mean"] < 1e-3 and abs(shown["nll_change"]["mean"]) < 1e-3

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import platform
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any, Iterator, Sequence, TYPE_CHECKING
 
 from runner.backends import rolling, threads as compute_threads, token_counts
@@ -311,7 +312,13 @@ class HFBackend(ConfiguredBackend):
         def read(batch: list[int], keep: int, logprobs: Any) -> None:
             """A batch's answers read back to the host (on a GPU: where the host waits for that batch)."""
             scored = [(row, b, keep - len(cont), cont) for b, k in enumerate(batch) for row, cont in by_input[inputs[k]]]
-            for (row, *_), result in zip(scored, score(logprobs, scored)):
+            results = score(logprobs, scored)
+            wanted = [(j, k) for j, (row, *_) in enumerate(scored) if (k := requests[table.owner[row]].top_tokens)]
+            if wanted:  # the fidelity record a request asked for
+                records = scoring.top_records(logprobs, [scored[j] for j, _ in wanted], [k for _, k in wanted])
+                for (j, _), record in zip(wanted, records):
+                    results[j] = replace(results[j], top_tokens=record)
+            for (row, *_), result in zip(scored, results):
                 answered[row] = result
                 left[table.owner[row]] -= 1
                 if not left[table.owner[row]]:

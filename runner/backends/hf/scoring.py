@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from runner.contract.requests import LoglikelihoodResult
+from runner.contract import top_tokens
 
 # (row id, batch row, first scored position, continuation tokens)
 Scored = tuple[int, int, int, Sequence[int]]
@@ -56,3 +57,15 @@ def batch_scores(logprobs: Any, rows: Sequence[Scored]) -> list[LoglikelihoodRes
         greedy = all(best[b][start + j] == t for j, t in enumerate(cont))
         results.append(LoglikelihoodResult(value, greedy, len(cont)))
     return results
+
+
+def top_records(logprobs: Any, rows: Sequence[Scored], ks: Sequence[int]) -> list[str]:
+    """Each row's per-position top-``k`` record (:mod:`runner.contract.top_tokens`): at every scored position the
+    k most likely next tokens and their log-probabilities, the fidelity record a request with ``top_tokens`` asks."""
+    import torch
+
+    out = []
+    for (_, b, start, cont), k in zip(rows, ks):
+        values, ids = torch.topk(logprobs[b, start:start + len(cont)], k, dim=-1)
+        out.append(top_tokens.encode(ids.cpu().numpy(), values.float().cpu().numpy()))
+    return out

@@ -24,7 +24,7 @@ from runner.backends.configured import ConfiguredBackend
 from runner.backends.hf import guided
 from runner.backends.prompting import encode_request
 from runner.backends.trtllm import extra_options, speculative, api as trtllm_api
-from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, TaskLimits
+from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, Perturbation, TaskLimits
 from runner.contract.errors import ConfigError
 from runner.contract.indicators import Generated, GenerationFacts
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
@@ -55,6 +55,12 @@ class TRTLLMCommonConfig:
     free_gpu_memory_fraction: float = 0.9  # share of free GPU memory given to the KV cache
     enable_block_reuse: bool = True  # reuse KV blocks of shared prompt prefixes (same tokens; logits
     # agree within numerical noise, not bit for bit, as batching and kernels differ from a fresh prefill)
+    # rows per engine step below the task's (task.max_batch_size); None: the task's. The A/A replicate's batch-size
+    # perturbation sets 1 (reference.noise=replicate: a second engine is built)
+    max_batch_size: Optional[int] = None
+    # the tensor-parallel degree the candidate will run with: reference.noise=replicate also scores the samples at it
+    # (that many GPUs); None: no parallel-degree replicate
+    replicate_tensor_parallel: Optional[int] = None
 
 
 # ---------------------------------------------------------------------------- spec -> QuantConfig
@@ -221,6 +227,13 @@ class TRTLLMBackendBase(ConfiguredBackend):
         if limits.max_input_len < 1 or limits.max_output_len < 1 or limits.max_batch_size < 1:
             raise ConfigError("task limits must be positive", where="task.max_input_len / max_output_len / max_batch_size",
                               given=f"{limits.max_input_len} / {limits.max_output_len} / {limits.max_batch_size}")
+        for key in ("max_batch_size", "replicate_tensor_parallel"):
+            value = getattr(config, key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{key} is a whole number >= 1, or null", where=f"backend.{key}", given=value,
+                                  allowed="null, or >= 1")
+        if config.max_batch_size is not None:
+            limits = replace(limits, max_batch_size=min(config.max_batch_size, limits.max_batch_size))
         validate_spec(quant, self.name, self.kv_cache_algos)
         self._validate(config, quant, limits)
         self.guided_backend = guided.resolve_trtllm(limits.guided_decoding, self.name)
@@ -291,6 +304,15 @@ class TRTLLMBackendBase(ConfiguredBackend):
                 "tensor_parallel": str(self.config.tensor_parallel_size),
                 "pipeline_parallel": str(self.config.pipeline_parallel_size),
                 "batch_budget": f"{self.limits.max_batch_size} rows, {self.config.max_num_tokens} tokens"}
+
+    def perturbations(self) -> list[Perturbation]:
+        """Batch size 1 against the task's batches, and the tensor-parallel degree the candidate will use
+        (``backend.replicate_tensor_parallel``) against this one: each pass builds its own engine."""
+        out = [Perturbation("max_batch_size=1", (("max_batch_size", 1),))] if self.limits.max_batch_size > 1 else []
+        tp = self.config.replicate_tensor_parallel
+        if tp is not None and tp != self.config.tensor_parallel_size:
+            out.append(Perturbation(f"tensor_parallel_size={tp}", (("tensor_parallel_size", tp),)))
+        return out
 
     def __exit__(self, *exc: object) -> None:
         if self._llm is not None:

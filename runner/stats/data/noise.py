@@ -14,6 +14,70 @@ CONFIDENCE = 0.95
 """The one-sided confidence of the shift's bounds."""
 
 @dataclass(frozen=True)
+class Spread:
+    """A mean over documents and its two-sided ``confidence`` t interval (documents, not tokens, are the units: a
+    document's positions share its text)."""
+
+    mean: float
+    lower: float
+    upper: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"mean": self.mean, "lower": self.lower, "upper": self.upper}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str) -> "Spread":
+        return cls(*(_number(data, key, path) for key in ("mean", "lower", "upper")))
+
+
+@dataclass(frozen=True)
+class TokenFidelity:
+    """Teacher-forced fidelity of B to A on the same texts, from their per-position top-k records: ``agreement``,
+    the share of positions whose most likely next token is the same; ``kl``, KL(A || B) per position on the top-k
+    tokens both records hold plus one bucket for the rest (a lower bound on the full KL: merging tokens into a
+    bucket never increases a KL divergence); ``nll``, the change of the mean negative log-likelihood per token, B - A
+    (nats). Each a mean over the ``n`` documents (``tokens`` positions) with its interval."""
+
+    n: int
+    tokens: int
+    agreement: Spread
+    kl: Spread
+    nll: Spread
+    confidence: float = CONFIDENCE
+
+    def describe(self) -> str:
+        pct = f"{100 * self.confidence:.0f}%"
+        return (f"top-1 agreement {self.agreement.mean:.4f} ({pct} {self.agreement.lower:.4f}..{self.agreement.upper:.4f}), "
+                f"token KL >= {self.kl.mean:.3g} (upper {self.kl.upper:.3g}), NLL change {self.nll.mean:+.3g}/token "
+                f"({pct} {self.nll.lower:+.3g}, {self.nll.upper:+.3g}) on {self.n} texts, {self.tokens} tokens")
+
+    def short(self) -> str:
+        """The three means alone (the A/A floor beside a run's figures)."""
+        return (f"top-1 agreement {self.agreement.mean:.4f}, token KL >= {self.kl.mean:.3g}, "
+                f"NLL change {self.nll.mean:+.3g}/token")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "tokens": self.tokens, "top1_agreement": self.agreement.to_dict(),
+                "token_kl": self.kl.to_dict(), "nll_change": self.nll.to_dict(), "confidence": self.confidence}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str = "tokens.") -> "TokenFidelity":
+        return cls(int(_number(data, "n", path)), int(_number(data, "tokens", path)),
+                   Spread.from_dict(data.get("top1_agreement") or {}, f"{path}top1_agreement."),
+                   Spread.from_dict(data.get("token_kl") or {}, f"{path}token_kl."),
+                   Spread.from_dict(data.get("nll_change") or {}, f"{path}nll_change."),
+                   _number(data, "confidence", path) if "confidence" in data else CONFIDENCE)
+
+
+def _number(where: Mapping[str, Any], key: str, path: str) -> float:
+    """``where[key]`` as a finite float; a ValueError naming ``path + key`` otherwise."""
+    value = where.get(key) if isinstance(where, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{path}{key} must be a finite number, not {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
 class Replicate:
     """One A/A comparison: run B (perturbed) against run A (as recorded) on the same ``n`` samples.
 
@@ -39,6 +103,7 @@ class Replicate:
     # per indicator (prompt cut, token limit, unparsed: runner.contract.indicators), the samples B flags and A does
     # not, and the reverse; None: the task generates no text, or the replicate was measured before they were kept
     indicators: Mapping[str, tuple[int, int]] | None = None
+    tokens: TokenFidelity | None = None  # teacher-forced fidelity, where both passes kept per-position top-k records
 
     @property
     def floor(self) -> float:
@@ -59,6 +124,8 @@ class Replicate:
             parts.append(f"|loglik change| max {self.loglik_max:.3g}, p99 {self.loglik_p99:.3g}")
         if self.option_kl is not None:
             parts.append(f"option KL {self.option_kl:.3g}")
+        if self.tokens is not None:
+            parts.append(self.tokens.describe())
         return f"{self.perturbation}: " + ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -74,18 +141,15 @@ class Replicate:
             out["option_kl"] = self.option_kl
         if self.indicators is not None:
             out["indicators"] = {k: {"more": m, "fewer": f} for k, (m, f) in self.indicators.items()}
+        if self.tokens is not None:
+            out["tokens"] = self.tokens.to_dict()
         out["hosts"] = {k: dict(v) for k, v in self.hosts.items()}
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Replicate":
         """The stored form back; a missing or mistyped field raises ValueError naming it."""
-        def number(where: Mapping[str, Any], key: str, path: str) -> float:
-            value = where.get(key) if isinstance(where, Mapping) else None
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{path}{key} must be a finite number, not {value!r}")
-            return float(value)
-
+        number = _number
         shift = data.get("shift") or {}
         disc = data.get("discordant")
         ll = data.get("loglik_change")
@@ -100,7 +164,8 @@ class Replicate:
                    number(shift, "confidence", "shift.") if "confidence" in shift else CONFIDENCE,
                    {str(k): {str(a): str(b) for a, b in (v or {}).items()} for k, v in hosts.items()},
                    number(data, "option_kl", "") if "option_kl" in data else None,
-                   _indicators(data.get("indicators"), number))
+                   _indicators(data.get("indicators"), number),
+                   TokenFidelity.from_dict(data["tokens"]) if isinstance(data.get("tokens"), Mapping) else None)
 
 
 def _indicators(block: Any, number: Any) -> dict[str, tuple[int, int]] | None:
@@ -122,10 +187,12 @@ class Fidelity:
     n: int
     picks: int
     option_kl: float | None
+    tokens: TokenFidelity | None = None  # a teacher-forced task's (perplexity's) fidelity to the reference's records
 
     def describe(self) -> str:
         kl = f", option KL {self.option_kl:.3g}" if self.option_kl is not None else ""
-        return f"{self.picks} of {self.n} picks changed{kl}"
+        picks = f"{self.picks} of {self.n} picks changed{kl}" if self.n else ""
+        return "; ".join(p for p in (picks, self.tokens.describe() if self.tokens else "") if p)
 
 
 @dataclass(frozen=True)

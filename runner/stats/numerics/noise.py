@@ -14,13 +14,16 @@ import math
 from collections.abc import Mapping, Sequence
 
 from runner.stats.data.noise import CONFIDENCE, Fidelity, Replicate
+from runner.stats.numerics.token_fidelity import token_fidelity
 
 
 def replicate(perturbation: str, a: Sequence[float], b: Sequence[float], changed: int,
               a_logliks: Sequence[Sequence[float]] | None = None, b_logliks: Sequence[Sequence[float]] | None = None,
-              hosts: Mapping[str, Mapping[str, str]] | None = None, confidence: float = CONFIDENCE) -> Replicate:
+              hosts: Mapping[str, Mapping[str, str]] | None = None, confidence: float = CONFIDENCE,
+              a_tokens: Sequence[str] | None = None, b_tokens: Sequence[str] | None = None) -> Replicate:
     """The replicate of paired per-sample scores ``a`` (as recorded) and ``b`` (perturbed), ``changed`` of whose
-    predictions differ; ``*_logliks``: each sample's scored options' log-likelihoods, in the same order."""
+    predictions differ; ``*_logliks``: each sample's scored options' log-likelihoods, in the same order;
+    ``*_tokens``: each sample's per-position top-k record (a teacher-forced text), for the token fidelity."""
     import numpy as np
     from scipy import stats
 
@@ -41,8 +44,11 @@ def replicate(perturbation: str, a: Sequence[float], b: Sequence[float], changed
         if moves:
             ll_max, ll_p99 = float(max(moves)), float(np.percentile(moves, 99))
         kl = fidelity(a_logliks, b_logliks).option_kl
+    tokens = None
+    if a_tokens is not None and b_tokens is not None and a_logliks is not None and b_logliks is not None:
+        tokens = token_fidelity(a_tokens, b_tokens, [sum(r) for r in a_logliks], [sum(r) for r in b_logliks])
     return Replicate(perturbation, len(d), int(changed), mean, mean - half, mean + half, worse, better, ll_max, ll_p99,
-                     confidence, {k: dict(v) for k, v in (hosts or {}).items()}, kl)
+                     confidence, {k: dict(v) for k, v in (hosts or {}).items()}, kl, tokens=tokens)
 
 
 
