@@ -53,6 +53,11 @@ def test_info_reports_effective_spec_and_versions(hf):
     assert info.spec.quant_algo is None and info.spec.kv_cache_quant_algo is None
     assert {"torch", "transformers"} <= set(info.versions)
     assert info.device == "cpu"
+    import torch
+
+    # the fingerprint compares the thread count alone (where it came from is logged): two hosts that both run one
+    # thread do not differ because one chose it and the other was told
+    assert hf.host_fields()["threads"] == str(torch.get_num_threads())
 
 
 def test_loglikelihood_matches_unbatched_forward_in_request_order(hf):

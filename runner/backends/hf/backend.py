@@ -122,6 +122,7 @@ class HFBackend(ConfiguredBackend):
         model, tokenizer, dtype, native = held.model, held.tokenizer, held.dtype, held.native
         quant_algo, kv_algo, versions, details = held.quant_algo, held.kv_cache_quant_algo, held.versions, held.details
         self._model, self._tokenizer, self._device = model, tokenizer, device
+        self._threads = torch.get_num_threads()  # the count alone: where it came from is logged, not compared
         self._guided = guided.resolve_hf(self.limits.guided_decoding)
         dtype_name = devices.spec_dtype(self.config.dtype, dtype, native)
         self._budget = devices.batch_budget(torch, device, model, dtype, self.config.batch_size,
@@ -144,7 +145,7 @@ class HFBackend(ConfiguredBackend):
     def host_fields(self) -> dict[str, str]:
         """The compute dtype ``auto`` chose, threads, the batch budget, attention kernels and the GPUs visible."""
         info = self.info()
-        fields = {"compute_dtype": info.details.get("torch_dtype", ""), "threads": info.details.get("threads", ""),
+        fields = {"compute_dtype": info.details.get("torch_dtype", ""), "threads": str(self._threads),
                   "batch_budget": info.details.get("batch_budget", ""), "attention": self.config.attn_implementation}
         if self._device.type == "cuda":
             import torch
