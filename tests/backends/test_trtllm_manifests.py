@@ -21,12 +21,13 @@ from runner.backends.trtllm.manifest_tool import build_manifest
 from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend, TRTLLMPyTorchBackendConfig
 from runner.cache.generations import CachedBackend, GenerationCache
 from runner.contract.task_config import ModelConfig, QuantConfig
-from runner.contract.errors import BackendUnavailable, ConfigError
+from runner.contract.errors import BackendUnavailable, ConfigError, ModelError
 from tests.helpers import trtllm_double
 from tests.backends.test_trtllm_backend import FakeTokenizer
 from tests.conftest import run_cli
 
 MANIFESTS = trtllm_double.manifest_paths()
+ORIGINAL_LOAD_TOKENIZER = trtllm_api._load_tokenizer
 LIMITS = TaskLimits(max_input_len=64, max_output_len=4, max_batch_size=8)
 
 
@@ -135,6 +136,18 @@ def test_pytorch_backend_translates_against_the_release(path, model_dir):
     sampled = [kw for n, kw in calls if n == "SamplingParams"][1]
     assert sampled == {"max_tokens": 2, "temperature": 0.7, "seed": 5, "top_p": 1.0}
     assert out[:3] == ["A", "A5", "FP8"]
+
+
+def test_a_malformed_tokenizer_is_a_model_error(model_dir, monkeypatch):
+    """The real tokenizer loader on a tokenizer.json that is not one: a message naming the directory, not a
+    KeyError traceback."""
+    monkeypatch.setattr(trtllm_api, "_load_tokenizer", ORIGINAL_LOAD_TOKENIZER)
+    (model_dir / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "BPE"}}')
+    (model_dir / "tokenizer_config.json").write_text('{"tokenizer_class": "PreTrainedTokenizerFast"}')
+    trtllm_double.install(trtllm_double.load(MANIFESTS[0]))
+    with pytest.raises(ModelError, match="could not read the model's tokenizer") as err:
+        torch_backend(model_dir).__enter__()
+    assert str(model_dir) in str(err.value) and "tokenizer.json" in err.value.fix
 
 
 @pytest.mark.parametrize("section,cls,old,new", [

@@ -25,7 +25,7 @@ from runner.backends.hf import guided
 from runner.backends.prompting import encode_request
 from runner.backends.trtllm import extra_options, speculative, api as trtllm_api
 from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, Perturbation, TaskLimits
-from runner.contract.errors import ConfigError
+from runner.contract.errors import ConfigError, ModelError
 from runner.contract.indicators import Generated, GenerationFacts
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, LoglikelihoodResult, cut_at_stop
 from runner.contract.spec import AccuracySpec
@@ -280,6 +280,15 @@ class TRTLLMBackendBase(ConfiguredBackend):
         try:
             self._tokenizer = api.load_tokenizer(tokenizer_path, self.model_config.trust_remote_code,
                                                  None if Path(tokenizer_path).is_dir() else self.model_config.revision)
+        except (ModelError, MemoryError, KeyboardInterrupt):
+            llm.shutdown()
+            raise
+        except Exception as err:  # the tokenizer files are the user's input: say what is wrong with them
+            llm.shutdown()
+            raise ModelError("could not read the model's tokenizer", where=f"model={self.model_config.name} "
+                             f"(tokenizer: {tokenizer_path})", given=f"{type(err).__name__}: {err}"[:300],
+                             fix="check tokenizer.json and tokenizer_config.json there (copy them from the original "
+                                 "checkpoint), or point model.path at a complete checkpoint") from None
         except BaseException:
             llm.shutdown()
             raise
