@@ -10,7 +10,6 @@ bound) raises the false-alarm rate (0.060 at alpha 0.05), so any other size is r
 from __future__ import annotations
 
 import itertools
-import logging
 from typing import Union
 
 from runner.contract.errors import ConfigError
@@ -22,11 +21,11 @@ from runner.stats.numerics.group_sequential import look_fractions
 from runner.stats.rules.sequential import Monitor as SequentialMonitor
 from runner.stats.numerics.looks import look_sizes
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.job.warn import warn
 
 
 Monitor = Union[SequentialMonitor, Extensions]
 """What watches the looks of a run: planned sequential looks, or an extendable run's."""
-log = logging.getLogger("runner")
 MIN_LOOK_SAMPLES = 10
 """The fewest samples a planned look may decide on."""
 
@@ -50,8 +49,7 @@ def monitor_for(job: Job, reference: Reference | None, params: HypothesisParams,
         return samples, SequentialMonitor(stats.sequential, len(samples), params.alpha, params.beta)
     ordered, sizes = nested_looks(job.evaluator, samples, list(stats.extend), job.config.seed, job.task.name)
     for note in extension_notes(list(stats.extend), sizes):
-        log.warning(note)
-        job.notes.append(note)
+        warn(job, note)
     if stats.extend:
         job.notes.append(looks_note(sizes, ordered, job.reference_rows, stats.method))
     tolerance = job.tolerance.points if job.tolerance is not None else 0.0

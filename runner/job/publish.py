@@ -14,6 +14,7 @@ from runner.contract.evaluator import CORPUS_ITEM, LOGLIKELIHOODS, ScoredSample
 from runner.contract.printable import printable
 from runner.contract.secrets import redact_text, redact_tree
 from runner.files.paths import write_atomic
+from runner.job.warn import console_notes
 from runner.job.state import Job, Loaded, Outcome
 from runner.references import samples as reference_samples
 from runner.references.samples import SampleRow
@@ -87,8 +88,11 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
             cache_stats: dict[str, Any] | None, replicates: list[Replicate] | None = None) -> Outcome:
     task, score = job.task, metrics[job.task.metric]
     view = noise_view(job, decision, scored, replicates)
-    text = printable(redact_text(report_text(task, job.model, loaded.spec, score, len(scored), params, decision,
-                                             job.mode, job.notes, view.lines() if view else ())))
+    def report(notes: list[str]) -> str:
+        return printable(redact_text(report_text(task, job.model, loaded.spec, score, len(scored), params, decision,
+                                                 job.mode, notes, view.lines() if view else ())))
+
+    text = report(job.notes)
     write_atomic(job.out_dir / "report.txt", text + "\n", 0o644)
     payload = redact_tree(report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
                                          job.notes, cache_stats, job.tracker.run_id, eval_time_s,
@@ -101,7 +105,7 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
                                        eval_time_s, payload["decision"], corpus_standard_error(job, scored)))
     results["runner"] |= {"host": dict(job.host), "noise": payload["noise"]}
     write_atomic(job.out_dir / "results.json", json.dumps(results, indent=2, default=str) + "\n", 0o644)
-    print(text, flush=True)
+    print(report(console_notes(job)), flush=True)  # what was said as a warning is not printed twice
     job.tracker.log_metrics(tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))
     job.tracker.set_tags(readable_tags(decision, score) | (noise_tags(view) if view else {}))
     job.tracker.set_description(text, headline=(f"{decision.verdict_line()}: {task.metric} {score:.4g}"
