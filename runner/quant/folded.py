@@ -31,7 +31,7 @@ FOLDABLE_ALGOS = frozenset({"W8A16", "W4A16", "W4A16_AWQ"})
 WEIGHTS = "folded.safetensors"
 SPEC = "readback.json"
 SCALE_SUFFIX = ".pre_quant_scale"  # stored under "<linear>.pre_quant_scale" beside "<linear>.weight"
-FORMAT = 1  # bump when what is stored, or how it is applied, changes
+FORMAT = 2  # bump when what is stored, or how it is applied, changes
 
 
 def foldable(quant: Any) -> bool:

@@ -326,7 +326,7 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
         if (restored := folded.load(model, plain_key, store)) is not None:
             model.eval()
             details = restored.details | restored.spec.details | {
-                "quant_cache": "hit", "quant_path": str(restored.path), "quant_key": plain_key,
+                "quant_cache": "hit", "quant_path": str(restored.path), "quant_folded_key": plain_key,
                 "quant_weights": "folded (stored plain weights; ModelOpt not imported)"}
             log.info("quantized for quant=%s: cache hit (folded weights), effective quant_algo=%s", quant.name,
                      restored.spec.quant_algo)
@@ -402,7 +402,9 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
         mtq.fold_weight(model, keep_attrs=True)
         details["quant_weights"] = "folded (fake-quantized once)"
         if plain_key is not None:
-            kept = {k: details[k] for k in ("quant_recipe", "quant_calibration") if k in details}
+            # quant_key stays ModelOpt's entry's: the generation cache's context names it, so answers computed on the
+            # build are found again by the hits that load the folded weights
+            kept = {k: details[k] for k in ("quant_recipe", "quant_calibration", "quant_key") if k in details}
             kept["quant_calib_time_s_at_build"] = details.get("quant_calib_time_s",
                                                               details.get("quant_calib_time_s_at_build", ""))
             folded.save(model, plain_key, store, spec, kept, {"modelopt_key": details.get("quant_key"),

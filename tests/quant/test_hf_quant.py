@@ -283,6 +283,8 @@ def test_a_weight_only_hit_loads_folded_weights_without_modelopt(name, cold_cach
     assert second.details["quant_cache"] == "hit"
     assert second.details["quant_weights"] == "folded (stored plain weights; ModelOpt not imported)"
     assert second.details["quant_path"].endswith("folded.safetensors")
+    # the key the generation cache's context names is ModelOpt's entry's: answers computed on the build are hits
+    assert second.details["quant_key"] == first.details["quant_key"] != second.details["quant_folded_key"]
     assert second.spec == first.spec and second.versions["modelopt"] == first.versions["modelopt"]
     for field in ("quant_layers", "quant_kv_layers", "quant_recipe", "quant_calibration", "quant_modelopt_modes"):
         assert second.details[field] == first.details[field], field
