@@ -31,7 +31,8 @@ into ``calib_num_samples`` rows of ``calib_max_seq_length`` tokens.
 A quantized model is stored with ``mto.save`` under ``<cache>/quantized/<key>/`` (the layout of
 :class:`runner.cache.engines.EngineCache`) and restored with ``mto.restore`` on the next run with
 the same key: model files, spec, recipe, calibration settings, ModelOpt/torch/transformers
-versions, dtype and device type.
+versions, dtype and device type. A weight-only spec, once folded, is also stored as plain weights and loaded on a
+hit without importing ModelOpt (:mod:`runner.quant.folded`).
 
 The effective spec is read back from the quantizers of the quantized model
 (:func:`runner.quant.readback.read_effective_spec`), never copied from the request.
