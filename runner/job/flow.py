@@ -49,6 +49,7 @@ from runner.stats.settings import resolve_tolerance
 from runner.tracking.naming import run_identity
 from runner.tracking.provenance import flatten
 from runner.tracking.trackers import first_look_run_id, parent_run_id
+from runner.job.warn import warn
 
 log = logging.getLogger("runner")
 
@@ -118,8 +119,7 @@ def expect(job: Job) -> None:
     """Before the model loads: a job expected to take more than a minute says how long (:mod:`runner.job.expect`)."""
     note = expectation(job)
     if note:
-        log.warning(note)
-        job.notes.append(note)
+        warn(job, note)
 
 
 def evaluate(job: Job) -> Outcome:

@@ -10,7 +10,7 @@ bound) raises the false-alarm rate (0.060 at alpha 0.05), so any other size is r
 from __future__ import annotations
 
 import itertools
-import logging
+
 from runner.contract.errors import ConfigError
 from runner.contract.evaluator import Evaluator, Sample
 from runner.job.state import Job
@@ -21,7 +21,8 @@ from runner.stats.conclusion import Monitor
 from runner.stats.rules.sequential import Monitor as SequentialMonitor
 from runner.stats.numerics.looks import look_sizes
 from runner.stats.data.hypothesis import HypothesisParams
-log = logging.getLogger("runner")
+from runner.job.warn import warn
+
 MIN_LOOK_SAMPLES = 10
 """The fewest samples a planned look may decide on."""
 
@@ -45,8 +46,7 @@ def monitor_for(job: Job, reference: Reference | None, params: HypothesisParams,
         return samples, SequentialMonitor(stats.sequential, len(samples), params.alpha, params.beta)
     ordered, sizes = nested_looks(job.evaluator, samples, list(stats.extend), job.config.seed, job.task.name)
     for note in extension_notes(list(stats.extend), sizes):
-        log.warning(note)
-        job.notes.append(note)
+        warn(job, note)
     if stats.extend:
         job.notes.append(looks_note(sizes, ordered, job.reference_rows, stats.method))
     tolerance = job.tolerance.points if job.tolerance is not None else 0.0

@@ -4,7 +4,6 @@ directory), so a mistake costs the user no compute."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,8 @@ from runner.job.state import Job
 from runner.references import acceptance, store as references
 from runner.stats.settings import validate as validate_stats
 from runner.stats.data.hypothesis import HypothesisParams, check_params
+from runner.job.warn import warn
 
-log = logging.getLogger("runner")
 REFERENCE_MODES = ("check", "record", "skip")
 REFERENCE_AGAINST = ("spec", "baseline")
 REFERENCE_NOISE = ("none", "replicate")
@@ -89,13 +88,11 @@ def prepare(config: RunnerConfig) -> Job:
         note = (f"the output directory {out_dir} already holds {len(crowded)} entr{'y' if len(crowded) == 1 else 'ies'} "
                 f"no job wrote ({', '.join(crowded[:5])}{', ...' if len(crowded) > 5 else ''}): the job's files are "
                 f"written beside them; give a directory of its own with output_dir=DIR")
-        log.warning(note)
-        job.notes.append(note)
+        warn(job, note)
     if model.trust_remote_code:
         note = (f"model.trust_remote_code=true: Python code shipped with the checkpoint ({model.path or model.hf_id}) "
                 "runs in this process; use it only for checkpoints you trust")
-        log.warning(note)
-        job.notes.append(note)
+        warn(job, note)
     return job
 
 

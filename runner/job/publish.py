@@ -15,6 +15,7 @@ from runner.contract.printable import printable
 from runner.contract.secrets import redact_text, redact_tree
 from runner.files.paths import write_atomic
 from runner.job.fidelity import run_fidelity
+from runner.job.warn import console_notes
 from runner.job.state import Job, Loaded, Outcome
 from runner.references import samples as reference_samples
 from runner.references.noise import host_of, replicates_of
@@ -80,8 +81,12 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
     view = noise_view(job, decision, scored, replicates)
     checked = decision.indicators if decision is not None else None
     lines = [*(view.lines() if view else ()), *(checked.lines() if checked is not None else ())]
-    text = printable(redact_text(report_text(task, job.model, loaded.spec, score, len(scored), params, decision,
-                                             job.mode, job.notes, lines)))
+
+    def report(notes: list[str]) -> str:
+        return printable(redact_text(report_text(task, job.model, loaded.spec, score, len(scored), params, decision,
+                                                 job.mode, notes, lines)))
+
+    text = report(job.notes)
     write_atomic(job.out_dir / "report.txt", text + "\n", 0o644)
     payload = redact_tree(report_payload(task, job.model, loaded.spec, metrics, len(scored), decision, loaded.info,
                                          job.notes, cache_stats, job.tracker.run_id, eval_time_s,
@@ -95,7 +100,7 @@ def publish(job: Job, loaded: Loaded, scored: list[ScoredSample], metrics: dict[
                                        eval_time_s, payload["decision"], corpus_standard_error(job, scored)))
     results["runner"] |= {"host": dict(job.host), "noise": payload["noise"], "indicators": payload["indicators"]}
     write_atomic(job.out_dir / "results.json", json.dumps(results, indent=2, default=str) + "\n", 0o644)
-    print(text, flush=True)
+    print(report(console_notes(job)), flush=True)  # what was said as a warning is not printed twice
     job.tracker.log_metrics(tracked_metrics(score, metrics, len(scored), eval_time_s, params, decision))
     job.tracker.set_tags(readable_tags(decision, score) | (noise_tags(view) if view else {})
                          | ({"indicators": "; ".join(checked.reasons()) or "no more often than the reference"}

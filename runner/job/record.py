@@ -3,7 +3,6 @@ per-sample scores and provenance."""
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,8 +16,8 @@ from runner.references.store import user_reference_dir
 from runner.stats.data.noise import Replicate
 from runner.stats.settings import resolve_tolerance
 from runner.tracking.provenance import project_commit
+from runner.job.warn import warn
 
-log = logging.getLogger("runner")
 
 
 def warn_at_chance(job: Job, samples: list[Sample], metrics: dict[str, float]) -> str | None:
@@ -31,8 +30,7 @@ def warn_at_chance(job: Job, samples: list[Sample], metrics: dict[str, float]) -
     if note is None:
         return None
     note = f"{note} (recorded {job.task.metric}={score:.4f}; the tolerance: {tolerance.source})"
-    log.warning(note)
-    job.notes.append(note)
+    warn(job, note)
     return note
 
 

@@ -13,6 +13,7 @@ from runner.job.state import Job
 from runner.references import samples as reference_samples, store as references
 from runner.references.store import Reference
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.job.warn import warn
 
 log = logging.getLogger("runner")
 
@@ -33,8 +34,7 @@ def find_reference(job: Job, spec: AccuracySpec) -> tuple[Reference | None, Hypo
     settings = job.config.reference
     if job.mode == "record":
         for note in check_recording(job, spec):
-            log.warning(note.removeprefix("WARNING: "))  # the log line names its level already
-            job.notes.append(note)
+            warn(job, note)
     if job.mode != "check":
         return None, job.defaults
     key = references.judged_key(spec, settings.against)

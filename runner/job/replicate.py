@@ -22,6 +22,7 @@ from runner.job.state import Job
 from runner.reports.outputs import write_samples
 from runner.stats.data.noise import Replicate
 from runner.stats.numerics.noise import replicate
+from runner.job.warn import warn
 
 log = logging.getLogger("runner")
 
@@ -69,7 +70,6 @@ def measure(job: Job, perturbations: Sequence[Perturbation], samples: list[Sampl
         out.append(found)
     if not perturbations:
         note = f"reference.noise=replicate: backend={job.config.backend.name} declares no perturbation; no replicate stored"
-        log.warning(note)
-        job.notes.append(note)
+        warn(job, note)
     return out
 

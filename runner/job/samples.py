@@ -12,6 +12,7 @@ from runner.contract.evaluator import Sample
 from runner.job.state import Job
 from runner.reports.text import asked_n_note, sample_count_notes
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.job.warn import warn
 
 log = logging.getLogger("runner")
 
@@ -36,8 +37,7 @@ def select_samples(job: Job, params: HypothesisParams, checked: bool) -> list[Sa
     elif reference_n is not None:
         notes.insert(0, asked_n_note(params, reference_n, None if pool is None else len(pool)))
     for note in notes:
-        log.warning(note)
-        job.notes.append(note)
+        warn(job, note)
     log.info("evaluating %d %s samples (seed %d)", len(samples), job.task.name, seed)
     return samples
 

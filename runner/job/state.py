@@ -53,6 +53,7 @@ class Job:
     limits: TaskLimits
     chat: ChatFormat
     notes: list[str] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)  # notes already printed as warnings (runner.job.warn)
     reference: Reference | None = None  # the matched reference entry, once looked up
     reference_rows: dict[str, SampleRow] | None = None  # its per-sample scores, when a paired test can use them
     tolerance: Tolerance | None = None  # the GO claim's, once the reference is known

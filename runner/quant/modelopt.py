@@ -31,7 +31,8 @@ into ``calib_num_samples`` rows of ``calib_max_seq_length`` tokens.
 A quantized model is stored with ``mto.save`` under ``<cache>/quantized/<key>/`` (the layout of
 :class:`runner.cache.engines.EngineCache`) and restored with ``mto.restore`` on the next run with
 the same key: model files, spec, recipe, calibration settings, ModelOpt/torch/transformers
-versions, dtype and device type.
+versions, dtype and device type. A weight-only spec, once folded, is also stored as plain weights and loaded on a
+hit without importing ModelOpt (:mod:`runner.quant.folded`).
 
 The effective spec is read back from the quantizers of the quantized model
 (:func:`runner.quant.readback.read_effective_spec`), never copied from the request.
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib.metadata
 import importlib.util
 import io
 import logging
@@ -61,6 +63,7 @@ from runner.quant.algos import (
 from runner.quant.calibration import (
     calib_num_samples, calibration_batches, calibration_documents, calibration_rows, local_calibration_source,
 )
+from runner.quant import folded
 from runner.quant.cost import linear_parameters
 from runner.quant.readback import ReadBack, read_effective_spec
 
@@ -98,6 +101,14 @@ def restore_cached(mto: Any, model: Any, saved: Path, device: Any) -> Any | None
     except (pickle.UnpicklingError, RuntimeError, EOFError, KeyError, TypeError) as err:
         log.warning("the quantized-model cache file %s is not a plain checkpoint (%s): calibrating again", saved,
                     " ".join(str(err).split())[:200])
+        return None
+
+
+def installed_modelopt() -> str | None:
+    """The installed nvidia-modelopt version, read from its metadata without importing it (None: not installed)."""
+    try:
+        return importlib.metadata.version("nvidia-modelopt")
+    except importlib.metadata.PackageNotFoundError:
         return None
 
 
@@ -294,8 +305,6 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
         raise ConfigError("the checkpoint is already quantized; backend=hf quantizes unquantized checkpoints",
                           where=f"quant={quant.name}", given=location,
                           fix="use quant=none with this checkpoint, or point model.path at the unquantized model")
-    mtq, mto, version = import_modelopt()
-    cfg, recipe = modelopt_config(quant, mtq)
     dtype_name = str(dtype).removeprefix("torch.")
     calibrated = needs_calibration(quant)
     n = calib_num_samples(quant)
@@ -307,6 +316,24 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
         calib_key = {"source": docs_info[1] if source == "packaged" else "local",
                      "fingerprint": docs_info[2], "num_samples": n, "max_seq_length": int(quant.calib_max_seq_length),
                      "seed": int(quant.calib_seed), "format": CALIB_FORMAT}
+    model_dir = local_model_dir(location, revision)
+    plain_key, store = None, EngineCache(cache_dir() / "quantized")
+    if fold and model_dir is not None and folded.foldable(quant) and (installed := installed_modelopt()):
+        plain_key = folded.folded_key({
+            "key_format": KEY_FORMAT, "model": fingerprint_dir(model_dir), "quant_algo": quant.quant_algo,
+            "recipe": RECIPES[quant.quant_algo], "group_size": int(quant.group_size), "calibration": calib_key,
+            "modelopt": installed, "torch": torch.__version__, "transformers": transformers.__version__,
+            "dtype": dtype_name, "device": device.type})
+        if (restored := folded.load(model, plain_key, store)) is not None:
+            model.eval()
+            details = restored.details | restored.spec.details | {
+                "quant_cache": "hit", "quant_path": str(restored.path), "quant_folded_key": plain_key,
+                "quant_weights": "folded (stored plain weights; ModelOpt not imported)"}
+            log.info("quantized for quant=%s: cache hit (folded weights), effective quant_algo=%s", quant.name,
+                     restored.spec.quant_algo)
+            return Quantized(model, restored.spec, details, {"modelopt": installed})
+    mtq, mto, version = import_modelopt()
+    cfg, recipe = modelopt_config(quant, mtq)
     details = {"quant_recipe": recipe, "quant_calibration": "none (weights only / dynamic activations)"}
     if calibrated:
         details["quant_calibration"] = (f"{n} x {quant.calib_max_seq_length} tokens of {docs_info[1]}, "
@@ -333,7 +360,6 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
         details["quant_calib_time_s"] = f"{time.monotonic() - start:.1f}"
         return quantized
 
-    model_dir = local_model_dir(location, revision)
     if model_dir is None:
         model = calibrate()
         details["quant_cache"] = "off (no local model files to fingerprint)"
@@ -348,7 +374,6 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
             "dtype": dtype_name, "device": device.type,
         }
         key = engine_key(inputs)
-        store = EngineCache(cache_dir() / "quantized")
         with store.locked(key) as entry:
             saved = entry.engine_dir / "modelopt_model.pt"
             start = time.monotonic()
@@ -377,6 +402,14 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
     if fold:
         mtq.fold_weight(model, keep_attrs=True)
         details["quant_weights"] = "folded (fake-quantized once)"
+        if plain_key is not None:
+            # quant_key stays ModelOpt's entry's: the generation cache's context names it, so answers computed on the
+            # build are found again by the hits that load the folded weights
+            kept = {k: details[k] for k in ("quant_recipe", "quant_calibration", "quant_key") if k in details}
+            kept["quant_calib_time_s_at_build"] = details.get("quant_calib_time_s",
+                                                              details.get("quant_calib_time_s_at_build", ""))
+            folded.save(model, plain_key, store, spec, kept, {"modelopt_key": details.get("quant_key"),
+                                                              "built_by": "runner backend=hf"})
     log.info("quantized for quant=%s (%s): cache %s, effective quant_algo=%s kv_cache_quant_algo=%s",
              quant.name, recipe, details["quant_cache"], spec.quant_algo, spec.kv_cache_quant_algo)
     return Quantized(model, spec, details, versions)

@@ -29,6 +29,17 @@ def test_a_job_expected_to_take_minutes_says_so_before_it_starts(tmp_path, monke
     assert "expected:" not in (tmp_path / "quick" / "report.txt").read_text()
 
 
+def test_the_slow_cpu_warning_is_printed_once_per_job(tmp_path, monkeypatch, capsys, caplog):
+    """Said before the model loads (a log line), kept in report.txt, not printed again in the closing report."""
+    monkeypatch.setattr(expect, "simulated_on_cpu", lambda job: True)
+    monkeypatch.setattr(expect, "evaluation_rate", lambda cfg, job: (None, "no history (tracking=none)"))
+    run(compose([*GSM8K, f"output_dir={tmp_path / 'out'}"]))
+    printed = capsys.readouterr().out + "\n".join(caplog.messages)
+    said = "is simulated on this CPU (fake-quantization around every linear layer)"
+    assert printed.count(said) == 1, printed
+    assert said in (tmp_path / "out" / "report.txt").read_text()
+
+
 def _job(quant_algo: str | None, backend: str = "hf", device: str = "cpu", name: str = "w4a16") -> SimpleNamespace:
     return SimpleNamespace(
         mode="skip", asked_num_samples=None, defaults=HypothesisParams(0.05, 0.2, 50.0, 40),

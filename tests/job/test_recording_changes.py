@@ -30,7 +30,7 @@ GSM8K = ["backend=fake", "backend.default_answer='The answer is 5'", "task=gsm8k
 
 def _record_job(ref_dir: Path, overwrite: bool, overwrite_demo: bool, planned: int = 57) -> SimpleNamespace:
     return SimpleNamespace(
-        mode="record", ref_dir=ref_dir, notes=[], reference=None, reference_rows=None, asked_num_samples=None,
+        mode="record", ref_dir=ref_dir, notes=[], said=[], reference=None, reference_rows=None, asked_num_samples=None,
         config=SimpleNamespace(reference=SimpleNamespace(overwrite=overwrite, overwrite_demo=overwrite_demo,
                                                          against="spec"), stats=SimpleNamespace(method="auto")),
         task=SimpleNamespace(name="mmlu", metric="accuracy", default_num_samples=57), model=SimpleNamespace(hf_id=SMOLLM),

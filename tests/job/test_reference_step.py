@@ -15,7 +15,7 @@ def test_the_reference_note_is_listed_with_the_jobs_notes(tmp_path: Path) -> Non
         "org/model:\n  - accuracy: 61.5\n    threshold_override: 60.0\n    reference_note: re-measured after a tokenizer fix\n",
         encoding="utf-8")
     job = SimpleNamespace(
-        mode="check", ref_dir=tmp_path, notes=[], reference=None, reference_rows=None, asked_num_samples=None,
+        mode="check", ref_dir=tmp_path, notes=[], said=[], reference=None, reference_rows=None, asked_num_samples=None,
         config=SimpleNamespace(reference=SimpleNamespace(overwrite=False, against="spec"),
                                stats=SimpleNamespace(method="unpaired")),
         task=SimpleNamespace(name="mmlu", metric="accuracy"), model=SimpleNamespace(hf_id="org/model"),

@@ -217,6 +217,9 @@ def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, cold_cache, bas
         assert details["quant_model_params"] == "134479872"
     diffs = [abs(a - b) for a, b in zip(got, baseline)]
     assert max(diffs) > 1e-3  # quantization changes the numbers
+    # weight-only specs also store their folded weights (a second entry) for a hit without ModelOpt; the others not
+    entries = [d for d in (cold_cache / "quantized").iterdir() if d.is_dir()]
+    assert len(entries) == (2 if name in ("w8a16", "w4a16", "w4a16_awq") else 1), entries
     assert details["quant_weights"].startswith("folded")
     if name in ("w4a16_awq", "int8_sq"):  # folded weights (the default) give the numbers of live weight quantizers,
         with backend(spec(name), fold_quantized_weights=False) as be:  # AWQ's input scaling, int8 inputs stay live
@@ -249,6 +252,53 @@ def test_second_run_loads_the_cache_without_calibrating(cold_cache, monkeypatch)
     # any calibration setting is part of the key: another seed is another entry (and calibrates)
     with pytest.raises(AssertionError, match="must not calibrate"):
         backend(spec("fp8_kv", calib_seed=7)).__enter__()
+
+
+@pytest.mark.parametrize("name", ["w8a16", "w4a16_awq"])
+def test_a_weight_only_hit_loads_folded_weights_without_modelopt(name, cold_cache, monkeypatch):
+    """A hit on a weight-only spec loads the stored folded weights (and AWQ's input scales) into the base model:
+    ModelOpt is neither imported nor asked to restore or fold, and the logits are bit-equal (float32)."""
+    import torch
+
+    if name == "w4a16_awq":
+        coarse_awq_search(monkeypatch)
+    prompts = ["The capital of France is Paris, and", "Question: What is 2 + 2?\nAnswer: 4"]
+
+    def logits(be: HFBackend) -> "torch.Tensor":
+        model, tokenizer = be.loaded
+        with torch.no_grad():
+            return model(**tokenizer(prompts, return_tensors="pt", padding=True)).logits
+
+    with backend(spec(name)) as be:
+        first, first_logits = be.info(), logits(be)
+    assert first.details["quant_cache"] == "miss"
+
+    def no_modelopt(*args, **kwargs):
+        raise AssertionError("a hit on folded weights must not use ModelOpt")
+
+    monkeypatch.setattr(hf_quant, "import_modelopt", no_modelopt)
+    monkeypatch.setattr(hf_quant, "read_effective_spec", no_modelopt)
+    with backend(spec(name)) as be:
+        second, second_logits = be.info(), logits(be)
+    assert second.details["quant_cache"] == "hit"
+    assert second.details["quant_weights"] == "folded (stored plain weights; ModelOpt not imported)"
+    assert second.details["quant_path"].endswith("folded.safetensors")
+    # the key the generation cache's context names is ModelOpt's entry's: answers computed on the build are hits
+    assert second.details["quant_key"] == first.details["quant_key"] != second.details["quant_folded_key"]
+    assert second.spec == first.spec and second.versions["modelopt"] == first.versions["modelopt"]
+    for field in ("quant_layers", "quant_kv_layers", "quant_recipe", "quant_calibration", "quant_modelopt_modes"):
+        assert second.details[field] == first.details[field], field
+    assert torch.equal(second_logits, first_logits)
+    assert not torch.equal(first_logits, logits_of_base(prompts))  # the weights loaded are the quantized ones
+
+
+def logits_of_base(prompts: list[str]) -> "torch.Tensor":
+    import torch
+
+    with backend(QuantConfig(name="none")) as be:
+        model, tokenizer = be.loaded
+        with torch.no_grad():
+            return model(**tokenizer(prompts, return_tensors="pt", padding=True)).logits
 
 
 def test_effective_spec_is_read_back_not_echoed(cold_cache, monkeypatch):
