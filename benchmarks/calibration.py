@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.confirm:
         worst_ids = {id(m.cell) for m in worst(measured)}
         picked = [i for i, m in enumerate(measured)
-                  if not m.rate.exact and (id(m.cell) in worst_ids or not m.holds)]
+                  if not m.rate.exact and m.cell.kind != "power" and (id(m.cell) in worst_ids or not m.holds)]
         redone = measure([measured[i].cell for i in picked], args.confirm, args.seed + 1, args.jobs)
         for i, m in zip(picked, redone):  # by position: worker processes return copies of the cells
             measured[i] = m

@@ -198,6 +198,13 @@ def cells(grid: Grid) -> list[Cell]:
                             partial(_unpaired_rate, shape=shape, icc=icc, drop=0.0, tolerance=5.0, claim="NO-GO")))
             out.append(Cell(rule, "GO at drop = tolerance", f"{where}, p=0.6, t=5", "error", ALPHA,
                             partial(_unpaired_rate, shape=shape, icc=icc, drop=5.0, tolerance=5.0, claim="GO")))
+    if grid.full:  # power beside the error cells: GO at a drop of 0, NO-GO at twice the tolerance
+        rule = "clustered paired continuous: CR2 t(small-sample df) and the independent test"
+        common = dict(kind="continuous", shape="57 unequal", icc=0.1, tolerance=2.0, spread=10.0)
+        out.append(Cell(rule, "power: GO at drop 0", "57 unequal clusters, ICC 0.1, sd 10, t=2", "power", 0.0,
+                        partial(_paired_rate, drop=0.0, claim="GO", **common)))
+        out.append(Cell(rule, "power: NO-GO at drop 2t", "57 unequal clusters, ICC 0.1, sd 10, drop 4", "power", 0.0,
+                        partial(_paired_rate, drop=4.0, claim="NO-GO", **common)))
     return out
 
 
