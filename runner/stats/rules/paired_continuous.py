@@ -229,15 +229,15 @@ class PairedContinuous:
                              method=f"{claims.method}; no claim: unbounded scores under stats.paired_test=auto")
             result = replace(result, passed=True)
         elif method == "t":
-            claims, result = _skew_guard(claims, result, pairs, p, case)
+            claims, result = _skew_guard(claims, result, within.p_value, pairs, p, case)
         return Found(result, claims)
 
 
-def _skew_guard(claims, result: PairedResult, pairs, params, case: Case):  # noqa: ANN001, ANN202
+def _skew_guard(claims, result: PairedResult, p_go: float, pairs, params, case: Case):  # noqa: ANN001, ANN202
     """The paired t-test's claims less those its skewness check withholds (:mod:`runner.stats.numerics.t_skew`)."""
     sign = 1.0 if params.higher_is_better else -1.0
     found = t_skew.check([sign * (b - a) for a, b in zip(pairs.reference, pairs.new)], params.alpha,
-                         getattr(case.stats, "t_skew_limit", t_skew.DEFAULT_LIMIT))
+                         result.p_value, p_go, getattr(case.stats, "t_skew_limit", t_skew.DEFAULT_LIMIT))
     no_go, go = claims.regression and found.withhold_no_go, claims.within and found.withhold_go
     if not (no_go or go):
         return claims, result
