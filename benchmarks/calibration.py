@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--where", action="append", metavar="TEXT",
                     help="only the cells whose setting contains one of these texts (a partial grid: say so beside "
                          "its figures)")
+    ap.add_argument("--kind", action="append", choices=("error", "coverage", "advice", "power"),
+                    help="only cells of these kinds (e.g. --kind power: the power cells alone)")
     ap.add_argument("--all", action="store_true", help="print every cell, not only the worst per rule x claim")
     ap.add_argument("--confirm", type=int, default=0, metavar="TRIALS",
                     help="measure again, with this many draws, each rule x claim's worst Monte Carlo cell and every "
@@ -46,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     cells = calibration.cells(calibration.Grid(full=not args.reduced), tuple(args.family or ()) or None)
     if args.where:
         cells = [c for c in cells if any(w in c.setting for w in args.where)]
+    if args.kind:
+        cells = [c for c in cells if c.kind in args.kind]
     measured = measure(cells, args.trials, args.seed, args.jobs)
     if args.confirm:
         worst_ids = {id(m.cell) for m in worst(measured)}
