@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from runner.stats.numerics.normal import z
+from runner.stats.numerics.normal import t_quantile, z
 
 DEFAULT_LIMIT = 0.005
 """The largest term a claim may carry at its statistic (benchmarks/t_skew.py measures it against others)."""
@@ -60,8 +60,6 @@ def excess(skew: float, n: int, alpha: float, low_side: bool) -> float:
 
 def statistic(p: float, n: int) -> float:
     """The oriented t statistic whose one-sided p-value on ``n - 1`` degrees of freedom is ``p``."""
-    from runner.stats.numerics.normal import t_quantile
-
     return t_quantile(1.0 - p, n - 1)
 
 
