@@ -3,6 +3,7 @@
     python benchmarks/calibration.py                     # the whole grid, the rule x claim table (markdown)
     python benchmarks/calibration.py --all               # every cell, not only the worst of each rule x claim
     python benchmarks/calibration.py --family binary --trials 2000 --jobs 2
+    python benchmarks/calibration.py --family continuous --where "n=57 " --where "n=100 "   # only those settings
 
 Exact cells enumerate every outcome the rule can see; Monte Carlo cells print their standard error. An error
 cell holds when its exact rate is at most alpha, or its Monte Carlo upper 95% bound at most alpha + 0.005
@@ -33,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20261127)
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--reduced", action="store_true", help="the reduced grid the test suite runs")
+    ap.add_argument("--where", action="append", metavar="TEXT",
+                    help="only the cells whose setting contains one of these texts (a partial grid: say so beside "
+                         "its figures)")
+    ap.add_argument("--kind", action="append", choices=("error", "coverage", "advice", "power"),
+                    help="only cells of these kinds (e.g. --kind power: the power cells alone)")
     ap.add_argument("--all", action="store_true", help="print every cell, not only the worst per rule x claim")
     ap.add_argument("--confirm", type=int, default=0, metavar="TRIALS",
                     help="measure again, with this many draws, each rule x claim's worst Monte Carlo cell and every "
@@ -40,11 +46,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     start = time.perf_counter()
     cells = calibration.cells(calibration.Grid(full=not args.reduced), tuple(args.family or ()) or None)
+    if args.where:
+        cells = [c for c in cells if any(w in c.setting for w in args.where)]
+    if args.kind:
+        cells = [c for c in cells if c.kind in args.kind]
     measured = measure(cells, args.trials, args.seed, args.jobs)
     if args.confirm:
         worst_ids = {id(m.cell) for m in worst(measured)}
         picked = [i for i, m in enumerate(measured)
-                  if not m.rate.exact and (id(m.cell) in worst_ids or not m.holds)]
+                  if not m.rate.exact and m.cell.kind != "power" and (id(m.cell) in worst_ids or not m.holds)]
         redone = measure([measured[i].cell for i in picked], args.confirm, args.seed + 1, args.jobs)
         for i, m in zip(picked, redone):  # by position: worker processes return copies of the cells
             measured[i] = m

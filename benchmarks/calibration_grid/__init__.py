@@ -13,8 +13,8 @@ import importlib
 
 from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 
-FAMILIES: tuple[str, ...] = ("binary", "continuous", "clustered", "unpaired", "corpus", "sequential", "release",
-                             "noise")
+FAMILIES: tuple[str, ...] = ("binary", "continuous", "unbounded", "clustered", "unpaired", "corpus", "sequential",
+                             "release", "noise")
 """The rule families: the modules ``benchmarks.calibration_grid.<name>``, each holding ``FAMILY``."""
 
 

@@ -98,6 +98,26 @@ def no_go_bound_coverage(n: int, margin: float, truth: float, d: float, trials: 
     return Rate.enumerated(1.0 - en.region_rate(k, n, d, (d + x) / (2.0 * d)))
 
 
+def go_power(n: int, tolerance: float, d: float, trials: int, seed: int) -> Rate:
+    """How often Tango's test with its exact check shows GO (a drop below the tolerance) when nothing dropped."""
+    return Rate.enumerated(en.region_rate(en.go_cutoffs(n, -tolerance / 100.0, ALPHA), n, d, 0.5))
+
+
+def mcnemar_power(n: int, drop: float, d: float, trials: int, seed: int) -> Rate:
+    """How often McNemar's exact test shows NO-GO at a true drop of ``drop`` points (wins share (d - drop) / 2d)."""
+    x = drop / 100.0
+    return Rate.enumerated(en.region_rate(en.mcnemar_cutoffs(n, ALPHA), n, d, (d - x) / (2.0 * d)))
+
+
+def power_cells() -> list[Cell]:
+    """Power beside the error cells: GO at a drop of 0, NO-GO at twice the tolerance (exact)."""
+    out = [Cell(RULE_TANGO, "power: GO at drop 0", f"n={n} t=2.75 d={d:.0%}", "power", 0.0,
+                partial(go_power, n, 2.75, d)) for n in (100, 500) for d in (0.05, 0.2)]
+    out += [Cell(RULE_MCNEMAR, "power: NO-GO at drop 2t", f"n={n} drop 5.5 d=20%", "power", 0.0,
+                 partial(mcnemar_power, n, 5.5, 0.2)) for n in (100, 500)]
+    return out
+
+
 def cells(grid: Grid) -> list[Cell]:
     ns = grid.pick([57, 100, 500, 4096], [57, 100])
     ds = grid.pick([0.02, 0.05, 0.20], [0.02, 0.05, 0.20])
@@ -134,7 +154,7 @@ def cells(grid: Grid) -> list[Cell]:
                     out.append(Cell(RULE_NO_GO_BOUND, "coverage" + (" (McNemar-pinned)" if p == 0 else ""),
                                     f"n={n} m={p:g} true diff {x:+g} d={d:.4g}", "coverage", 1 - ALPHA,
                                     partial(no_go_bound_coverage, n, p, x, d)))
-    return out
+    return out + (power_cells() if grid.full else [])
 
 
 FAMILY = Family("binary", paired_binary.CLAIMS, cells)

@@ -9,7 +9,9 @@ outcomes the rule can see, ``se = 0``) or a Monte Carlo one with its standard er
 * ``coverage``: how often a printed interval or bound covers the truth; it holds when the exact rate, or the
   Monte Carlo lower 95% bound, is at least the level (less 0.005 for Monte Carlo);
 * ``advice``: how often following "about N more samples" reaches the claim; it holds when the rate, or its
-  90% Monte Carlo interval, meets ``[low, high]`` (widened by 0.005 for Monte Carlo).
+  90% Monte Carlo interval, meets ``[low, high]`` (widened by 0.005 for Monte Carlo);
+* ``power``: how often a true claim is made (GO at a drop of 0, NO-GO at twice the tolerance), printed beside the
+  error cells with its standard error; it has no nominal and always holds.
 
 This acceptance rule can fail: a true rate of 0.052 needs about 6000 trials to pass, 0.056 never does; the
 benchmark runs the worst cells with enough trials (``benchmarks/calibration.py --confirm``). The reduced grid
@@ -24,7 +26,7 @@ from typing import Callable
 
 from runner.stats.data.claims import DeclaredRule
 
-KINDS = ("error", "coverage", "advice")
+KINDS = ("error", "coverage", "advice", "power")
 SLACK = 1e-9  # float noise in an exact rate
 MC_ALLOWANCE = 0.005  # how far a Monte Carlo bound may pass the nominal rate
 Z95 = 1.6448536269514722  # one-sided 95% normal quantile
@@ -72,6 +74,8 @@ class Cell:
 
     def holds(self, rate: Rate, smoke: bool = False) -> bool:
         """Whether the rate meets its claim (module docstring); ``smoke``: the reduced grid's looser check."""
+        if self.kind == "power":
+            return True
         if smoke:
             slack = SLACK + (0.0 if rate.exact else 2.0 * rate.se)
             reach = 0.0
@@ -85,7 +89,10 @@ class Cell:
         return rate.value + reach >= self.nominal - slack and rate.value - reach <= self.high + slack
 
     def excess(self, rate: Rate) -> float:
-        """How far the cell is from failing (larger: worse); orders the cells of one rule x claim."""
+        """How far the cell is from failing (larger: worse); orders the cells of one rule x claim (power: the
+        lowest)."""
+        if self.kind == "power":
+            return -rate.value
         if self.kind == "error":
             return rate.value - self.nominal
         if self.kind == "coverage":

@@ -138,6 +138,8 @@ def _paired_rate(trials: int, seed: int, *, kind: str, shape: str, icc: float, d
     labels = _labels(sizes)
 
     draw = _binary_run if kind == "0/100" else _continuous_run
+    # the continuous runs' scores are unbounded: auto makes no claim on them, so their cells measure the t-test
+    stats = StatsConfig(paired_test="t") if kind == "continuous" else None
     gate, at = ("regression", 0.0) if claim == "NO-GO" else ("noninferiority", tolerance)
     hits = 0
     for _ in range(trials):
@@ -146,7 +148,7 @@ def _paired_rate(trials: int, seed: int, *, kind: str, shape: str, icc: float, d
             alone = clustered_paired(ref, new, labels, "cluster", ALPHA, 0.2, binary=True, tolerance=at, gate=gate)
             if alone.passed == (gate == "regression"):
                 continue  # the clustered half does not show the claim: neither does the rule
-        hits += _claim(_decide(ref, new, labels, tolerance, paired=True), claim)
+        hits += _claim(_decide(ref, new, labels, tolerance, paired=True, stats=stats), claim)
     return Rate.monte_carlo(hits, trials)
 
 
@@ -198,6 +200,13 @@ def cells(grid: Grid) -> list[Cell]:
                             partial(_unpaired_rate, shape=shape, icc=icc, drop=0.0, tolerance=5.0, claim="NO-GO")))
             out.append(Cell(rule, "GO at drop = tolerance", f"{where}, p=0.6, t=5", "error", ALPHA,
                             partial(_unpaired_rate, shape=shape, icc=icc, drop=5.0, tolerance=5.0, claim="GO")))
+    if grid.full:  # power beside the error cells: GO at a drop of 0, NO-GO at twice the tolerance
+        rule = "clustered paired continuous: CR2 t(small-sample df) and the independent test"
+        common = dict(kind="continuous", shape="57 unequal", icc=0.1, tolerance=2.0, spread=10.0)
+        out.append(Cell(rule, "power: GO at drop 0", "57 unequal clusters, ICC 0.1, sd 10, t=2", "power", 0.0,
+                        partial(_paired_rate, drop=0.0, claim="GO", **common)))
+        out.append(Cell(rule, "power: NO-GO at drop 2t", "57 unequal clusters, ICC 0.1, sd 10, drop 4", "power", 0.0,
+                        partial(_paired_rate, drop=4.0, claim="NO-GO", **common)))
     return out
 
 

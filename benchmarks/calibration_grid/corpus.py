@@ -196,6 +196,12 @@ def cells(grid: Grid) -> list[Cell]:
                        f"{where}, {share:.0%} of documents changed, tolerance {TOLERANCE:g}", "error", ALPHA,
                        partial(_paired_rate, n, TOLERANCE, "go", n_boot, changed=share)) for share in (0.02, 0.05)),
             ]
+    if grid.full:  # power beside the error cells: GO at a drop of 0, NO-GO at twice the tolerance
+        where = f"n=100 pooled word perplexity, {n_boot} resamples"
+        out += [Cell(paired, "power: GO at drop 0", f"{where}, tolerance {TOLERANCE:g}", "power", 0.0,
+                     partial(_paired_rate, 100, 0.0, "go", n_boot)),
+                Cell(paired, "power: NO-GO at drop 2t", f"{where}, drop {2 * TOLERANCE:g}, margin 0", "power", 0.0,
+                     partial(_paired_rate, 100, 2 * TOLERANCE, "nogo", n_boot))]
     for n in grid.pick([57, 100], []):
         where = f"n={n} F1 (MRPC-like labels), {n_boot} resamples"
         out += [

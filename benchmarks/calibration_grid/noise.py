@@ -48,9 +48,10 @@ def load(path: Path) -> Pairs:
 
 
 def false_nogo(pairs: Pairs, n: int, alpha: float, trials: int, seed: int, floored: bool,
-               swap: bool = False) -> Rate:
+               swap: bool = False, worse: float = 0.0) -> Rate:
     """How often the paired t-test says NO-GO on a resampled A/A run of ``n`` pairs; ``floored``: at max(0, the floor
-    of an independently resampled replicate of ``n`` pairs); ``swap``: the perturbed side is the reference."""
+    of an independently resampled replicate of ``n`` pairs); ``swap``: the perturbed side is the reference;
+    ``worse``: the run's scores made worse by this share of each (power: a real regression, not an A/A run)."""
     import numpy as np
 
     from runner.stats.numerics.noise import replicate
@@ -65,7 +66,8 @@ def false_nogo(pairs: Pairs, n: int, alpha: float, trials: int, seed: int, floor
             rep = rng.integers(0, len(a), n)
             margin = replicate("aa", a[rep].tolist(), b[rep].tolist(), 0).floor
         run = rng.integers(0, len(a), n)
-        result = paired_continuous(a[run].tolist(), b[run].tolist(), alpha, 0.2, pairs.higher_is_better, method="t",
+        new = b[run] * (1.0 + (-worse if pairs.higher_is_better else worse))
+        result = paired_continuous(a[run].tolist(), new.tolist(), alpha, 0.2, pairs.higher_is_better, method="t",
                                    tolerance=margin)
         hits += not result.passed
     return Rate.monte_carlo(hits, trials)
@@ -84,11 +86,14 @@ def cells(grid: Grid) -> list[Cell]:
                 setting = f"{pairs.name}{' (swapped)' if swap else ''} n={n}"
                 out.append(Cell(RULE, CLAIM, setting, "error", ALPHA,
                                 partial(_measure, path, n, swap)))
+        if grid.full:  # power beside the error cells: the run 1% worse on every sample
+            out.append(Cell(RULE, "power: NO-GO, every sample 1% worse", f"{pairs.name} n=40", "power", 0.0,
+                            partial(_measure, path, 40, False, worse=0.01)))
     return out
 
 
-def _measure(path: Path, n: int, swap: bool, trials: int, seed: int) -> Rate:
-    return false_nogo(load(path), n, ALPHA, trials, seed, floored=True, swap=swap)
+def _measure(path: Path, n: int, swap: bool, trials: int, seed: int, worse: float = 0.0) -> Rate:
+    return false_nogo(load(path), n, ALPHA, trials, seed, floored=True, swap=swap, worse=worse)
 
 
 FAMILY = Family("noise", FLOOR_CLAIMS, cells)

@@ -72,6 +72,27 @@ def graph_rates(tiers: tuple[str, ...], k: int, verdict: str, trials: int, seed:
     return Rate.monte_carlo(hits, trials)
 
 
+def caught(tiers: tuple[str, ...], k: int, correction: str, trials: int, seed: int) -> Rate:
+    """Power: how often the release is NO-GO when its first (critical) task regressed by its theta (the task's own
+    test catches it 0.80 of the time alone: ``p = Phi(-Z)``, ``Z ~ N(z(0.95) + z(0.8), 1)``) and the others did not
+    (uniform p-values)."""
+    import numpy as np
+
+    from runner.stats.numerics.normal import phi, z
+
+    rng = np.random.default_rng(seed)
+    shift = z(1 - ALPHA) + z(0.8)
+    hits = 0
+    for row in rng.uniform(size=(trials, len(tiers))):
+        row[0] = 1.0 - phi(float(rng.normal(shift, 1.0)))
+        evidence = [TaskEvidence(f"t{i}", tier, (Claim(float(p), ALPHA, float(p) < ALPHA),), False)
+                    for i, (tier, p) in enumerate(zip(tiers, row))]
+        verdict = (decide_release(evidence, k, "graph", 0.8) if correction == "graph"
+                   else decide_release(evidence, k, correction)).verdict
+        hits += verdict == "NO-GO"
+    return Rate.monte_carlo(hits, trials)
+
+
 def cells(grid: Grid) -> list[Cell]:
     c, s, a = "critical", "supporting", "advisory"
     policies = grid.pick([((c, s), 0), ((c, c, s, s), 0), ((c, s, s, s), 1), ((c, c, c), 0), ((c, s, a), 0),
@@ -88,6 +109,14 @@ def cells(grid: Grid) -> list[Cell]:
                         partial(graph_rates, tiers, k, "NO-GO")))
         out.append(Cell(GRAPH_RULE, "GO of the release, a critical task at tolerance", setting, "error", ALPHA,
                         partial(graph_rates, tiers, k, "GO")))
+    if grid.full:  # power beside the error cells: a critical task regressed by its theta, caught
+        for tiers in ((c,), (c, s, s, s), (c,) + (s,) * 8):
+            setting = f"{'+'.join(t[0].upper() for t in tiers)} K=0, the critical task at its theta"
+            out.append(Cell("release: Holm across the tiers", "power: NO-GO, a critical task regressed", setting,
+                            "power", 0.0, partial(caught, tiers, 0, "holm")))
+            if len(tiers) > 1:
+                out.append(Cell(GRAPH_RULE, "power: NO-GO, a critical task regressed", setting, "power", 0.0,
+                                partial(caught, tiers, 0, "graph")))
     return out
 
 

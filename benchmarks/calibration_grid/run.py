@@ -35,10 +35,11 @@ def measure(cells: Sequence[Cell], trials: int, seed: int = 0, jobs: int = 1) ->
 
 
 def worst(measured: Sequence[Measured]) -> list[Measured]:
-    """One row per (rule, claim): the cell furthest from its nominal, in first-seen order."""
-    out: dict[tuple[str, str], Measured] = {}
+    """One row per (rule, claim): the cell furthest from its nominal, in first-seen order; every power cell (each is
+    its own setting)."""
+    out: dict[tuple[str, ...], Measured] = {}
     for m in measured:
-        key = (m.cell.rule, m.cell.claim)
+        key = (m.cell.rule, m.cell.claim) + ((m.cell.setting,) if m.cell.kind == "power" else ())
         if key not in out or m.cell.excess(m.rate) > out[key].cell.excess(out[key].rate):
             out[key] = m
     return list(out.values())
@@ -58,13 +59,16 @@ def _nominal(m: Measured) -> str:
         return f"<= {c.nominal:g}"
     if c.kind == "coverage":
         return f">= {c.nominal:g}"
+    if c.kind == "power":
+        return "(power)"
     return f"{c.nominal:g}-{c.high:g}"
 
 
 def table(rows: Sequence[Measured], markdown: bool = True) -> str:
     """The rule x claim table (worst cell, rate, SE, nominal, holds)."""
     head = ("rule", "claim", "worst cell", "rate", "SE", "nominal", "holds")
-    body = [(m.cell.rule, m.cell.claim, m.cell.setting, _rate(m), _se(m), _nominal(m), "yes" if m.holds else "NO")
+    body = [(m.cell.rule, m.cell.claim, m.cell.setting, _rate(m), _se(m), _nominal(m),
+             "-" if m.cell.kind == "power" else "yes" if m.holds else "NO")
             for m in rows]
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

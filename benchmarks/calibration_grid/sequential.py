@@ -186,6 +186,11 @@ def cells(grid: Grid) -> list[Cell]:
                         partial(extension_unpaired, k, n1, 0.0, 2.75, "regression")))
         out.append(Cell(unp, "GO at drop = tolerance", f"K={k} n1={n1} t=2.75", "error", ALPHA,
                         partial(extension_unpaired, k, n1, 2.75, 2.75, "go")))
+    if grid.full:  # power beside the error cells: GO at a drop of 0, NO-GO at twice the tolerance
+        out.append(Cell(ext, "power: GO at drop 0", "K=3 n1=500 d=20% t=5", "power", 0.0,
+                        partial(extension_binary, 3, 500, 0.2, 0.0, 0.0, 5.0, "go")))
+        out.append(Cell(ext, "power: NO-GO at drop 2t", "K=3 n1=500 d=20% drop 10", "power", 0.0,
+                        partial(extension_binary, 3, 500, 0.2, 10.0, 0.0, 5.0, "regression")))
     seq = "sequential looks (stats.sequential): McNemar (0/100)"
     for looks, n, d in grid.pick([(4, 500, 0.2), (2, 200, 0.05)], []):
         out.append(Cell(seq, "NO-GO at drop 0", f"K={looks} n={n} d={d:.0%}", "error", ALPHA,

@@ -81,6 +81,31 @@ def _exact_rate(trials: int, seed: int, *, n: int, n_ref: int, delta: float, sid
     return Rate.enumerated(rate)
 
 
+def exact_power(trials: int, seed: int, *, n: int, drop: float, tolerance: float, claim: str) -> Rate:
+    """The exact rule's rate of a true claim at equal n, p = 0.5 (its rejection region at the truth, exact): GO at
+    ``drop`` (0) against the tolerance, NO-GO at ``drop`` against margin 0."""
+    side, delta = ("below", tolerance / 100.0) if claim == "GO" else ("above", 0.0)
+    z = two_binomials.critical(n, n, delta, side, ALPHA)
+    counts = two_binomials.extreme_counts(n, n, delta, side, z)
+    return Rate.enumerated(float(two_binomials.rate(counts, n, n, side, [0.5 - drop / 100.0], [0.5])[0]))
+
+
+def power_cells() -> list[Cell]:
+    """Power beside the error cells (exact, equal n, p = 0.5): GO at a drop of 0, NO-GO at twice the tolerance."""
+    out: list[Cell] = []
+    rule = "unpaired z-test: sigma sqrt(1/n + 1/n_ref)"
+    for n, t in ((500, 5.0), (4096, 2.75)):
+        out.append(Cell(rule, "power: GO at drop 0", f"n={n} n_ref={n} p=0.5 t={t:g}", "power", 0.0,
+                        partial(_rate, n=n, n_ref=n, p=0.5, drop=0.0, tolerance=t, claim="GO")))
+        out.append(Cell(rule, "power: NO-GO at drop 2t", f"n={n} n_ref={n} p=0.5 drop {2 * t:g}", "power", 0.0,
+                        partial(_rate, n=n, n_ref=n, p=0.5, drop=2 * t, tolerance=t, claim="NO-GO")))
+        out.append(Cell(EXACT, "power: GO at drop 0", f"n={n} n_ref={n} p=0.5 t={t:g}", "power", 0.0,
+                        partial(exact_power, n=n, drop=0.0, tolerance=t, claim="GO")))
+        out.append(Cell(EXACT, "power: NO-GO at drop 2t", f"n={n} n_ref={n} p=0.5 drop {2 * t:g}", "power", 0.0,
+                        partial(exact_power, n=n, drop=2 * t, tolerance=t, claim="NO-GO")))
+    return out
+
+
 def cells(grid: Grid) -> list[Cell]:
     out: list[Cell] = []
     for n, n_ref in grid.pick([*SIZES, *WORST_Z], [(57, 57)]):
@@ -100,7 +125,7 @@ def cells(grid: Grid) -> list[Cell]:
         for tol in grid.pick([1.0, 2.75, 5.0], [5.0]):
             out.append(Cell(rule, "GO at drop = tolerance", f"{where} t={tol:g}", "error", ALPHA,
                             partial(_rate, n=n, n_ref=n_ref, p=0.5, drop=tol, tolerance=tol, claim="GO")))
-    return out
+    return out + (power_cells() if grid.full else [])
 
 
 FAMILY = Family("unpaired", unpaired.CLAIMS, cells)

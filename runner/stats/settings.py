@@ -45,6 +45,10 @@ class StatsConfig:
     # a paired corpus claim needs at least this many documents whose items changed between the runs (fewer: the
     # bootstrap-t's tails are too thin, false GO 0.065 at n=500 with 2-5% changed; docs/statistics.md)
     corpus_min_changed: int = 30
+    # the paired t-test withholds a claim when the differences' sample skewness puts its one-sided error more than
+    # this above alpha, or its skewness-corrected p-value is not below alpha (one-term Edgeworth; rare large changes
+    # make it err, docs/statistics.md "Unbounded scores"); 0.005 from the calibration grid; 1 keeps only the correction
+    t_skew_limit: float = 0.005
     # NO-GO needs a drop larger than the margin: 0 keeps upstream's rule. In points, or percent of the reference.
     margin: float = 0.0
     margin_unit: str = "points"  # points | percent
@@ -114,6 +118,11 @@ def validate(stats: Any) -> None:
         raise ConfigError("the fewest changed documents a paired corpus claim needs is a whole number >= 0",
                           where="stats.corpus_min_changed", given=repr(least),
                           fix="30 (the default, from the calibration); 0 accepts any")
+    skew = getattr(stats, "t_skew_limit", 0.005)
+    if isinstance(skew, bool) or not isinstance(skew, (int, float)) or not 0.0 <= skew <= 1.0:
+        raise ConfigError("the paired t-test's skewness limit must be a number from 0 to 1",
+                          where="stats.t_skew_limit", given=repr(skew),
+                          fix="0.005 (the default, from the calibration); 1 keeps only the skewness-corrected p-value")
     iters = stats.corpus_bootstrap_iters
     if isinstance(iters, bool) or not isinstance(iters, int) or iters < 99:
         raise ConfigError("too few bootstrap resamples for a corpus metric", where="stats.corpus_bootstrap_iters",

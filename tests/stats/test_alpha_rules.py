@@ -117,7 +117,7 @@ def test_unbounded_scores_make_no_claim_under_auto():
     auto = _paired(pairs, params, StatsConfig(), 0.0, 25.0, None, notes, None)[1]
     assert chosen.within and not auto.within and not auto.regression
     assert any(n.startswith("no claim: the scores are unbounded") for n in notes)
-    assert _rate("go", "sparse 5%", 57, 1.0, 0.0, 300, 5, unbounded=True).value > 0.08
+    assert _rate("go", "sparse 5%", 57, 1.0, 0.0, 600, 5, unbounded=True).value < 0.08  # skewness check: 0.045 (was 0.13)
     asymptotic = _paired(pairs, params, StatsConfig(paired_test="auto_t"), 0.0, 25.0, None, [], None)[1]
     assert asymptotic == chosen  # auto_t: the t-test's verdict on unbounded scores
 

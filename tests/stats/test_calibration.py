@@ -34,15 +34,22 @@ def test_a_cell_judges_each_kind() -> None:
     assert adv.holds(Rate.enumerated(0.8)) and not adv.holds(Rate.enumerated(0.9))
     rows = worst([m for m in measure([err, cov], 10)])
     assert [m.cell.kind for m in rows] == ["error", "coverage"]
+    power = [Cell("r", "power: GO at drop 0", s, "power", 0.0, lambda t, s, v=v: Rate.enumerated(v))
+             for s, v in (("a", 0.2), ("b", 0.9))]
+    assert all(c.holds(Rate.enumerated(0.0)) for c in power)  # reported beside the error cells, never judged
+    assert [m.cell.setting for m in worst(measure(power, 10))] == ["a", "b"]  # every power cell is its own row
 
 
 @pytest.mark.parametrize("name", calibration.FAMILIES)
 def test_every_declared_claim_of_a_rule_has_a_cell_and_every_cell_a_declared_rule(name: str) -> None:
     family = calibration.family(name)
-    covered = {(c.rule, c.claim) for c in family.cells(calibration.Grid(full=True))}
+    built = family.cells(calibration.Grid(full=True))
+    covered = {(c.rule, c.claim) for c in built if c.kind != "power"}
     declared = {(r.name, claim) for r in family.rules for claim in r.claims}
     assert declared - covered == set(), f"{name}: claims without a calibration cell"
     assert covered - declared == set(), f"{name}: cells of rules or claims the family does not declare"
+    powered = {c.rule for c in built if c.kind == "power"}
+    assert powered and powered <= {r.name for r in family.rules}, f"{name}: power cells of undeclared rules, or none"
 
 
 def test_every_rule_declared_where_it_lives_belongs_to_a_calibrated_family() -> None:

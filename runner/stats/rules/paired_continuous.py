@@ -11,7 +11,7 @@ from runner.contract.errors import ConfigError
 from runner.stats.data.claims import paired_claims
 from runner.stats.data.paired_result import BettingSample, PairedResult
 from runner.stats.data.pairing import is_binary, score_bounds
-from runner.stats.numerics import betting, betting_order
+from runner.stats.numerics import betting, betting_order, t_skew
 from runner.stats.numerics.normal import t_cdf, t_quantile, t_sf, z
 from runner.stats.numerics.power import power_constant
 from runner.stats.numerics.resampling import basic_bootstrap, bootstrap_means, check_resamples
@@ -232,6 +232,8 @@ class PairedContinuous:
                               "stats.paired_test=t for the asymptotic verdict")
             claims = replace(claims, regression=False, within=False, method=f"{claims.method}; {NO_CLAIM_UNBOUNDED}")
             result = replace(result, passed=True)
+        elif method == "t":
+            claims, result = _skew_guard(claims, result, within.p_value, pairs, p, case)
         return Found(result, claims)
 
     def advise(self, case: AdviceCase) -> Advice | None:
@@ -245,6 +247,20 @@ class PairedContinuous:
             return betting_advice.more_samples(p.betting, p.n, case.params.higher_is_better, case.drop, case.margin,
                                                case.tolerance, case.params.alpha)
         return case.more_samples((p.sd_diff or 0.0) * case.inflation, p.n)
+
+
+def _skew_guard(claims, result: PairedResult, p_go: float, pairs, params, case: Case):  # noqa: ANN001, ANN202
+    """The paired t-test's claims less those its skewness check withholds (:mod:`runner.stats.numerics.t_skew`)."""
+    sign = 1.0 if params.higher_is_better else -1.0
+    found = t_skew.check([sign * (b - a) for a, b in zip(pairs.reference, pairs.new)], params.alpha,
+                         result.p_value, p_go, getattr(case.stats, "t_skew_limit", t_skew.DEFAULT_LIMIT))
+    no_go, go = claims.regression and found.withhold_no_go, claims.within and found.withhold_go
+    if not (no_go or go):
+        return claims, result
+    case.notes.append(found.note(" and ".join(w for w, held in (("NO-GO", no_go), ("GO", go)) if held)))
+    claims = replace(claims, regression=claims.regression and not no_go, within=claims.within and not go,
+                     method=f"{claims.method}; withheld: skewed differences (stats.t_skew_limit)")
+    return claims, (replace(result, passed=True) if no_go else result)
 
 
 def _asymptotic_note(chosen: str, bounded: bool) -> str:
@@ -278,4 +294,4 @@ FLOOR_CLAIMS = (
                  "a continuous paired rule whose reference entry has an A/A replicate (reference.floor=auto)",
                  ("NO-GO on an A/A run",), "the paired t bound, its NO-GO line raised to the floor"),
 )
-"""The noise floor's rule (runner/job/noise.py raises the NO-GO line) and its claim, as the noise family measures it."""
+"""The noise floor's rule (runner/stats/dispatch.floored raises the NO-GO line) and its claim, as the noise family measures it."""

@@ -1,0 +1,134 @@
+"""The paired t-test's skewness check (runner/stats/numerics/t_skew.py): its arithmetic against independent
+figures, the claims it withholds through the job's paired decision, and its setting's message."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from runner.contract.errors import ConfigError
+from runner.stats.numerics import t_skew
+from runner.stats.settings import StatsConfig, validate
+
+
+def test_sample_skewness_matches_scipy() -> None:
+    from scipy import stats
+
+    values = [0.0, 0.0, 1.0, 2.0, 10.0, -3.0, 4.5]
+    assert t_skew.sample_skewness(values) == pytest.approx(float(stats.skew(values, bias=True)), rel=1e-12)
+    assert t_skew.sample_skewness([2.0] * 5) == 0.0
+
+
+def test_edgeworth_excess_by_hand() -> None:
+    """g (2 z^2 + 1) phi(z) / (6 sqrt n) at g = 1, n = 100, alpha 0.05: z = 1.644854, 2 z^2 + 1 = 6.411, phi(z) =
+    0.103136, so 6.411 x 0.103136 / 60 = 0.011020; the GO side (high) gets the opposite sign."""
+    assert t_skew.excess(1.0, 100, 0.05, low_side=True) == pytest.approx(0.011020, abs=2e-6)
+    assert t_skew.excess(1.0, 100, 0.05, low_side=False) == pytest.approx(-0.011020, abs=2e-6)
+    assert t_skew.excess(-2.0, 400, 0.05, low_side=False) == pytest.approx(0.011020, abs=2e-6)
+
+
+def test_the_first_order_excess_is_what_a_skewed_t_test_shows() -> None:
+    """The expansion's excess against the exact rate of the t-test on exponential differences (skewness 2) at n = 100,
+    by simulation: rate - alpha near 2 x 0.011 for the low side (20000 draws, SE 0.0017)."""
+    import numpy as np
+    from scipy import stats
+
+    rng = np.random.default_rng(7)
+    d = rng.exponential(size=(20000, 100)) - 1.0
+    t = d.mean(axis=1) / (d.std(axis=1, ddof=1) / 10.0)
+    rate = float(np.mean(stats.t.cdf(t, 99) < 0.05))
+    assert abs(rate - 0.05 - t_skew.excess(2.0, 100, 0.05, low_side=True)) < 0.006
+
+
+def _decide(d, tolerance: float, margin: float, limit: float = t_skew.DEFAULT_LIMIT):  # noqa: ANN001, ANN202
+    from runner.stats.data.hypothesis import HypothesisParams
+    from runner.stats.data.pairing import PairedScores
+    from runner.stats.dispatch import _paired
+
+    notes: list[str] = []
+    pairs = PairedScores(tuple(str(i) for i in range(len(d))), tuple(50.0 - v / 2 for v in d),
+                         tuple(50.0 + v / 2 for v in d), (), ())
+    stats = StatsConfig(paired_test="t", t_skew_limit=limit)
+    result, claims = _paired(pairs, HypothesisParams(0.05, 0.2, 10.0, len(d)), stats, margin, tolerance, None, notes,
+                             None)
+    return result, claims, notes
+
+
+def test_rare_large_losses_withhold_go_and_say_why() -> None:
+    """8 of 200 samples lost 30 points, the rest gained 1.3: the t-test shows a drop below 1 (p < 0.01), but its GO
+    rests on a left tail the sample barely shows: the term at its statistic (2.4) is about 0.015, past the limit. The
+    sample skewness of two values in shares 0.04 / 0.96, the rare one low: -(1 - 2 x 0.04) / sqrt(0.04 x 0.96) = -4.69."""
+    d = [-30.0] * 8 + [1.3] * 192
+    result, claims, notes = _decide(d, 1.0, 0.0)
+    assert claims.p_within < 0.01 and not claims.within  # the t-test's p-value, the claim withheld
+    assert "withheld: skewed differences" in claims.method
+    note = next(n for n in notes if n.startswith("no GO claim"))
+    assert "sample skewness -4.69" in note and "stats.t_skew_limit=0.005" in note and "score bounds" in note
+    assert _decide(d, 1.0, 0.0, limit=0.02)[1].within  # within a looser limit the corrected p (about 0.023) decides
+
+
+def test_rare_large_gains_withhold_no_go() -> None:
+    """Mean -0.75 carried by 192 small losses against 8 rare large gains: the t-test's NO-GO p is just below alpha,
+    the skewness-corrected one is not."""
+    d = [30.0] * 8 + [-2.03] * 192
+    result, claims, notes = _decide(d, 5.0, 0.0)
+    assert result.p_value < 0.05 and not claims.regression and result.passed
+    assert any(n.startswith("no NO-GO claim") for n in notes)
+
+
+def test_overwhelming_evidence_keeps_its_claim_whatever_the_skewness() -> None:
+    """Every one of 8 documents much worse, one far more than the rest (skewed): the NO-GO stands (the term vanishes
+    at a large statistic), as on the embedded perplexity's W4A16 run."""
+    d = [-30.0, -28.0, -31.0, -29.0, -30.5, -27.5, -29.5, -90.0]
+    assert abs(t_skew.sample_skewness(d)) > 2.0
+    _, claims, notes = _decide(d, 5.0, 0.0)
+    assert claims.regression and not any("skewed" in n for n in notes)
+
+
+def test_symmetric_differences_keep_their_claims() -> None:
+    import numpy as np
+
+    e = np.random.default_rng(1).standard_normal(500)
+    d = list(3.0 + 10.0 * (e - e.mean()) / e.std())  # skewness of the draw itself, near 0
+    assert abs(t_skew.sample_skewness(d)) < 0.2
+    _, claims, notes = _decide(d, 1.0, 0.0)
+    assert claims.within and not any("skewed" in n for n in notes)
+
+
+def test_the_grid_cells_that_failed_before_hold_now() -> None:
+    """The audit's failing settings: false GO with 5% of 57 samples changed above 0.08 for the t-test alone, and false
+    NO-GO on the skewed shape at n = 200 above 0.07 (benchmarks/t_skew.py's arithmetic); through the job's decision,
+    with the check, at most alpha."""
+    from benchmarks.calibration_grid.unbounded import rate
+    from benchmarks.t_skew import rates
+
+    assert rates("sparse 5%", 57, "go", 2000, 5, t_skew.DEFAULT_LIMIT)[0].value > 0.10  # 0.128 (20000 draws)
+    assert rate("go", "sparse 5%", 57, 1.0, 1.0, 0.0, 1000, 5).value < 0.075  # 0.046 (20000 draws)
+    assert rates("skewed", 200, "no_go", 2000, 6, t_skew.DEFAULT_LIMIT)[0].value > 0.07
+    assert rate("no_go", "skewed", 200, 0.0, 5.0, 0.0, 400, 6).value < 0.03
+
+
+def test_the_benchmark_decides_as_the_job_does() -> None:
+    """benchmarks/t_skew.py decides on arrays for speed: its counts on the same draws equal the job's decisions."""
+    import numpy as np
+
+    from benchmarks.calibration_grid.unbounded import claims, differences
+    from benchmarks.t_skew import rates
+
+    for shape, go, seed in (("skewed", True, 1), ("perplexity-like 0.5", False, 2), ("sparse 5%", True, 3)):
+        _, fast = rates(shape, 57, "go" if go else "no_go", 200, seed, t_skew.DEFAULT_LIMIT)
+        rng = np.random.default_rng(seed)
+        made = 0
+        for _ in range(200):
+            d = differences(shape, -1.0 if go else 0.0, 57, rng, against_go=go)
+            c = claims(d, 1.0 if go else 5.0, 0.0)
+            made += c.within if go else c.regression
+        assert made == round(fast.value * 200)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, True, "0.01"])
+def test_a_bad_limit_is_a_message(bad) -> None:  # noqa: ANN001
+    with pytest.raises(ConfigError) as err:
+        validate(StatsConfig(t_skew_limit=bad))
+    assert "stats.t_skew_limit" in str(err.value) and "0.005" in str(err.value)
