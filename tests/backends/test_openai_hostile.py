@@ -117,10 +117,10 @@ def test_on_failure_answer_makes_a_failed_request_a_failure_that_is_never_cached
     good answer says whether it stopped at the token limit (its finish_reason, "stop" here)."""
     server.mode = "error_500"
     (failed,), store, _ = answer_through_cache(backend_for(server.url, on_failure="answer"), tmp_path)
-    assert failed == "" and facts_of(failed) == GenerationFacts(failed=True) and store.count() == 0
+    assert failed == "" and facts_of(failed) == GenerationFacts(input_cut=False, failed=True) and store.count() == 0
     server.mode = "ok"
     (good,), store, _ = answer_through_cache(backend_for(server.url, on_failure="answer"), tmp_path)
-    assert good == GOOD_TEXT and facts_of(good) == GenerationFacts(hit_limit=False) and store.count() == 1
+    assert good == GOOD_TEXT and facts_of(good) == GenerationFacts(input_cut=False, hit_limit=False) and store.count() == 1
     with pytest.raises(ConfigError, match="unknown on_failure"):
         backend_for(server.url, on_failure="ignore")
 

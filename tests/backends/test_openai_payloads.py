@@ -37,9 +37,9 @@ LONG = "Question: " + " ".join(f"word{i}" for i in range(60)) + "\nAnswer:"
 
 def test_a_prompt_within_the_budget_is_sent_as_rendered(tokenizer):
     req = GenerationRequest("Question: 2+2?\nAnswer:", 4)
-    assert completion_prompt(tokenizer, ChatFormat(), req, settings()) == ("Question: 2+2?\nAnswer:", {})
+    assert completion_prompt(tokenizer, ChatFormat(), req, settings()) == ("Question: 2+2?\nAnswer:", {}, False)
     chat = ChatFormat(apply_chat_template=True, system_prompt="Be brief.")
-    text, _ = completion_prompt(tokenizer, chat, req, settings(budget=512))
+    text, _, _ = completion_prompt(tokenizer, chat, req, settings(budget=512))
     assert text.startswith("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nQuestion: 2+2?")
     assert text.endswith("<|im_start|>assistant\n")  # the template's generation prompt, as hf renders it
 
@@ -49,29 +49,30 @@ def test_a_long_prompt_is_cut_to_the_tokens_hf_would_feed(tokenizer, truncation)
     req = GenerationRequest(LONG, 4, truncation=truncation, suffix=" Final answer:" if truncation == "right" else "")
     expected = encode_request(tokenizer, ChatFormat(), req, 32)
     assert len(expected) == 32
-    ids, extra = completion_prompt(tokenizer, ChatFormat(), req, settings(prompt_format="token_ids"))
-    assert ids == expected and extra == {}
-    text, _ = completion_prompt(tokenizer, ChatFormat(), req, settings())
+    ids, extra, cut = completion_prompt(tokenizer, ChatFormat(), req, settings(prompt_format="token_ids"))
+    assert ids == expected and extra == {} and cut  # the run's input_cut indicator (runner.contract.indicators)
+    text, _, _ = completion_prompt(tokenizer, ChatFormat(), req, settings())
     assert tokenizer(text, add_special_tokens=True)["input_ids"] == expected  # the server re-encodes it to the same
     assert text.endswith("Answer:" if truncation == "left" else " Final answer:")
 
 
 def test_server_truncation_sends_the_whole_prompt_and_the_budget(tokenizer):
     req = GenerationRequest(LONG, 4)
-    text, extra = completion_prompt(tokenizer, ChatFormat(), req, settings(truncation="server"))
-    assert text == LONG and extra == {"truncate_prompt_tokens": 32}
+    text, extra, server_cut = completion_prompt(tokenizer, ChatFormat(), req, settings(truncation="server"))
+    assert text == LONG and extra == {"truncate_prompt_tokens": 32} and server_cut  # the server cuts it: still said
     with pytest.raises(ConfigError, match="cuts long prompts on the right"):
         completion_prompt(tokenizer, ChatFormat(), GenerationRequest(LONG, 4, truncation="right"), settings(truncation="server"))
 
 
 def test_chat_messages_carry_the_system_prompt_and_fit_the_budget(tokenizer):
     chat = ChatFormat(apply_chat_template=True, system_prompt="Be brief.")
-    messages, _ = chat_messages(tokenizer, chat, GenerationRequest("Hi there", 4), settings(endpoint="chat", budget=512))
+    messages, _, short_cut = chat_messages(tokenizer, chat, GenerationRequest("Hi there", 4), settings(endpoint="chat", budget=512))
     assert messages == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"}]
-    cut, _ = chat_messages(tokenizer, chat, GenerationRequest(LONG, 4), settings(endpoint="chat", budget=48))
+    cut, _, long_cut = chat_messages(tokenizer, chat, GenerationRequest(LONG, 4), settings(endpoint="chat", budget=48))
     rendered = tokenizer.apply_chat_template(cut, tokenize=False, add_generation_prompt=True)
     assert len(tokenizer(rendered)["input_ids"]) <= 48
     assert cut[1]["content"].endswith("Answer:") and "word0 " not in cut[1]["content"]  # left: the end stays
+    assert not short_cut and long_cut  # the run's input_cut indicator
 
 
 def test_sampling_fields_follow_the_request():

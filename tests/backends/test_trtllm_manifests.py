@@ -22,6 +22,7 @@ from runner.backends.trtllm.pytorch import TRTLLMPyTorchBackend, TRTLLMPyTorchBa
 from runner.cache.generations import CachedBackend, GenerationCache
 from runner.contract.task_config import ModelConfig, QuantConfig
 from runner.contract.errors import BackendUnavailable, ConfigError, ModelError
+from runner.contract.indicators import facts_of
 from tests.helpers import trtllm_double
 from tests.backends.test_trtllm_backend import FakeTokenizer
 from tests.conftest import run_cli
@@ -136,6 +137,16 @@ def test_pytorch_backend_translates_against_the_release(path, model_dir):
     sampled = [kw for n, kw in calls if n == "SamplingParams"][1]
     assert sampled == {"max_tokens": 2, "temperature": 0.7, "seed": 5, "top_p": 1.0}
     assert out[:3] == ["A", "A5", "FP8"]
+
+
+def test_each_answer_says_whether_its_prompt_was_cut(model_dir):
+    """The run's input_cut indicator (runner.contract.indicators): a prompt longer than task.max_input_len (64
+    whitespace tokens here) is cut to it before TensorRT-LLM sees it, and its answer says so."""
+    trtllm_double.install(trtllm_double.load(MANIFESTS[0]))
+    with torch_backend(model_dir) as backend:
+        short, long = backend.generate([GenerationRequest("q one", 2),
+                                        GenerationRequest(" ".join(f"w{i}" for i in range(100)), 2)])
+    assert (facts_of(short).input_cut, facts_of(long).input_cut) == (False, True)
 
 
 def test_a_malformed_tokenizer_is_a_model_error(model_dir, monkeypatch):

@@ -103,6 +103,9 @@ def test_score_all_sends_sampled_requests_and_scores_the_stripped_answer():
             self.seen += [r[0] for r in responses]
             return [ScoredSample(s.id, s.prompt, r[0], s.target, 0.0) for s, r in zip(samples, responses)]
 
+        def answer_unparsed(self, scored):
+            return None  # the Evaluator interface's default: the task does not say
+
     class Answerer:
         def __init__(self) -> None:
             self.requests: list[GenerationRequest] = []
@@ -136,11 +139,11 @@ def test_the_endpoint_backend_sends_them_as_the_server_expects():
     chat = ChatFormat(True, None, template_kwargs({"enable_thinking": False}))
     base = dict(prompt_format="text", truncation="client", budget=64, max_output_len=8,
                 json_schema_field="response_format", guided=False)
-    messages, extra = chat_messages(tok, chat, GenerationRequest("Q?", 4), PromptSettings("chat", **base))
+    messages, extra, _ = chat_messages(tok, chat, GenerationRequest("Q?", 4), PromptSettings("chat", **base))
     assert messages == [{"role": "user", "content": "Q?"}] and extra == {"chat_template_kwargs": {"enable_thinking": False}}
-    prompt, extra = completion_prompt(tok, chat, GenerationRequest("Q?", 4), PromptSettings("completions", **base))
+    prompt, extra, _ = completion_prompt(tok, chat, GenerationRequest("Q?", 4), PromptSettings("completions", **base))
     assert prompt == "<|user|> Q? <|assistant|> <think></think>" and extra == {}  # rendered here, with the arguments
-    _, plain = chat_messages(tok, ChatFormat(True), GenerationRequest("Q?", 4), PromptSettings("chat", **base))
+    _, plain, _ = chat_messages(tok, ChatFormat(True), GenerationRequest("Q?", 4), PromptSettings("chat", **base))
     assert plain == {}
 
 

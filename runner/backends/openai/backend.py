@@ -14,6 +14,7 @@ import json
 import logging
 import platform
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -285,29 +286,32 @@ class OpenAIBackend(ConfiguredBackend):
             raise
         return [same_facts(text, cut_at_stop(text, req.stop)) for text, req in zip(texts, requests)]
 
-    def _generation_call(self, req: GenerationRequest) -> tuple[str, dict[str, Any]]:
-        """(endpoint, request fields) of one generation request."""
+    def _generation_call(self, req: GenerationRequest) -> tuple[str, dict[str, Any], bool]:
+        """(endpoint, request fields, whether the prompt is longer than the input budget) of one generation request."""
         fields, extra = sampling_fields(req, self.settings)
         if self.settings.endpoint == "chat":
-            messages, cut = chat_messages(self._tokenizer, self.chat, req, self.settings)
+            messages, cut, input_cut = chat_messages(self._tokenizer, self.chat, req, self.settings)
             fields["messages"] = messages
         else:
-            prompt, cut = completion_prompt(self._tokenizer, self.chat, req, self.settings)
+            prompt, cut, input_cut = completion_prompt(self._tokenizer, self.chat, req, self.settings)
             fields["prompt"] = prompt
         body = dict(self.config.extra_body) | extra | cut
-        return self.settings.endpoint, fields | {"model": self._served, "extra_body": body or None}
+        return self.settings.endpoint, fields | {"model": self._served, "extra_body": body or None}, input_cut
 
-    def _send(self, call: tuple[str, dict[str, Any]]) -> str:
-        """One generation, its answer checked (:mod:`runner.backends.openai.answers`) before it is used; with
-        ``backend.on_failure=answer`` a request that still fails after its retries is answered as a failure."""
+    def _send(self, call: tuple[str, dict[str, Any], bool]) -> str:
+        """One generation, its answer checked (:mod:`runner.backends.openai.answers`) before it is used, with whether
+        its prompt was cut; with ``backend.on_failure=answer`` a request that still fails after its retries is answered
+        as a failure."""
+        endpoint, fields, input_cut = call
         try:
-            return self._send_checked(call)
+            found = self._send_checked((endpoint, fields))
+            return Generated(found, replace(found.facts, input_cut=input_cut)) if isinstance(found, Generated) else found
         except EndpointError as err:
             if self.config.on_failure != "answer":
                 raise
             log.warning("a generation request failed after its retries and is answered as a failure "
                         "(backend.on_failure=answer): %s (%s)", err.what, err.given)
-            return Generated("", GenerationFacts(failed=True))
+            return Generated("", GenerationFacts(input_cut=input_cut, failed=True))
 
     def _send_checked(self, call: tuple[str, dict[str, Any]]) -> str:
         endpoint, fields = call

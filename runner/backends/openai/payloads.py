@@ -58,24 +58,28 @@ def sampling_fields(req: GenerationRequest, settings: PromptSettings) -> tuple[d
     return fields, extra
 
 
-def completion_prompt(tokenizer: Any, chat: ChatFormat, req: GenerationRequest, settings: PromptSettings) -> tuple[Any, dict[str, Any]]:
-    """The ``prompt`` of a completions request, and the extension fields it needs."""
+def completion_prompt(tokenizer: Any, chat: ChatFormat, req: GenerationRequest, settings: PromptSettings
+                      ) -> tuple[Any, dict[str, Any], bool]:
+    """The ``prompt`` of a completions request, the extension fields it needs, and whether the prompt is longer than
+    the task's input budget (cut here, or by the server under ``truncation=server``)."""
     text, special = render_prompt(tokenizer, chat, req.prompt + req.suffix, req.messages)
+    ids = list(tokenizer(text, add_special_tokens=special)["input_ids"])
+    cut = len(ids) > settings.budget
     if settings.truncation == "server":
         _server_cut_allowed(req)
-        prompt: Any = list(tokenizer(text, add_special_tokens=special)["input_ids"]) \
-            if settings.prompt_format == "token_ids" else text
-        return prompt, {"truncate_prompt_tokens": settings.budget}
-    ids = list(tokenizer(text, add_special_tokens=special)["input_ids"])
-    if len(ids) > settings.budget:
+        prompt: Any = ids if settings.prompt_format == "token_ids" else text
+        return prompt, {"truncate_prompt_tokens": settings.budget}, cut
+    if cut:
         ids = encode_request(tokenizer, chat, req, settings.budget)
         if settings.prompt_format == "text":
             text = tokenizer.decode(ids[len(_added_head(tokenizer, ids)):], skip_special_tokens=False)
-    return (ids if settings.prompt_format == "token_ids" else text), {}
+    return (ids if settings.prompt_format == "token_ids" else text), {}, cut
 
 
-def chat_messages(tokenizer: Any, chat: ChatFormat, req: GenerationRequest, settings: PromptSettings) -> tuple[list[dict[str, str]], dict[str, Any]]:
-    """The ``messages`` of a chat request (the task's system prompt first), cut to the budget."""
+def chat_messages(tokenizer: Any, chat: ChatFormat, req: GenerationRequest, settings: PromptSettings
+                  ) -> tuple[list[dict[str, str]], dict[str, Any], bool]:
+    """The ``messages`` of a chat request (the task's system prompt first), cut to the budget; the extension fields;
+    and whether the templated conversation is longer than the budget (cut here, or by the server)."""
     turns = list(req.messages) if req.messages is not None else [("user", req.prompt + req.suffix)]
     if chat.system_prompt and not (turns and turns[0][0] == "system"):
         turns.insert(0, ("system", chat.system_prompt))
@@ -83,17 +87,26 @@ def chat_messages(tokenizer: Any, chat: ChatFormat, req: GenerationRequest, sett
     extra: dict[str, Any] = {"chat_template_kwargs": kwargs} if kwargs else {}  # vLLM's and trtllm-serve's field
     if settings.truncation == "server":
         _server_cut_allowed(req)
-        return _as_messages(turns), extra | {"truncate_prompt_tokens": settings.budget}
-    return _as_messages(_fit_turns(tokenizer, turns, req, settings.budget, kwargs)), extra
+        cut = _templated_size(tokenizer, turns, kwargs) > settings.budget
+        return _as_messages(turns), extra | {"truncate_prompt_tokens": settings.budget}, cut
+    fitted = _fit_turns(tokenizer, turns, req, settings.budget, kwargs)
+    return _as_messages(fitted), extra, fitted is not turns
+
+
+def _templated_size(tokenizer: Any, conversation: list[tuple[str, str]],
+                    template_kwargs: dict[str, Any] | None = None) -> int:
+    """Tokens of a conversation with the chat template around it and the generation prompt after it."""
+    text = tokenizer.apply_chat_template(_as_messages(conversation), tokenize=False, add_generation_prompt=True,
+                                         **(template_kwargs or {}))
+    return len(tokenizer(text, add_special_tokens=True)["input_ids"])
 
 
 def _fit_turns(tokenizer: Any, turns: list[tuple[str, str]], req: GenerationRequest, budget: int,
                template_kwargs: dict[str, Any] | None = None) -> list[tuple[str, str]]:
-    """Shorten the last turn's content until the templated conversation fits ``budget`` tokens."""
+    """Shorten the last turn's content until the templated conversation fits ``budget`` tokens (``turns`` itself,
+    the same list, when it fits)."""
     def size(conversation: list[tuple[str, str]]) -> int:
-        text = tokenizer.apply_chat_template(_as_messages(conversation), tokenize=False, add_generation_prompt=True,
-                                             **(template_kwargs or {}))
-        return len(tokenizer(text, add_special_tokens=True)["input_ids"])
+        return _templated_size(tokenizer, conversation, template_kwargs)
 
     over = size(turns) - budget
     if over <= 0:

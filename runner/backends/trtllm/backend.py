@@ -22,7 +22,7 @@ from typing import Any, Optional, Sequence
 
 from runner.backends.configured import ConfiguredBackend
 from runner.backends.hf import guided
-from runner.backends.prompting import encode_request
+from runner.backends.prompting import encode_request, encode_requests_cut
 from runner.backends.trtllm import extra_options, speculative, api as trtllm_api
 from runner.contract.backend import Capabilities, GpuNeeds, BackendInfo, ChatFormat, Perturbation, TaskLimits
 from runner.contract.errors import ConfigError, ModelError
@@ -377,7 +377,7 @@ class TRTLLMBackendBase(ConfiguredBackend):
             self._warned_seeds = True
             log.warning("%s (TensorRT-LLM %s)", self.release_details()["seed_note"], self._api.version)
         params = [self._sampling_params(r) for r in requests]
-        prompts = [self._encode_request(r) for r in requests]
+        prompts, cut = encode_requests_cut(self._tokenizer, self.chat, requests, self.limits.max_input_len, bulk=False)
         # TensorRT-LLM draws its own bar for one call; a job's bar (counting its whole total) is advanced instead
         outputs = self._llm.generate(prompts, sampling_params=params,
                                      use_tqdm=self.progress and self.job_progress is None)
@@ -388,8 +388,8 @@ class TRTLLMBackendBase(ConfiguredBackend):
         if self.job_progress is not None:
             self.job_progress.update(len(outputs))
         return [Generated(cut_at_stop(out.outputs[0].text, r.stop),
-                          GenerationFacts(hit_limit=out.outputs[0].finish_reason == "length"))
-                for out, r in zip(outputs, requests)]
+                          GenerationFacts(input_cut=was_cut, hit_limit=out.outputs[0].finish_reason == "length"))
+                for out, r, was_cut in zip(outputs, requests, cut)]
 
     @property
     def reads_acceptance(self) -> bool:
