@@ -55,6 +55,12 @@ def facts_of(response: object) -> GenerationFacts | None:
     return response.facts if isinstance(response, Generated) else None
 
 
+def plain(response: object) -> object:
+    """The response as the task scores it: a generated text as a plain ``str`` (a scorer, and lm-eval's own
+    ``process_results``, which casts a target to ``type(answer)``, must never see the facts), anything else as is."""
+    return str(response) if isinstance(response, Generated) else response
+
+
 def same_facts(response: str, text: str) -> str:
     """``text`` (``response`` cut at a stop string, its reasoning block dropped) with the facts ``response`` carried."""
     return response.with_text(text) if isinstance(response, Generated) else text

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from runner.cache import generations
 from runner.contract.backend import Answerer, BackendInfo
 from runner.contract.evaluator import Evaluator, Sample, ScoredSample
-from runner.contract.indicators import INDICATORS, same_facts, sample_indicators
+from runner.contract.indicators import INDICATORS, plain, same_facts, sample_indicators
 from runner.contract.progress import Progress
 from runner.contract.reasoning import apply_sampling, strip_thinking
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, Response
@@ -111,7 +111,7 @@ def score_all(evaluator: Evaluator, answerer: Answerer, samples: Sequence[Sample
     for reqs in per_sample:
         grouped.append(responses[pos:pos + len(reqs)])
         pos += len(reqs)
-    scored = evaluator.score_batch(samples, grouped)  # type: ignore[arg-type]
+    scored = evaluator.score_batch(samples, [[plain(r) for r in g] for g in grouped])  # type: ignore[arg-type,misc]
     return [with_indicators(evaluator, s, resp) for s, resp in zip(scored, grouped)]
 
 

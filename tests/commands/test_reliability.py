@@ -478,6 +478,7 @@ def test_recording_over_a_registered_entry_is_refused_unless_asked(tmp_path, cap
         replaced = run_in_process([*record, "reference.overwrite=true", f"output_dir={tmp_path / 'replaced'}"], tmp_path)
     assert replaced.returncode == 0, replaced.stderr
     assert "evaluating 2 gsm8k samples" in caplog.text  # the line the refused runs must not reach
-    assert "fewer samples (2) than the one it replaces (3)" in replaced.stdout
+    assert "fewer samples (2) than the one it replaces (3)" in caplog.text  # a warning, said once (runner.job.warn)
+    assert "fewer samples (2) than the one it replaces (3)" in (tmp_path / "replaced" / "report.txt").read_text()
     entries = YAML(typ="safe").load((refs / "gsm8k.yaml").read_text())["HuggingFaceTB/SmolLM2-135M-Instruct"]
     assert len(entries) == 1 and entries[0]["recorded"]["num_samples"] == 2
