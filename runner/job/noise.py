@@ -35,9 +35,9 @@ def measured(job: Job) -> MeasuredNoise | None:
 
 
 def check_tolerance(job: Job) -> None:
-    """Before any request: a tolerance at or below the floor is refused (a GO claim cannot be shown there)."""
-    noise = measured(job)
-    line = noise.floor if noise is not None else None
+    """Before any request: a tolerance at or below the floor (``job.noise``, :func:`measured`) is refused (a GO claim
+    cannot be shown there)."""
+    line = job.noise.floor if job.noise is not None else None
     if line is None or job.tolerance is None or job.tolerance.points > line:
         return
     raise ConfigError("the tolerance is within the reference's measured noise: GO cannot be shown there",

@@ -8,7 +8,6 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from runner.contract.evaluator import CorpusMetric
-from runner.stats.data.claims import Claims
 from runner.stats.data.entry import ReferenceEntry
 from runner.stats.data.hypothesis import HypothesisParams
 from runner.stats.data.noise import MeasuredNoise
@@ -18,7 +17,7 @@ from runner.stats.data.pairing import PairedScores, is_binary, score_bounds
 from runner.stats.data.tolerance import Tolerance
 from runner.stats.decision import Decision
 from runner.stats.numerics import scale
-from runner.stats.rules.base import Case, EntryCase, EntryRule, Rule
+from runner.stats.rules.base import EntryCase, EntryRule, Rule
 from runner.stats.rules.clustered import Clustered
 from runner.stats.rules.corpus import Corpus
 from runner.stats.rules.paired import Paired
@@ -98,15 +97,6 @@ PAIRED = Paired(PAIRED_RULES, Clustered)
 
 RULES: tuple[EntryRule, ...] = (Threshold(), Corpus(), PAIRED, Unpaired())
 """The precedence of the decision's rules: the first that applies decides."""
-
-
-def _paired(pairs: Any, params: HypothesisParams, stats: Any, margin: float, tolerance: float,
-            clusters: tuple[str, list[str]] | None, notes: list[str],
-            bounds: tuple[float, float] | None = None) -> tuple[Any, Claims]:
-    """Both claims of the first paired rule that applies, with their interval; ``clusters``: the cluster key and
-    each pair's cluster, when the job clusters; ``bounds``: the task's score bounds."""
-    found = PAIRED.found(Case(pairs, params, stats, margin, tolerance, notes, bounds, clusters))
-    return found.result, found.claims
 
 
 def paired_test(

@@ -14,7 +14,7 @@ from runner.stats.data.claims import Claims
 from runner.stats.data.paired_result import PairedResult
 from runner.stats.data.pairing import PairedScores
 from runner.stats.numerics import cluster_claims
-from runner.stats.rules.base import Case, EntryCase, Found, Outcome, Rule, reported
+from runner.stats.rules.base import Case, EntryCase, Outcome, Rule, reported
 
 
 class Paired:
@@ -57,10 +57,6 @@ class Paired:
         """The first inner rule that applies to the case's pairs (wrapped when it clusters)."""
         rule = next(r for r in self.inner if r.applies(case) is None)
         return self.wrap(rule) if case.clusters is not None else rule
-
-    def found(self, case: Case) -> Found:
-        """Both claims of the rule :meth:`chosen` for the case."""
-        return self.chosen(case).decide(case)
 
 
 def _pairs(entry: EntryCase) -> PairedScores:
