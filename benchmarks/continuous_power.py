@@ -17,7 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from benchmarks.calibration_grid.continuous import draw
-from runner.stats.dispatch import _paired
+from runner.stats.dispatch import paired_claims
 from runner.stats.data.pairing import PairedScores
 from runner.stats.settings import StatsConfig
 from runner.stats.data.hypothesis import HypothesisParams
@@ -42,7 +42,7 @@ def rate(test: str, shape: str, n: int, drop: float, tol: float, margin: float, 
     for _ in range(trials):
         d = draw(shape, -drop, n, rng, against_go=claim == "go")
         pairs = PairedScores(tuple(map(str, range(n))), tuple(50 - d / 2), tuple(50 + d / 2), (), ())
-        c = _paired(pairs, params, stats, margin, tol, None, [], (0.0, 100.0))[1]
+        c = paired_claims(pairs, params, stats, margin, tol, None, [], (0.0, 100.0))[1]
         hits += c.within if claim == "go" else c.regression
     return hits / trials
 

@@ -2,7 +2,7 @@
 
 Each trial draws n per-sample differences (new - reference, higher is better) with an exact true mean, turns
 them into two runs' scores within [0, 100] (``50 -+ d / 2``) and asks the job's own paired decision
-(:func:`runner.stats.dispatch._paired`, the task's bounds 0-100, ``stats.paired_test=auto``) for its claims:
+(:func:`runner.stats.dispatch.paired_claims`, the task's bounds 0-100, ``stats.paired_test=auto``) for its claims:
 
 * ``dense``: every sample changes, ``mean + 10 e`` (``e`` standard normal cut at +-4, so the mean is exact);
 * ``sparse q%``: a share q of the samples changes, by ``mean / q`` on average (+-10 e); where that exceeds the
@@ -23,7 +23,7 @@ from functools import partial
 from runner.stats.rules import paired_continuous
 from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 from runner.stats.numerics import betting_advice
-from runner.stats.dispatch import _paired
+from runner.stats.dispatch import paired_claims
 from runner.stats.data.pairing import PairedScores
 from runner.stats.settings import StatsConfig
 from runner.stats.data.hypothesis import HypothesisParams
@@ -64,8 +64,8 @@ def _claims(d, tolerance: float, margin: float, unbounded: bool = False):  # noq
     pairs = PairedScores(tuple(str(i) for i in range(len(d))), ref, new, (), ())
     params = HypothesisParams(ALPHA, 0.2, 10.0, len(d), True)
     if unbounded:
-        return _paired(pairs, params, StatsConfig(paired_test="t"), margin, tolerance, None, [], None)[1]
-    return _paired(pairs, params, StatsConfig(), margin, tolerance, None, [], (0.0, 100.0))[1]
+        return paired_claims(pairs, params, StatsConfig(paired_test="t"), margin, tolerance, None, [], None)[1]
+    return paired_claims(pairs, params, StatsConfig(), margin, tolerance, None, [], (0.0, 100.0))[1]
 
 
 def _rate(claim: str, shape: str, n: int, tolerance: float, margin: float, trials: int, seed: int,
@@ -107,7 +107,7 @@ def advice_for(n: int, drop: float, tolerance: float, margin: float, seed: int):
     e = np.random.default_rng(seed).standard_normal(n)
     d = -drop + 10.0 * (e - e.mean()) / e.std(ddof=1)
     pairs = PairedScores(tuple(str(i) for i in range(n)), tuple(50.0 - d / 2.0), tuple(50.0 + d / 2.0), (), ())
-    result = _paired(pairs, HypothesisParams(ALPHA, 0.2, 10.0, n, True), StatsConfig(), margin, tolerance, None, [],
+    result = paired_claims(pairs, HypothesisParams(ALPHA, 0.2, 10.0, n, True), StatsConfig(), margin, tolerance, None, [],
                      (0.0, 100.0))[0]
     return betting_advice.more_samples(result.betting, n, True, drop, margin, tolerance, ALPHA)
 

@@ -1,7 +1,7 @@
 """Calibration of the paired t-test on unbounded scores (``stats.paired_test=t`` or ``auto_t``), with its skewness check.
 
 No test of an unbounded mean holds alpha at every n (Bahadur & Savage 1956), so this family measures where the
-product's t rule holds: the job's own paired decision (:func:`runner.stats.dispatch._paired`, no score bounds,
+product's t rule holds: the job's own paired decision (:func:`runner.stats.dispatch.paired_claims`, no score bounds,
 ``stats.paired_test=t``, the default ``stats.t_skew_limit``) at n = 40 to 1000 on these shapes of per-sample
 differences (new - reference, higher is better, the true mean exactly the drop tested):
 
@@ -28,7 +28,7 @@ from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 from benchmarks.calibration_grid.continuous import draw
 from runner.stats.data.hypothesis import HypothesisParams
 from runner.stats.data.pairing import PairedScores
-from runner.stats.dispatch import _paired
+from runner.stats.dispatch import paired_claims
 from runner.stats.numerics.t_skew import DEFAULT_LIMIT
 from runner.stats.rules import paired_continuous
 from runner.stats.settings import StatsConfig
@@ -69,7 +69,7 @@ def claims(d, tolerance: float, margin: float, limit: float = DEFAULT_LIMIT):  #
     ``limit`` (1: the t-test without its skewness check)."""
     pairs = PairedScores(tuple(str(i) for i in range(len(d))), tuple(-d / 2.0), tuple(d / 2.0), (), ())
     stats = StatsConfig(paired_test="t", t_skew_limit=limit)
-    return _paired(pairs, HypothesisParams(ALPHA, 0.2, 10.0, len(d), True), stats, margin, tolerance, None, [],
+    return paired_claims(pairs, HypothesisParams(ALPHA, 0.2, 10.0, len(d), True), stats, margin, tolerance, None, [],
                    None)[1]
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from runner.contract.evaluator import CorpusMetric
+from runner.stats.data.claims import Claims
 from runner.stats.data.entry import ReferenceEntry
 from runner.stats.data.hypothesis import HypothesisParams
 from runner.stats.data.noise import MeasuredNoise
@@ -17,7 +18,7 @@ from runner.stats.data.pairing import PairedScores, is_binary, score_bounds
 from runner.stats.data.tolerance import Tolerance
 from runner.stats.decision import Decision
 from runner.stats.numerics import scale
-from runner.stats.rules.base import EntryCase, EntryRule, Rule
+from runner.stats.rules.base import Case, EntryCase, EntryRule, Rule
 from runner.stats.rules.clustered import Clustered
 from runner.stats.rules.corpus import Corpus
 from runner.stats.rules.paired import Paired
@@ -97,6 +98,17 @@ PAIRED = Paired(PAIRED_RULES, Clustered)
 
 RULES: tuple[EntryRule, ...] = (Threshold(), Corpus(), PAIRED, Unpaired())
 """The precedence of the decision's rules: the first that applies decides."""
+
+
+def paired_claims(pairs: PairedScores, params: HypothesisParams, stats: Any, margin: float, tolerance: float,
+                  clusters: tuple[str, list[str]] | None, notes: list[str],
+                  bounds: tuple[float, float] | None = None) -> tuple[PairedResult, Claims]:
+    """Both claims of the paired rule the job would choose for these pairs, with its result: the entry point of the
+    calibration grid and of tests that decide pairs without a reference entry. ``clusters``: the cluster key and
+    each pair's cluster, when the job clusters; ``bounds``: the task's score bounds."""
+    case = Case(pairs, params, stats, margin, tolerance, notes, bounds, clusters)
+    found = PAIRED.chosen(case).decide(case)
+    return found.result, found.claims
 
 
 def paired_test(

@@ -106,19 +106,19 @@ def test_unbounded_scores_make_no_claim_under_auto():
     from benchmarks.calibration_grid.continuous import _rate
     from runner.stats.data.hypothesis import HypothesisParams
     from runner.stats.data.pairing import PairedScores
-    from runner.stats.dispatch import _paired
+    from runner.stats.dispatch import paired_claims
 
     d = np.zeros(57)
     d[:3] = -19.0  # 3 of 57 changed, mean drop 1
     pairs = PairedScores(tuple(str(i) for i in range(57)), tuple(50.0 - d / 2), tuple(50.0 + d / 2), (), ())
     params = HypothesisParams(0.05, 0.2, 10.0, 57)
     notes: list[str] = []
-    chosen = _paired(pairs, params, StatsConfig(paired_test="t"), 0.0, 25.0, None, [], None)[1]
-    auto = _paired(pairs, params, StatsConfig(), 0.0, 25.0, None, notes, None)[1]
+    chosen = paired_claims(pairs, params, StatsConfig(paired_test="t"), 0.0, 25.0, None, [], None)[1]
+    auto = paired_claims(pairs, params, StatsConfig(), 0.0, 25.0, None, notes, None)[1]
     assert chosen.within and not auto.within and not auto.regression
     assert any(n.startswith("no claim: the scores are unbounded") for n in notes)
     assert _rate("go", "sparse 5%", 57, 1.0, 0.0, 600, 5, unbounded=True).value < 0.08  # skewness check: 0.045 (was 0.13)
-    asymptotic = _paired(pairs, params, StatsConfig(paired_test="auto_t"), 0.0, 25.0, None, [], None)[1]
+    asymptotic = paired_claims(pairs, params, StatsConfig(paired_test="auto_t"), 0.0, 25.0, None, [], None)[1]
     assert asymptotic == chosen  # auto_t: the t-test's verdict on unbounded scores
 
 
@@ -127,12 +127,12 @@ def test_auto_t_keeps_mcnemar_for_0_100_scores():
     as under auto (b = 7 answers lost, c = 1 gained on 100: McNemar's one-sided p = P(X >= 7 | 8, 1/2) = 9/256)."""
     from runner.stats.data.hypothesis import HypothesisParams
     from runner.stats.data.pairing import PairedScores
-    from runner.stats.dispatch import _paired
+    from runner.stats.dispatch import paired_claims
 
     ref = [100.0] * 7 + [0.0] + [100.0] * 50 + [0.0] * 42
     new = [0.0] * 7 + [100.0] + [100.0] * 50 + [0.0] * 42
     pairs = PairedScores(tuple(str(i) for i in range(100)), tuple(ref), tuple(new), (), ())
     params = HypothesisParams(0.05, 0.2, 50.0, 100)
     for test in ("auto", "auto_t"):
-        result, claims = _paired(pairs, params, StatsConfig(paired_test=test), 0.0, 5.0, None, [], None)
+        result, claims = paired_claims(pairs, params, StatsConfig(paired_test=test), 0.0, 5.0, None, [], None)
         assert result.discordant == (7, 1) and abs(result.p_value - 9 / 256) < 1e-12 and claims.regression

@@ -92,12 +92,12 @@ def test_interval_sides_invert_their_claims(hib: bool) -> None:
 
 
 def _claims_for(ref, new, hib: bool, tolerance: float, margin: float):  # noqa: ANN001, ANN202
-    from runner.stats.dispatch import _paired
+    from runner.stats.dispatch import paired_claims
     from runner.stats.settings import StatsConfig
     from runner.stats.data.hypothesis import HypothesisParams
 
     pairs = pair_scores({str(i): float(v) for i, v in enumerate(ref)}, {str(i): float(v) for i, v in enumerate(new)})
-    return _paired(pairs, HypothesisParams(ALPHA, 0.2, 10.0, len(ref), hib), StatsConfig(), margin, tolerance, None,
+    return paired_claims(pairs, HypothesisParams(ALPHA, 0.2, 10.0, len(ref), hib), StatsConfig(), margin, tolerance, None,
                    [], (0.0, 100.0))[1]
 
 

@@ -44,13 +44,13 @@ def test_the_first_order_excess_is_what_a_skewed_t_test_shows() -> None:
 def _decide(d, tolerance: float, margin: float, limit: float = t_skew.DEFAULT_LIMIT):  # noqa: ANN001, ANN202
     from runner.stats.data.hypothesis import HypothesisParams
     from runner.stats.data.pairing import PairedScores
-    from runner.stats.dispatch import _paired
+    from runner.stats.dispatch import paired_claims
 
     notes: list[str] = []
     pairs = PairedScores(tuple(str(i) for i in range(len(d))), tuple(50.0 - v / 2 for v in d),
                          tuple(50.0 + v / 2 for v in d), (), ())
     stats = StatsConfig(paired_test="t", t_skew_limit=limit)
-    result, claims = _paired(pairs, HypothesisParams(0.05, 0.2, 10.0, len(d)), stats, margin, tolerance, None, notes,
+    result, claims = paired_claims(pairs, HypothesisParams(0.05, 0.2, 10.0, len(d)), stats, margin, tolerance, None, notes,
                              None)
     return result, claims, notes
 
