@@ -123,7 +123,8 @@ def test_retries_ride_out_an_overloaded_server_and_the_last_error_says_where(pro
     assert proxy.injected == 3 and proxy.forwarded == 2
     proxy.reset()
     proxy.fail_next = 10**6
-    failed = run_in_process([*endpoint(proxy), *base, "backend.max_retries=1", f"output_dir={tmp_path / 'b'}"], tmp_path)
+    failed = run_in_process([*endpoint(proxy), *base, "backend.max_retries=1", "backend.on_failure=stop",
+                             f"output_dir={tmp_path / 'b'}"], tmp_path)
     assert failed.returncode == 1
     assert proxy.injected == 2  # one try and one retry, then the message
     err = failed.stderr

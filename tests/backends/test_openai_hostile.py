@@ -1,9 +1,12 @@
 """``backend=openai`` against a server that answers badly on purpose (tests/helpers/hostile_server.py).
 
 Each hostile behaviour must end the request with the right message within its deadline (tiny
-timeouts here: every case takes well under a second), and leave nothing in the generation cache.
-In-process: the backend is built as the job builds it, with a tokenizer of one token per character
-standing in for the served model's (no model is loaded).
+timeouts here: every case takes well under a second), and leave nothing in the generation cache:
+under ``backend.on_failure=stop`` the message is the job's error; under the default ``answer`` the request
+is answered as a failure (the job leaves it out of both arms) and the message is logged. A failure of the
+server as a whole (unreachable, key refused, no such model, a redirect) and a run of failed requests stop
+the job under either setting. In-process: the backend is built as the job builds it, with a tokenizer of
+one token per character standing in for the served model's (no model is loaded).
 """
 
 from __future__ import annotations
@@ -47,8 +50,10 @@ def server():
 
 
 def backend_for(url: str, **settings) -> OpenAIBackend:
+    """The backend as the job builds it; ``on_failure=stop`` unless a test says otherwise (most check the error)."""
     config = OpenAIBackendConfig(base_url=f"{url}/v1", served_model=MODEL,
-                                 **({"timeout_s": DEADLINE_S, "max_retries": 0, "max_response_mb": 1.0} | settings))
+                                 **({"timeout_s": DEADLINE_S, "max_retries": 0, "max_response_mb": 1.0,
+                                     "on_failure": "stop"} | settings))
     config.prompt_logprobs, config.prompt_format = True, "token_ids"
     backend = OpenAIBackend(config, SimpleNamespace(name="m"), SimpleNamespace(), TaskLimits(64, 8), ChatFormat(),
                             progress=False)
@@ -94,6 +99,23 @@ def test_a_hostile_answer_is_a_message_within_the_deadline_and_never_cached(serv
     assert store.count() == 0
 
 
+@pytest.mark.parametrize(("mode", "said"), CASES, ids=[c[0] for c in CASES])
+def test_by_default_a_hostile_answer_is_a_failure_logged_within_the_deadline_and_never_cached(server, tmp_path,
+                                                                                              caplog, mode, said):
+    """The default (``backend.on_failure=answer``): the same request is answered as a failure (an empty text whose
+    facts say so), within the same deadline, with the same message in the log, and nothing cached."""
+    import re
+
+    assert OpenAIBackendConfig().on_failure == "answer"
+    server.mode = mode
+    with caplog.at_level("WARNING", logger="runner"):
+        result, store, took = answer_through_cache(backend_for(server.url, on_failure="answer"), tmp_path)
+    assert isinstance(result, list) and result == [""] and facts_of(result[0]).failed, f"{mode}: {result!r}"
+    assert re.search(said, caplog.text, re.S), caplog.text
+    assert took < DEADLINE_S + SLACK_S, f"{mode} took {took:.2f} s"
+    assert store.count() == 0
+
+
 def test_a_good_answer_is_cached_and_the_same_request_is_not_sent_again(server, tmp_path):
     backend = backend_for(server.url)
     assert answer_through_cache(backend, tmp_path)[0] == [GOOD_TEXT]
@@ -123,6 +145,50 @@ def test_on_failure_answer_makes_a_failed_request_a_failure_that_is_never_cached
     assert good == GOOD_TEXT and facts_of(good) == GenerationFacts(input_cut=False, hit_limit=False) and store.count() == 1
     with pytest.raises(ConfigError, match="unknown on_failure"):
         backend_for(server.url, on_failure="ignore")
+
+
+def test_a_server_that_cannot_be_reached_stops_the_job_under_either_setting(server, tmp_path):
+    """Connection refused (the server is gone) is no sample's failure: answering every request as one would leave
+    nothing to judge after each had waited out its retries. The job stops with the message, nothing cached."""
+    url = server.url
+    server.close()  # nothing listens on its port any more
+    for on_failure in ("answer", "stop"):
+        result, store, took = answer_through_cache(backend_for(url, on_failure=on_failure), tmp_path / on_failure)
+        assert isinstance(result, http.ServerFailure), f"{on_failure}: {result!r}"
+        assert "cannot be reached" in result.render() and store.count() == 0 and took < SLACK_S
+
+
+SERVER_CASES = [("error_401", "HTTP 401.*invalid api key"), ("error_404", "HTTP 404.*does not exist"),
+                ("redirect", "redirects are not followed")]
+
+
+@pytest.mark.parametrize(("mode", "said"), SERVER_CASES, ids=[c[0] for c in SERVER_CASES])
+def test_a_server_that_refuses_every_request_alike_stops_the_job_by_default(server, tmp_path, mode, said):
+    """A key refused, a model the server does not have, a redirect: every request would fail the same way, so the
+    default ``on_failure=answer`` stops at the first, as ``stop`` does."""
+    import re
+
+    server.mode = mode
+    result, store, _ = answer_through_cache(backend_for(server.url, on_failure="answer"), tmp_path)
+    assert isinstance(result, http.ServerFailure), f"{mode}: {result!r}"
+    assert re.search(said, result.render(), re.S) and store.count() == 0 and server.posts == 1
+
+
+def test_failures_in_a_row_stop_the_job_and_an_answer_between_resets_the_count(server, tmp_path):
+    """``backend.max_failures_in_a_row=3``: a server failing every request stops the job at the third (not after
+    every request's retries), the answers before it kept; failures with answers between are each a sample's."""
+    server.mode = "error_500"
+    backend = backend_for(server.url, on_failure="answer", max_failures_in_a_row=3, max_concurrency=1)
+    asked = [GenerationRequest(f"{i}+{i}=", 4) for i in range(6)]
+    with pytest.raises(http.ServerFailure, match="failed 3 requests in a row") as info:
+        backend.generate(asked)
+    assert server.posts == 3 and "HTTP 500" in info.value.render()
+    server.posts, server.sequence = 0, ["error_500", "error_500", "ok", "error_500", "error_500", "ok"]
+    answers = backend_for(server.url, on_failure="answer", max_failures_in_a_row=3, max_concurrency=1).generate(asked)
+    assert [facts_of(a).failed for a in answers] == [True, True, False, True, True, False]
+    assert server.posts == 6
+    with pytest.raises(ConfigError, match="max_failures_in_a_row >= 1"):
+        backend_for(server.url, max_failures_in_a_row=0)
 
 
 def test_a_huge_retry_after_is_not_waited_for(server, tmp_path):

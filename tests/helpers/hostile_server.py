@@ -59,6 +59,8 @@ RAW_BODIES: dict[str, tuple[str, bytes]] = {
                      b' "top_logprobs": null}}]}'),
 }
 STATUS = {"error_500": (500, {}, b'{"error": "internal: CUDA out of memory"}'),
+          "error_401": (401, {}, b'{"error": "invalid api key"}'),
+          "error_404": (404, {}, b'{"error": {"message": "The model does not exist.", "code": 404}}'),
           "retry_after_huge": (429, {"Retry-After": "999999"}, b'{"error": "rate limited"}')}
 MODES = sorted({*JSON_BODIES, *RAW_BODIES, *STATUS, "huge_declared", "huge_streamed", "drip", "hang", "redirect",
                "echo_headers"})

@@ -48,7 +48,7 @@ class OpenAIBackend(ConfiguredBackend):
 
     name = "openai"
     answer_neutral_settings = ("launch.log_file", "launch.ready_timeout_s", "launch.stop_timeout_s", "launch.reuse",
-                               "timeout_s", "max_retries", "max_response_mb", "on_failure")
+                               "timeout_s", "max_retries", "max_response_mb", "on_failure", "max_failures_in_a_row")
 
     @classmethod
     def gpu_needs(cls, config: Any) -> GpuNeeds:
@@ -72,12 +72,15 @@ class OpenAIBackend(ConfiguredBackend):
                               fix="backend.base_url=http://HOST:PORT/v1 for a running server (with backend.launch.command=null "
                                   "on a preset), or a preset that starts one "
                                   "(backend=trtllm_serve, backend=vllm, backend=transformers_serve)")
-        if config.max_concurrency < 1 or config.max_retries < 0 or config.timeout_s <= 0 or config.max_response_mb <= 0:
+        if (config.max_concurrency < 1 or config.max_retries < 0 or config.timeout_s <= 0 or config.max_response_mb <= 0
+                or config.max_failures_in_a_row < 1):
             raise ConfigError("request limits out of range",
-                              where="backend.max_concurrency / max_retries / timeout_s / max_response_mb",
+                              where="backend.max_concurrency / max_retries / timeout_s / max_response_mb / "
+                                    "max_failures_in_a_row",
                               given=f"{config.max_concurrency} / {config.max_retries} / {config.timeout_s} / "
-                                    f"{config.max_response_mb}",
-                              allowed="max_concurrency >= 1, max_retries >= 0, timeout_s > 0, max_response_mb > 0")
+                                    f"{config.max_response_mb} / {config.max_failures_in_a_row}",
+                              allowed="max_concurrency >= 1, max_retries >= 0, timeout_s > 0, max_response_mb > 0, "
+                                      "max_failures_in_a_row >= 1")
         if config.base_url is not None and not str(config.base_url).startswith(("http://", "https://")):
             raise ConfigError("the server's URL must be http:// or https://", where="backend.base_url",
                               given=redact_url(str(config.base_url)), fix="backend.base_url=http://HOST:PORT/v1")
@@ -107,6 +110,7 @@ class OpenAIBackend(ConfiguredBackend):
         self._served = ""
         self._server_key = ""
         self._server_reused = False
+        self._failing = http.FailureRun(config.max_failures_in_a_row)
 
     # ------------------------------------------------------------------ lifecycle
     def preflight(self) -> None:
@@ -300,18 +304,23 @@ class OpenAIBackend(ConfiguredBackend):
 
     def _send(self, call: tuple[str, dict[str, Any], bool]) -> str:
         """One generation, its answer checked (:mod:`runner.backends.openai.answers`) before it is used, with whether
-        its prompt was cut; with ``backend.on_failure=answer`` a request that still fails after its retries is answered
-        as a failure."""
+        its prompt was cut; with ``backend.on_failure=answer`` (the default) a request that still fails after its
+        retries is answered as a failure, unless the server as a whole failed (:class:`http.ServerFailure`) or this is
+        the ``backend.max_failures_in_a_row``-th failure with no answer between."""
         endpoint, fields, input_cut = call
         try:
             found = self._send_checked((endpoint, fields))
-            return Generated(found, replace(found.facts, input_cut=input_cut)) if isinstance(found, Generated) else found
+        except http.ServerFailure:
+            raise
         except EndpointError as err:
             if self.config.on_failure != "answer":
                 raise
+            self._failing.failed(err)
             log.warning("a generation request failed after its retries and is answered as a failure "
                         "(backend.on_failure=answer): %s (%s)", err.what, err.given)
             return Generated("", GenerationFacts(input_cut=input_cut, failed=True))
+        self._failing.answered()
+        return Generated(found, replace(found.facts, input_cut=input_cut)) if isinstance(found, Generated) else found
 
     def _send_checked(self, call: tuple[str, dict[str, Any]]) -> str:
         endpoint, fields = call

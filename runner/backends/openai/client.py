@@ -30,6 +30,8 @@ from runner.contract.secrets import looks_like_key, redact_url, remember
 
 log = logging.getLogger("runner")
 T = TypeVar("T")
+SERVER_STATUSES = (401, 403, 404)
+"""HTTP statuses that refuse every request alike (a key refused, a model or path the server does not have)."""
 R = TypeVar("R")
 NO_KEY = "EMPTY"  # what local servers accept when no key is configured (vLLM's and lm-eval's convention)
 RETRY_BASE_S, RETRY_MAX_S = 0.5, 8.0  # the client library's backoff, used for invalid answers too
@@ -67,6 +69,39 @@ def make_client(base_url: str, key: str, timeout_s: float, max_retries: int, max
                          http_client=http_client)
 
 
+class ServerFailure(EndpointError):
+    """A failure of the server as a whole, not of one request: it cannot be reached, refuses the key, has no such
+    model or path, or redirects. Every request would meet it, so it always stops the job, whatever
+    ``backend.on_failure`` says (answering each request as a failure would leave no sample to judge)."""
+
+
+class FailureRun:
+    """Failed requests in a row (across the worker threads, in the order they end): the ``limit``-th with no answer
+    between says the server is down, and stops the job with a :class:`ServerFailure` rather than waiting out every
+    remaining request's retries to answer each as a failure."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def answered(self) -> None:
+        with self._lock:
+            self.count = 0
+
+    def failed(self, err: EndpointError) -> None:
+        with self._lock:
+            self.count += 1
+            count = self.count
+        if count >= self.limit:
+            raise ServerFailure(f"the model server failed {count} requests in a row, with no answer between: it looks "
+                                "down, not failing single samples, so the job stops", where=err.where,
+                                given=f"the last: {err.what} ({err.given})",
+                                fix="check the server and its log, then rerun: answers received are cached and not "
+                                    "asked again; backend.max_failures_in_a_row sets how many failures in a row stop "
+                                    "the job")
+
+
 def describe_failure(err: BaseException, base_url: str) -> EndpointError:
     """A failed call, said with its URL, status and body excerpt (never the key)."""
     import openai
@@ -82,13 +117,14 @@ def describe_failure(err: BaseException, base_url: str) -> EndpointError:
                                  "endpoint; the job can be rerun once the server answers correctly")
     if isinstance(err, openai.APIStatusError) and 300 <= err.status_code < 400:
         target = redact_url(err.response.headers.get("location", "(no Location header)"))
-        return EndpointError("the model server redirected a request, and redirects are not followed (answers "
+        return ServerFailure("the model server redirected a request, and redirects are not followed (answers "
                              "from another server would be cached under this one's URL)",
                              where=redact_url(str(err.request.url)), given=f"HTTP {err.status_code} to {target}",
                              fix="set backend.base_url to the server that answers")
     if isinstance(err, openai.APIStatusError):
         body = " ".join(err.response.text.split())[:300]
-        return EndpointError("the model server refused a request", where=redact_url(str(err.request.url)),
+        kind = ServerFailure if err.status_code in SERVER_STATUSES else EndpointError
+        return kind("the model server refused a request", where=redact_url(str(err.request.url)),
                              given=f"HTTP {err.status_code}: {body}",
                              fix="check backend.served_model, the request limits and the server log")
     if isinstance(err, openai.APITimeoutError):
@@ -97,7 +133,7 @@ def describe_failure(err: BaseException, base_url: str) -> EndpointError:
                              fix="raise backend.timeout_s or lower backend.max_concurrency")
     if isinstance(err, openai.APIConnectionError):
         cause = err.__cause__ or err
-        return EndpointError("the model server cannot be reached", where=base_url,
+        return ServerFailure("the model server cannot be reached", where=base_url,
                              given=f"{type(cause).__name__}: {cause}"[:300],
                              fix="start the server, check backend.base_url, or use backend.launch to start one per job")
     return EndpointError("the model server's answer could not be used", where=base_url,

@@ -9,9 +9,11 @@ ENDPOINTS = ("completions", "chat")
 PROMPT_FORMATS = ("text", "token_ids")
 TRUNCATIONS = ("client", "server")
 JSON_SCHEMA_FIELDS = ("response_format", "guided_json", "structured_outputs")
-ON_FAILURE = ("stop", "answer")
-"""``backend.on_failure``: a generation request that still fails after its retries stops the job (stop), or is
-answered as a failure (answer: left out of both arms up to ``stats.max_failed_share``, never cached)."""
+ON_FAILURE = ("answer", "stop")
+"""``backend.on_failure``: a generation request that still fails after its retries is answered as a failure (answer,
+the default: left out of both arms up to ``stats.max_failed_share``, never cached), or stops the job (stop). A
+failure of the server as a whole (unreachable, key refused, no such model) and a run of
+``backend.max_failures_in_a_row`` failed requests stop the job either way."""
 PLACEHOLDERS = ("checkpoint", "served_model", "host", "port", "gpus", "dtype")
 
 
@@ -71,9 +73,12 @@ class OpenAIBackendConfig:
     timeout_s: float = 600.0  # per request, from send to the last byte of the answer (a deadline, not a read timeout)
     max_response_mb: float = 64.0  # an answer body larger than this is refused (a generation is kilobytes)
     max_retries: int = 5  # connection errors, 408/409/429/5xx: exponential backoff with jitter
-    # a generation request that still fails after its retries: stop (the job stops) | answer (a failure, left out of
-    # both arms up to stats.max_failed_share; docs/noise.md, "Truncation and errors")
-    on_failure: str = "stop"
+    # a generation request that still fails after its retries: answer (a failure, left out of both arms up to
+    # stats.max_failed_share; docs/noise.md, "Truncation and errors") | stop (the job stops, keeping what was answered)
+    on_failure: str = "answer"
+    # this many failed generation requests in a row, with no answer between, stop the job under on_failure=answer:
+    # a server that fails them all is down, and each failure would first wait out its retries
+    max_failures_in_a_row: int = 8
     served_spec: ServedSpec = field(default_factory=ServedSpec)
     launch: LaunchConfig = field(default_factory=LaunchConfig)
     extra_body: dict[str, Any] = field(default_factory=dict)  # added to every request (server-specific fields)
