@@ -1,7 +1,7 @@
 """Per-sample indicators of an answer that is not like-for-like: the prompt was cut to the context, the generation
 stopped at its token limit, the answer was empty or the task could not read one from it, or the backend failed
 (an infrastructure failure: an error instead of an answer). A run that shows them more often than its reference
-compares truncations, not models (:mod:`runner.job.indicators`).
+compares truncations, not models (:func:`runner.stats.dispatch.indicator_check`).
 
 A backend says what it knows of each generated text by answering a :class:`Generated` (a ``str`` that carries
 its :class:`GenerationFacts`); a plain ``str`` says nothing (None: unknown). The job joins a sample's facts with its

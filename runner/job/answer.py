@@ -19,10 +19,12 @@ from runner.contract.reasoning import apply_sampling, strip_thinking
 from runner.contract.requests import GenerationRequest, LoglikelihoodRequest, Response
 from runner.job.decide import decision_at
 from runner.job.fidelity import early_look, first_chunk
+from runner.job.indicators import without_failures
 from runner.stats.conclusion import Monitor
 from runner.job.state import Job
 from runner.references.store import Reference
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.decision import Decision
 from runner.tracking.trackers import Tracker
 
 log = logging.getLogger("runner")
@@ -73,16 +75,22 @@ def answer_looks(job: Job, answerer: Answerer, samples: list[Sample], per_sample
     for n_k in monitor.sizes:
         scored += score_all(job.evaluator, answerer, samples[len(scored):n_k], per_sample[len(scored):n_k],
                             job.task.strip_thinking)
-        metrics = job.evaluator.aggregate(scored)
-        prefix = replace(params, num_samples=len(scored))
-        look = monitor.observe(decision_at(job, reference, samples[:len(scored)], scored, metrics, prefix),
-                               len(scored))
+        look = monitor.observe(decision_of_look(job, reference, samples[:len(scored)], scored, params), len(scored))
         log.info("sequential look %d: n=%d Z=%s bounds [%.3f, %.3f]%s", len(monitor.looks), look.n,
                  "n/a" if look.z is None else f"{look.z:.3f}", look.futility, look.efficacy,
                  f" -> stop ({monitor.stopped})" if monitor.stopped else "")
         if monitor.stopped:
             break
     return scored
+
+
+def decision_of_look(job: Job, reference: Reference, samples: list[Sample], scored: list[ScoredSample],
+                     params: HypothesisParams) -> Decision:
+    """A look's decision on the samples neither arm failed, as the run's final decision leaves them out
+    (:func:`runner.job.indicators.without_failures`): a failed answer never counts as a wrong one."""
+    samples, scored, _ = without_failures(job, samples, scored)
+    return decision_at(job, reference, samples, scored, job.evaluator.aggregate(scored),
+                       replace(params, num_samples=len(scored)))
 
 
 def early_look_size(job: Job, per_sample: Sequence[Sequence[Any]]) -> int | None:

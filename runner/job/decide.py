@@ -17,14 +17,17 @@ from runner.stats.decision import Decision
 from runner.stats.dispatch import decide_against
 from runner.stats.rules.extension import ExtensionResult
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.data.indicators import IndicatorData
 
 
 def decide(job: Job, reference: Reference | None, samples: list[Sample], scored: list[ScoredSample],
-           metrics: dict[str, float], params: HypothesisParams, monitor: Monitor | None = None) -> Decision | None:
-    """The decision of the whole run (None without a reference); a monitor's result decides a sequential run."""
+           metrics: dict[str, float], params: HypothesisParams, monitor: Monitor | None = None,
+           indicators: IndicatorData | None = None) -> Decision | None:
+    """The decision of the whole run (None without a reference); a monitor's result decides a sequential run;
+    ``indicators``: what the truncation- and error-aware check reads (:mod:`runner.job.indicators`)."""
     if reference is None:
         return None
-    decision = concluded(decision_at(job, reference, samples, scored, metrics, params), monitor, params)
+    decision = concluded(decision_at(job, reference, samples, scored, metrics, params, indicators), monitor, params)
     seq = decision.sequential
     if isinstance(seq, ExtensionResult) and seq.reason == "undecided" and seq.extensions_left:
         job.notes.append(f"{seq.extensions_left} of {seq.planned} planned extension(s) left: "
@@ -35,9 +38,10 @@ def decide(job: Job, reference: Reference | None, samples: list[Sample], scored:
 
 
 def decision_at(job: Job, reference: Reference, samples: list[Sample], scored: list[ScoredSample],
-                metrics: dict[str, float], params: HypothesisParams) -> Decision:
+                metrics: dict[str, float], params: HypothesisParams,
+                indicators: IndicatorData | None = None) -> Decision:
     """The decision on ``scored`` alone (one look); the reference's per-sample scores pair where they can, and the
-    reference's measured noise (``job.noise``) enters as the rules say."""
+    reference's measured noise (``job.noise``) and the indicators enter as the rules say."""
     ev, rows = job.evaluator, job.reference_rows
     problem = None
     if rows is not None:
@@ -47,7 +51,7 @@ def decision_at(job: Job, reference: Reference, samples: list[Sample], scored: l
                           ev.chance_level(samples), job.task.metric, rows, problem,
                           [*ev.extra_gates(metrics, reference), *job.gates], job.tolerance,
                           cluster_key=job.task.cluster_key, corpus=ev.corpus_metric(),
-                          score_bounds=ev.score_bounds(), noise=job.noise)
+                          score_bounds=ev.score_bounds(), noise=job.noise, indicators=indicators)
 
 
 def acceptance_gates(job: Job) -> list[AcceptanceGate]:

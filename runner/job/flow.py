@@ -144,9 +144,8 @@ def evaluate(job: Job) -> Outcome:
         samples, scored, failures = indicators.exclude_failures(job, samples[:len(scored)], scored)
         metrics = job.evaluator.aggregate(scored)
         params = replace(params, num_samples=max(len(scored), 1))  # the statistics use what was evaluated
-        decision = decide(job, reference, samples, scored, metrics, params, monitor)
-        if decision is not None:
-            indicators.check(job, decision, samples, scored, params, failures)
+        marks = indicators.measured(job, samples, scored, metrics, failures) if reference is not None else None
+        decision = decide(job, reference, samples, scored, metrics, params, monitor, marks)
         if decision is not None and decision.outcome == INCONCLUSIVE and (decision.indicators is None or not
                 decision.indicators.blocks) and (monitor is None or isinstance(decision.sequential, ExtensionResult)):
             advise(job, decision)  # more samples cannot undo a truncation

@@ -78,7 +78,7 @@ class Decision:
     noise_floor: float | None = None
     stated_margin: float | None = None
     within_noise: bool = False  # a NO-GO at the stated margin that is not one at the floor: INCONCLUSIVE
-    # the run's truncation and failure indicators against the reference's (runner.job.indicators); blocks: INCONCLUSIVE
+    # the run's truncation and failure indicators against the reference's (dispatch.indicator_check); blocks: INCONCLUSIVE
     indicators: IndicatorCheck | None = None
     # what chance entered the verdict (a seeded bootstrap's resamples), or that none did; None: a rule without any
     randomness: str | None = None

@@ -11,6 +11,7 @@ from runner.contract.evaluator import CorpusMetric
 from runner.stats.data.claims import Claims
 from runner.stats.data.entry import ReferenceEntry
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.data.indicators import TESTED, CleanSubset, CleanVerdict, IndicatorCheck, IndicatorData
 from runner.stats.data.noise import MeasuredNoise
 from runner.stats.data.verdicts import NO_GO
 from runner.stats.data.paired_result import PairedResult
@@ -18,6 +19,7 @@ from runner.stats.data.pairing import PairedScores, is_binary, score_bounds
 from runner.stats.data.tolerance import Tolerance
 from runner.stats.decision import Decision
 from runner.stats.numerics import scale
+from runner.stats.numerics.indicators import paired_indicator
 from runner.stats.rules.base import Case, EntryCase, EntryRule, Rule
 from runner.stats.rules.clustered import Clustered
 from runner.stats.rules.corpus import Corpus
@@ -34,7 +36,7 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
                    pairing_problem: str | None = None, gates: Sequence[Any] = (),
                    tolerance: Tolerance | None = None, cluster_key: str | None = None,
                    corpus: CorpusMetric | None = None, score_bounds: tuple[float, float] | None = None,
-                   noise: MeasuredNoise | None = None) -> Decision:
+                   noise: MeasuredNoise | None = None, indicators: IndicatorData | None = None) -> Decision:
     """The decision of the first rule of :data:`RULES` that applies; ``params.num_samples`` is the number evaluated.
 
     ``rows``: the reference's per-sample scores by sample id (each with a ``score``), when the job loaded
@@ -45,7 +47,8 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
     the samples' ``meta[CORPUS_ITEM]`` (None: the metric is the mean of the scores); its rules are the bootstrap's
     (:mod:`runner.stats.numerics.corpus_bootstrap`), resampling clusters where the job clusters. ``score_bounds``: the range of every
     per-sample score (the task's); with them a continuous metric's paired test is the finite-sample betting test.
-    ``noise``: the reference's measured noise (:func:`floored`, :func:`host_failure_note`)."""
+    ``noise``: the reference's measured noise (:func:`floored`, :func:`host_failure_note`). ``indicators``: the
+    run's and the reference's truncation and failure indicators (:func:`indicator_check`; None: not checked)."""
 
     def at(margin_stats: Any) -> Decision:
         entry = EntryCase(reference, scored, score, params, margin_stats, metric,
@@ -60,6 +63,16 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
         label = host_failure_note(decision, noise, reference.value, reference.threshold)
         if label:
             decision.notes.append(label)
+    if indicators is not None:
+        def on_clean(clean: CleanSubset) -> Decision:
+            return decide_against(reference, [s for s in scored if s.sample_id in clean.ids], clean.score,
+                                  replace(params, num_samples=len(clean.ids)), stats, clean.chance_level, metric, rows,
+                                  pairing_problem, clean.gates, tolerance, cluster_key, corpus, score_bounds, noise)
+
+        found = indicator_check(decision.alpha, indicators, pairing_problem, on_clean)
+        if found is not None:
+            decision.indicators = found
+            decision.notes.extend(found.reasons())
     return decision
 
 
@@ -180,3 +193,34 @@ def host_failure_note(decision: Decision, noise: MeasuredNoise, reference: float
         return None
     return (f"this failure is on a host other than the reference's ({noise.host_differs}), and the "
             f"reference's A/A replicate fails the same rule ({failing[0].describe()}): it may be the system's noise")
+
+
+# --------------------------------------------------------------------------- truncation- and error-aware verdicts
+# Each indicator a sample carries (the prompt cut, the token limit reached, the answer unparsed) is tested paired
+# against the reference's rows; a run that shows one significantly more often compares truncations, not models:
+# INCONCLUSIVE with the reason and the counts, and the verdict on the samples neither arm cut shown beside it. The
+# backend's failures were left out of both arms by the job; above their cap the verdict is INCONCLUSIVE.
+
+
+def indicator_check(alpha: float, data: IndicatorData, pairing_problem: str | None,
+                    on_clean: Callable[[CleanSubset], Decision]) -> IndicatorCheck | None:
+    """The indicators' check at ``alpha`` (its ``blocks``: the verdict is INCONCLUSIVE); None where there is nothing to
+    check (a task without generated text, ``stats.indicators=off`` without failures). ``pairing_problem``: why the
+    reference's rows are not this run's questions (then its arm is unknown); ``on_clean``: the decision on the clean
+    samples, asked only when an indicator shows more often."""
+    if (data.mode == "off" or not data.run) and data.failures is None:
+        return None
+    counts = {name: sum(1 for marks in data.run.values() if marks.get(name)) for name in TESTED}
+    pairs = [] if pairing_problem is not None else [
+        (data.reference[sid], marks) for sid, marks in data.run.items() if sid in data.reference]
+    found = IndicatorCheck(data.mode, [], counts, len(data.run), bool(pairs), data.failures)
+    if data.mode != "off" and pairs:
+        for name in TESTED:
+            both = [(bool(ref[name]), bool(run[name])) for ref, run in pairs
+                    if ref.get(name) is not None and run.get(name) is not None]
+            if both:
+                found.tests.append(paired_indicator(name, both, alpha, data.allowances.get(name, 0.0)))
+        if found.more_often and data.clean is not None:
+            d = on_clean(data.clean)
+            found.clean = CleanVerdict(len(data.clean.ids), d.outcome, d.verdict_line())
+    return found

@@ -296,3 +296,28 @@ def test_the_settings_are_mlflow_params():
     cfg = compose(["stats.max_failed_share=0.05", "output_dir=/tmp/unused"])
     params = flatten(OmegaConf.to_container(cfg, resolve=True))
     assert params["stats.indicators"] == "paired" and params["stats.max_failed_share"] == 0.05
+
+
+def test_a_sequential_look_leaves_failures_out_as_the_final_decision_does(tmp_path):
+    """Planned looks at 20 and 40 GSM8K questions; the reference answers all 40 right. The run answers right too,
+    but the backend fails on 10 of look 1's questions. Counted as wrong answers those 10 would be a regression the
+    first look stops on (McNemar b = 10, c = 0: Z = 10 / sqrt(10) = 3.16, past O'Brien-Fleming's first bound of
+    2.54 at alpha 0.05 one-sided: the looks decided before the failures were left out, and this run stopped at
+    n = 20); left out of both arms, as the final decision leaves them, look 1 sees no difference and the run goes
+    on to its second look."""
+    common = ["backend=fake", "task=gsm8k", "task.num_samples=40", "tracking=none", "cache=off",
+              f"reference.dir={tmp_path / 'refs'}"]
+    run(compose([*common, "reference.mode=skip", f"output_dir={tmp_path / 'skip'}"]))
+    rows = [json.loads(line) for line in (tmp_path / "skip" / "samples.jsonl").read_text().splitlines()]
+    right = [{"prompt": r["prompt"], "text": f"#### {r['target']}"} for r in rows]
+    recorded = run(compose([*common, "reference.mode=record", f"backend.script={_script(tmp_path / 'rec.jsonl', right)}",
+                            f"output_dir={tmp_path / 'rec'}"]))
+    assert recorded.score == 100.0
+    failing = [{"prompt": r["prompt"], "failed": True} for r in rows[:10]] + right[10:]
+    outcome = run(compose([*common, "stats.sequential.enabled=true", "stats.sequential.looks=2",
+                           "stats.max_failed_share=0.3", f"backend.script={_script(tmp_path / 'run.jsonl', failing)}",
+                           f"output_dir={tmp_path / 'chk'}"]))
+    d = outcome.decision
+    assert [look.n for look in d.sequential.looks] == [20, 40]  # look 1 did not stop
+    assert d.outcome != "NO-GO" and d.paired.discordant == (0, 0) and d.paired.n == 30
+    assert d.indicators.failures.excluded == 10 and not d.indicators.over_cap

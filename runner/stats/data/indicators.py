@@ -1,13 +1,24 @@
-"""The truncation- and error-aware part of a decision as data: each indicator's paired counts and test, the backend's
-failures excluded from both arms against their cap, and the verdict on the samples neither arm cut or failed.
-Computed by :mod:`runner.stats.numerics.indicators` and the job (:mod:`runner.job.indicators`)."""
+"""The truncation- and error-aware part of a decision as data: what the job measured (:class:`IndicatorData`: each
+sample's indicators in both arms, the backend's failures excluded from both arms against their cap, the samples
+neither arm cut), and what the dispatcher found (:class:`IndicatorCheck`: each indicator's paired counts and test,
+the verdict on the clean samples). Measured by :mod:`runner.job.indicators`, tested by
+:mod:`runner.stats.numerics.indicators`, decided in :func:`runner.stats.dispatch.decide_against`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.contract.indicators import DESCRIPTIONS
+from runner.contract.indicators import DESCRIPTIONS, HIT_LIMIT, INPUT_CUT, UNPARSED
+
+TESTED = (INPUT_CUT, HIT_LIMIT, UNPARSED)
+"""The indicators tested paired (a failure is left out of both arms instead, up to its cap)."""
+CUT = (INPUT_CUT, HIT_LIMIT)
+"""What makes a pair unclean for the verdict shown beside an INCONCLUSIVE one (with a failure, already left out)."""
+
+Marks = Mapping[str, "bool | None"]
+"""One sample's indicators in one arm (None: unknown)."""
 
 INDICATOR_MODES = ("paired", "report", "off")
 """``stats.indicators``: paired (a run that shows an indicator significantly more often than its reference is
@@ -63,6 +74,33 @@ class Failures:
     def describe(self) -> str:
         return (f"backend failures: {self.excluded} of {self.n} samples left out of both arms (run {self.run}, "
                 f"reference {self.reference}; cap stats.max_failed_share={self.cap:g})")
+
+
+@dataclass(frozen=True)
+class CleanSubset:
+    """The samples neither arm cut or stopped at the token limit, and what the job computes on them for a decision
+    (the task's metric, its chance level and gates): the verdict on them is shown beside a blocked one."""
+
+    ids: frozenset[str]
+    score: float
+    chance_level: float | None
+    gates: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class IndicatorData:
+    """What the job measured for the indicator check: ``run``, each sample's indicators in this run (the samples that
+    carry them, failures already left out); ``reference``, the reference rows' indicators by sample id (the rows that
+    carry them); ``allowances``, per tested indicator, the largest excess rate the reference's A/A replicates show;
+    ``failures``, the backend's failures left out of both arms (None: none); ``clean``, the samples neither arm cut
+    (None: none is left, or no reference arm to pair)."""
+
+    mode: str  # stats.indicators
+    run: Mapping[str, Marks]
+    reference: Mapping[str, Marks]
+    allowances: Mapping[str, float] = field(default_factory=dict)
+    failures: Failures | None = None
+    clean: CleanSubset | None = None
 
 
 @dataclass(frozen=True)
