@@ -321,3 +321,42 @@ def test_a_sequential_look_leaves_failures_out_as_the_final_decision_does(tmp_pa
     assert [look.n for look in d.sequential.looks] == [20, 40]  # look 1 did not stop
     assert d.outcome != "NO-GO" and d.paired.discordant == (0, 0) and d.paired.n == 30
     assert d.indicators.failures.excluded == 10 and not d.indicators.over_cap
+
+
+def test_the_dispatcher_decides_the_indicators_from_data_alone():
+    """``dispatch.indicator_check`` on hand-made data, no job: 9 vs 1 of 12 at the limit (p = 11/1024 by hand) blocks
+    and asks for the clean samples' decision once; a reference arm that does not pair (a pairing problem) is unknown
+    and tests nothing; ``off`` without failures checks nothing; failures alone are carried and judged by their cap."""
+    from runner.stats.data.indicators import CleanSubset, Failures, IndicatorData
+    from runner.stats.dispatch import indicator_check
+
+    def marks(hit: bool) -> dict:
+        return {"input_cut": False, "hit_limit": hit, "unparsed": False}
+
+    run_marks = {f"s{i}": marks(i < 9) for i in range(N)}
+    ref_marks = {f"s{i}": marks(i == N - 1) for i in range(N)}
+    clean = CleanSubset(frozenset({"s9", "s10"}), 50.0, None)
+    asked: list[CleanSubset] = []
+
+    class Clean:  # the decision on the clean samples, as the dispatcher would return it
+        outcome = "GO"
+
+        @staticmethod
+        def verdict_line() -> str:
+            return "GO (by hand)"
+
+    def on_clean(subset: CleanSubset):
+        asked.append(subset)
+        return Clean()
+
+    data = IndicatorData("paired", run_marks, ref_marks, {}, None, clean)
+    found = indicator_check(0.05, data, None, on_clean)
+    t = {t.name: t for t in found.tests}["hit_limit"]
+    assert (t.only_run, t.only_reference, t.p_value) == (9, 1, pytest.approx(11 / 1024)) and found.blocks
+    assert asked == [clean] and (found.clean.n, found.clean.outcome, found.clean.line) == (2, "GO", "GO (by hand)")
+    unpaired = indicator_check(0.05, data, "another seed", on_clean)
+    assert unpaired.tests == [] and not unpaired.reference_known and not unpaired.blocks and len(asked) == 1
+    assert indicator_check(0.05, IndicatorData("off", run_marks, ref_marks), None, on_clean) is None
+    failures = Failures(N, 1, 0, 1, 0.02)
+    only = indicator_check(0.05, IndicatorData("off", run_marks, ref_marks, failures=failures), None, on_clean)
+    assert only.tests == [] and only.over_cap and only.blocks and len(asked) == 1
