@@ -62,12 +62,14 @@ def exclude_failures(job: Job, samples: Sequence[Sample], scored: Sequence[Score
 def measured(job: Job, samples: Sequence[Sample], scored: Sequence[ScoredSample], metrics: dict[str, float],
              failures: Failures | None) -> IndicatorData:
     """The indicators of ``scored`` (failures already left out; ``metrics`` their aggregate) and of the reference's
-    rows, the replicate's allowances and the clean samples, as the dispatcher reads them."""
+    rows, the replicate's allowances and the clean samples (not under ``stats.indicators=off``, which tests
+    nothing), as the dispatcher reads them."""
+    mode = job.config.stats.indicators
     run = {s.sample_id: marks for s in scored for marks in [_run(s)] if marks is not None}
     reference = {sid: marks for sid in run for marks in [_reference(job, sid)] if marks is not None}
-    return IndicatorData(job.config.stats.indicators, run, reference,
-                         {name: allowance(job, name) for name in TESTED}, failures,
-                         clean_subset(job, samples, scored, metrics, reference) if reference else None)
+    return IndicatorData(mode, run, reference, {name: allowance(job, name) for name in TESTED}, failures,
+                         clean_subset(job, samples, scored, metrics, reference) if reference and mode != "off"
+                         else None)
 
 
 def clean_subset(job: Job, samples: Sequence[Sample], scored: Sequence[ScoredSample], metrics: dict[str, float],

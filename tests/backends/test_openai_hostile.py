@@ -187,6 +187,12 @@ def test_failures_in_a_row_stop_the_job_and_an_answer_between_resets_the_count(s
     answers = backend_for(server.url, on_failure="answer", max_failures_in_a_row=3, max_concurrency=1).generate(asked)
     assert [facts_of(a).failed for a in answers] == [True, True, False, True, True, False]
     assert server.posts == 6
+    server.posts, server.sequence = 0, ["ok", "ok", "error_500"]  # the server dies after two answers
+    store = GenerationCache(tmp_path / "generations.sqlite")
+    with pytest.raises(http.ServerFailure, match="failed 3 requests in a row"):
+        CachedBackend(backend_for(server.url, on_failure="answer", max_failures_in_a_row=3, max_concurrency=1),
+                      store.bind({"test": "down"}), chunk_size=8).generate(asked)
+    assert (server.posts, store.count()) == (5, 2)  # the two answers kept: a rerun asks only the rest
     with pytest.raises(ConfigError, match="max_failures_in_a_row >= 1"):
         backend_for(server.url, max_failures_in_a_row=0)
 
