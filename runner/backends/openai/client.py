@@ -7,7 +7,8 @@ Each request has one deadline from send to last byte and a cap on its answer's s
 JSON and checked (:mod:`runner.backends.openai.answers`); an invalid one is retried like a 5xx, with
 the same backoff, ``max_retries`` times. What still fails becomes an
 :class:`~runner.contract.errors.EndpointError` naming the URL (secrets redacted), the status and the start
-of the body. Requests of one bulk call go out ``max_concurrency`` at a time; answers keep
+of the body; a failure of the server as a whole (unreachable, 401/403/404, a redirect) is a
+:class:`ServerFailure`, which stops a job whatever ``backend.on_failure`` says. Requests of one bulk call go out ``max_concurrency`` at a time; answers keep
 request order. A stop request (:mod:`runner.contract.stopping`) ends a bulk call within moments: no
 request starts after it, the ones in flight have their sockets shut, backoff sleeps end. The API key is read from the environment variable the config names, and is held
 only by the client object.
@@ -30,11 +31,11 @@ from runner.contract.secrets import looks_like_key, redact_url, remember
 
 log = logging.getLogger("runner")
 T = TypeVar("T")
-SERVER_STATUSES = (401, 403, 404)
-"""HTTP statuses that refuse every request alike (a key refused, a model or path the server does not have)."""
 R = TypeVar("R")
 NO_KEY = "EMPTY"  # what local servers accept when no key is configured (vLLM's and lm-eval's convention)
 RETRY_BASE_S, RETRY_MAX_S = 0.5, 8.0  # the client library's backoff, used for invalid answers too
+SERVER_STATUSES = (401, 403, 404)
+"""HTTP statuses that refuse every request alike (a key refused, a model or path the server does not have)."""
 
 
 def api_key(env_name: str | None) -> str:
@@ -125,8 +126,8 @@ def describe_failure(err: BaseException, base_url: str) -> EndpointError:
         body = " ".join(err.response.text.split())[:300]
         kind = ServerFailure if err.status_code in SERVER_STATUSES else EndpointError
         return kind("the model server refused a request", where=redact_url(str(err.request.url)),
-                             given=f"HTTP {err.status_code}: {body}",
-                             fix="check backend.served_model, the request limits and the server log")
+                    given=f"HTTP {err.status_code}: {body}",
+                    fix="check backend.served_model, the request limits and the server log")
     if isinstance(err, openai.APITimeoutError):
         return EndpointError("the model server did not answer in time", where=base_url,
                              given=f"{type(err).__name__} after the retries",
