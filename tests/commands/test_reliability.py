@@ -180,7 +180,10 @@ DRIPPING = ["backend=openai", f"backend.launch.command='{sys.executable} {HOSTIL
             "backend.max_concurrency=4", "task=gsm8k", "task.dataset.source=local",
             f"task.dataset.local_path={ROOT / 'tests' / 'data' / 'gsm8k_local'}", "task.num_samples=4",
             "task.max_input_len=1024", "task.max_output_len=64", "reference.mode=skip"]
-STOPPED_WITHIN_S = 5.0
+STOPPED_WITHIN_S = 20.0
+"""Far below an answer's minute and the 300 s timeout, so a job that waits for either fails; above what the job's
+own shutdown (MLflow's KILLED status, the managed server's stop, failure.json) takes on a 2-core host under load
+(6.0 s was seen with the whole suite and other jobs beside it; 1-2 s on a quiet host)."""
 
 
 def _stop_a_dripping_job(tmp_path: Path, signum: int, extra: list[str]) -> tuple[int, str, float, list]:
