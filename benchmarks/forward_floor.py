@@ -159,21 +159,25 @@ def main(argv: list[str] | None = None) -> int:
         scan = {b: spawn_floor(args, shots, b, False)["eval_s"] for b in budgets}
         best = min(scan, key=scan.__getitem__)
         times: dict[str, list[float]] = {"floor": [], "runner": [], "lm-eval": []}
+        threads: dict[str, list[int]] = {side: [] for side in times}  # each run's compute threads
         for _ in range(args.repeats):
-            times["floor"].append(spawn_floor(args, shots, best, False)["eval_s"])
-            times["runner"].append(mt.spawn(args, "runner", shots, args.dtype, "loglikelihood")["eval_s"])
-            times["lm-eval"].append(mt.spawn(args, "lm-eval", shots, args.dtype, args.lm_eval_batch_size)["eval_s"])
+            runs = {"floor": spawn_floor(args, shots, best, False),
+                    "runner": mt.spawn(args, "runner", shots, args.dtype, "loglikelihood"),
+                    "lm-eval": mt.spawn(args, "lm-eval", shots, args.dtype, args.lm_eval_batch_size)}
+            for side, run in runs.items():
+                times[side].append(run["eval_s"])
+                threads[side].append(run["threads"])
         if args.compile:
             times["floor compiled"] = [spawn_floor(args, shots, best, True)["eval_s"] for _ in range(args.repeats)]
         medians = {side: statistics.median(t) for side, t in times.items()}
         summary["shots"][str(shots)] = {"questions": n, "floor_budget_scan_s": scan, "floor_budget": best,
-                                        "eval_s": times, "median_s": medians,
+                                        "eval_s": times, "threads": threads, "median_s": medians,
                                         "runner_over_floor": medians["runner"] / medians["floor"],
                                         "lm_eval_over_runner": medians["lm-eval"] / medians["runner"]}
         print(f"\n{shots}-shot, {n} questions, {args.dtype}: median eval s: " +
               ", ".join(f"{side} {m:.1f}" for side, m in medians.items()) +
               f"; runner / floor {medians['runner'] / medians['floor']:.2f}, lm-eval / runner "
-              f"{medians['lm-eval'] / medians['runner']:.2f} (floor budget {best}: {scan})")
+              f"{medians['lm-eval'] / medians['runner']:.2f} (floor budget {best}: {scan}; threads {threads})")
     print(f"host: {summary['cpu']}, {summary['cores']} cores; {summary['date']}")
     out = args.json or Path(args.out_dir) / "summary.json"
     out.write_text(json.dumps(summary, indent=2))
