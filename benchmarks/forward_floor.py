@@ -9,7 +9,7 @@ project's ``hf`` backend at its defaults (which now measure their own batch shap
 model files, dtype and threads). Every measurement is its own subprocess; evaluation wall time, model load
 excluded; the one-minute load average before and after each. Nothing asserts on timings.
 
-    python benchmarks/forward_floor.py                                  # 456 questions, 0- and 5-shot, bf16
+    python benchmarks/forward_floor.py          # 0-shot on 456 questions, 5-shot on 114, bf16, 3 alternating rounds
     python benchmarks/forward_floor.py --num-samples 57 --shots 0 --repeats 1 --budgets 1024,4096
 """
 
@@ -45,21 +45,15 @@ def floor_batches(lengths: list[int], budget: int) -> list[list[int]]:
     return batches
 
 
-def run_floor(questions_path: Path, dtype: str, budget: int, compiled: bool) -> dict[str, Any]:
-    """The plain loop in this process: load, tokenize, then every batch's forward timed as one."""
+def floor_pass(model: Any, tokenizer: Any, rows: list[dict[str, Any]], budget: int,
+               forward: Any = None) -> tuple[dict[str, str], int]:
+    """The plain loop over ``rows`` (tokenize, batch within ``budget`` tokens, forward, read the letters):
+    each question's predicted letter, and the forward calls made. ``forward``: the model, or its compiled form."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from runner.files.assets import smollm2_checkpoint
-
-    rows = mt.read_questions(questions_path)
-    path = smollm2_checkpoint()
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval()
-    forward = torch.compile(model) if compiled else model
+    forward = forward or model
     letter_ids = [tokenizer(t, add_special_tokens=False).input_ids[-1] for t in LETTERS]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    start = time.perf_counter()
     ids = [tokenizer(r["prompt"], add_special_tokens=False).input_ids for r in rows]
     batches = floor_batches([len(x) for x in ids], budget)
     predictions: dict[str, str] = {}
@@ -71,8 +65,32 @@ def run_floor(questions_path: Path, dtype: str, budget: int, compiled: bool) -> 
             logits = forward(input_ids=tokens, attention_mask=mask, logits_to_keep=1).logits[:, -1, letter_ids]
             for i, best in zip(batch, logits.float().argmax(-1).tolist()):
                 predictions[rows[i]["id"]] = "ABCD"[best]
+    return predictions, len(batches)
+
+
+def load_floor_model(dtype: str) -> tuple[Any, Any]:
+    """The embedded checkpoint and its tokenizer, as a user would load them."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from runner.files.assets import smollm2_checkpoint
+
+    path = smollm2_checkpoint()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    return AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval(), tokenizer
+
+
+def run_floor(questions_path: Path, dtype: str, budget: int, compiled: bool) -> dict[str, Any]:
+    """The plain loop in this process: load, then tokenizing and every batch's forward timed as one."""
+    import torch
+
+    rows = mt.read_questions(questions_path)
+    model, tokenizer = load_floor_model(dtype)
+    forward = torch.compile(model) if compiled else model
+    start = time.perf_counter()
+    predictions, calls = floor_pass(model, tokenizer, rows, budget, forward)
     done = time.perf_counter()
-    return {"eval_s": done - start, "predictions": predictions, "batches": len(batches),
+    return {"eval_s": done - start, "predictions": predictions, "batches": calls,
             "correct": sum(predictions[r["id"]] == r["target"] for r in rows), "threads": torch.get_num_threads()}
 
 
@@ -95,7 +113,8 @@ def spawn_floor(args: argparse.Namespace, shots: int, budget: int, compiled: boo
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--num-samples", type=int, default=456)
+    parser.add_argument("--num-samples", default="456,114",
+                        help="questions per shot count, in --shots order (one number: the same for every shot count)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--shots", default="0,5")
     parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))
@@ -104,12 +123,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lm-eval-batch-size", default="4", help="lm-eval's batch size (its best on a 2-core CPU)")
     parser.add_argument("--repeats", type=int, default=3, help="alternating rounds of floor, runner, lm-eval")
     parser.add_argument("--threads", type=int, default=0, help="OMP_NUM_THREADS for every side (0: unset)")
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--json", type=Path, help="the summary's path (default: OUT_DIR/summary.json)")
     parser.add_argument("--out-dir")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--budget", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
+
+
+def samples_per_shot(shots: str, num_samples: str) -> dict[int, int]:
+    """``--shots`` paired with ``--num-samples`` (one number for all, or one per shot count)."""
+    counts = [int(n) for n in num_samples.split(",")]
+    wanted = [int(s) for s in shots.split(",")]
+    if len(counts) == 1:
+        counts *= len(wanted)
+    if len(counts) != len(wanted) or min(counts) < 1:
+        raise SystemExit(f"--num-samples {num_samples}: give one positive count, or one per --shots value ({shots})")
+    return dict(zip(wanted, counts))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,32 +150,38 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.out_dir = str(Path(args.out_dir or tempfile.mkdtemp(prefix="forward_floor_")).resolve())
     budgets = [int(b) for b in args.budgets.split(",")]
+    counts = samples_per_shot(args.shots, args.num_samples)
     summary: dict[str, Any] = {"cpu": mt.cpu_model(), "cores": len(os.sched_getaffinity(0)), "dtype": args.dtype,
                                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "shots": {}}
-    for shots in (int(s) for s in args.shots.split(",")):
-        n = mt.write_questions(Path(args.out_dir) / f"questions_{shots}shot.jsonl", args.num_samples, shots, args.seed)
+    for shots, wanted in counts.items():
+        n = mt.write_questions(Path(args.out_dir) / f"questions_{shots}shot.jsonl", wanted, shots, args.seed)
         # the floor's best budget first (one pass over the budgets), then alternating rounds at that budget
         scan = {b: spawn_floor(args, shots, b, False)["eval_s"] for b in budgets}
         best = min(scan, key=scan.__getitem__)
         times: dict[str, list[float]] = {"floor": [], "runner": [], "lm-eval": []}
+        threads: dict[str, list[int]] = {side: [] for side in times}  # each run's compute threads
         for _ in range(args.repeats):
-            times["floor"].append(spawn_floor(args, shots, best, False)["eval_s"])
-            times["runner"].append(mt.spawn(args, "runner", shots, args.dtype, "loglikelihood")["eval_s"])
-            times["lm-eval"].append(mt.spawn(args, "lm-eval", shots, args.dtype, args.lm_eval_batch_size)["eval_s"])
+            runs = {"floor": spawn_floor(args, shots, best, False),
+                    "runner": mt.spawn(args, "runner", shots, args.dtype, "loglikelihood"),
+                    "lm-eval": mt.spawn(args, "lm-eval", shots, args.dtype, args.lm_eval_batch_size)}
+            for side, run in runs.items():
+                times[side].append(run["eval_s"])
+                threads[side].append(run["threads"])
         if args.compile:
             times["floor compiled"] = [spawn_floor(args, shots, best, True)["eval_s"] for _ in range(args.repeats)]
         medians = {side: statistics.median(t) for side, t in times.items()}
         summary["shots"][str(shots)] = {"questions": n, "floor_budget_scan_s": scan, "floor_budget": best,
-                                        "eval_s": times, "median_s": medians,
+                                        "eval_s": times, "threads": threads, "median_s": medians,
                                         "runner_over_floor": medians["runner"] / medians["floor"],
                                         "lm_eval_over_runner": medians["lm-eval"] / medians["runner"]}
         print(f"\n{shots}-shot, {n} questions, {args.dtype}: median eval s: " +
               ", ".join(f"{side} {m:.1f}" for side, m in medians.items()) +
               f"; runner / floor {medians['runner'] / medians['floor']:.2f}, lm-eval / runner "
-              f"{medians['lm-eval'] / medians['runner']:.2f} (floor budget {best}: {scan})")
+              f"{medians['lm-eval'] / medians['runner']:.2f} (floor budget {best}: {scan}; threads {threads})")
     print(f"host: {summary['cpu']}, {summary['cores']} cores; {summary['date']}")
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=2))
+    out = args.json or Path(args.out_dir) / "summary.json"
+    out.write_text(json.dumps(summary, indent=2))
+    print(f"every timing, the budget scan and the load averages: {out}")
     return 0
 
 

@@ -129,6 +129,35 @@ def calibration_rows(docs: list[str], tokenizer: Any, num_samples: int, max_len:
     return [head + stream[start:start + body] for start in range(0, min(len(stream), need), body)]
 
 
+# glibc's largest malloc mmap threshold on a 64-bit host: a larger buffer is mapped for each allocation and
+# unmapped when freed, so its pages are faulted in anew by every forward call that allocates it
+MMAP_THRESHOLD_MAX = 32 << 20
+
+
+def cpu_call_tokens(widest: int, value_bytes: int = 4) -> int:
+    """Tokens of one CPU calibration call whose widest activation (``widest`` values a token, at float32, the
+    width ModelOpt's fake quantizers may compute in) stays within :data:`MMAP_THRESHOLD_MAX`.
+
+    Why: on the embedded model in bfloat16, one call of 32 x 512 tokens faulted in 3.5 million pages and spent
+    8-10 s in the kernel against 13-16 s of arithmetic; four calls of 8 x 512 spent 0.04 s there
+    (docs/measurements.md, "Calibration on CPU")."""
+    return max(1, MMAP_THRESHOLD_MAX // (max(1, widest) * value_bytes))
+
+
+def widest_activation(model_config: Any) -> int:
+    """Values a token holds in a transformers model's widest layer input or output (the MLP's, or the hidden size)."""
+    hidden = int(getattr(model_config, "hidden_size", 0) or 0)
+    return max(hidden, int(getattr(model_config, "intermediate_size", 0) or 4 * hidden))
+
+
+def calibration_budget(max_batch_tokens: int, device_type: str, model_config: Any) -> int:
+    """``quant.calib_max_batch_tokens``, capped on a CPU by :func:`cpu_call_tokens` for ``model_config``'s widest
+    layer. Batching gives ModelOpt the same statistics (:func:`calibration_batches`), so the cap sets speed only."""
+    if device_type != "cpu":
+        return max_batch_tokens
+    return min(max_batch_tokens, cpu_call_tokens(widest_activation(model_config)))
+
+
 def calibration_batches(rows: list[list[int]], max_batch_tokens: int) -> list[list[list[int]]]:
     """``rows`` cut into forward calls whose ModelOpt statistics equal those of one row per call.
 

@@ -61,7 +61,8 @@ from runner.quant.algos import (
     AWQ_ALGOS, AWQ_MAX_CALIB_SAMPLES, needs_calibration, validate_spec as validate_trtllm_names,
 )
 from runner.quant.calibration import (
-    calib_num_samples, calibration_batches, calibration_documents, calibration_rows, local_calibration_source,
+    calib_num_samples, calibration_batches, calibration_budget, calibration_documents, calibration_rows,
+    local_calibration_source,
 )
 from runner.quant import folded
 from runner.quant.cost import linear_parameters
@@ -342,11 +343,13 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
             details["quant_calibration"] += f" (AWQ: capped at {AWQ_MAX_CALIB_SAMPLES} as TensorRT-LLM does)"
     versions = {"modelopt": version}
 
+    budget = calibration_budget(int(quant.calib_max_batch_tokens), device.type, model.config)
+
     def calibrate() -> Any:
         rows = None
         if calibrated:
             rows = calibration_rows(docs_info[0], tokenizer, n, int(quant.calib_max_seq_length), int(quant.calib_seed))
-            calls = len(calibration_batches(rows, int(quant.calib_max_batch_tokens)))
+            calls = len(calibration_batches(rows, budget))
             details["quant_calibration_rows"] = (f"{len(rows)} rows, {sum(len(r) for r in rows)} tokens, "
                                                  f"{calls} forward call{'' if calls == 1 else 's'}")
             # with the time below: this host's calibration rate, which refines later estimates (runner.quant.cost)
@@ -356,7 +359,7 @@ def quantize(model: Any, tokenizer: Any, quant: Any, location: str, revision: Op
                 details["quant_model_params"] = str(params)
         torch.manual_seed(int(quant.calib_seed))
         start = time.monotonic()
-        quantized = run_calibration(model, cfg, rows, int(quant.calib_max_batch_tokens), device, mtq, progress)
+        quantized = run_calibration(model, cfg, rows, budget, device, mtq, progress)
         details["quant_calib_time_s"] = f"{time.monotonic() - start:.1f}"
         return quantized
 

@@ -14,7 +14,7 @@ import pytest
 
 from runner.contract.task_config import QuantConfig
 from runner.quant import modelopt as hf_quant
-from runner.quant.calibration import calibration_batches
+from runner.quant.calibration import MMAP_THRESHOLD_MAX, calibration_batches, calibration_budget, cpu_call_tokens
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("modelopt.torch.quantization", reason="nvidia-modelopt is not installed")
@@ -32,6 +32,21 @@ def test_rows_of_one_length_go_in_equal_calls_within_the_budget():
     short_tail = rows[:5] + [[9] * 40]
     assert calibration_batches(short_tail, 100_000) == [[row] for row in short_tail]
     assert calibration_batches([], 100) == []
+
+
+def test_a_cpu_call_keeps_its_widest_float32_activation_within_the_mmap_threshold():
+    from types import SimpleNamespace
+
+    smollm2 = SimpleNamespace(hidden_size=576, intermediate_size=1536)  # the embedded model's config.json
+    # 32 MiB / (1536 values x 4 bytes) = 5461 tokens: 10 rows of 512, and 8 the largest divisor of 512 rows
+    assert calibration_budget(16384, "cpu", smollm2) == 5461
+    rows = [[1] * 512] * 512
+    assert {len(b) for b in calibration_batches(rows, calibration_budget(16384, "cpu", smollm2))} == {8}
+    assert calibration_budget(2048, "cpu", smollm2) == 2048  # a smaller budget the user set stays
+    assert calibration_budget(16384, "cuda", smollm2) == 16384  # a GPU's memory is not malloc's
+    assert cpu_call_tokens(1536) * 1536 * 4 <= MMAP_THRESHOLD_MAX < (cpu_call_tokens(1536) + 1) * 1536 * 4
+    assert cpu_call_tokens(10 ** 9) == 1  # a huge layer still runs one token a call
+    assert calibration_budget(16384, "cpu", SimpleNamespace(hidden_size=4096)) == 512  # 32 MiB / (4 x 4096 x 4 B)
 
 
 @pytest.fixture(scope="module")
