@@ -253,13 +253,15 @@ def _skew_guard(claims, result: PairedResult, p_go: float, pairs, params, case: 
     """The paired t-test's claims less those its skewness check withholds (:mod:`runner.stats.numerics.t_skew`)."""
     sign = 1.0 if params.higher_is_better else -1.0
     found = t_skew.check([sign * (b - a) for a, b in zip(pairs.reference, pairs.new)], params.alpha,
-                         result.p_value, p_go, getattr(case.stats, "t_skew_limit", t_skew.DEFAULT_LIMIT))
+                         result.p_value, p_go, case.stats.t_skew_limit, case.stats.t_rare_share)
     no_go, go = claims.regression and found.withhold_no_go, claims.within and found.withhold_go
     if not (no_go or go):
         return claims, result
     case.notes.append(found.note(" and ".join(w for w, held in (("NO-GO", no_go), ("GO", go)) if held)))
+    why = ("too few samples (stats.t_rare_share)" if found.too_few
+           else "skewed differences (stats.t_skew_limit)")
     claims = replace(claims, regression=claims.regression and not no_go, within=claims.within and not go,
-                     method=f"{claims.method}; withheld: skewed differences (stats.t_skew_limit)")
+                     method=f"{claims.method}; withheld: {why}")
     return claims, (replace(result, passed=True) if no_go else result)
 
 
