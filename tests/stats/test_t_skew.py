@@ -106,7 +106,8 @@ def test_below_the_fewest_samples_no_claim_and_the_note_says_how_many() -> None:
     e = np.random.default_rng(3).uniform(-1.0, 1.0, 40)
     d = list(2.16 + e - e.mean())  # what the 95% of small moves look like: mean 2.16
     _, claims, notes = _decide(d, 1.0, 0.0)
-    assert not claims.within and "withheld: too few samples (stats.t_rare_share)" in claims.method
+    assert not claims.within and "withheld: too few samples (stats.t_rare_share: from 59)" in claims.method
+    assert claims.least_n == 59
     note = next(n for n in notes if n.startswith("no GO claim"))
     assert "from 59 samples, this run has 40" in note and "missing from a sample of 40 13% of the time" in note
     assert _decide(d, 1.0, 0.0, rare_share=0.08)[1].within  # min_samples(0.05, 0.08) = 36: the user's trust decides
@@ -122,6 +123,24 @@ def test_symmetric_differences_keep_their_claims() -> None:
     assert abs(t_skew.sample_skewness(d)) < 0.2
     _, claims, notes = _decide(d, 1.0, 0.0)
     assert claims.within and not any("skewed" in n for n in notes)
+
+
+def test_a_withheld_no_go_below_the_fewest_samples_is_advised_to_them_and_says_it_withheld() -> None:
+    """Every one of 40 documents clearly worse (the demo's W4A16 perplexity at n = 40): the t-test's p is tiny, the
+    NO-GO is withheld, the paired block says so instead of "no regression shown", and the advice names 59 samples,
+    not the one more sample the observed spread alone would ask for."""
+    from runner.stats.data.hypothesis import HypothesisParams
+    from runner.stats.numerics.advice import AdviceCase
+    from runner.stats.rules.paired_continuous import PairedContinuous
+
+    d = [-15.0 - 0.1 * (i % 9) for i in range(40)]
+    result, claims, _ = _decide(d, 3.0, 0.0)
+    assert result.p_value < 1e-10 and result.passed and not claims.regression and claims.least_n == 59
+    assert "paired test: no claim - its p-value is below 0.05, but the claim is withheld: too few" in result.render()
+    case = AdviceCase(15.4, 0.0, 3.0, HypothesisParams(0.05, 0.2, 10.0, 40), result, None, None, claims.method,
+                      claims.least_n)
+    advice = PairedContinuous().advise(case)
+    assert advice is not None and advice.target == "NO-GO" and advice.n_total == 59
 
 
 def test_the_grid_cells_that_failed_before_hold_now() -> None:
