@@ -21,7 +21,7 @@ class Measured:
 
 def _measure(args: tuple[Cell, int, int]) -> Measured:
     cell, trials, seed = args
-    return Measured(cell, cell.measure(trials, seed))
+    return Measured(cell, cell.run(trials, seed))
 
 
 def measure(cells: Sequence[Cell], trials: int, seed: int = 0, jobs: int = 1) -> list[Measured]:
@@ -53,6 +53,10 @@ def _se(m: Measured) -> str:
     return "exact" if m.rate.exact else f"{m.rate.se:.4f}"
 
 
+def _trials(m: Measured) -> str:
+    return "-" if m.rate.exact else str(m.rate.trials)
+
+
 def _nominal(m: Measured) -> str:
     c = m.cell
     if c.kind == "error":
@@ -65,9 +69,9 @@ def _nominal(m: Measured) -> str:
 
 
 def table(rows: Sequence[Measured], markdown: bool = True) -> str:
-    """The rule x claim table (worst cell, rate, SE, nominal, holds)."""
-    head = ("rule", "claim", "worst cell", "rate", "SE", "nominal", "holds")
-    body = [(m.cell.rule, m.cell.claim, m.cell.setting, _rate(m), _se(m), _nominal(m),
+    """The rule x claim table (worst cell, rate, SE, Monte Carlo draws, nominal, holds)."""
+    head = ("rule", "claim", "worst cell", "rate", "SE", "trials", "nominal", "holds")
+    body = [(m.cell.rule, m.cell.claim, m.cell.setting, _rate(m), _se(m), _trials(m), _nominal(m),
              "-" if m.cell.kind == "power" else "yes" if m.holds else "NO")
             for m in rows]
     if markdown:

@@ -6,7 +6,8 @@ counts and margin for 0/100 scores, the difference for the unpaired test), drawn
 
 * extensions with planned sizes (every extension as large as look 1), extended while undecided: NO-GO
   at drop 0, GO at drop = tolerance; paired 0/100 scores (discordance d, the drop split between lost and
-  won samples) and the unpaired test (sigma 50, reference of look 1's n). A margin is refused with
+  won samples) and the unpaired test (sigma 50, reference of look 1's n; 20 draws per trial asked, see
+  ``UNPAIRED_DRAWS``). A margin is refused with
   looks (:func:`runner.stats.settings.validate_extensions`): Tango's statistic at the margin, which the
   looks would use, measured 0.064 (SE 0.006) at n1=57, d=5%, margin 1 (``extension_binary``);
 * planned sequential looks (``stats.sequential``), paired 0/100: NO-GO at drop 0;
@@ -34,6 +35,10 @@ from runner.stats.rules.sequential import Monitor
 
 ALPHA = 0.05
 SIGMA = 50.0
+# The unpaired extension's looks are exactly canonical here (known sigma, normal means), so its bounds spend exactly
+# alpha (tests/stats/test_extension.py checks them against the multivariate normal): its cells sit at alpha, where
+# the acceptance rule needs ~40000 draws; a draw costs 0.1-0.2 ms, so each trial asked runs 20.
+UNPAIRED_DRAWS = 20
 
 
 def _binary(b: int, c: int, n: int, margin: float) -> SimpleNamespace:
@@ -181,11 +186,12 @@ def cells(grid: Grid) -> list[Cell]:
         out.append(Cell(ext, "GO at drop = tolerance", f"K={k} n1={n1} d={d:.0%} t={t:g}", "error", ALPHA,
                         partial(extension_binary, k, n1, d, t, 0.0, t, "go")))
     unp = "extensions, planned sizes: unpaired z (sigma 50)"
+    many = grid.pick(UNPAIRED_DRAWS, 1)
     for k, n1 in grid.pick([(3, 400), (1, 57)], [(3, 400)]):
         out.append(Cell(unp, "NO-GO at drop 0", f"K={k} n1={n1}", "error", ALPHA,
-                        partial(extension_unpaired, k, n1, 0.0, 2.75, "regression")))
+                        partial(extension_unpaired, k, n1, 0.0, 2.75, "regression"), draws=many))
         out.append(Cell(unp, "GO at drop = tolerance", f"K={k} n1={n1} t=2.75", "error", ALPHA,
-                        partial(extension_unpaired, k, n1, 2.75, 2.75, "go")))
+                        partial(extension_unpaired, k, n1, 2.75, 2.75, "go"), draws=many))
     if grid.full:  # power beside the error cells: GO at a drop of 0, NO-GO at twice the tolerance
         out.append(Cell(ext, "power: GO at drop 0", "K=3 n1=500 d=20% t=5", "power", 0.0,
                         partial(extension_binary, 3, 500, 0.2, 0.0, 0.0, 5.0, "go")))

@@ -24,5 +24,5 @@ def for_decision(decision: Decision, n_ref: int | None) -> Advice | None:
     seq = decision.sequential
     looks = seq.next_looks() if isinstance(seq, ExtensionResult) else None
     case = AdviceCase(drop, decision.margin, decision.tolerance.points, params, decision.paired, n_ref, looks,
-                      decision.claims.method)
+                      decision.claims.method, decision.claims.least_n)
     return decision.advisor.advise(case)

@@ -49,6 +49,10 @@ class StatsConfig:
     # this above alpha, or its skewness-corrected p-value is not below alpha (one-term Edgeworth; rare large changes
     # make it err, docs/statistics.md "Unbounded scores"); 0.005 from the calibration grid; 1 keeps only the correction
     t_skew_limit: float = 0.005
+    # the paired t-test claims only on a sample that misses a change carried by this share of the samples at most
+    # alpha of the time: (1 - share)^n <= alpha, 59 samples at 0.05 (a sample of 40 misses it 13% of the time and the
+    # t-test then errs unseen, docs/statistics.md "Unbounded scores"); 0.05 is the calibration grid's rarest tail
+    t_rare_share: float = 0.05
     # NO-GO needs a drop larger than the margin: 0 keeps upstream's rule. In points, or percent of the reference.
     margin: float = 0.0
     margin_unit: str = "points"  # points | percent
@@ -123,6 +127,12 @@ def validate(stats: Any) -> None:
         raise ConfigError("the paired t-test's skewness limit must be a number from 0 to 1",
                           where="stats.t_skew_limit", given=repr(skew),
                           fix="0.005 (the default, from the calibration); 1 keeps only the skewness-corrected p-value")
+    share = getattr(stats, "t_rare_share", 0.05)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 < share < 1.0:
+        raise ConfigError("the rarest share of samples the paired t-test must see is a number strictly between 0 "
+                          "and 1", where="stats.t_rare_share", given=repr(share),
+                          fix="0.05 (the default, from the calibration: the t-test claims from 59 samples at alpha "
+                              "0.05); a larger share claims from fewer samples, trusting that no rarer change exists")
     iters = stats.corpus_bootstrap_iters
     if isinstance(iters, bool) or not isinstance(iters, int) or iters < 99:
         raise ConfigError("too few bootstrap resamples for a corpus metric", where="stats.corpus_bootstrap_iters",

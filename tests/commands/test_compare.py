@@ -81,7 +81,7 @@ def test_mcnemar_no_go_on_paired_samples_with_dropped_ids_and_flips(tmp_path, ca
 def test_paired_t_go_on_a_continuous_metric_against_scipy(tmp_path, capsys):
     from scipy import stats
 
-    n = 30
+    n = 60  # the paired t-test claims from 59 samples (stats.t_rare_share)
     a = {f"s{i}": 50.0 + (i % 7) for i in range(n)}
     diffs = [0.3 * ((i * 5) % 7 - 3) - 0.1 for i in range(n)]  # small changes around -0.1
     b = {f"s{i}": a[f"s{i}"] + diffs[i] for i in range(n)}

@@ -150,8 +150,10 @@ def test_a_malformed_noise_record_is_refused_with_the_field(tmp_path):
 
 
 # the paired t decides (stats.paired_test=auto makes no claim on unbounded per-document perplexities): the rule the
-# floor raises the NO-GO line of
-PPL = ["backend=fake", "task=perplexity", "task.num_samples=8", "tracking=none", "cache=off", "stats.paired_test=t"]
+# floor raises the NO-GO line of; on 8 documents, trusting that no change hides in fewer than half of them
+# (stats.t_rare_share=0.5: the t-test claims from 5 samples, 59 by default)
+PPL = ["backend=fake", "task=perplexity", "task.num_samples=8", "tracking=none", "cache=off", "stats.paired_test=t",
+       "stats.t_rare_share=0.5"]
 
 
 def _ppl(tmp_path: Path, name: str, *args: str):

@@ -54,6 +54,22 @@ def test_the_second_look_bound_from_the_bivariate_normal():
     assert ext.looks[1].efficacy == pytest.approx(b2, abs=2e-4)
 
 
+def test_four_looks_of_three_planned_extensions_spend_exactly_alpha_by_the_multivariate_normal():
+    """The calibration grid's K=3, n1=400 cell: the looks' bounds, read from the extension as a job runs them, cross
+    with probability 0.05 in all under H0 (Genz's integration of the canonical joint normal, not the rule's
+    recursion), the look-by-look spending within 1e-6."""
+    ext = Extensions(3, [400, 800, 1200, 1600], 0.05, "obf", 2.75, True)
+    for n in (400, 800, 1200, 1600):
+        ext.observe(unpaired(0.0), n)
+    info = [1 / (1 / n + 1 / 400) for n in (400, 800, 1200, 1600)]
+    cov = [[math.sqrt(min(a, b) / max(a, b)) for b in info] for a in info]
+    bounds = [lk.efficacy for lk in ext.looks]
+    for k in range(1, 5):
+        crossed = 1 - stats.multivariate_normal.cdf(bounds[:k], mean=[0.0] * k, cov=[r[:k] for r in cov[:k]],
+                                                    abseps=1e-8, releps=1e-8)
+        assert crossed == pytest.approx(obf(k / 4), abs=1e-6)
+
+
 def test_a_drop_shown_at_the_second_look_stops_there_and_the_interval_agrees():
     ext = Extensions(2, [100, 200, 300], 0.05, "obf", 2.75, True)
     ext.observe(unpaired(-12.0), 100)  # Z = 12 / 7.07 = 1.70 < 3.20: go on

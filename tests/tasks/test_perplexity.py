@@ -300,10 +300,11 @@ def test_record_then_check_quantized_specs_end_to_end(tmp_path, mlflow_server, m
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"
     # per-document perplexity is unbounded: under stats.paired_test=auto no claim is made (issue 47); the chosen
-    # asymptotic t-test decides here
+    # asymptotic t-test decides here, on 8 documents trusting that no change hides in fewer than half of them
+    # (stats.t_rare_share=0.5: it claims from 5 samples, 59 by default)
     common = ["task=perplexity", "task.num_samples=8", "task.max_input_len=96", "task.min_tokens=64", "cache=off",
               f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e-perplexity", f"reference.dir={refs}",
-              "stats.paired_test=t"]
+              "stats.paired_test=t", "stats.t_rare_share=0.5"]
     recorded = run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))
     assert recorded.exit_status == EXIT_OK and recorded.spec.extra_acc_spec.endswith("min_tokens=64,max_input_len=96")
     rows = [json.loads(line) for line in (tmp_path / "rec" / "samples.jsonl").read_text().splitlines()]

@@ -25,6 +25,7 @@ class Claims:
     # root-finding noise, except where ``method`` says a bound was set to its threshold (McNemar at margin 0)
     moved_go: float = 0.0
     moved_no_go: float = 0.0
+    least_n: int = 0  # the fewest samples the rule claims on, where it withheld a claim for too few (0: none)
 
     @property
     def ci(self) -> tuple[float, float] | None:

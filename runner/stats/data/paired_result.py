@@ -64,6 +64,7 @@ class PairedResult:
     pooled: bool = False  # a corpus metric: each side's figure pools the samples (not their mean)
     pinned: float = 0.0  # how far (metric units) pinning moved the bound that inverts this test onto its side
     betting: BettingSample | None = field(default=None, repr=False, compare=False)  # what the betting test saw
+    withheld: str = ""  # why the rule withheld the claim its p-value showed ("": not withheld)
 
     @classmethod
     def gated(cls, p_value: float, alpha: float, beta: float, higher_is_better: bool, gate: str, tolerance: float,
@@ -143,7 +144,10 @@ class PairedResult:
             )
         lines.append(f"  p-value      {self.p_value:10.4f}   {_p_meaning(self.gate, self.tolerance)}")
         lines.append(rule)
-        if self.passed:
+        if self.withheld:
+            lines.append(f"paired test: no claim - its p-value is below {self.alpha:g}, but the claim is withheld: "
+                         f"{self.withheld} (the notes say why).")
+        elif self.passed:
             lines.append("paired test: no regression shown - " + (
                 f"the {'disagreements are' if self.discordant is not None else 'difference is'} within what chance "
                 "explains." if self.gate == "regression"

@@ -86,8 +86,8 @@ class Advice:
 class AdviceCase:
     """What a rule's advice reads from a finished decision: the observed drop (points, positive is worse), the margin
     and tolerance of the two claims, the test's numbers, the rule's paired result (None: unpaired), the unpaired
-    reference's own n, an extendable run's planned looks left (samples in all, the bound each tests at), and how the
-    claims were made (their method)."""
+    reference's own n, an extendable run's planned looks left (samples in all, the bound each tests at), how the
+    claims were made (their method) and the fewest samples the rule claims on."""
 
     drop: float
     margin: float
@@ -97,6 +97,7 @@ class AdviceCase:
     n_ref: int | None
     looks: list[tuple[int, float]] | None = None
     claims_method: str = ""
+    least_n: int = 0  # the fewest samples the deciding rule claims on (Claims.least_n)
 
     @property
     def inflation(self) -> float:

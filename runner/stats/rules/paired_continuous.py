@@ -246,21 +246,26 @@ class PairedContinuous:
         if p.betting is not None and p.design_effect is None and case.looks is None:
             return betting_advice.more_samples(p.betting, p.n, case.params.higher_is_better, case.drop, case.margin,
                                                case.tolerance, case.params.alpha)
-        return case.more_samples((p.sd_diff or 0.0) * case.inflation, p.n)
+        advice = case.more_samples((p.sd_diff or 0.0) * case.inflation, p.n)
+        if advice is not None and advice.n_total is not None and advice.n_total < case.least_n:
+            return replace(advice, n_total=case.least_n)  # the t-test claims from there (its probability: at least)
+        return advice
 
 
 def _skew_guard(claims, result: PairedResult, p_go: float, pairs, params, case: Case):  # noqa: ANN001, ANN202
     """The paired t-test's claims less those its skewness check withholds (:mod:`runner.stats.numerics.t_skew`)."""
     sign = 1.0 if params.higher_is_better else -1.0
     found = t_skew.check([sign * (b - a) for a, b in zip(pairs.reference, pairs.new)], params.alpha,
-                         result.p_value, p_go, getattr(case.stats, "t_skew_limit", t_skew.DEFAULT_LIMIT))
+                         result.p_value, p_go, case.stats.t_skew_limit, case.stats.t_rare_share)
     no_go, go = claims.regression and found.withhold_no_go, claims.within and found.withhold_go
     if not (no_go or go):
         return claims, result
     case.notes.append(found.note(" and ".join(w for w, held in (("NO-GO", no_go), ("GO", go)) if held)))
+    why = (f"too few samples (stats.t_rare_share: from {found.needed})" if found.too_few
+           else "skewed differences (stats.t_skew_limit)")
     claims = replace(claims, regression=claims.regression and not no_go, within=claims.within and not go,
-                     method=f"{claims.method}; withheld: skewed differences (stats.t_skew_limit)")
-    return claims, (replace(result, passed=True) if no_go else result)
+                     method=f"{claims.method}; withheld: {why}", least_n=found.needed if found.too_few else 0)
+    return claims, (replace(result, passed=True, withheld=why) if no_go else result)
 
 
 def _asymptotic_note(chosen: str, bounded: bool) -> str:
