@@ -213,6 +213,32 @@ def mlflow_server(tmp_path_factory):
         yield uri
 
 
+@pytest.fixture(scope="session")
+def sqlite_store(tmp_path_factory) -> Callable[[Path], str]:
+    """``sqlite_store(path)``: the URI of a new MLflow sqlite store at ``path`` whose tables MLflow has already made
+    (a copy of one empty store built once for the whole test run). Making the tables runs MLflow's 50-odd schema
+    migrations, about 10 s for each new store on a 2-core host; for tests about what a job logs, not about creating
+    a store (tests/commands/test_reliability.py starts four jobs on a store that does not exist yet)."""
+    import shutil
+
+    import mlflow
+
+    shared = shared_dir(tmp_path_factory, "mlflow-empty-store")
+    template = shared / "mlflow.db"
+    with locked(shared):
+        if not (shared / "done").is_file():
+            template.unlink(missing_ok=True)
+            mlflow.MlflowClient(tracking_uri=f"sqlite:///{template}").search_experiments()
+            (shared / "done").touch()
+
+    def store(path: Path) -> str:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template, path)
+        return f"sqlite:///{path}"
+
+    return store
+
+
 def embedded_checkpoint() -> str:
     """The embedded SmolLM2-135M's checkpoint directory (converted once, then cached)."""
     from runner.files.assets import EMBEDDED_MODELS
