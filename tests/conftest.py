@@ -124,10 +124,11 @@ def _start_server(name: str, argv: list[str], env: dict[str, str], root: Path, r
     raise RuntimeError(f"{name} did not answer within {ready_s:g} s")
 
 
-def _start_mlflow_server(root: Path) -> tuple[int, str]:
-    """``mlflow server`` on 127.0.0.1 with its store and artifacts under ``root``: (pid, uri) once it answers."""
+def _start_mlflow_server(root: Path, store: str) -> tuple[int, str]:
+    """``mlflow server`` on 127.0.0.1 with the store ``store`` and its artifacts under ``root``: (pid, uri) once it
+    answers."""
     cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", "{port}",
-           "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+           "--backend-store-uri", store,
            "--artifacts-destination", str(root / "artifacts"), "--workers", "1"]
     # the runner tracks runs only: the server's job runner (a pool of huey consumers, each a process that
     # imports mlflow) would take a core for a minute at every start and do nothing for these tests
@@ -205,11 +206,15 @@ def shared_server(tmp_path_factory, name: str, start: Callable[[Path], tuple[int
 
 
 @pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory):
-    """A real ``mlflow server`` on 127.0.0.1 with its own sqlite store and artifact root, shared by the
-    xdist workers of one test run (:func:`shared_server`). Test files keep to experiments of their own
-    names, so they share a store as they would in turn."""
-    with shared_server(tmp_path_factory, "mlflow-shared", _start_mlflow_server) as uri:
+def mlflow_server(tmp_path_factory, sqlite_store):
+    """A real ``mlflow server`` on 127.0.0.1 with its own sqlite store (tables made: :func:`sqlite_store`) and
+    artifact root, shared by the xdist workers of one test run (:func:`shared_server`). Test files keep to
+    experiments of their own names, so they share a store as they would in turn."""
+
+    def start(root: Path) -> tuple[int, str]:
+        return _start_mlflow_server(root, sqlite_store(root / "mlflow.db"))
+
+    with shared_server(tmp_path_factory, "mlflow-shared", start) as uri:
         yield uri
 
 
