@@ -244,6 +244,21 @@ def sqlite_store(tmp_path_factory) -> Callable[[Path], str]:
     return store
 
 
+@pytest.fixture(scope="session")
+def two_layer_checkpoint(tmp_path_factory) -> Path:
+    """The embedded model cut to its first 2 layers (trained weights, its dtype and tokenizer:
+    tests/helpers/micro_model.py), built once for the whole test run: for tests about what the runner does with a
+    model (quantization, recording and checking, logging), not about the embedded model's own numbers."""
+    from tests.helpers.micro_model import truncated_checkpoint
+
+    shared = shared_dir(tmp_path_factory, "smollm2-2-layers")
+    with locked(shared):
+        if not (shared / "done").is_file():
+            truncated_checkpoint(shared / "checkpoint", 2)
+            (shared / "done").touch()
+    return shared / "checkpoint"
+
+
 def embedded_checkpoint() -> str:
     """The embedded SmolLM2-135M's checkpoint directory (converted once, then cached)."""
     from runner.files.assets import EMBEDDED_MODELS

@@ -35,12 +35,10 @@ from runner.contract.errors import BackendUnavailable, ConfigError
 from runner.contract.task_config import ModelConfig, QuantConfig
 from runner.backends.hf.backend import HFBackendConfig
 from tests.conftest import ROOT, compose, run_cli, run_in_process
-from tests.helpers.micro_model import truncated_checkpoint
 
 pytest.importorskip("modelopt.torch.quantization", reason="nvidia-modelopt is not installed")
 
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
-LAYERS = 2  # of the embedded model's 30
 # option -> (quant_algo, kv_cache_quant_algo, runs on CPU)
 OPTIONS = {
     "none": (None, None, True),
@@ -95,10 +93,9 @@ def backend(quant: QuantConfig, model: ModelConfig = SMOLLM2, **kw) -> HFBackend
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory) -> ModelConfig:
-    """The embedded model's first LAYERS layers, loaded through ``model.path``."""
-    path = truncated_checkpoint(tmp_path_factory.mktemp("smollm2-2-layers"), LAYERS)
-    return ModelConfig(name="smollm2_2_layers", hf_id="local/smollm2-2-layers", path=str(path))
+def small(two_layer_checkpoint) -> ModelConfig:
+    """The embedded model's first 2 of its 30 layers, loaded through ``model.path``."""
+    return ModelConfig(name="smollm2_2_layers", hf_id="local/smollm2-2-layers", path=str(two_layer_checkpoint))
 
 
 @pytest.fixture(scope="module")
