@@ -124,10 +124,11 @@ def _start_server(name: str, argv: list[str], env: dict[str, str], root: Path, r
     raise RuntimeError(f"{name} did not answer within {ready_s:g} s")
 
 
-def _start_mlflow_server(root: Path) -> tuple[int, str]:
-    """``mlflow server`` on 127.0.0.1 with its store and artifacts under ``root``: (pid, uri) once it answers."""
+def _start_mlflow_server(root: Path, store: str) -> tuple[int, str]:
+    """``mlflow server`` on 127.0.0.1 with the store ``store`` and its artifacts under ``root``: (pid, uri) once it
+    answers."""
     cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", "{port}",
-           "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+           "--backend-store-uri", store,
            "--artifacts-destination", str(root / "artifacts"), "--workers", "1"]
     # the runner tracks runs only: the server's job runner (a pool of huey consumers, each a process that
     # imports mlflow) would take a core for a minute at every start and do nothing for these tests
@@ -205,12 +206,57 @@ def shared_server(tmp_path_factory, name: str, start: Callable[[Path], tuple[int
 
 
 @pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory):
-    """A real ``mlflow server`` on 127.0.0.1 with its own sqlite store and artifact root, shared by the
-    xdist workers of one test run (:func:`shared_server`). Test files keep to experiments of their own
-    names, so they share a store as they would in turn."""
-    with shared_server(tmp_path_factory, "mlflow-shared", _start_mlflow_server) as uri:
+def mlflow_server(tmp_path_factory, sqlite_store):
+    """A real ``mlflow server`` on 127.0.0.1 with its own sqlite store (tables made: :func:`sqlite_store`) and
+    artifact root, shared by the xdist workers of one test run (:func:`shared_server`). Test files keep to
+    experiments of their own names, so they share a store as they would in turn."""
+
+    def start(root: Path) -> tuple[int, str]:
+        return _start_mlflow_server(root, sqlite_store(root / "mlflow.db"))
+
+    with shared_server(tmp_path_factory, "mlflow-shared", start) as uri:
         yield uri
+
+
+@pytest.fixture(scope="session")
+def sqlite_store(tmp_path_factory) -> Callable[[Path], str]:
+    """``sqlite_store(path)``: the URI of a new MLflow sqlite store at ``path`` whose tables MLflow has already made
+    (a copy of one empty store built once for the whole test run). Making the tables runs MLflow's 50-odd schema
+    migrations, about 10 s for each new store on a 2-core host; for tests about what a job logs, not about creating
+    a store (tests/commands/test_reliability.py starts four jobs on a store that does not exist yet)."""
+    import shutil
+
+    import mlflow
+
+    shared = shared_dir(tmp_path_factory, "mlflow-empty-store")
+    template = shared / "mlflow.db"
+    with locked(shared):
+        if not (shared / "done").is_file():
+            template.unlink(missing_ok=True)
+            mlflow.MlflowClient(tracking_uri=f"sqlite:///{template}").search_experiments()
+            (shared / "done").touch()
+
+    def store(path: Path) -> str:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template, path)
+        return f"sqlite:///{path}"
+
+    return store
+
+
+@pytest.fixture(scope="session")
+def two_layer_checkpoint(tmp_path_factory) -> Path:
+    """The embedded model cut to its first 2 layers (trained weights, its dtype and tokenizer:
+    tests/helpers/micro_model.py), built once for the whole test run: for tests about what the runner does with a
+    model (quantization, recording and checking, logging), not about the embedded model's own numbers."""
+    from tests.helpers.micro_model import truncated_checkpoint
+
+    shared = shared_dir(tmp_path_factory, "smollm2-2-layers")
+    with locked(shared):
+        if not (shared / "done").is_file():
+            truncated_checkpoint(shared / "checkpoint", 2)
+            (shared / "done").touch()
+    return shared / "checkpoint"
 
 
 def embedded_checkpoint() -> str:

@@ -273,9 +273,10 @@ def test_auto_dtype_is_one_reference_key_on_every_cpu(native_bf16, monkeypatch):
 
 
 @pytest.mark.e2e
-def test_a_sweep_worker_loads_a_model_once_per_spec(tmp_path):
+def test_a_sweep_worker_loads_a_model_once_per_spec(tmp_path, two_layer_checkpoint):
     """Consecutive jobs of one process on the same files, spec and dtype reuse the loaded model; another
-    key (here the dtype; the quant spec is part of it the same way), or reuse_loaded_model=false, loads afresh."""
+    key (here the dtype; the quant spec is part of it the same way), or reuse_loaded_model=false, loads afresh.
+    On the embedded model's first 2 layers (``model.path``): which model answered is checked, not the answers."""
     import json
 
     from runner.backends.hf import loaded
@@ -283,7 +284,8 @@ def test_a_sweep_worker_loads_a_model_once_per_spec(tmp_path):
 
     loaded.forget()
     # two short ARC-Easy questions: what is checked is which model answered, not the answers
-    base = ["task=arc_easy", "task.num_samples=2", "tracking=none", "reference.mode=skip", "cache=off"]
+    base = ["task=arc_easy", f"model.path={two_layer_checkpoint}", "task.num_samples=2", "tracking=none",
+            "reference.mode=skip", "cache=off"]
 
     def loaded_as(*extra: str) -> str:
         out = tmp_path / str(len(list(tmp_path.iterdir())))

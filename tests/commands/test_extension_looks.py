@@ -23,8 +23,8 @@ def inprocess(args: list[str], out: Path) -> None:
     (out / ".hydra" / "overrides.yaml").write_text("".join(f"- {json.dumps(a)}\n" for a in asked))
 
 
-def test_later_looks_nest_under_look_one_with_names_that_show_the_task(tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_later_looks_nest_under_look_one_with_names_that_show_the_task(tmp_path, monkeypatch, sqlite_store):
+    uri = sqlite_store(tmp_path / "mlflow.db")
     refs = tmp_path / "refs"
     inprocess(["task=arc_easy", "reference.mode=record", f"reference.dir={refs}", "task.num_samples=114",
                "tracking=none"], tmp_path / "record")

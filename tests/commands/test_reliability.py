@@ -142,13 +142,13 @@ def _running_runs(db: Path) -> int:
         return 0
 
 
-def test_a_sigkilled_run_is_closed_by_the_next_run(tmp_path):
+def test_a_sigkilled_run_is_closed_by_the_next_run(tmp_path, sqlite_store):
     """A real process SIGKILLed while its MLflow run is open (the scripted backend's delay stands in for a model
     load that never ends); the next job, run in this process, closes that run as KILLED."""
     import mlflow
 
     db = tmp_path / "mlflow.db"
-    uri = f"sqlite:///{db}"
+    uri = sqlite_store(db)
     killed = _start([*GSM8K, "backend.delay_s=600", "reference.mode=skip", f"tracking.tracking_uri={uri}", "cache=off",
                      f"output_dir={tmp_path / 'killed'}"], tmp_path)
     deadline = time.monotonic() + 180

@@ -65,7 +65,7 @@ def secret_leaks(root: Path, text: str) -> list[str]:
     return found + [f"terminal: {v}" for v in values if v in text]
 
 
-def test_secrets_of_every_kind_stay_out_of_every_output_even_when_the_server_echoes_them(tmp_path):
+def test_secrets_of_every_kind_stay_out_of_every_output_even_when_the_server_echoes_them(tmp_path, sqlite_store):
     """A key read from api_key_env, a URL password (sent as Basic auth), a key in the request body, a secret query
     parameter and fragment; a server that answers 400 echoing the request's headers and body. Nothing of them in
     the terminal, failure.json, runner.log, config.yaml, .hydra/*, the cache, or the MLflow run."""
@@ -80,7 +80,7 @@ def test_secrets_of_every_kind_stay_out_of_every_output_even_when_the_server_ech
                         "backend.max_retries=0", "task=gsm8k", "task.dataset.source=local",
                         f"task.dataset.local_path={Path(__file__).parents[1] / 'data' / 'gsm8k_local'}",
                         "task.num_samples=2", "reference.mode=skip", "task.max_input_len=512", "task.max_output_len=16",
-                        f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}", f"cache.path={tmp_path / 'gen.sqlite'}",
+                        f"tracking.tracking_uri={sqlite_store(tmp_path / 'mlflow.db')}", f"cache.path={tmp_path / 'gen.sqlite'}",
                         f"hydra.run.dir={tmp_path / 'run'}"], tmp_path, env={"RUNNER_TEST_SECRET_KEY": SECRETS["key"]})
     finally:
         server.close()

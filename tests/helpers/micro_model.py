@@ -1,5 +1,7 @@
-"""A 2-layer model of the embedded SmolLM2-135M's architecture with seeded random weights: the backend's
-own costs with almost no model compute (benchmarks/overhead_probe.py, the fast-path parity tests)."""
+"""Small models of the embedded SmolLM2-135M's architecture, saved next to its tokenizer: a 2-layer one with
+seeded random weights (the backend's own costs with almost no model compute: benchmarks/overhead_probe.py, the
+fast-path parity tests) and the embedded model cut to its first layers (trained weights, a fraction of the
+compute: the quantization tests)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,25 @@ def micro_checkpoint(directory: Path, layers: int = 2, seed: int = 0, hidden_siz
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.save_pretrained(directory)
+    return with_tokenizer(directory, source)
+
+
+def truncated_checkpoint(directory: Path, layers: int = 2) -> Path:
+    """The embedded checkpoint's first ``layers`` decoder layers with their trained weights (embeddings, final
+    norm and tied head kept) in its own dtype, with its tokenizer, saved in ``directory``: logits of a real scale
+    at ``layers``/30 of the layers' compute, for tests about what a backend does to a model, not its accuracy."""
+    from transformers import AutoModelForCausalLM
+
+    from runner.files.assets import smollm2_checkpoint
+
+    source = smollm2_checkpoint()
+    model = AutoModelForCausalLM.from_pretrained(source, num_hidden_layers=layers, dtype="auto")
+    model.save_pretrained(directory)
+    return with_tokenizer(directory, source)
+
+
+def with_tokenizer(directory: Path, source: Path) -> Path:
+    """``directory`` with the tokenizer files of the checkpoint at ``source`` copied in."""
     for name in TOKENIZER_FILES:
         if (source / name).exists():
             shutil.copy(source / name, directory / name)

@@ -12,8 +12,8 @@ GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
          "reference.mode=skip"]
 
 
-def test_a_dry_run_lists_jobs_cache_and_estimates_without_running(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_a_dry_run_lists_jobs_cache_and_estimates_without_running(tmp_path, sqlite_store):
+    uri = sqlite_store(tmp_path / 'mlflow.db')
     cache = [f"cache.path={tmp_path / 'generations.sqlite'}", f"tracking.tracking_uri={uri}"]
     done = run_in_process([*GSM8K, *cache, "seed=0", f"output_dir={tmp_path / 'done'}"], tmp_path)  # an earlier job
     assert done.returncode == 0, done.stderr

@@ -410,15 +410,18 @@ def test_published_references(model, quant, kv, value):
 
 
 @pytest.mark.e2e
-def test_end_to_end_record_then_check_logs_both_parts_to_mlflow(tmp_path, mlflow_server, monkeypatch):
-    """The embedded model on 2 packaged problems: record a reference, check against it, read MLflow back."""
+def test_end_to_end_record_then_check_logs_both_parts_to_mlflow(tmp_path, mlflow_server, monkeypatch,
+                                                                two_layer_checkpoint):
+    """2 packaged problems: record a reference, check against it, read MLflow back. On the embedded model's first 2
+    layers (``model.path``): the test is about the record, the check and what is logged, which any model exercises,
+    at a fraction of the embedded model's 8-shot generation time."""
     from mlflow.tracking import MlflowClient
 
     from runner.job.flow import run
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"
-    common = ["task=gsm8k", "task.num_samples=2", "task.max_output_len=48", "cache=off", f"reference.dir={refs}",
+    common = ["task=gsm8k", f"model.path={two_layer_checkpoint}", "task.num_samples=2", "task.max_output_len=48", "cache=off", f"reference.dir={refs}",
               f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e-gsm8k"]
     recorded = run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))
     assert recorded.exit_status == 0 and recorded.spec.extra_acc_spec == "fewshot_split=test,max_output_len=48"

@@ -453,8 +453,10 @@ def test_upstream_rouge_references_are_never_read_as_pass_at_1():
 
 
 @pytest.mark.e2e
-def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, monkeypatch):
-    """The embedded model on 2 packaged problems: record, check against it, read MLflow back."""
+def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, monkeypatch, two_layer_checkpoint):
+    """2 packaged problems: record, check against it, read MLflow back. On the embedded model's first 2 layers
+    (``model.path``): the test is about the record, the sandboxed execution, the check and what is logged, which any
+    model's completions exercise, at a fraction of the embedded model's generation time."""
     from mlflow.tracking import MlflowClient
 
     from runner.job.flow import run
@@ -462,7 +464,7 @@ def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, mo
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"
-    common = ["task=humaneval", "task.num_samples=2", "task.max_output_len=32", f"reference.dir={refs}",
+    common = ["task=humaneval", f"model.path={two_layer_checkpoint}", "task.num_samples=2", "task.max_output_len=32", f"reference.dir={refs}",
               f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e-humaneval"]
     recorded = run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))
     assert recorded.exit_status == 0 and recorded.spec.extra_acc_spec == "max_output_len=32"

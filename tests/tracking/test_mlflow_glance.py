@@ -17,8 +17,8 @@ GSM8K = ["backend=fake", "task=gsm8k", "task.dataset.source=local",
          f"task.dataset.local_path={ROOT / 'tests' / 'data' / 'gsm8k_local'}", "task.num_samples=8", "stats.method=paired"]
 
 
-def test_a_checked_run_reads_at_a_glance(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_a_checked_run_reads_at_a_glance(tmp_path, sqlite_store):
+    uri = sqlite_store(tmp_path / "mlflow.db")
     common = [*GSM8K, f"tracking.tracking_uri={uri}", f"reference.dir={tmp_path / 'refs'}"]
     # both jobs in this process, through the command line's glue (exit status and all): what is checked is what
     # MLflow holds, not the process
@@ -66,12 +66,12 @@ def assert_the_saved_view_shows_the_decision(experiment_tags, run):
     assert {"verdict", "score", "reference", "delta", "p_value"} <= {name for _, name in columns}
 
 
-def test_the_saved_view_is_written_once_and_restored_when_changed(tmp_path):
+def test_the_saved_view_is_written_once_and_restored_when_changed(tmp_path, sqlite_store):
     from types import SimpleNamespace
 
     from runner.tracking.trackers import MlflowTracker
 
-    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    uri = sqlite_store(tmp_path / "m.db")
     client = mlflow.MlflowClient(tracking_uri=uri)
 
     def job() -> str:
@@ -95,16 +95,16 @@ def test_breakdowns_become_one_table_not_many_columns():
     assert breakdown_table({"accuracy": 30.0}) is None
 
 
-def test_a_dataset_label_that_is_no_file_or_url_still_logs(tmp_path):
+def test_a_dataset_label_that_is_no_file_or_url_still_logs(tmp_path, sqlite_store):
     from types import SimpleNamespace
 
     from runner.tracking.trackers import MlflowTracker
 
-    tracker = MlflowTracker(SimpleNamespace(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", experiment="e",
-                                            connect_timeout_s=5))
+    uri = sqlite_store(tmp_path / "m.db")
+    tracker = MlflowTracker(SimpleNamespace(tracking_uri=uri, experiment="e", connect_timeout_s=5))
     tracker.start("none-perplexity", {}, {})
     for label in ("packaged", "corpus=pydoc_topics-32e8236b", "cais/mmlu"):
         tracker.log_dataset({"sample_id": ["a"], "prompt": ["p"], "target": ["t"]}, f"x-{label}", label)
     tracker.end("FINISHED")
-    run = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'm.db'}").get_run(tracker.run_id)
+    run = mlflow.MlflowClient(tracking_uri=uri).get_run(tracker.run_id)
     assert len(run.inputs.dataset_inputs) == 3 and run.info.status == "FINISHED"
