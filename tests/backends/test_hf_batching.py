@@ -51,7 +51,7 @@ def test_a_kv_position_cap_counts_the_shared_prefix_and_the_decode_steps():
     # through plan(): the prefix a group shares is what its batches count
     head = list(range(100, 200))
     rows = [head + [i] * 10 for i in range(4)]
-    groups = plan(rows, [0, 1, 2, 3], [1] * 4, Limits(64, 10_000, 1_000, max_cache_tokens=230, cache_growth=5))
+    groups = plan(rows, [0, 1, 2, 3], [1] * 4, Limits(64, 10_000, 100, max_cache_tokens=230, cache_growth=5))
     assert [(g.prefix, [len(b) for b in g.batches]) for g in groups] == [(100, [2, 2])]
 
 
@@ -116,6 +116,26 @@ def test_rows_sharing_a_short_head_share_it_when_it_saves_more_than_a_call():
     assert batching.MIN_SHARED_PREFIX == 32
 
 
+def test_a_prefix_is_shared_only_where_the_positions_it_saves_outweigh_the_extra_cost_of_its_tails():
+    # 4 rows of 50-token tails after a 40-token head: sharing saves 40 x 3 = 120 positions; the tails' extra at
+    # 0.3 a position is 0.3 x 200 = 60, plus a call of 16: 76 < 120, shared; at 0.6: 120 + 16 = 136 > 120, not
+    head = list(range(100, 140))
+    rows = [head + [i] * 50 for i in range(4)]
+    assert batching.pays(40, [50] * 4, Limits(64, 10_000, 16, shared_position_cost=0.3))
+    assert not batching.pays(40, [50] * 4, Limits(64, 10_000, 16, shared_position_cost=0.6))
+    assert [g.prefix for g in plan(rows, [0, 1, 2, 3], [1] * 4, Limits(64, 10_000, 16, shared_position_cost=0.3))] \
+        == [40]
+    assert [g.prefix for g in plan(rows, [0, 1, 2, 3], [1] * 4, Limits(64, 10_000, 16, shared_position_cost=0.6))] \
+        == [0]
+    # a short head of the rows sharing nothing long (a task's fixed instruction, MMLU 0-shot's header) is judged
+    # the same way: 10 tokens x 2 rows = 20 saved against 16 + 0.3 x 12 tail tokens = 19.6: shared; 0.4: not
+    short = [[5] * 10 + [1, 2], [5] * 10 + [3, 3, 3, 3, 3], [5] * 10 + [4, 4, 4, 4, 4]]
+    assert [g.prefix for g in plan(short, [0, 1, 2], [1] * 3, Limits(64, 10_000, 16, shared_position_cost=0.3))] \
+        == [10]
+    assert [g.prefix for g in plan(short, [0, 1, 2], [1] * 3, Limits(64, 10_000, 16, shared_position_cost=0.4))] \
+        == [0]
+
+
 @pytest.fixture(scope="module")
 def mmlu_prompts():
     from evaluators.tasks.mmlu import MMLUEvaluator, MMLUTaskConfig
@@ -142,8 +162,9 @@ def test_batched_prefix_shared_answers_equal_plain_forwards(mmlu_prompts):
 
     letters = [" A", " B", " C", " D"]
     # batches of 2 rows: a subject's 3 questions run in two batches (one padded) over one few-shot
-    # prefix; a call cheap enough (24 tokens) makes the 0-shot questions share their header
-    with backend(batch_size=2, batch_call_cost_tokens=24, limits=TaskLimits(4094, 2)) as be:
+    # prefix; a call cheap enough (24 tokens) and no extra cost for a position over a shared prefix make the 0-shot
+    # questions share their header
+    with backend(batch_size=2, batch_call_cost_tokens=24, prefix_position_cost=0.0, limits=TaskLimits(4094, 2)) as be:
         results = be.loglikelihood([LoglikelihoodRequest(p, c) for p in mmlu_prompts for c in letters])
         outputs = be.generate([GenerationRequest(p, 2) for p in mmlu_prompts])
         groups = be._plan([be._tokenizer(p)["input_ids"] for p in mmlu_prompts], list(range(12)), [1] * 12)
