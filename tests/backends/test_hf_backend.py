@@ -228,8 +228,7 @@ def test_constructor_is_light_and_validates():
         HFBackend(HFBackendConfig(device="tpu"), SMOLLM2, NONE, TaskLimits(8, 2))
     with pytest.raises(ConfigError, match="quant"):
         HFBackend(HFBackendConfig(), SMOLLM2, QuantConfig(name="fp9", quant_algo="FP9"), TaskLimits(8, 2))
-    for bad in ({"batch_size": 0}, {"max_batch_tokens": -1}, {"batch_call_cost_tokens": -1},
-                {"prefix_position_cost": -0.1}):
+    for bad in ({"batch_size": 0}, {"max_batch_tokens": -1}, {"batch_call_cost_tokens": -1}):
         with pytest.raises(ConfigError, match="backend.batch_size / backend.max_batch_tokens"):
             HFBackend(HFBackendConfig(**bad), SMOLLM2, NONE, TaskLimits(8, 2))
 

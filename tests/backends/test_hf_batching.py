@@ -42,7 +42,7 @@ def test_split_respects_row_and_token_budgets():
 def test_a_kv_position_cap_counts_the_shared_prefix_and_the_decode_steps():
     # four rows of 10 tail tokens after a 100-token prefix, 5 decode steps: each row holds 100 + 10 + 5 = 115 KV
     # positions, so a cap of 230 fits two rows a batch and 229 one; without growth 110 a row, so 220 fits two
-    limits = Limits(64, 10_000, 1_000, max_cache_tokens=230, cache_growth=5)
+    limits = Limits(64, 10_000, 100, max_cache_tokens=230, cache_growth=5)
     assert split([10] * 4, "abcd", limits, prefix=100) == [["a", "b"], ["c", "d"]]
     assert split([10] * 4, "abcd", Limits(64, 10_000, 1_000, max_cache_tokens=229, cache_growth=5),
                  prefix=100) == [["a"], ["b"], ["c"], ["d"]]
@@ -116,24 +116,13 @@ def test_rows_sharing_a_short_head_share_it_when_it_saves_more_than_a_call():
     assert batching.MIN_SHARED_PREFIX == 32
 
 
-def test_a_prefix_is_shared_only_where_the_positions_it_saves_outweigh_the_extra_cost_of_its_tails():
-    # 4 rows of 50-token tails after a 40-token head: sharing saves 40 x 3 = 120 positions; the tails' extra at
-    # 0.3 a position is 0.3 x 200 = 60, plus a call of 16: 76 < 120, shared; at 0.6: 120 + 16 = 136 > 120, not
+def test_a_long_prefix_is_shared_only_where_the_positions_it_saves_outweigh_its_call():
+    # a 40-token head: 2 rows save 40 positions, less than a call of 64: not shared; 3 rows save 80: shared
     head = list(range(100, 140))
-    rows = [head + [i] * 50 for i in range(4)]
-    assert batching.pays(40, [50] * 4, Limits(64, 10_000, 16, shared_position_cost=0.3))
-    assert not batching.pays(40, [50] * 4, Limits(64, 10_000, 16, shared_position_cost=0.6))
-    assert [g.prefix for g in plan(rows, [0, 1, 2, 3], [1] * 4, Limits(64, 10_000, 16, shared_position_cost=0.3))] \
-        == [40]
-    assert [g.prefix for g in plan(rows, [0, 1, 2, 3], [1] * 4, Limits(64, 10_000, 16, shared_position_cost=0.6))] \
-        == [0]
-    # a short head of the rows sharing nothing long (a task's fixed instruction, MMLU 0-shot's header) is judged
-    # the same way: 10 tokens x 2 rows = 20 saved against 16 + 0.3 x 12 tail tokens = 19.6: shared; 0.4: not
-    short = [[5] * 10 + [1, 2], [5] * 10 + [3, 3, 3, 3, 3], [5] * 10 + [4, 4, 4, 4, 4]]
-    assert [g.prefix for g in plan(short, [0, 1, 2], [1] * 3, Limits(64, 10_000, 16, shared_position_cost=0.3))] \
-        == [10]
-    assert [g.prefix for g in plan(short, [0, 1, 2], [1] * 3, Limits(64, 10_000, 16, shared_position_cost=0.4))] \
-        == [0]
+    rows = [head + [i] * 50 for i in range(3)]
+    assert not batching.pays(40, 2, Limits(64, 10_000, 64)) and batching.pays(40, 3, Limits(64, 10_000, 64))
+    assert [g.prefix for g in plan(rows, [0, 1], [1] * 2, Limits(64, 10_000, 64))] == [0]
+    assert [g.prefix for g in plan(rows, [0, 1, 2], [1] * 3, Limits(64, 10_000, 64))] == [40]
 
 
 @pytest.fixture(scope="module")
@@ -162,9 +151,8 @@ def test_batched_prefix_shared_answers_equal_plain_forwards(mmlu_prompts):
 
     letters = [" A", " B", " C", " D"]
     # batches of 2 rows: a subject's 3 questions run in two batches (one padded) over one few-shot
-    # prefix; a call cheap enough (24 tokens) and no extra cost for a position over a shared prefix make the 0-shot
-    # questions share their header
-    with backend(batch_size=2, batch_call_cost_tokens=24, prefix_position_cost=0.0, limits=TaskLimits(4094, 2)) as be:
+    # prefix; a call cheap enough (24 tokens) makes the 0-shot questions share their header
+    with backend(batch_size=2, batch_call_cost_tokens=24, limits=TaskLimits(4094, 2)) as be:
         results = be.loglikelihood([LoglikelihoodRequest(p, c) for p in mmlu_prompts for c in letters])
         outputs = be.generate([GenerationRequest(p, 2) for p in mmlu_prompts])
         groups = be._plan([be._tokenizer(p)["input_ids"] for p in mmlu_prompts], list(range(12)), [1] * 12)

@@ -150,8 +150,8 @@ def test_float32_answers_are_the_same_whichever_shape_wins(micro, monkeypatch, w
 
 def test_float32_answers_are_the_same_with_shared_prefixes_on_off_and_where_they_pay(micro):
     """Rows in groups sharing a 40-word passage, and rows sharing only a 3-token header: every prefix shared (a
-    position over a prefix costing nothing extra: the header too), only where it pays (the default cost: the
-    passages), and none; the same greedy flags and log-likelihoods to float32 rounding, and the plans differ."""
+    cheap call, 16 tokens: the header too), the passages only (the default call cost, 64 tokens), and none; the
+    same greedy flags and log-likelihoods to float32 rounding, and the three plans differ."""
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda".split()
     passage = [" ".join(words[(g * 3 + j) % len(words)] for j in range(40)) for g in range(3)]
     reqs = []
@@ -159,8 +159,8 @@ def test_float32_answers_are_the_same_with_shared_prefixes_on_off_and_where_they
         head = f"Read this. {passage[i % 3]}\n" if i < 12 else "Read this. "
         context = head + " ".join(words[(i * 5 + j) % len(words)] for j in range(3 + i % 9)) + f" {i}\nAnswer:"
         reqs += [LoglikelihoodRequest(context, f" {letter}") for letter in "ABCD"]
-    configs = {"all": {"prefix_position_cost": 0.0}, "paying": {}, "none": {"prefix_cache": False}}
-    runs = {name: scores(micro, reqs, batch_size=4, max_batch_tokens=4096, batch_call_cost_tokens=16, **config)
+    configs = {"all": {"batch_call_cost_tokens": 16}, "paying": {}, "none": {"prefix_cache": False}}
+    runs = {name: scores(micro, reqs, batch_size=4, max_batch_tokens=4096, **config)
             for name, config in configs.items()}
     plans = {}
     for name, (_, be) in runs.items():

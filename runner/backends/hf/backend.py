@@ -62,13 +62,10 @@ class HFBackend(ConfiguredBackend):
             raise ConfigError("unknown device", where="backend.device", given=config.device,
                               allowed="auto, cpu, cuda, cuda:N")
         if (config.batch_size is not None and config.batch_size < 1) or config.batch_call_cost_tokens < 0 or (
-                config.prefix_position_cost < 0) or (
                 config.max_batch_tokens is not None and config.max_batch_tokens < 1):
-            raise ConfigError("batch limits must be positive or null (the call and prefix position costs non-negative)",
-                              where="backend.batch_size / backend.max_batch_tokens / backend.batch_call_cost_tokens"
-                                    " / backend.prefix_position_cost",
-                              given=f"{config.batch_size} / {config.max_batch_tokens} / {config.batch_call_cost_tokens}"
-                                    f" / {config.prefix_position_cost}")
+            raise ConfigError("batch limits must be positive or null (the call cost non-negative)",
+                              where="backend.batch_size / backend.max_batch_tokens / backend.batch_call_cost_tokens",
+                              given=f"{config.batch_size} / {config.max_batch_tokens} / {config.batch_call_cost_tokens}")
         if hf_quant.is_quantized(quant):
             hf_quant.validate_spec(quant)  # simulated with ModelOpt on entry (runner/quant/modelopt.py)
         guided.validate(limits.guided_decoding, "hf", guided.HF_LIBRARIES)
@@ -232,7 +229,6 @@ class HFBackend(ConfiguredBackend):
                                  call_cost_tokens=self.config.batch_call_cost_tokens,
                                  decode_calls=decode_steps if self._decode_aware() else 0,
                                  share_prefix=self.config.prefix_cache,
-                                 shared_position_cost=self.config.prefix_position_cost,
                                  max_cache_tokens=budget.cache_tokens, cache_growth=decode_steps)
         return batching.plan(rows, indices, keep, limits)
 

@@ -3,9 +3,9 @@
 Two things decide CPU throughput once the model is fixed: tokens computed that nobody reads
 (padding) and work repeated for every row (a task's few-shot block). The plan therefore
 1. groups rows that share a long token prefix (MMLU's 5-shot block of a subject): the prefix is run
-   once per group and every batch of the group attends to its KV cache, where that pays: a position
-   computed over a shared prefix costs more than a plain one (an explicit mask over a joined cache),
-   so a group shares only when the prefix positions it saves outweigh that extra on its tails plus a call;
+   once per group and every batch of the group attends to its KV cache, where the prefix positions it
+   saves outweigh the prefix's own call (a position over a shared prefix was measured to cost no more
+   than a plain one: benchmarks/floor_calls.py --paired);
 2. splits each group (and the rows that share nothing) into batches by an exact dynamic program
    over the rows sorted by length, minimising padded tokens plus a fixed cost per forward call,
    within the batch-size and token budgets; a generation batch makes one call per decode step too;
@@ -31,8 +31,6 @@ class Limits:
     max_tokens: int
     call_cost_tokens: int
     share_prefix: bool = True
-    # extra cost of a tail position computed over a shared prefix, as a fraction of a plain position's
-    shared_position_cost: float = 0.0
     decode_calls: int = 0  # forward calls each batch makes after its prefill (a generation's decode steps)
     # KV positions one batch may hold, rows x (prefix + longest tail + cache_growth); None: not counted
     max_cache_tokens: int | None = None
@@ -72,25 +70,23 @@ def plan(rows: Sequence[Sequence[int]], indices: Sequence[int], keep: Sequence[i
     loners: list[int] = []
     for run in runs:
         prefix = shared_prefix(rows, run, keep)
-        if prefix < MIN_SHARED_PREFIX or not pays(prefix, [len(rows[i]) - prefix for i in run], limits):
+        if prefix < MIN_SHARED_PREFIX or not pays(prefix, len(run), limits):
             loners.extend(run)
             continue
         groups.append(Group(prefix, split([len(rows[i]) - prefix for i in run], run, limits, prefix)))
     if loners:
         # the rest may still share a short head (a task's fixed instruction), where that pays too
         prefix = shared_prefix(rows, loners, keep) if limits.share_prefix else 0
-        if not pays(prefix, [len(rows[i]) - prefix for i in loners], limits):
+        if not pays(prefix, len(loners), limits):
             prefix = 0
         groups.append(Group(prefix, split([len(rows[i]) - prefix for i in loners], loners, limits, prefix)))
     return groups
 
 
-def pays(prefix: int, tails: Sequence[int], limits: Limits) -> bool:
-    """Whether rows with these ``tails`` after a ``prefix`` they share are cheaper with it run once: the positions
-    saved (the prefix for every row but one) against the extra cost of every tail position over a shared prefix
-    and the prefix's own call."""
-    saved = prefix * (len(tails) - 1)
-    return saved > limits.call_cost_tokens + limits.shared_position_cost * sum(tails)
+def pays(prefix: int, rows: int, limits: Limits) -> bool:
+    """Whether ``rows`` rows are cheaper with the ``prefix`` they share run once: the positions saved (the prefix
+    for every row but one) against the prefix's own call."""
+    return prefix * (rows - 1) > limits.call_cost_tokens
 
 
 def shared_prefix(rows: Sequence[Sequence[int]], members: Sequence[int], keep: Sequence[int]) -> int:

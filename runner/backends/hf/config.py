@@ -28,10 +28,6 @@ class HFBackendConfig:
     # what one forward call costs, in padded tokens: batches are cut to minimise padding + calls
     batch_call_cost_tokens: int = 64
     prefix_cache: bool = True  # run a prompt prefix shared by several rows (a few-shot block) once
-    # the extra cost of a position computed over a shared prefix (an explicit mask over a joined KV cache), as a
-    # fraction of a plain position's: rows share a prefix only when the positions saved outweigh it on their tails
-    # plus a call (0.3: measured 0.3-0.45 per position on a 2-core AMX CPU, benchmarks/floor_calls.py)
-    prefix_position_cost: float = 0.3
     # tokenize every prompt of a bulk call in one tokenizer call (the same ids, without a call per text)
     bulk_tokenize: bool = True
     # score each batch's log-likelihood rows with one gather and one host transfer, not torch calls per row
