@@ -42,7 +42,7 @@ def test_split_respects_row_and_token_budgets():
 def test_a_kv_position_cap_counts_the_shared_prefix_and_the_decode_steps():
     # four rows of 10 tail tokens after a 100-token prefix, 5 decode steps: each row holds 100 + 10 + 5 = 115 KV
     # positions, so a cap of 230 fits two rows a batch and 229 one; without growth 110 a row, so 220 fits two
-    limits = Limits(64, 10_000, 1_000, max_cache_tokens=230, cache_growth=5)
+    limits = Limits(64, 10_000, 100, max_cache_tokens=230, cache_growth=5)
     assert split([10] * 4, "abcd", limits, prefix=100) == [["a", "b"], ["c", "d"]]
     assert split([10] * 4, "abcd", Limits(64, 10_000, 1_000, max_cache_tokens=229, cache_growth=5),
                  prefix=100) == [["a"], ["b"], ["c"], ["d"]]
@@ -51,7 +51,7 @@ def test_a_kv_position_cap_counts_the_shared_prefix_and_the_decode_steps():
     # through plan(): the prefix a group shares is what its batches count
     head = list(range(100, 200))
     rows = [head + [i] * 10 for i in range(4)]
-    groups = plan(rows, [0, 1, 2, 3], [1] * 4, Limits(64, 10_000, 1_000, max_cache_tokens=230, cache_growth=5))
+    groups = plan(rows, [0, 1, 2, 3], [1] * 4, Limits(64, 10_000, 100, max_cache_tokens=230, cache_growth=5))
     assert [(g.prefix, [len(b) for b in g.batches]) for g in groups] == [(100, [2, 2])]
 
 
@@ -114,6 +114,15 @@ def test_rows_sharing_a_short_head_share_it_when_it_saves_more_than_a_call():
     assert [g.prefix for g in plan(rows, [0, 1, 2], [1, 1, 1], Limits(64, 10_000, 16))] == [10]
     assert [g.prefix for g in plan(rows, [0, 1, 2], [1, 1, 1], Limits(64, 10_000, 20))] == [0]
     assert batching.MIN_SHARED_PREFIX == 32
+
+
+def test_a_long_prefix_is_shared_only_where_the_positions_it_saves_outweigh_its_call():
+    # a 40-token head: 2 rows save 40 positions, less than a call of 64: not shared; 3 rows save 80: shared
+    head = list(range(100, 140))
+    rows = [head + [i] * 50 for i in range(3)]
+    assert not batching.pays(40, 2, Limits(64, 10_000, 64)) and batching.pays(40, 3, Limits(64, 10_000, 64))
+    assert [g.prefix for g in plan(rows, [0, 1], [1] * 2, Limits(64, 10_000, 64))] == [0]
+    assert [g.prefix for g in plan(rows, [0, 1, 2], [1] * 3, Limits(64, 10_000, 64))] == [40]
 
 
 @pytest.fixture(scope="module")

@@ -73,6 +73,24 @@ def test_searched_groups_time_each_candidate_on_its_own_chunk_and_plan_the_rest_
                                                    "16x4096: 320, 32x8192: 320, 64x16384: 320)")
 
 
+def test_trial_chunks_are_cut_from_the_middle_of_the_length_order():
+    # 20 rows of lengths 19, 18, ..., 0 (row i has 19 - i tokens); trials of 2, 4 and 6 rows take the 12 rows around
+    # the median: lengths 4-5, 6-9, 10-15, each chunk rows of like lengths; the rest is the 4 shortest and 4 longest
+    lengths = [19 - i for i in range(20)]
+    planned: list[list[int]] = []
+
+    def plan(chunk: list[int], shape: Shape) -> list[Group]:
+        planned.append(chunk)
+        return [Group(0, [chunk])]
+
+    shapes = (Shape(1, 10), Shape(2, 20), Shape(3, 30))
+    groups = list(shape_search.searched_groups(range(20), lengths, shapes, [2, 4, 6], plan, lambda *a: None,
+                                               timer=iter(range(100)).__next__))
+    assert [sorted(lengths[i] for i in chunk) for chunk in planned] == \
+        [[4, 5], [6, 7, 8, 9], [10, 11, 12, 13, 14, 15], [0, 1, 2, 3, 16, 17, 18, 19]]
+    assert sorted(i for g in groups for b in g.batches for i in b) == list(range(20))
+
+
 @pytest.fixture(scope="module")
 def micro(tmp_path_factory) -> ModelConfig:
     path = micro_checkpoint(tmp_path_factory.mktemp("micro"), hidden_size=96)
@@ -128,3 +146,30 @@ def test_float32_answers_are_the_same_whichever_shape_wins(micro, monkeypatch, w
     assert [r.logprob for r in again] == pytest.approx([r.logprob for r in fixed], rel=1e-5, abs=1e-5)
     _, be = scores(micro, reqs, batch_size=7)  # the user's shape wins
     assert be.info().details["batch_budget"].startswith("7 rows")
+
+
+def test_float32_answers_are_the_same_with_shared_prefixes_on_off_and_where_they_pay(micro):
+    """Rows in groups sharing a 40-word passage, and rows sharing only a 3-token header: every prefix shared (a
+    cheap call, 16 tokens: the header too), the passages only (the default call cost, 64 tokens), and none; the
+    same greedy flags and log-likelihoods to float32 rounding, and the three plans differ."""
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda".split()
+    passage = [" ".join(words[(g * 3 + j) % len(words)] for j in range(40)) for g in range(3)]
+    reqs = []
+    for i in range(24):
+        head = f"Read this. {passage[i % 3]}\n" if i < 12 else "Read this. "
+        context = head + " ".join(words[(i * 5 + j) % len(words)] for j in range(3 + i % 9)) + f" {i}\nAnswer:"
+        reqs += [LoglikelihoodRequest(context, f" {letter}") for letter in "ABCD"]
+    configs = {"all": {"batch_call_cost_tokens": 16}, "paying": {}, "none": {"prefix_cache": False}}
+    runs = {name: scores(micro, reqs, batch_size=4, max_batch_tokens=4096, **config)
+            for name, config in configs.items()}
+    plans = {}
+    for name, (_, be) in runs.items():
+        with be:
+            rows = [be._tokenizer(r.context)["input_ids"] for r in reqs[::4]]
+            plans[name] = sorted(g.prefix for g in be._plan(rows, list(range(24)), [1] * 24))
+    assert plans["none"] == [0] and plans["all"] != plans["paying"] and max(plans["all"]) > 32
+    fixed = runs["none"][0]
+    for name in ("all", "paying"):
+        got = runs[name][0]
+        assert [r.is_greedy for r in got] == [r.is_greedy for r in fixed]
+        assert [r.logprob for r in got] == pytest.approx([r.logprob for r in fixed], rel=1e-5, abs=1e-5)

@@ -3,7 +3,9 @@
 Two things decide CPU throughput once the model is fixed: tokens computed that nobody reads
 (padding) and work repeated for every row (a task's few-shot block). The plan therefore
 1. groups rows that share a long token prefix (MMLU's 5-shot block of a subject): the prefix is run
-   once per group and every batch of the group attends to its KV cache;
+   once per group and every batch of the group attends to its KV cache, where the prefix positions it
+   saves outweigh the prefix's own call (a position over a shared prefix was measured to cost no more
+   than a plain one: benchmarks/floor_calls.py --paired);
 2. splits each group (and the rows that share nothing) into batches by an exact dynamic program
    over the rows sorted by length, minimising padded tokens plus a fixed cost per forward call,
    within the batch-size and token budgets; a generation batch makes one call per decode step too;
@@ -68,18 +70,23 @@ def plan(rows: Sequence[Sequence[int]], indices: Sequence[int], keep: Sequence[i
     loners: list[int] = []
     for run in runs:
         prefix = shared_prefix(rows, run, keep)
-        if prefix < MIN_SHARED_PREFIX:
+        if prefix < MIN_SHARED_PREFIX or not pays(prefix, len(run), limits):
             loners.extend(run)
             continue
         groups.append(Group(prefix, split([len(rows[i]) - prefix for i in run], run, limits, prefix)))
     if loners:
-        # the rest may still share a short head (a task's fixed instruction): worth one extra call
-        # when it saves more tokens than a call costs
+        # the rest may still share a short head (a task's fixed instruction), where that pays too
         prefix = shared_prefix(rows, loners, keep) if limits.share_prefix else 0
-        if prefix * (len(loners) - 1) <= limits.call_cost_tokens:
+        if not pays(prefix, len(loners), limits):
             prefix = 0
         groups.append(Group(prefix, split([len(rows[i]) - prefix for i in loners], loners, limits, prefix)))
     return groups
+
+
+def pays(prefix: int, rows: int, limits: Limits) -> bool:
+    """Whether ``rows`` rows are cheaper with the ``prefix`` they share run once: the positions saved (the prefix
+    for every row but one) against the prefix's own call."""
+    return prefix * (rows - 1) > limits.call_cost_tokens
 
 
 def shared_prefix(rows: Sequence[Sequence[int]], members: Sequence[int], keep: Sequence[int]) -> int:

@@ -3,7 +3,7 @@
 The fastest shape depends on the device (matrix units, caches, GPU memory), the model and the task's
 lengths: on a CPU with bfloat16 matrix tiles a plain forward loop was twice as fast at 16 rows as at 64,
 the CPU default. No fixed default is right everywhere, so the first log-likelihood
-call of a job that has enough rows runs consecutive chunks of them under each candidate shape (real
+call of a job that has enough rows runs chunks of them (from the middle of the length order) under each candidate shape (real
 work: every row is answered once, whatever shape ran it), measures the tokens delivered per second, and
 plans the rest under the fastest. The choice is remembered for the process per device, model and task
 shape, so a sweep's later jobs skip the trial. Shapes the user set (``backend.batch_size``,
@@ -82,11 +82,14 @@ def searched_groups(indices: Sequence[int], lengths: Sequence[int], candidates: 
                     sync: Callable[[], None] = lambda: None) -> Iterator[Group]:
     """The groups of ``indices``: consecutive chunks of ``sizes`` rows planned under each candidate and timed
     while the caller runs them (``sync`` waits for the device), then the rest under the fastest, reported
-    to ``chosen`` before the rest is planned. ``lengths`` are the rows' token counts (the work delivered)."""
+    to ``chosen`` before the rest is planned. ``lengths`` are the rows' token counts (the work delivered).
+    The chunks are cut from the middle of the rows sorted by length, so that each candidate fills its row cap
+    with rows of like lengths, as the planner will batch them, and all are timed on rows near the median."""
+    order = sorted(indices, key=lengths.__getitem__)  # stable: rows of one length keep their order
+    first = start = (len(order) - sum(sizes)) // 2
     trials: list[Trial] = []
-    start = 0
     for shape, size in zip(candidates, sizes):
-        chunk = list(indices[start:start + size])
+        chunk = order[start:start + size]
         start += size
         sync()
         began = timer()
@@ -95,7 +98,7 @@ def searched_groups(indices: Sequence[int], lengths: Sequence[int], candidates: 
         trials.append(Trial(shape, sum(lengths[i] for i in chunk), timer() - began))
     best = fastest(trials)
     chosen(best, trials)
-    rest = list(indices[start:])
+    rest = order[:first] + order[start:]
     if rest:
         yield from plan(rest, best.shape)
 
