@@ -203,11 +203,13 @@ class Decision:
     def tests(self) -> list[dict[str, Any]]:
         """Every claim of the job, each with its rule, p-value and alpha (what a sweep corrects for
         multiplicity): the regression claim, the tolerance claim, and the extra gates."""
-        out = [{"name": "accuracy", "rule": self.rule, "gate": "regression", "p_value": self.p_value,
-                "alpha": self.alpha, "passed": self.passed}]
+        out = [{"name": "accuracy", "rule": self.rule, "gate": "regression",
+                "p_value": _claimable(self.p_value, self.alpha, not self.passed), "alpha": self.alpha,
+                "passed": self.passed}]
         if self.claims is not None:
-            out.append({"name": "accuracy", "rule": self.rule, "gate": "noninferiority", "p_value": self.p_within,
-                        "alpha": self.alpha, "passed": self.claims.within})
+            out.append({"name": "accuracy", "rule": self.rule, "gate": "noninferiority",
+                        "p_value": _claimable(self.p_within, self.alpha, self.claims.within), "alpha": self.alpha,
+                        "passed": self.claims.within})
         for g in self.gates:
             if g.checked:  # a gate with a deterministic rule (acceptance length) keeps its own verdict in a sweep
                 rule = getattr(g, "rule", "unpaired")
@@ -233,3 +235,8 @@ class Decision:
         return decision_text.render(self)
 
 
+def _claimable(p: float | None, alpha: float, claimed: bool) -> float | None:
+    """A claim's p-value as a sweep or release may correct it; None where the job's rule withheld the claim its
+    p-value shows (too few samples for the t-test, skewness, the noise floor, an indicator): a family's correction
+    only takes claims away, so it must never make one the job's own rule refused."""
+    return None if p is not None and p < alpha and not claimed else p

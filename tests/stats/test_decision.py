@@ -371,3 +371,22 @@ def test_a_failed_extra_gate_fails_the_decision(tmp_path):
                                                        ("consistency_rate", "regression")]
     assert tests[2]["p_value"] == 0.001 and not tests[2]["passed"]
     assert "failed gate: consistency_rate" in d.render()
+
+
+def test_a_claim_the_rule_withheld_is_not_made_again_by_a_sweep(tmp_path):
+    """40 perplexity-like documents all worse by about 15 (p far below alpha) under the paired t-test: the rule
+    withholds NO-GO below its fewest samples (59 at alpha 0.05), and the sweep's judge, which corrects the jobs'
+    p-values as one family, must keep that job INCONCLUSIVE instead of reading NO-GO from its p-value."""
+    from runner.sweep.judge import judge
+
+    ref = {f"s/{i}": 50.0 + (i % 7) for i in range(40)}
+    new = {k: v - 15.0 - 0.1 * (i % 5) for i, (k, v) in enumerate(ref.items())}
+    params = HypothesisParams(0.05, 0.2, 4.48, 40)
+    d = decide(reference(tmp_path, ref, 53.0, params=params), new, 38.0, tmp_path,
+               st=stats(paired_test="t"), params=params)
+    assert d.outcome == "INCONCLUSIVE" and d.p_value < 1e-10  # withheld, though its p-value shows it
+    regression = [t for t in d.tests() if t["gate"] == "regression"][0]
+    assert regression["p_value"] is None and regression["passed"]
+    rows = [{"verdict": d.outcome.lower(), "_tests": d.tests()}]
+    judge(rows, "holm", None)
+    assert rows[0]["sweep_verdict"] == "inconclusive"
