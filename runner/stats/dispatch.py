@@ -66,8 +66,9 @@ def decide_against(reference: ReferenceEntry, scored: Sequence[Any], score: floa
     if indicators is not None:
         def on_clean(clean: CleanSubset) -> Decision:
             return decide_against(reference, [s for s in scored if s.sample_id in clean.ids], clean.score,
-                                  replace(params, num_samples=len(clean.ids)), stats, clean.chance_level, metric, rows,
-                                  pairing_problem, clean.gates, tolerance, cluster_key, corpus, score_bounds, noise)
+                                  replace(params, num_samples=len(clean.ids)), stats, clean.chance_level, metric,
+                                  rows=rows, pairing_problem=pairing_problem, gates=clean.gates, tolerance=tolerance,
+                                  cluster_key=cluster_key, corpus=corpus, score_bounds=score_bounds, noise=noise)
 
         found = indicator_check(decision.alpha, indicators, pairing_problem, on_clean)
         if found is not None:
