@@ -52,10 +52,13 @@ def ok(result) -> None:
 
 
 def test_served_answers_equal_hf_s_pass_its_recorded_reference_and_the_key_is_never_written(proxy, tmp_path,
-                                                                                               monkeypatch):
+                                                                                               monkeypatch, sqlite_store):
     """Completions get our rendered prompts: greedy answers equal backend=hf's on the same questions, and the
-    served MMLU run, checked against the reference backend=hf recorded on them, gets a verdict that passes."""
+    served MMLU run, checked against the reference backend=hf recorded on them, gets a verdict that passes. The
+    MLflow store is a copy of an empty one (tables made): the key could leak into the runs the job writes, not
+    into MLflow's own schema migrations."""
     mlflow_db, refs = tmp_path / "mlflow.db", tmp_path / "refs"
+    store_uri = sqlite_store(mlflow_db)
     key = {"RUNNER_TEST_API_KEY": SECRET}
     agreement = {}
     # gsm8k answers are cut at 24 tokens (not 256): the same greedy prefix on both sides, at a fraction of the time
@@ -72,7 +75,7 @@ def test_served_answers_equal_hf_s_pass_its_recorded_reference_and_the_key_is_ne
                            f"output_dir={local}"], tmp_path))
         if task == "mmlu":  # the whole command line once, MLflow on: where a key could leak
             ok(run_cli([*served_args, *common, f"reference.dir={refs}", "tracking=mlflow",
-                        f"tracking.tracking_uri=sqlite:///{mlflow_db}", f"output_dir={served}"], tmp_path, env=key))
+                        f"tracking.tracking_uri={store_uri}", f"output_dir={served}"], tmp_path, env=key))
             # hf recorded dtype=float32 (not the checkpoint's bfloat16): the served spec declares the same
             report = json.loads((served / "report.json").read_text())
             assert report["decision"]["passed"] is True
@@ -196,27 +199,38 @@ def test_an_interrupted_job_stops_its_managed_server(tmp_path):
 
 def test_a_sweep_worker_starts_one_server_for_its_jobs_on_one_model(tmp_path):
     """Consecutive jobs of one process with the same launch command share the server; another command
-    line (here the dtype) stops it and starts its own; reuse=false stops it after the job."""
+    line stops it and starts its own; reuse=false stops it after the job. The first two jobs run on
+    ``transformers serve`` (started, then reused); the third names another command, our stdlib server
+    (tests/helpers/hostile_server.py answering " 4"), with reuse=false: which server the runner keeps, stops
+    and starts is decided by the command line alone, and a second ``transformers serve`` start cost about 8 s of
+    CPU before its first answer (tests/backends/test_openai_server.py stops such servers on every path)."""
+    import sys
+
     from runner.backends.openai import server as servers
     from runner.job.flow import run
     from tests.conftest import compose
+    from tests.helpers.hostile_server import MODEL
 
     base = ["backend=transformers_serve", *MMLU, TWO, "reference.mode=skip", "tracking=none", "cache=off"]
+    ours = ROOT / "tests" / "helpers" / "hostile_server.py"
 
     def details(*extra: str) -> dict:
         out = tmp_path / str(len(list(tmp_path.iterdir())))
         run(compose([*base, *extra, f"output_dir={out}"]))
         return json.loads((out / "report.json").read_text())["backend"]["details"]
 
+    def port(log: str) -> int:  # the address the server said it listens on (uvicorn's line, or ours)
+        return int(re.search(r"127\.0\.0\.1:(\d+)", Path(log).read_text()).group(1))
+
     first = details()
     assert first["server"] == "started"
     again = details("task.num_fewshot=1")
     assert again["server"] == "reused" and again["server_log"] == first["server_log"]
-    other = details("backend.served_spec.dtype=float32", "backend.launch.reuse=false")
+    assert "Application startup complete" in Path(first["server_log"]).read_text()  # uvicorn's, kept as the job's artifact
+    other = details(f"backend.launch.command='{sys.executable} {ours} --port {{port}} --mode ok'",
+                    f"backend.served_model={MODEL}", "backend.launch.reuse=false")
     assert other["server"] == "started" and other["server_log"] != first["server_log"]
     assert servers._kept is None  # nothing left running: the first server was stopped for the new one
-    log = Path(other["server_log"]).read_text()
-    assert "Application startup complete" in log  # uvicorn's own line, kept as the job's artifact
-    port = int(re.search(r"127\.0\.0\.1:(\d+)", log).group(1))  # uvicorn names the address it listened on
-    with socket.socket() as sock:
-        assert sock.connect_ex(("127.0.0.1", port)) != 0  # the job stopped its server: nothing listens there
+    for log in (first["server_log"], other["server_log"]):
+        with socket.socket() as sock:  # the first stopped for the new one, the new one after its job
+            assert sock.connect_ex(("127.0.0.1", port(log))) != 0

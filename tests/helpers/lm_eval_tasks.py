@@ -83,6 +83,30 @@ def lm_eval_cli(tasks: Path, names: tuple[str, ...], dtype: str, output: Path) -
             "--device", "cpu", "--gen_kwargs", "max_gen_toks=8"]
 
 
+def lm_eval_in_process(tasks: Path, names: tuple[str, ...], dtype: str, output: Path) -> None:
+    """What :func:`lm_eval_cli` runs, through lm-eval's own Python API in this process: the model, tasks, batch
+    size and generation limit of that command line, ``simple_evaluate`` and the ``EvaluationTracker`` that writes
+    the CLI's results and samples files. Only the tasks under ``tasks`` are indexed (the CLI indexes lm-eval's
+    thousands of task files too, about 7 s), and no new interpreter imports torch and lm-eval. For a test that
+    reads what lm-eval writes; the fidelity oracle (:func:`float32_oracle`) stays a real CLI run."""
+    from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
+    from lm_eval.tasks import TaskManager
+
+    from runner.files.assets import smollm2_checkpoint
+
+    tracker = EvaluationTracker(output_path=str(output))
+    results = simple_evaluate(model="hf", model_args=f"pretrained={smollm2_checkpoint()},dtype={dtype},max_length={WINDOW}",
+                              tasks=list(names), batch_size=8, device="cpu", gen_kwargs="max_gen_toks=8",
+                              log_samples=True, evaluation_tracker=tracker,
+                              task_manager=TaskManager(include_path=str(tasks), include_defaults=False))
+    assert results is not None
+    samples = results.pop("samples")
+    tracker.save_results_aggregated(results=results, samples=samples)
+    for name in results["configs"]:
+        tracker.save_results_samples(task_name=name, samples=samples[name])
+
+
 def cli_env() -> dict[str, str]:
     """Offline, one compute thread: as the runner's side of the comparisons."""
     return dict(os.environ) | {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}

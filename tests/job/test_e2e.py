@@ -90,6 +90,9 @@ def test_record_then_check_logs_everything_to_mlflow(tmp_path, mlflow_server, mo
 
 
 def test_cli_exits_with_the_regression_status(tmp_path):
+    """A NO-GO single job through the real command line exits 3 and says why. The answers come from the scripted
+    backend: the test is about the command line's verdict, report and exit status (which answers they are does
+    not matter against a reference of 99%), and the embedded model's own answers are the other tests' here."""
     refs = tmp_path / "refs"
     refs.mkdir()
     (refs / "mmlu.yaml").write_text(
@@ -99,7 +102,7 @@ def test_cli_exits_with_the_regression_status(tmp_path):
         "    sigma: 5.0\n")
     # the fixture's 7 questions come from 2 subjects, too few clusters for a clustered claim (stats.min_clusters):
     # the samples are taken as independent here, as stats.cluster=off says
-    proc = run_cli([*SMALL, "tracking=none", f"reference.dir={refs}", "stats.cluster=off"], tmp_path)
+    proc = run_cli(["backend=fake", *SMALL, "tracking=none", f"reference.dir={refs}", "stats.cluster=off"], tmp_path)
     assert proc.returncode == EXIT_REGRESSION, proc.stdout + proc.stderr
     assert "verdict:     NO-GO" in proc.stdout and "threshold" in proc.stdout
     out_dir = next((tmp_path / "outputs").glob("*/*"))

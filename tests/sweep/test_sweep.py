@@ -297,9 +297,15 @@ def shared_cache(tmp_path_factory):
 
 
 @pytest.mark.e2e
-def test_joblib_sweep_nests_children_lists_failures_and_quantizes_once(tmp_path, mlflow_server, shared_cache):
+def test_joblib_sweep_nests_children_lists_failures_and_quantizes_once(tmp_path, mlflow_server, shared_cache,
+                                                                       two_layer_checkpoint):
+    """Four jobs in two joblib worker processes: the nvfp4 ones fail (no GPU), the w8a16 ones run at once and share
+    one quantization. The model is the embedded one cut to 2 layers, under the embedded model's name (its references
+    in REFS, paired by seed): the sweep's records, failures and the quantized model's cache are checked, not the
+    answers (7 questions decide nothing either way: each job is GO or INCONCLUSIVE)."""
     env = {"RUNNER_CACHE_DIR": str(shared_cache), "OMP_NUM_THREADS": "1"}
-    result = run_cli(["-m", "quant=w8a16,nvfp4", "seed=0,1", *TINY, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+    result = run_cli(["-m", "quant=w8a16,nvfp4", "seed=0,1", *TINY, f"model.path={two_layer_checkpoint}",
+                      "model.hf_id=HuggingFaceTB/SmolLM2-135M-Instruct", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
                       f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=sweep-joblib",
                       "sweep.name=joblib-gate", f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=env)
     assert result.returncode == 1, result.stderr[-3000:]  # nvfp4 needs a GPU: two jobs failed, the rest ran

@@ -1,7 +1,9 @@
-"""SCORE end to end on the embedded model at tiny n (2 questions, 6 new tokens), one job per dataset
-family and task kind, logging to a real MLflow server. The AGIEval job records both references
-(accuracy and consistency) and is checked against them; the job's gate logic itself is covered
-without a model in tests/tasks/test_score.py."""
+"""SCORE end to end on the embedded model cut to its first 2 layers (``two_layer_checkpoint``: trained weights, its
+tokenizer and chat template) at tiny n (2 questions, 6 new tokens), one job per dataset family and task kind,
+logging to a real MLflow server. The AGIEval job records both references (accuracy and consistency) and is checked
+against them. What is checked is the job around the model (its variants, metrics, records, gate and MLflow), not
+the model's answers, so the cut model does (its prompts of up to 10 variants cost the whole model seconds each);
+the job's gate logic itself is covered without a model in tests/tasks/test_score.py."""
 
 from __future__ import annotations
 
@@ -22,12 +24,13 @@ SUBSETS = {"agieval": ["task.subsets=[aqua_rat,sat_math]"], "math": ["task.subse
 
 
 @pytest.mark.parametrize("family,kind,cr,variant_metric,variants", CASES)
-def test_score_job_on_the_embedded_model(family, kind, cr, variant_metric, variants, tmp_path, mlflow_server, monkeypatch):
+def test_score_job_on_the_embedded_model(family, kind, cr, variant_metric, variants, tmp_path, mlflow_server, monkeypatch,
+                                         two_layer_checkpoint):
     from mlflow.tracking import MlflowClient
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"
-    common = [f"task=score_{kind}", f"task.family={family}", f"task.dataset.local_path={DATA}", "task.num_samples=2",
+    common = [f"task=score_{kind}", f"model.path={two_layer_checkpoint}", f"task.family={family}", f"task.dataset.local_path={DATA}", "task.num_samples=2",
               "task.max_output_len=6", "task.bootstrap_samples=200", "cache=off", f"reference.dir={refs}",
               f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=score-e2e", *SUBSETS.get(family, [])]
     record = family == "agieval"
