@@ -138,3 +138,8 @@ def describe(best: Trial, trials: Sequence[Trial]) -> str:
     """The measured rates, the chosen one first: for the log and the run's details."""
     rates = ", ".join(f"{t.shape.rows}x{t.shape.tokens}: {t.rate:.0f}" for t in trials)
     return f"{best.shape} (measured tokens/s: {rates})"
+
+
+def forget() -> None:
+    """Drop every remembered shape (the next job measures again): a benchmark's fresh job."""
+    _chosen.clear()
