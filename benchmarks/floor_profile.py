@@ -34,7 +34,6 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -66,33 +65,6 @@ def clocks(run: Callable[[], Any]) -> tuple[float, float]:
     cpu, wall = time.process_time(), time.perf_counter()
     run()
     return time.process_time() - cpu, time.perf_counter() - wall
-
-
-@dataclass(frozen=True)
-class Ratios:
-    """Per-pair runner / floor ratios: their median, range and the sign test's interval for the median."""
-
-    ratios: tuple[float, ...]
-    median: float
-    low: float
-    high: float
-    interval: tuple[float, float]  # nan, nan: too few pairs for the level
-
-    def describe(self, level: float) -> str:
-        return (f"median {self.median:.3f}, range {self.low:.3f}-{self.high:.3f}, sign-test {level:.0%} interval "
-                f"{self.interval[0]:.3f}-{self.interval[1]:.3f} ({len(self.ratios)} pairs: "
-                f"{', '.join(f'{r:.3f}' for r in self.ratios)})")
-
-
-def ratios(runner: list[float], floor: list[float], level: float = 0.9) -> Ratios:
-    """``runner[i] / floor[i]`` summarised; the interval holds the median ratio with probability at least ``level``
-    whatever the ratios' distribution (order statistics: the sign test inverted)."""
-    from scipy.stats import quantile_test
-
-    each = tuple(r / f for r, f in zip(runner, floor, strict=True))
-    mid = statistics.median(each)
-    ci = quantile_test(each, q=mid, p=0.5).confidence_interval(confidence_level=level)
-    return Ratios(each, mid, min(each), max(each), (float(ci.low), float(ci.high)))
 
 
 def pairs(floor: Callable[[], Any], runner: Callable[[], str], count: int) -> list[dict[str, Any]]:
@@ -188,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{time.strftime('%Y-%m-%d', time.gmtime())} {began}-{time.strftime('%H:%M UTC', time.gmtime())}; "
               f"load {load:.1f} before, {loads} after each pair")
         for clock in ("cpu", "wall"):
-            summary = ratios([p[f"runner_{clock}_s"] for p in done], [p[f"floor_{clock}_s"] for p in done])
+            summary = ff.ratios([p[f"runner_{clock}_s"] for p in done], [p[f"floor_{clock}_s"] for p in done])
             print(f"runner / floor, {clock} time: {summary.describe(0.9)}")
         if args.json:
             args.json.write_text(json.dumps({"host": host, "floor_budget": budgets[0], "pairs": done}, indent=2))

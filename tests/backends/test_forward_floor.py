@@ -1,6 +1,6 @@
 """benchmarks/forward_floor.py's pieces that decide what is measured: the question counts per shot count, and the
-floor's batches (length-sorted, within the token budget, every question once); benchmarks/floor_profile.py's summary
-of paired passes (per-pair ratios, their median and the sign test's interval) and its runner settings."""
+floor's batches (length-sorted, within the token budget, every question once), the summary of paired passes (per-pair
+ratios, their median and the sign test's interval); benchmarks/floor_profile.py's runner settings."""
 
 from __future__ import annotations
 
@@ -57,21 +57,21 @@ def test_floor_batches_are_length_sorted_runs_within_the_budget(floor):
     assert batches == [[1, 6, 3], [4, 0], [2], [5]]
 
 
-def test_paired_ratios_their_median_range_and_sign_test_interval(profile):
+def test_paired_ratios_their_median_range_and_sign_test_interval(floor):
     # by hand: 12/10, 10/10, 11/10, 13/10, 10.5/10 = 1.2, 1.0, 1.1, 1.3, 1.05; median 1.1. With 5 pairs the
     # narrowest order-statistic interval holding the median with probability >= 0.9 is (min, max): 1 - 2 / 2^5 =
     # 0.9375 (the 2nd to 4th smallest: 1 - 2 x 6 / 32 = 0.625)
-    got = profile.ratios([12, 10, 11, 13, 10.5], [10] * 5)
+    got = floor.ratios([12, 10, 11, 13, 10.5], [10] * 5)
     assert got.ratios == pytest.approx((1.2, 1.0, 1.1, 1.3, 1.05))
     assert (got.median, got.low, got.high) == pytest.approx((1.1, 1.0, 1.3))
     assert got.interval == pytest.approx((1.0, 1.3))
     # 10 pairs, ratios 1..10: (2nd, 9th smallest) holds the median with 1 - 2 x (1 + 10) / 1024 = 0.979, the next
     # narrower (3rd, 8th) only with 1 - 2 x 56 / 1024 = 0.891 < 0.9
-    assert profile.ratios(list(range(1, 11)), [1] * 10).interval == (2.0, 9.0)
+    assert floor.ratios(list(range(1, 11)), [1] * 10).interval == (2.0, 9.0)
     # 4 pairs: even (min, max) holds it only with 1 - 2 / 16 = 0.875: no interval at 90%
-    assert all(math.isnan(x) for x in profile.ratios([1, 2, 3, 4], [1] * 4).interval)
+    assert all(math.isnan(x) for x in floor.ratios([1, 2, 3, 4], [1] * 4).interval)
     with pytest.raises(ValueError):  # a pass without its pair
-        profile.ratios([1, 2], [1])
+        floor.ratios([1, 2], [1])
 
 
 def test_runner_settings_from_the_command_line(profile):
