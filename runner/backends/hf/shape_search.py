@@ -29,9 +29,10 @@ MIN_ROWS_FACTOR = 1.5  # search only when the trials take at most two thirds of 
 # and only from this many rows: a trial chunk cut from the length order splits groups sharing a prefix (a 5-shot block
 # run once per chunk instead of once per group), which a small job's trials would do to a large share of its rows
 MIN_SEARCH_ROWS = 360
-# a CPU's candidates, token positions a call: below 1024 a call's fixed cost shows (0.52-0.60 CPU s per thousand
-# positions at 512, 0.48-0.50 at 2048, bfloat16 on AMX); above 4096 a float32 MLP activation of the embedded model
-# passes glibc's 32 MiB mmap threshold (its pages faulted in anew by every call)
+# a CPU's candidates, token positions a call: below 1024 a call's fixed cost shows (the embedded model in bfloat16 on
+# AMX: 0.56-0.57 CPU s per thousand positions at 512 against 0.48-0.50 at 2048, over rows of 32-128 tokens;
+# docs/measurements.md); above 4096 a float32 MLP activation of the embedded model passes glibc's 32 MiB mmap
+# threshold (its pages faulted in anew by every call)
 CPU_TOKEN_BUDGETS = (1024, 2048, 4096)
 
 
