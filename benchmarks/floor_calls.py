@@ -7,10 +7,14 @@ prefix and CPU seconds (``time.process_time``). Sides, alternating by round: the
 ``hf`` backend's planner under each ``--shapes`` (rows x tokens) with shared prefixes on and off. Whole passes
 vary by 10-20% on a shared host; ``--paired`` instead runs each batch the plan puts over a shared prefix both ways,
 alternating, and keeps each side's minimum. Totals per side and per kind, then seconds per thousand token
-positions by padded width. Nothing asserts on timings.
+positions by padded width. ``--grid`` instead times one forward call per batch shape (rows x width, of the rows'
+own first tokens, no padding), the minimum of ``--grid`` repeats each, and fits seconds = a + b x positions
+(least squares): a / b is what one call costs in token positions, the planner's ``batch_call_cost_tokens``.
+Nothing asserts on timings.
 
     OMP_NUM_THREADS=1 python benchmarks/floor_calls.py --num-samples 456 --shapes 16x4096 --rounds 2
     OMP_NUM_THREADS=1 python benchmarks/floor_calls.py --num-samples 456 --shapes 16x4096 --paired 3
+    OMP_NUM_THREADS=1 python benchmarks/floor_calls.py --grid 3 --widths 64,128,256 --grid-rows 1,2,4,8,16,32
 """
 
 from __future__ import annotations
@@ -106,6 +110,37 @@ def paired_batches(model: Any, rows: list[list[int]], pad: int, shape: tuple[int
     print(f"all: shared {sums[0]:.2f} s, plain {sums[1]:.2f} s, ratio {sums[0] / sums[1]:.3f}")
 
 
+def shape_grid(model: Any, rows: list[list[int]], widths: list[int], counts: list[int], repeats: int,
+               max_positions: int) -> list[tuple[int, int, float]]:
+    """(rows, width, minimum CPU seconds of ``repeats`` calls) for every rows x width within ``max_positions`` that
+    the rows can fill: the first ``width`` tokens of the first rows at least that long, in alternating order from one
+    repeat to the next."""
+    import torch
+
+    shapes = [(n, w) for w in widths for n in counts
+              if n * w <= max_positions and sum(len(row) >= w for row in rows) >= n]
+    best: dict[tuple[int, int], float] = {}
+    with torch.inference_mode():
+        for r in range(repeats):
+            for n, w in (shapes if r % 2 == 0 else shapes[::-1]):
+                batch = torch.tensor([row[:w] for row in rows if len(row) >= w][:n])
+                began = time.process_time()
+                model(input_ids=batch, logits_to_keep=1)
+                spent = time.process_time() - began
+                best[n, w] = min(best.get((n, w), spent), spent)
+    return [(n, w, best[n, w]) for n, w in shapes]
+
+
+def call_cost(grid: list[tuple[int, int, float]]) -> tuple[float, float]:
+    """Least squares of seconds = a + b x positions over the grid: (a, b)."""
+    import numpy as np
+
+    positions = np.array([n * w for n, w, _ in grid], dtype=float)
+    (b, a), *_ = np.linalg.lstsq(np.stack([positions, np.ones_like(positions)], axis=1),
+                                 np.array([t for *_, t in grid]), rcond=None)
+    return float(a), float(b)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--num-samples", type=int, default=456)
@@ -116,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--paired", type=int, default=0,
                         help="instead: each batch over a shared prefix against the same rows plain, this many times")
+    parser.add_argument("--grid", type=int, default=0, help="instead: every --grid-rows x --widths call, this many "
+                                                             "times; the fitted cost of a call in positions")
+    parser.add_argument("--widths", default="64,128,256")
+    parser.add_argument("--grid-rows", default="1,2,4,8,16,32")
+    parser.add_argument("--max-positions", type=int, default=4096, help="--grid: the widest call, rows x width")
     args = parser.parse_args(argv)
 
     import torch
@@ -126,6 +166,18 @@ def main(argv: list[str] | None = None) -> int:
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     rows = [tokenizer(r["prompt"], add_special_tokens=False).input_ids for r in mt.read_questions(questions)]
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    if args.grid:
+        print(f"{len(rows)} questions' rows, bfloat16, {torch.get_num_threads()} threads, {mt.cpu_model()}; "
+              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load {os.getloadavg()[0]:.1f}")
+        grid = shape_grid(model, rows, [int(w) for w in args.widths.split(",")],
+                          [int(n) for n in args.grid_rows.split(",")], args.grid, args.max_positions)
+        a, b = call_cost(grid)
+        print("rows  width  positions  min CPU s  s per 1k positions  fit")
+        for n, w, t in grid:
+            print(f"{n:>4}  {w:>5}  {n * w:>9}  {t:>9.3f}  {1000 * t / (n * w):>18.3f}  {a + b * n * w:.3f}")
+        print(f"seconds = {a:.4f} + {1000 * b:.4f} x thousand positions: a call costs {a / b:.0f} positions; "
+              f"load {os.getloadavg()[0]:.1f}")
+        return 0
     if args.paired:
         print(f"{len(rows)} questions, bfloat16, {torch.get_num_threads()} threads, {mt.cpu_model()}; "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load {os.getloadavg()[0]:.1f}")

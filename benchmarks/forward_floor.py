@@ -7,7 +7,8 @@ the best kept (optionally also under ``torch.compile``). Beside it, in the same 
 project's ``hf`` backend at its defaults (which now measure their own batch shape) and lm-evaluation-harness's
 ``hf`` at ``--lm-eval-batch-size``, both through benchmarks/mmlu_throughput.py's workers (the same questions,
 model files, dtype and threads). Every measurement is its own subprocess; evaluation wall time, model load
-excluded; the one-minute load average before and after each. Nothing asserts on timings.
+excluded; the one-minute load average before and after each; each round's runner / floor ratio, their median
+and the sign test's interval for it (``ratios``). Nothing asserts on timings.
 
     python benchmarks/forward_floor.py          # 0-shot on 456 questions, 5-shot on 114, bf16, 3 alternating rounds
     python benchmarks/forward_floor.py --num-samples 57 --shots 0 --repeats 1 --budgets 1024,4096
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +68,33 @@ def floor_pass(model: Any, tokenizer: Any, rows: list[dict[str, Any]], budget: i
             for i, best in zip(batch, logits.float().argmax(-1).tolist()):
                 predictions[rows[i]["id"]] = "ABCD"[best]
     return predictions, len(batches)
+
+
+@dataclass(frozen=True)
+class Ratios:
+    """Per-pair runner / floor ratios: their median, range and the sign test's interval for the median."""
+
+    ratios: tuple[float, ...]
+    median: float
+    low: float
+    high: float
+    interval: tuple[float, float]  # nan, nan: too few pairs for the level
+
+    def describe(self, level: float) -> str:
+        return (f"median {self.median:.3f}, range {self.low:.3f}-{self.high:.3f}, sign-test {level:.0%} interval "
+                f"{self.interval[0]:.3f}-{self.interval[1]:.3f} ({len(self.ratios)} pairs: "
+                f"{', '.join(f'{r:.3f}' for r in self.ratios)})")
+
+
+def ratios(runner: list[float], floor: list[float], level: float = 0.9) -> Ratios:
+    """``runner[i] / floor[i]`` summarised; the interval holds the median ratio with probability at least ``level``
+    whatever the ratios' distribution (order statistics: the sign test inverted)."""
+    from scipy.stats import quantile_test
+
+    each = tuple(r / f for r, f in zip(runner, floor, strict=True))
+    mid = statistics.median(each)
+    ci = quantile_test(each, q=mid, p=0.5).confidence_interval(confidence_level=level)
+    return Ratios(each, mid, min(each), max(each), (float(ci.low), float(ci.high)))
 
 
 def load_floor_model(dtype: str) -> tuple[Any, Any]:
@@ -170,14 +199,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.compile:
             times["floor compiled"] = [spawn_floor(args, shots, best, True)["eval_s"] for _ in range(args.repeats)]
         medians = {side: statistics.median(t) for side, t in times.items()}
+        paired = ratios(times["runner"], times["floor"])  # each round's runner against the floor beside it
         summary["shots"][str(shots)] = {"questions": n, "floor_budget_scan_s": scan, "floor_budget": best,
                                         "eval_s": times, "threads": threads, "median_s": medians,
                                         "runner_over_floor": medians["runner"] / medians["floor"],
+                                        "runner_over_floor_per_round": paired.ratios,
+                                        "runner_over_floor_sign_test_90": paired.interval,
                                         "lm_eval_over_runner": medians["lm-eval"] / medians["runner"]}
         print(f"\n{shots}-shot, {n} questions, {args.dtype}: median eval s: " +
               ", ".join(f"{side} {m:.1f}" for side, m in medians.items()) +
               f"; runner / floor {medians['runner'] / medians['floor']:.2f}, lm-eval / runner "
               f"{medians['lm-eval'] / medians['runner']:.2f} (floor budget {best}: {scan}; threads {threads})")
+        print(f"runner / floor round by round: {paired.describe(0.9)}")
     print(f"host: {summary['cpu']}, {summary['cores']} cores; {summary['date']}")
     out = args.json or Path(args.out_dir) / "summary.json"
     out.write_text(json.dumps(summary, indent=2))

@@ -4,6 +4,8 @@ answered once whatever ran it, and the hf backend's answers in float32 the same 
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from runner.backends.hf import shape_search
@@ -18,18 +20,25 @@ from tests.helpers.micro_model import micro_checkpoint
 CPU = shape_search.candidates("cpu", 64, 16384)
 
 
-def test_candidates_for_a_cpu_and_within_a_gpu_s_budget():
-    assert CPU == (Shape(8, 2048), Shape(16, 4096), Shape(32, 8192), Shape(64, 16384))
+def test_candidates_for_a_cpu_are_token_budgets_and_a_gpu_s_lie_within_its_budget():
+    assert CPU == (Shape(64, 1024), Shape(64, 2048), Shape(64, 4096))
     assert shape_search.candidates("cuda", 256, 100_000) == (Shape(64, 25_000), Shape(128, 50_000),
                                                              Shape(256, 100_000))
 
 
-def test_trials_run_two_batches_each_and_only_when_the_job_has_the_rows_to_pay_for_them():
-    # 2 x (8 + 16 + 32 + 64) = 240 trial rows; searched from 1.5 x 240 = 360 rows
-    assert shape_search.trial_sizes(CPU, 360, 1024) == [16, 32, 64, 128]
-    assert shape_search.trial_sizes(CPU, 359, 1024) is None
-    # a task's own row cap shrinks the trials (and the rows they need: 2 x (8 + 16 + 16 + 16) x 1.5 = 168)
-    assert shape_search.trial_sizes(CPU, 168, 16) == [16, 32, 32, 32]
+def test_trials_run_two_batches_of_median_rows_each_and_only_when_the_job_has_the_rows_to_pay_for_them():
+    # median 100 tokens: 1024 // 100 = 10 rows a call, then 20 and 40; trials of 2 x 70 = 140 rows, which 1.5 x 140 =
+    # 210 rows would pay for, but a search needs 360 rows (smaller jobs' trials split too many prefix groups)
+    assert shape_search.trial_sizes(CPU, [100] * 360, 1024) == [20, 40, 80]
+    assert shape_search.trial_sizes(CPU, [100] * 359, 1024) is None
+    # rows of 20 tokens: 51, 102 and 204 a call, the last two capped at the budget's 64 rows: 2 x 179 = 358 trial
+    # rows, searched from 1.5 x 358 = 537
+    assert shape_search.trial_sizes(CPU, [20] * 537, 1024) == [102, 128, 128]
+    assert shape_search.trial_sizes(CPU, [20] * 536, 1024) is None
+    # a task's own row cap shrinks the trials
+    assert shape_search.trial_sizes(CPU, [90, 100, 110] * 120, 16) == [20, 32, 32]
+    # a row longer than a budget still runs, alone
+    assert shape_search.batch_rows(Shape(64, 1024), 1500, 1024) == 1
 
 
 def test_the_fastest_rate_wins_and_a_tie_goes_to_the_narrower_shape():
@@ -47,10 +56,9 @@ def test_task_shape_is_the_median_length_to_a_power_of_two():
 
 def test_searched_groups_time_each_candidate_on_its_own_chunk_and_plan_the_rest_under_the_fastest():
     lengths = [10] * 400
-    clock = iter([0.0, 4.0,  # 8 rows: 16 rows x 10 tokens in 4 s = 40/s
-                  4.0, 5.0,  # 16 rows: 320 tokens in 1 s = 320/s (the fastest)
-                  5.0, 7.0,  # 32 rows: 640 in 2 s = 320/s (a tie: the narrower wins)
-                  7.0, 11.0])  # 64 rows: 1280 in 4 s = 320/s
+    clock = iter([0.0, 4.0,  # 1024 tokens: 16 rows x 10 tokens in 4 s = 40/s
+                  4.0, 5.0,  # 2048 tokens: 320 tokens in 1 s = 320/s (the fastest)
+                  5.0, 7.0])  # 4096 tokens: 640 in 2 s = 320/s (a tie: the narrower wins)
     planned: list[tuple[Shape, list[int]]] = []
     reported: list[tuple[Trial, list[Trial]]] = []
     syncs: list[int] = []
@@ -59,18 +67,18 @@ def test_searched_groups_time_each_candidate_on_its_own_chunk_and_plan_the_rest_
         planned.append((shape, chunk))
         return [Group(0, [chunk[i:i + shape.rows] for i in range(0, len(chunk), shape.rows)])]
 
-    groups = list(shape_search.searched_groups(range(400), lengths, CPU, [16, 32, 64, 128], plan,
+    groups = list(shape_search.searched_groups(range(400), lengths, CPU, [16, 32, 64], plan,
                                                lambda best, trials: reported.append((best, trials)),
                                                timer=lambda: next(clock), sync=lambda: syncs.append(1)))
-    assert [shape for shape, _ in planned] == [*CPU, Shape(16, 4096)]
-    assert [len(chunk) for _, chunk in planned] == [16, 32, 64, 128, 160]
+    assert [shape for shape, _ in planned] == [*CPU, Shape(64, 2048)]
+    assert [len(chunk) for _, chunk in planned] == [16, 32, 64, 288]
     answered = [i for g in groups for batch in g.batches for i in batch]
     assert sorted(answered) == list(range(400))  # every row once
     best, trials = reported[0]
-    assert best.shape == Shape(16, 4096) and [t.rate for t in trials] == [40.0, 320.0, 320.0, 320.0]
-    assert len(syncs) == 8  # before and after each trial
-    assert shape_search.describe(best, trials) == ("16 rows x 4096 tokens (measured tokens/s: 8x2048: 40, "
-                                                   "16x4096: 320, 32x8192: 320, 64x16384: 320)")
+    assert best.shape == Shape(64, 2048) and [t.rate for t in trials] == [40.0, 320.0, 320.0]
+    assert len(syncs) == 6  # before and after each trial
+    assert shape_search.describe(best, trials) == ("64 rows x 2048 tokens (measured tokens/s: 64x1024: 40, "
+                                                   "64x2048: 320, 64x4096: 320)")
 
 
 def test_trial_chunks_are_cut_from_the_middle_of_the_length_order():
@@ -118,12 +126,13 @@ TRIED = (Shape(2, 512), Shape(5, 1280), Shape(12, 3072))  # small shapes: a tria
 
 
 @pytest.mark.parametrize("winner", [0, 2])
-def test_float32_answers_are_the_same_whichever_shape_wins(micro, monkeypatch, winner):
+def test_float32_answers_are_the_same_whichever_shape_wins(micro, monkeypatch, caplog, winner):
     """The search on (the narrowest or the widest shape forced to win) against one fixed shape: the same
     greedy flags and log-likelihoods to float32 rounding; the choice is logged in the details and
     remembered for the next job on the same device, model and lengths; a shape the user set is kept."""
     monkeypatch.setattr(shape_search, "_chosen", {})
     monkeypatch.setattr(shape_search, "candidates", lambda *args: TRIED)
+    monkeypatch.setattr(shape_search, "MIN_SEARCH_ROWS", 0)  # a search on 60 rows
     monkeypatch.setattr(shape_search, "fastest", lambda trials: trials[winner])
     reqs = requests(60)
     fixed, _ = scores(micro, reqs, batch_size=7, max_batch_tokens=3000)
@@ -144,8 +153,11 @@ def test_float32_answers_are_the_same_whichever_shape_wins(micro, monkeypatch, w
     assert "measured by an earlier job" in be.info().details["batch_budget"] and "batch_search" not in \
         be.info().details
     assert [r.logprob for r in again] == pytest.approx([r.logprob for r in fixed], rel=1e-5, abs=1e-5)
-    _, be = scores(micro, reqs, batch_size=7)  # the user's shape wins
+    with caplog.at_level(logging.INFO, logger="runner"):
+        _, be = scores(micro, reqs, batch_size=7)  # the user's shape wins, and the log says so
     assert be.info().details["batch_budget"].startswith("7 rows")
+    assert "batch shape: 7 rows, 16384 tokens (CPU defaults); backend.batch_size / max_batch_tokens given" in \
+        caplog.text
 
 
 def test_float32_answers_are_the_same_with_shared_prefixes_on_off_and_where_they_pay(micro):

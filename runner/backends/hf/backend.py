@@ -128,6 +128,9 @@ class HFBackend(ConfiguredBackend):
         self._budget = devices.batch_budget(torch, device, model, dtype, self.config.batch_size,
                                             self.config.max_batch_tokens)
         self._device_key = shape_search.device_key(torch, device)
+        if self.config.batch_size or self.config.max_batch_tokens:
+            log.info("batch shape: %s; backend.batch_size / max_batch_tokens given, so not measured",
+                     self._budget.describe())
         self._info = BackendInfo(
             name=self.name,
             spec=AccuracySpec(dtype=dtype_name, quant_algo=quant_algo, kv_cache_quant_algo=kv_algo),
@@ -243,7 +246,7 @@ class HFBackend(ConfiguredBackend):
         if (known := shape_search.remembered(*key)) is not None:
             self._use_shape(known, f"measured by an earlier job, {key[2]}")
         candidates = shape_search.candidates(self._device.type, budget.rows, budget.tokens)
-        sizes = shape_search.trial_sizes(candidates, len(rows), self.limits.max_batch_size)
+        sizes = shape_search.trial_sizes(candidates, lengths, self.limits.max_batch_size)
         if known is not None or sizes is None:
             yield from self._plan(rows, indices, keeps)
             return

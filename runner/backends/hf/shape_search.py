@@ -2,13 +2,14 @@
 
 The fastest shape depends on the device (matrix units, caches, GPU memory), the model and the task's
 lengths: on a CPU with bfloat16 matrix tiles a plain forward loop was twice as fast at 16 rows as at 64,
-the CPU default. No fixed default is right everywhere, so the first log-likelihood
-call of a job that has enough rows runs chunks of them (from the middle of the length order) under each candidate shape (real
-work: every row is answered once, whatever shape ran it), measures the tokens delivered per second, and
-plans the rest under the fastest. The choice is remembered for the process per device, model and task
-shape, so a sweep's later jobs skip the trial. Shapes the user set (``backend.batch_size``,
-``backend.max_batch_tokens``) are used as they are. Answers depend on the shape only through the
-arithmetic's rounding (identical in float32; tests/backends/test_shape_search.py).
+the CPU default. No fixed default is right everywhere, so the first log-likelihood call of a job that has
+enough rows runs chunks of them (from the middle of the length order, each as many rows as two of the
+candidate's calls hold) under each candidate shape (real work: every row is answered once, whatever
+shape ran it), measures the tokens delivered per second, and plans the rest under the fastest. The
+choice is remembered for the process per device, model and task shape, so a sweep's later jobs skip
+the trial. Shapes the user set (``backend.batch_size``, ``backend.max_batch_tokens``) are used as they
+are. Answers depend on the shape only through the arithmetic's rounding (identical in float32;
+tests/backends/test_shape_search.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,14 @@ log = logging.getLogger("runner")
 
 TRIAL_BATCHES = 2  # full batches of its own each candidate runs
 MIN_ROWS_FACTOR = 1.5  # search only when the trials take at most two thirds of the rows
+# and only from this many rows: a trial chunk cut from the length order splits groups sharing a prefix (a 5-shot block
+# run once per chunk instead of once per group), which a small job's trials would do to a large share of its rows
+MIN_SEARCH_ROWS = 360
+# a CPU's candidates, token positions a call: below 1024 a call's fixed cost shows (the embedded model in bfloat16 on
+# AMX: 0.56-0.57 CPU s per thousand positions at 512 against 0.48-0.50 at 2048, over rows of 32-128 tokens;
+# docs/measurements.md); above 4096 a float32 MLP activation of the embedded model passes glibc's 32 MiB mmap
+# threshold (its pages faulted in anew by every call)
+CPU_TOKEN_BUDGETS = (1024, 2048, 4096)
 
 
 @dataclass(frozen=True)
@@ -52,19 +61,26 @@ class Trial:
 
 
 def candidates(device_type: str, rows: int, tokens: int) -> tuple[Shape, ...]:
-    """The shapes to time. A CPU: 8 to 64 rows, 256 tokens a row (its memory is the host's; wider batches
-    buy nothing once the products are large). A GPU: a quarter, half and all of its memory-sized budget
+    """The shapes to time. A CPU: ``CPU_TOKEN_BUDGETS`` positions a call, up to ``rows`` rows (a call's work is its
+    positions, so short rows run wide and long ones narrow, as the token budget alone would cut them; a fixed
+    row cap left short rows in narrow calls). A GPU: a quarter, half and all of its memory-sized budget
     (``rows`` x ``tokens``), so every candidate fits."""
     if device_type == "cpu":
-        return tuple(Shape(r, 256 * r) for r in (8, 16, 32, 64))
+        return tuple(Shape(rows, t) for t in CPU_TOKEN_BUDGETS)
     return tuple(Shape(max(1, rows // d), max(1, tokens // d)) for d in (4, 2, 1))
 
 
-def trial_sizes(candidates: Sequence[Shape], total_rows: int, max_rows: int) -> list[int] | None:
-    """Rows each candidate is timed on (``TRIAL_BATCHES`` of its batches, rows capped by the task's
-    ``max_rows``), or None when the job has too few rows for the trial to pay."""
-    sizes = [TRIAL_BATCHES * min(shape.rows, max_rows) for shape in candidates]
-    return sizes if total_rows >= MIN_ROWS_FACTOR * sum(sizes) else None
+def batch_rows(shape: Shape, length: int, max_rows: int) -> int:
+    """Rows of ``length`` tokens one call of ``shape`` holds, within the task's ``max_rows``."""
+    return max(1, min(shape.rows, max_rows, shape.tokens // max(1, length)))
+
+
+def trial_sizes(candidates: Sequence[Shape], lengths: Sequence[int], max_rows: int) -> list[int] | None:
+    """Rows each candidate is timed on (``TRIAL_BATCHES`` of its batches of rows of the median length), or None
+    when the job has too few rows for the trial to pay."""
+    median = int(statistics.median(lengths)) if lengths else 1
+    sizes = [TRIAL_BATCHES * batch_rows(shape, median, max_rows) for shape in candidates]
+    return sizes if len(lengths) >= max(MIN_SEARCH_ROWS, MIN_ROWS_FACTOR * sum(sizes)) else None
 
 
 def fastest(trials: Sequence[Trial]) -> Trial:
@@ -138,3 +154,8 @@ def describe(best: Trial, trials: Sequence[Trial]) -> str:
     """The measured rates, the chosen one first: for the log and the run's details."""
     rates = ", ".join(f"{t.shape.rows}x{t.shape.tokens}: {t.rate:.0f}" for t in trials)
     return f"{best.shape} (measured tokens/s: {rates})"
+
+
+def forget() -> None:
+    """Drop every remembered shape (the next job measures again): a benchmark's fresh job."""
+    _chosen.clear()
