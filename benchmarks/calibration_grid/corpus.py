@@ -21,6 +21,7 @@ from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 from runner.stats.numerics.corpus_bootstrap import paired_corpus_test, replicate
 from runner.stats.rules.corpus import unpaired
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.numerics.rare_share import min_samples
 from runner.stats.settings import StatsConfig
 
 ALPHA, BETA = 0.05, 0.2
@@ -92,9 +93,13 @@ def _paired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed
     return Rate.monte_carlo(hits, trials)
 
 
-def _unpaired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed: int) -> Rate:
+UNPAIRED_LEAST = min_samples(ALPHA, StatsConfig().corpus_rare_share)  # the product's fewest documents (129)
+
+
+def _unpaired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed: int,
+                   least: int = UNPAIRED_LEAST) -> Rate:
     """How often the unpaired rule (:func:`runner.stats.rules.corpus.unpaired`, the reference a figure recorded
-    on other documents) makes ``claim`` (go, nogo)."""
+    on other documents) makes ``claim`` (go, nogo); ``least``: its fewest documents (0: the bootstrap-t alone)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -104,7 +109,7 @@ def _unpaired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, se
         _, new = documents(rng, n, delta_for(drop))
         params = HypothesisParams(ALPHA, BETA, 1.0, n, higher_is_better=False)
         _, said = unpaired(new, _perplexity(new), _perplexity(recorded), params, PERPLEXITY, n_boot, seed + t, None,
-                           0.0, TOLERANCE, "word_perplexity", [])
+                           0.0, TOLERANCE, "word_perplexity", [], least=least)
         hits += said.regression if claim == "nogo" else said.within
     return Rate.monte_carlo(hits, trials)
 
@@ -169,13 +174,23 @@ def _f1_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed: in
 
 
 def cells(grid: Grid) -> list[Cell]:
-    """The full grid: n in {57, 100, 500}, 999 resamples: both rules' claims on the pooled perplexity, the paired
-    interval's coverage, GO when only 2% of documents change, and the paired rule on F1 (the jackknife path, n 57
-    and 100); the reduced one: both rules' two claims at n=57 with 99 resamples (the test suite's budget)."""
+    """The full grid: n in {57, 100, 500}, 999 resamples: both rules' claims on the pooled perplexity (the unpaired
+    rule's also at its fewest documents, 129, and at 200), the paired interval's coverage, GO when only 2% of
+    documents change, and the paired rule on F1 (the jackknife path, n 57 and 100); the reduced one: the paired
+    rule's two claims at n=57 and the unpaired rule's at its fewest documents, 99 resamples (the test suite's
+    budget)."""
     out: list[Cell] = []
     n_boot = 999 if grid.full else 99
     paired, unpaired = "corpus: paired bootstrap-t", "corpus: unpaired bootstrap-t"
     jackknife = "corpus: paired bootstrap-t, jackknife se"
+    for n in grid.pick(sorted({57, 100, UNPAIRED_LEAST, 200, 500}), [UNPAIRED_LEAST]):
+        where = f"n={n} pooled word perplexity, {n_boot} resamples"
+        out += [
+            Cell(unpaired, "NO-GO at drop = margin", f"{where}, margin 0", "error", ALPHA,
+                 partial(_unpaired_rate, n, 0.0, "nogo", n_boot)),
+            Cell(unpaired, "GO at drop = tolerance", f"{where}, tolerance {TOLERANCE:g}", "error", ALPHA,
+                 partial(_unpaired_rate, n, TOLERANCE, "go", n_boot)),
+        ]
     for n in grid.pick([57, 100, 500], [57]):
         where = f"n={n} pooled word perplexity, {n_boot} resamples"
         out += [
@@ -183,10 +198,6 @@ def cells(grid: Grid) -> list[Cell]:
                  partial(_paired_rate, n, 0.0, "nogo", n_boot)),
             Cell(paired, "GO at drop = tolerance", f"{where}, tolerance {TOLERANCE:g}", "error", ALPHA,
                  partial(_paired_rate, n, TOLERANCE, "go", n_boot)),
-            Cell(unpaired, "NO-GO at drop = margin", f"{where}, margin 0", "error", ALPHA,
-                 partial(_unpaired_rate, n, 0.0, "nogo", n_boot)),
-            Cell(unpaired, "GO at drop = tolerance", f"{where}, tolerance {TOLERANCE:g}", "error", ALPHA,
-                 partial(_unpaired_rate, n, TOLERANCE, "go", n_boot)),
         ]
         if grid.full:
             out += [
@@ -202,6 +213,12 @@ def cells(grid: Grid) -> list[Cell]:
                      partial(_paired_rate, 100, 0.0, "go", n_boot)),
                 Cell(paired, "power: NO-GO at drop 2t", f"{where}, drop {2 * TOLERANCE:g}, margin 0", "power", 0.0,
                      partial(_paired_rate, 100, 2 * TOLERANCE, "nogo", n_boot))]
+        for n in (UNPAIRED_LEAST, 500):
+            where = f"n={n} pooled word perplexity, {n_boot} resamples"
+            out += [Cell(unpaired, "power: GO at drop 0", f"{where}, tolerance {TOLERANCE:g}", "power", 0.0,
+                         partial(_unpaired_rate, n, 0.0, "go", n_boot)),
+                    Cell(unpaired, "power: NO-GO at drop 2t", f"{where}, drop {2 * TOLERANCE:g}, margin 0", "power",
+                         0.0, partial(_unpaired_rate, n, 2 * TOLERANCE, "nogo", n_boot))]
     for n in grid.pick([57, 100], []):
         where = f"n={n} F1 (MRPC-like labels), {n_boot} resamples"
         out += [
