@@ -21,6 +21,7 @@ from benchmarks.calibration_grid.cells import Cell, Family, Grid, Rate
 from runner.stats.numerics.corpus_bootstrap import paired_corpus_test, replicate
 from runner.stats.rules.corpus import unpaired
 from runner.stats.data.hypothesis import HypothesisParams
+from runner.stats.numerics.rare_share import min_samples
 from runner.stats.settings import StatsConfig
 
 ALPHA, BETA = 0.05, 0.2
@@ -92,9 +93,13 @@ def _paired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed
     return Rate.monte_carlo(hits, trials)
 
 
-def _unpaired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed: int) -> Rate:
+UNPAIRED_LEAST = min_samples(ALPHA, StatsConfig().corpus_rare_share)  # the product's fewest documents (129)
+
+
+def _unpaired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed: int,
+                   least: int = UNPAIRED_LEAST) -> Rate:
     """How often the unpaired rule (:func:`runner.stats.rules.corpus.unpaired`, the reference a figure recorded
-    on other documents) makes ``claim`` (go, nogo)."""
+    on other documents) makes ``claim`` (go, nogo); ``least``: its fewest documents (0: the bootstrap-t alone)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -104,7 +109,7 @@ def _unpaired_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, se
         _, new = documents(rng, n, delta_for(drop))
         params = HypothesisParams(ALPHA, BETA, 1.0, n, higher_is_better=False)
         _, said = unpaired(new, _perplexity(new), _perplexity(recorded), params, PERPLEXITY, n_boot, seed + t, None,
-                           0.0, TOLERANCE, "word_perplexity", [])
+                           0.0, TOLERANCE, "word_perplexity", [], least=least)
         hits += said.regression if claim == "nogo" else said.within
     return Rate.monte_carlo(hits, trials)
 
@@ -168,26 +173,36 @@ def _f1_rate(n: int, drop: float, claim: str, n_boot: int, trials: int, seed: in
     return Rate.monte_carlo(hits, trials)
 
 
+def _claims(rule: str, rate, n: int, n_boot: int, power: bool = False) -> list[Cell]:  # noqa: ANN001 - a rate
+    """A rule's two error cells on the pooled perplexity at ``n`` (NO-GO at drop 0, GO at drop = tolerance), or its
+    two power cells (GO at drop 0, NO-GO at twice the tolerance)."""
+    where = f"n={n} pooled word perplexity, {n_boot} resamples"
+    if power:
+        return [Cell(rule, "power: GO at drop 0", f"{where}, tolerance {TOLERANCE:g}", "power", 0.0,
+                     partial(rate, n, 0.0, "go", n_boot)),
+                Cell(rule, "power: NO-GO at drop 2t", f"{where}, drop {2 * TOLERANCE:g}, margin 0", "power", 0.0,
+                     partial(rate, n, 2 * TOLERANCE, "nogo", n_boot))]
+    return [Cell(rule, "NO-GO at drop = margin", f"{where}, margin 0", "error", ALPHA,
+                 partial(rate, n, 0.0, "nogo", n_boot)),
+            Cell(rule, "GO at drop = tolerance", f"{where}, tolerance {TOLERANCE:g}", "error", ALPHA,
+                 partial(rate, n, TOLERANCE, "go", n_boot))]
+
+
 def cells(grid: Grid) -> list[Cell]:
-    """The full grid: n in {57, 100, 500}, 999 resamples: both rules' claims on the pooled perplexity, the paired
-    interval's coverage, GO when only 2% of documents change, and the paired rule on F1 (the jackknife path, n 57
-    and 100); the reduced one: both rules' two claims at n=57 with 99 resamples (the test suite's budget)."""
+    """The full grid: n in {57, 100, 500}, 999 resamples: both rules' claims on the pooled perplexity (the unpaired
+    rule's also at its fewest documents, 129, and at 200), the paired interval's coverage, GO when only 2% of
+    documents change, and the paired rule on F1 (the jackknife path, n 57 and 100); the reduced one: the paired
+    rule's two claims at n=57 and the unpaired rule's at its fewest documents, 99 resamples (the test suite's
+    budget)."""
     out: list[Cell] = []
     n_boot = 999 if grid.full else 99
     paired, unpaired = "corpus: paired bootstrap-t", "corpus: unpaired bootstrap-t"
     jackknife = "corpus: paired bootstrap-t, jackknife se"
+    for n in grid.pick(sorted({57, 100, UNPAIRED_LEAST, 200, 500}), [UNPAIRED_LEAST]):
+        out += _claims(unpaired, _unpaired_rate, n, n_boot)
     for n in grid.pick([57, 100, 500], [57]):
         where = f"n={n} pooled word perplexity, {n_boot} resamples"
-        out += [
-            Cell(paired, "NO-GO at drop = margin", f"{where}, margin 0", "error", ALPHA,
-                 partial(_paired_rate, n, 0.0, "nogo", n_boot)),
-            Cell(paired, "GO at drop = tolerance", f"{where}, tolerance {TOLERANCE:g}", "error", ALPHA,
-                 partial(_paired_rate, n, TOLERANCE, "go", n_boot)),
-            Cell(unpaired, "NO-GO at drop = margin", f"{where}, margin 0", "error", ALPHA,
-                 partial(_unpaired_rate, n, 0.0, "nogo", n_boot)),
-            Cell(unpaired, "GO at drop = tolerance", f"{where}, tolerance {TOLERANCE:g}", "error", ALPHA,
-                 partial(_unpaired_rate, n, TOLERANCE, "go", n_boot)),
-        ]
+        out += _claims(paired, _paired_rate, n, n_boot)
         if grid.full:
             out += [
                 Cell(paired, "90% CI coverage", f"{where}, drop {TOLERANCE:g}", "coverage", 1 - 2 * ALPHA,
@@ -197,11 +212,9 @@ def cells(grid: Grid) -> list[Cell]:
                        partial(_paired_rate, n, TOLERANCE, "go", n_boot, changed=share)) for share in (0.02, 0.05)),
             ]
     if grid.full:  # power beside the error cells: GO at a drop of 0, NO-GO at twice the tolerance
-        where = f"n=100 pooled word perplexity, {n_boot} resamples"
-        out += [Cell(paired, "power: GO at drop 0", f"{where}, tolerance {TOLERANCE:g}", "power", 0.0,
-                     partial(_paired_rate, 100, 0.0, "go", n_boot)),
-                Cell(paired, "power: NO-GO at drop 2t", f"{where}, drop {2 * TOLERANCE:g}, margin 0", "power", 0.0,
-                     partial(_paired_rate, 100, 2 * TOLERANCE, "nogo", n_boot))]
+        out += _claims(paired, _paired_rate, 100, n_boot, power=True)
+        for n in (UNPAIRED_LEAST, 500):
+            out += _claims(unpaired, _unpaired_rate, n, n_boot, power=True)
     for n in grid.pick([57, 100], []):
         where = f"n={n} F1 (MRPC-like labels), {n_boot} resamples"
         out += [

@@ -45,6 +45,11 @@ class StatsConfig:
     # a paired corpus claim needs at least this many documents whose items changed between the runs (fewer: the
     # bootstrap-t's tails are too thin, false GO 0.065 at n=500 with 2-5% changed; docs/statistics.md)
     corpus_min_changed: int = 30
+    # an unpaired corpus claim (the reference kept no items) needs a run that misses the rarest share of documents
+    # carrying half the pooled metric's variance at most alpha of the time: (1 - share)^n <= alpha, 129 documents at
+    # alpha 0.05 (the longest 1 - Phi(2) = 2.3% of documents whose lengths are lognormal with log-sd 1; below it the
+    # reference's imputed error is too small, false GO 0.056 at n=57; docs/statistics.md "Corpus metrics")
+    corpus_rare_share: float = 0.023
     # the paired t-test withholds a claim when the differences' sample skewness puts its one-sided error more than
     # this above alpha, or its skewness-corrected p-value is not below alpha (one-term Edgeworth; rare large changes
     # make it err, docs/statistics.md "Unbounded scores"); 0.005 from the calibration grid; 1 keeps only the correction
@@ -122,6 +127,13 @@ def validate(stats: Any) -> None:
         raise ConfigError("the fewest changed documents a paired corpus claim needs is a whole number >= 0",
                           where="stats.corpus_min_changed", given=repr(least),
                           fix="30 (the default, from the calibration); 0 accepts any")
+    corpus_share = getattr(stats, "corpus_rare_share", 0.023)
+    if isinstance(corpus_share, bool) or not isinstance(corpus_share, (int, float)) or not 0.0 < corpus_share < 1.0:
+        raise ConfigError("the rarest share of documents the unpaired corpus bootstrap must see is a number strictly "
+                          "between 0 and 1", where="stats.corpus_rare_share", given=repr(corpus_share),
+                          fix="0.023 (the default: an unpaired corpus claim from 129 documents at alpha 0.05); a "
+                              "larger share claims from fewer documents, trusting that the corpus's longest documents "
+                              "carry less of its variance")
     skew = getattr(stats, "t_skew_limit", 0.005)
     if isinstance(skew, bool) or not isinstance(skew, (int, float)) or not 0.0 <= skew <= 1.0:
         raise ConfigError("the paired t-test's skewness limit must be a number from 0 to 1",

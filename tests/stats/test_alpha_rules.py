@@ -1,4 +1,5 @@
-"""Issue 47's rules through the job's decision: clustered claims count the clusters that carry the variance."""
+"""Issue 47's rules through the job's decision: clustered claims count the clusters that carry the variance, corpus
+claims need enough changed (paired) or sampled (unpaired) documents."""
 
 from __future__ import annotations
 
@@ -95,6 +96,55 @@ def test_corpus_claims_need_enough_changed_documents():
     now, notes = decided(30)
     assert not now.claims.within and not now.claims.regression and now.paired.passed
     assert any(f"{k} document(s) changed" in n for n in notes)
+
+
+def test_unpaired_corpus_claims_need_the_fewest_documents():
+    """Against a reference figure without items the reference's error is imputed from the run's documents; below
+    the fewest documents of stats.corpus_rare_share (129 at alpha 0.05) the bootstrap-t said GO at drop = tolerance
+    0.056 of the time (57 documents, 20000 draws), so no claim is made there, with a note naming how many are needed.
+    Here every one of 60 documents loses 0.5 nats per word: NO-GO is shown once the floor is lowered."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from benchmarks.calibration_grid.corpus import PERPLEXITY, TOLERANCE, documents
+    from runner.contract.evaluator import CORPUS_ITEM
+    from runner.stats.data.entry import Entry
+    from runner.stats.data.hypothesis import HypothesisParams
+    from runner.stats.rules.corpus import decide_corpus
+
+    rng = np.random.default_rng(5)
+    recorded, _ = documents(rng, 60, 0.0)
+    _, new = documents(rng, 60, 0.5)
+    scored = [SimpleNamespace(sample_id=f"d{i}", score=0.0, meta={CORPUS_ITEM: w.tolist()}) for i, w in enumerate(new)]
+    params = HypothesisParams(0.05, 0.2, 1.0, 60, higher_is_better=False)
+    reference, score = PERPLEXITY.compute(list(recorded)), PERPLEXITY.compute(list(new))
+
+    def decided(share: float):  # noqa: ANN202
+        stats = replace(StatsConfig(), corpus_bootstrap_iters=199, corpus_rare_share=share)
+        notes: list[str] = []
+        found = decide_corpus(Entry(reference), scored, score, params, stats, PERPLEXITY, "word_perplexity", None,
+                              None, None, 0.0, TOLERANCE, notes)
+        return found, notes
+
+    trusting, _ = decided(0.5)  # (1 - 0.5)^5 < 0.05: claims from 5 documents
+    assert trusting.claims.regression and not trusting.verdict.passed
+    now, notes = decided(StatsConfig().corpus_rare_share)
+    assert not now.claims.regression and not now.claims.within and now.verdict.passed
+    assert now.claims.least_n == 129 and now.verdict.p_value < 0.05  # shown by its p-value, withheld
+    assert any("on 60 documents; it needs 129 at alpha 0.05 (stats.corpus_rare_share)" in n for n in notes)
+
+
+def test_corpus_rare_share_is_checked():
+    import pytest
+
+    from runner.contract.errors import ConfigError
+    from runner.stats.settings import validate
+
+    for bad in (0.0, 1.0, "0.1", True):
+        with pytest.raises(ConfigError, match="stats.corpus_rare_share"):
+            validate(replace(StatsConfig(), corpus_rare_share=bad))
+    validate(replace(StatsConfig(), corpus_rare_share=0.05))
 
 
 def test_unbounded_scores_make_no_claim_under_auto():

@@ -223,24 +223,25 @@ def unpaired_corpus_test(run: Side, reference: float, alpha: float, higher_is_be
     """The p-value and 90% interval (new - reference) of the studentized test of a corpus metric against a
     reference figure without items, gates as in :func:`paired_corpus_test`.
 
-    The run's error is drawn from its bootstrap-t replicates ``t*``; the reference's, recorded on other
-    documents of the same corpus, from the run's basic replicates ``(v* - v) / se`` of another resample, scaled
-    by ``sqrt(n / reference_n)``: the studentized difference's replicates are ``t*_b - r u*_(b-1)``. Both
-    constructions (equal-tailed and symmetric) judge it and the claim needs both, as in the paired rule.
-    TensorRT-LLM's normal threshold on the same spread said GO 0.080 of the time at drop = tolerance (n=100): the
-    run's standard error moves with its value (a ratio of heavy-tailed sums)."""
+    The statistic is ``(observed - truth) / se``, ``se`` the run's own standard error: the run's error and the
+    reference's (recorded on other documents of the same corpus, so drawn as the run's error of another resample,
+    scaled by ``sqrt(n / reference_n)``) over the run's standard error, each replicate divided by its own
+    resample's: ``(m*_b - r m*_(b-1)) / se*_b``, ``m* = v* - v``. Dividing the reference's part by the observed
+    ``se`` instead held the run's standard error fixed where it moves (a ratio of heavy-tailed sums), and said GO
+    more often. Both constructions (equal-tailed and symmetric) judge it and the claim needs both, as in the
+    paired rule. TensorRT-LLM's normal threshold on the same spread said GO 0.080 of the time at drop = tolerance
+    (n=100)."""
     import numpy as np
 
     r = math.sqrt(run.n / (reference_n or run.n))
     observed = run.value - float(reference)
     moved = run.values - run.value
+    both = moved - r * np.roll(moved, 1)  # the run's error less the reference's, in each replicate
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = moved / run.spreads
-        u = moved / run.spread if run.spread > 0 else np.zeros_like(moved)
-    t[(run.spreads == 0) & (moved == 0)] = 0.0
-    composite = t - r * np.roll(u, 1)  # (run's error - reference's error) / the run's se
+        composite = both / run.spreads
+    composite[(run.spreads == 0) & (both == 0)] = 0.0
     sign = 1.0 if higher_is_better else -1.0
-    none = np.zeros(t.size, dtype=bool)
+    none = np.zeros(composite.size, dtype=bool)
     found = [_bootstrap_t(observed, run.spread, d, b, sign, tolerance, alpha, gate == "regression")
              for d, b in ((composite, none), (np.concatenate([composite, -composite]), np.concatenate([none, none])))]
     return max(p for p, _ in found), (min(c[0] for _, c in found), max(c[1] for _, c in found))

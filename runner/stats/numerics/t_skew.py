@@ -18,7 +18,7 @@ The limit comes from the calibration grid (``benchmarks/calibration_grid/unbound
 A tail too rare to appear in the sample at all is beyond any rule that looks at the data (Bahadur & Savage 1956):
 a sample of 40 shows no trace of a change carried by 5% of the samples 13% of the time, and its t-test then claims
 on the other 95% alone (false GO / NO-GO 0.12-0.13 on the grid's skewed shape). So no claim is made below
-:func:`min_samples`: the n from which a tail of ``stats.t_rare_share`` of the samples is missed at most alpha of the
+:func:`~runner.stats.numerics.rare_share.min_samples`: the n from which a tail of ``stats.t_rare_share`` of the samples is missed at most alpha of the
 time (59 at 5% and alpha 0.05).
 """
 
@@ -29,18 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from runner.stats.numerics.normal import t_quantile, z
+from runner.stats.numerics.rare_share import min_samples
 
 DEFAULT_LIMIT = 0.005
 """The largest term a claim may carry at its statistic (benchmarks/t_skew.py measures it against others)."""
 
 DEFAULT_RARE_SHARE = 0.05
 """The rarest share of samples whose change the t-test must see before it claims (the grid's rarest tail)."""
-
-
-def min_samples(alpha: float, share: float) -> int:
-    """The least n whose sample misses a tail of ``share`` of the samples at most ``alpha`` of the time:
-    ``(1 - share)^n <= alpha``."""
-    return max(2, math.ceil(math.log(alpha) / math.log1p(-share) - 1e-9))
 
 
 def sample_skewness(values: Sequence[float]) -> float:

@@ -21,6 +21,7 @@ from runner.contract.evaluator import CORPUS_ITEM, CorpusMetric
 from runner.stats.data.claims import DeclaredRule, paired_claims
 from runner.stats.numerics.ztest import unpaired_claims
 from runner.stats.numerics.corpus_bootstrap import paired_corpus_test, replicate, side, unpaired_corpus_test
+from runner.stats.numerics.rare_share import min_samples
 from runner.stats.data.entry import ReferenceEntry
 from runner.stats.data.paired_result import PairedResult
 from runner.stats.data.pairing import unpaired_because
@@ -53,7 +54,10 @@ class Corpus:
         if p is not None:
             return case.more_samples((p.sd_diff or 0.0) * case.inflation, p.n)
         n = case.params.num_samples
-        return case.more_samples(case.params.sigma, n, n_ref=case.n_ref or n)
+        advice = case.more_samples(case.params.sigma, n, n_ref=case.n_ref or n)
+        if advice is not None and advice.n_total is not None and advice.n_total < case.least_n:
+            return replace(advice, n_total=case.least_n)  # no unpaired claim below it (stats.corpus_rare_share)
+        return advice
 
 
 @dataclass(frozen=True)
@@ -85,8 +89,9 @@ def decide_corpus(reference: ReferenceEntry, scored: Sequence[Any], score: float
     n_boot, seed = stats.corpus_bootstrap_iters, stats.bootstrap_seed
     if len(ids) >= 2:
         clusters = [labels[i] for i in ids] if labels else None
+        least = min_samples(params.alpha, getattr(stats, "corpus_rare_share", 0.023))
         verdict, claims = unpaired([items[i] for i in ids], score, reference.value, params, corpus, n_boot, seed,
-                                   clusters, margin, tolerance, metric, notes, reference.samples_measured)
+                                   clusters, margin, tolerance, metric, notes, reference.samples_measured, least)
     else:
         verdict = decide(score, reference.value, params, None, metric=metric, tolerance=margin)
         claims = unpaired_claims(verdict, margin, tolerance)
@@ -118,11 +123,13 @@ def changed_documents(rows: Mapping[str, Any], items: Mapping[str, Any]) -> int:
 
 def unpaired(items: Sequence[Any], score: float, reference: float, params: HypothesisParams, corpus: CorpusMetric,
              n_boot: int, seed: int, clusters: Sequence[str] | None, margin: float, tolerance: float, metric: str,
-             notes: list[str], reference_n: int | None = None) -> tuple[Verdict, Claims]:
+             notes: list[str], reference_n: int | None = None, least: int = 0) -> tuple[Verdict, Claims]:
     """The run's corpus figure against a reference figure without items: TensorRT-LLM's report with sigma = the
     bootstrap standard error x sqrt(n), its threshold and both claims from the studentized bootstrap
     (:func:`runner.stats.numerics.corpus_bootstrap.unpaired_corpus_test`), so verdict, claims and interval agree.
-    ``reference_n``: the documents the reference figure pooled (None: as many as the run's)."""
+    ``reference_n``: the documents the reference figure pooled (None: as many as the run's). ``least``: the fewest
+    resampled units (documents, or clusters) on which a claim is made (``stats.corpus_rare_share``): the reference's
+    error is imputed from the run's, which misses the longest documents too often below it."""
     run = side(items, corpus, n_boot, seed, clusters)
     params = replace(params, sigma=run.sigma)
     notes.append(f"corpus metric {metric}: sigma {run.sigma:.3f} = bootstrap standard error x sqrt(n) over this run's "
@@ -132,17 +139,34 @@ def unpaired(items: Sequence[Any], score: float, reference: float, params: Hypot
     hib = params.higher_is_better
     p_regression, ci = unpaired_corpus_test(run, reference, params.alpha, hib, margin, "regression", reference_n)
     p_within, _ = unpaired_corpus_test(run, reference, params.alpha, hib, tolerance, "noninferiority", reference_n)
-    regression = p_regression < params.alpha
+    regression, within = p_regression < params.alpha, p_within < params.alpha
+    units = len(set(clusters)) if clusters is not None else run.n
+    withheld = units < least and (regression or within)
+    if withheld:
+        notes.append(too_few_note(units, least, run.resampled, params.alpha))
+        regression = within = False
     sign = 1.0 if hib else -1.0
     gain_high = max(sign * ci[0], sign * ci[1])  # the NO-GO bound: a regression is shown when it is below -margin
     threshold = reference + sign * (sign * (run.value - reference) - gain_high - margin)
     verdict = replace(z_test, threshold=threshold, room=sign * (score - threshold), passed=not regression,
                       p_value=p_regression)
-    claims = Claims(regression=regression, within=p_within < params.alpha, low=ci[0], high=ci[1],
+    claims = Claims(regression=regression, within=within, low=ci[0], high=ci[1],
                     method=f"bootstrap-t, run's resamples for both sides' errors, equal-tailed and symmetric "
-                           f"(the wider), se by the {run.studentized_by} (inverts its p-values) (both sides)",
-                    p_within=p_within)
-    return verdict, claims.agreeing(margin, tolerance, hib)
+                           f"(the wider), se by the {run.studentized_by} (inverts its p-values) (both sides)"
+                           + (f"; no claim: {units} {run.resampled} < {least} (stats.corpus_rare_share)" if withheld
+                              else ""),
+                    p_within=p_within, least_n=least if withheld else 0)
+    return verdict, (claims if withheld else claims.agreeing(margin, tolerance, hib))
+
+
+def too_few_note(units: int, least: int, resampled: str, alpha: float) -> str:
+    """Why an unpaired corpus claim is withheld on fewer than ``least`` units, and what decides instead."""
+    return (f"corpus bootstrap: no claim against a reference without items on {units} {resampled}; it needs "
+            f"{least} at alpha {alpha:g} (stats.corpus_rare_share): the reference's error is not measured but imputed "
+            "from this run's documents, and a pooled metric's spread is carried by its few longest documents, which a "
+            f"run of {units} misses too often, so the imputed error is too small (false GO 0.056 at 57 documents on "
+            f"the calibration grid); run at least {least} {resampled}, or record the reference with its per-document "
+            "items (the paired rule)")
 
 
 def _paired(reference: Any, items: dict[str, Any], params: HypothesisParams, stats: Any, corpus: CorpusMetric,
