@@ -89,7 +89,7 @@ def decide_corpus(reference: ReferenceEntry, scored: Sequence[Any], score: float
     n_boot, seed = stats.corpus_bootstrap_iters, stats.bootstrap_seed
     if len(ids) >= 2:
         clusters = [labels[i] for i in ids] if labels else None
-        least = min_samples(params.alpha, getattr(stats, "corpus_rare_share", 0.023))
+        least = min_samples(params.alpha, stats.corpus_rare_share)
         verdict, claims = unpaired([items[i] for i in ids], score, reference.value, params, corpus, n_boot, seed,
                                    clusters, margin, tolerance, metric, notes, reference.samples_measured, least)
     else:
