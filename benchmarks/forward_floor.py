@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.result).write_text(json.dumps(out))
         return 0
     args.out_dir = str(Path(args.out_dir or tempfile.mkdtemp(prefix="forward_floor_")).resolve())
+    Path(args.out_dir).mkdir(parents=True, exist_ok=True)
     budgets = [int(b) for b in args.budgets.split(",")]
     counts = samples_per_shot(args.shots, args.num_samples)
     summary: dict[str, Any] = {"cpu": mt.cpu_model(), "cores": len(os.sched_getaffinity(0)), "dtype": args.dtype,
