@@ -81,9 +81,11 @@ class Ratios:
     interval: tuple[float, float]  # nan, nan: too few pairs for the level
 
     def describe(self, level: float) -> str:
+        low, high = self.interval
+        interval = (f"{low:.3f}-{high:.3f}" if low == low and high == high  # nan: too few pairs for the level
+                    else f"none ({len(self.ratios)} pairs are too few for it)")
         return (f"median {self.median:.3f}, range {self.low:.3f}-{self.high:.3f}, sign-test {level:.0%} interval "
-                f"{self.interval[0]:.3f}-{self.interval[1]:.3f} ({len(self.ratios)} pairs: "
-                f"{', '.join(f'{r:.3f}' for r in self.ratios)})")
+                f"{interval} ({len(self.ratios)} pairs: {', '.join(f'{r:.3f}' for r in self.ratios)})")
 
 
 def ratios(runner: list[float], floor: list[float], level: float = 0.9) -> Ratios:

@@ -69,7 +69,9 @@ def test_paired_ratios_their_median_range_and_sign_test_interval(floor):
     # narrower (3rd, 8th) only with 1 - 2 x 56 / 1024 = 0.891 < 0.9
     assert floor.ratios(list(range(1, 11)), [1] * 10).interval == (2.0, 9.0)
     # 4 pairs: even (min, max) holds it only with 1 - 2 / 16 = 0.875: no interval at 90%
-    assert all(math.isnan(x) for x in floor.ratios([1, 2, 3, 4], [1] * 4).interval)
+    four = floor.ratios([1, 2, 3, 4], [1] * 4)
+    assert all(math.isnan(x) for x in four.interval)
+    assert "interval none (4 pairs are too few for it)" in four.describe(0.9)
     with pytest.raises(ValueError):  # a pass without its pair
         floor.ratios([1, 2], [1])
 
