@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--where", action="append", metavar="TEXT",
                     help="only the cells whose setting contains one of these texts (a partial grid: say so beside "
                          "its figures)")
+    ap.add_argument("--rule", action="append", metavar="TEXT",
+                    help="only the cells whose rule starts with one of these texts (e.g. --rule 'corpus: paired')")
     ap.add_argument("--claim", action="append", metavar="TEXT",
                     help="only the cells whose claim starts with one of these texts (e.g. --claim NO-GO)")
     ap.add_argument("--kind", action="append", choices=("error", "coverage", "advice", "power"),
@@ -50,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     cells = calibration.cells(calibration.Grid(full=not args.reduced), tuple(args.family or ()) or None)
     if args.where:
         cells = [c for c in cells if any(w in c.setting for w in args.where)]
+    if args.rule:
+        cells = [c for c in cells if c.rule.startswith(tuple(args.rule))]
     if args.claim:
         cells = [c for c in cells if c.claim.startswith(tuple(args.claim))]
     if args.kind:

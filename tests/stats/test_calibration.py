@@ -68,3 +68,12 @@ def test_every_rule_declared_where_it_lives_belongs_to_a_calibrated_family() -> 
                 declared |= set(value)
     calibrated = {r for name in calibration.FAMILIES for r in calibration.family(name).rules}
     assert declared == calibrated
+
+
+def test_the_benchmark_measures_only_the_cells_of_the_rules_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--rule`` keeps the cells whose rule starts with the text: one rule's cell among several sharing a setting."""
+    from benchmarks.calibration import main
+
+    main(["--family", "corpus", "--reduced", "--rule", "corpus: unpaired", "--claim", "GO", "--trials", "3", "--all"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| corpus")]
+    assert len(rows) == 1 and rows[0].startswith("| corpus: unpaired bootstrap-t | GO at drop = tolerance |")

@@ -123,6 +123,36 @@ def test_false_go_at_57_documents_holds_alpha():
     assert rate.value <= 0.05 + 2 * rate.se, rate
 
 
+def test_the_calibration_corpus_drops_by_exactly_the_tolerance():
+    """The GO cells' least favourable truth: the population's pooled perplexity (a ratio of expectations,
+    exp(E[words x loss] / E[words])) is e^3 on the reference (loss independent of words, its clipping symmetric
+    about 3) and e^(3 + delta) on the new build (every word's loss up by delta on average), so it rises by e^3
+    (e^delta - 1) = the tolerance at every n. Two million documents estimate that drop with sd 0.0037 (the pooled
+    drop's sd is 0.2347 x sqrt(500 / n), from the word counts' exact conditional moments); a truth set on the
+    per-word loss (delta = tolerance / e^3) would rise by 1.025 and fail here; so would a change tied to the
+    word counts."""
+    from benchmarks.calibration_grid.corpus import PERPLEXITY, TOLERANCE, delta_for, documents
+
+    n = 2_000_000
+    within = 4 * 0.2347 * math.sqrt(500 / n)
+    for seed, drop in ((8, TOLERANCE), (9, 0.0)):
+        ref, new = documents(np.random.default_rng(seed), n, delta_for(drop))
+        assert PERPLEXITY.compute(new) - PERPLEXITY.compute(ref) == pytest.approx(drop, abs=within)
+
+
+def test_the_calibration_corpus_estimate_lies_above_its_truth_by_the_second_order_term():
+    """exp is convex, so the drop measured on n documents lies above the population's by about
+    E[w^2] / (2 n E[w]^2) x (e^(3 + delta) (s_loss^2 + s_change^2) - e^3 s_loss^2), E[w^2] / E[w]^2 = e for
+    lognormal word counts of log-sd 1: 0.00197 at 500 documents (by hand); upwards, so a false GO only rarer."""
+    from benchmarks.calibration_grid.corpus import TOLERANCE, delta_for, estimate_bias
+
+    e3 = math.exp(3.0)
+    by_hand = math.e / (2 * 500) * (e3 * math.exp(delta_for(TOLERANCE)) * (0.25 + 0.15**2) - e3 * 0.25)
+    bias, sd = estimate_bias(500, TOLERANCE, draws=2000, seed=3)
+    assert bias == pytest.approx(by_hand, rel=0.05)
+    assert sd == pytest.approx(math.sqrt(math.e / 500 * (0.25 + (e3 + TOLERANCE) ** 2 * 0.15**2)), rel=0.05)
+
+
 def test_unpaired_false_go_at_its_fewest_documents_holds_alpha():
     """Against a reference figure without items (calibration's corpus, recorded on other documents), at the fewest
     documents it claims on (129): TensorRT-LLM's normal threshold on the bootstrap spread said GO at drop = tolerance
