@@ -127,24 +127,17 @@ def validate(stats: Any) -> None:
         raise ConfigError("the fewest changed documents a paired corpus claim needs is a whole number >= 0",
                           where="stats.corpus_min_changed", given=repr(least),
                           fix="30 (the default, from the calibration); 0 accepts any")
-    corpus_share = getattr(stats, "corpus_rare_share", 0.023)
-    if isinstance(corpus_share, bool) or not isinstance(corpus_share, (int, float)) or not 0.0 < corpus_share < 1.0:
-        raise ConfigError("the rarest share of documents the unpaired corpus bootstrap must see is a number strictly "
-                          "between 0 and 1", where="stats.corpus_rare_share", given=repr(corpus_share),
-                          fix="0.023 (the default: an unpaired corpus claim from 129 documents at alpha 0.05); a "
-                              "larger share claims from fewer documents, trusting that the corpus's longest documents "
-                              "carry less of its variance")
+    _check_share(stats, "corpus_rare_share", 0.023, "documents the unpaired corpus bootstrap",
+                 "0.023 (the default: an unpaired corpus claim from 129 documents at alpha 0.05); a larger share claims "
+                 "from fewer documents, trusting that the corpus's longest documents carry less of its variance")
     skew = getattr(stats, "t_skew_limit", 0.005)
     if isinstance(skew, bool) or not isinstance(skew, (int, float)) or not 0.0 <= skew <= 1.0:
         raise ConfigError("the paired t-test's skewness limit must be a number from 0 to 1",
                           where="stats.t_skew_limit", given=repr(skew),
                           fix="0.005 (the default, from the calibration); 1 keeps only the skewness-corrected p-value")
-    share = getattr(stats, "t_rare_share", 0.05)
-    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 < share < 1.0:
-        raise ConfigError("the rarest share of samples the paired t-test must see is a number strictly between 0 "
-                          "and 1", where="stats.t_rare_share", given=repr(share),
-                          fix="0.05 (the default, from the calibration: the t-test claims from 59 samples at alpha "
-                              "0.05); a larger share claims from fewer samples, trusting that no rarer change exists")
+    _check_share(stats, "t_rare_share", 0.05, "samples the paired t-test",
+                 "0.05 (the default, from the calibration: the t-test claims from 59 samples at alpha 0.05); a larger "
+                 "share claims from fewer samples, trusting that no rarer change exists")
     iters = stats.corpus_bootstrap_iters
     if isinstance(iters, bool) or not isinstance(iters, int) or iters < 99:
         raise ConfigError("too few bootstrap resamples for a corpus metric", where="stats.corpus_bootstrap_iters",
@@ -234,3 +227,11 @@ def resolve_tolerance(stats: Any, task: TaskConfig, reference: float) -> Toleran
     if unit == "percent":
         return Tolerance(abs(reference) * value / 100.0, f"{where} = {value:g}% of the reference {reference:g}")
     return Tolerance(value, where)
+
+
+def _check_share(stats: Any, name: str, default: float, what: str, fix: str) -> None:
+    """A rare-share setting (:mod:`runner.stats.numerics.rare_share`): a number strictly between 0 and 1."""
+    share = getattr(stats, name, default)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 < share < 1.0:
+        raise ConfigError(f"the rarest share of {what} must see is a number strictly between 0 and 1",
+                          where=f"stats.{name}", given=repr(share), fix=fix)

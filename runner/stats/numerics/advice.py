@@ -31,7 +31,7 @@ decision gets is :func:`runner.stats.advising.for_decision`.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from runner.stats.numerics.normal import phi, z
@@ -106,9 +106,13 @@ class AdviceCase:
         return math.sqrt(p.design_effect.applied) if p is not None and p.design_effect is not None else 1.0
 
     def more_samples(self, spread: float, n: int, **kw: Any) -> Advice | None:
-        """:func:`more_samples` for this case's drop, claims and looks."""
-        return more_samples(self.drop, spread, n, self.margin, self.tolerance, self.params.alpha, looks=self.looks,
-                            **kw)
+        """:func:`more_samples` for this case's drop, claims and looks, never below the fewest samples the deciding
+        rule claims on (``least_n``: no claim is made below it, whatever the power says)."""
+        advice = more_samples(self.drop, spread, n, self.margin, self.tolerance, self.params.alpha, looks=self.looks,
+                              **kw)
+        if advice is not None and advice.n_total is not None and advice.n_total < self.least_n:
+            return replace(advice, n_total=self.least_n)
+        return advice
 
 
 def more_samples(drop: float, spread: float, n: int, margin: float, tolerance: float, alpha: float, *,

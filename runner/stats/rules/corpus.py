@@ -54,10 +54,7 @@ class Corpus:
         if p is not None:
             return case.more_samples((p.sd_diff or 0.0) * case.inflation, p.n)
         n = case.params.num_samples
-        advice = case.more_samples(case.params.sigma, n, n_ref=case.n_ref or n)
-        if advice is not None and advice.n_total is not None and advice.n_total < case.least_n:
-            return replace(advice, n_total=case.least_n)  # no unpaired claim below it (stats.corpus_rare_share)
-        return advice
+        return case.more_samples(case.params.sigma, n, n_ref=case.n_ref or n)
 
 
 @dataclass(frozen=True)

@@ -246,10 +246,7 @@ class PairedContinuous:
         if p.betting is not None and p.design_effect is None and case.looks is None:
             return betting_advice.more_samples(p.betting, p.n, case.params.higher_is_better, case.drop, case.margin,
                                                case.tolerance, case.params.alpha)
-        advice = case.more_samples((p.sd_diff or 0.0) * case.inflation, p.n)
-        if advice is not None and advice.n_total is not None and advice.n_total < case.least_n:
-            return replace(advice, n_total=case.least_n)  # the t-test claims from there (its probability: at least)
-        return advice
+        return case.more_samples((p.sd_diff or 0.0) * case.inflation, p.n)
 
 
 def _skew_guard(claims, result: PairedResult, p_go: float, pairs, params, case: Case):  # noqa: ANN001, ANN202
