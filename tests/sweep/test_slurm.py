@@ -38,12 +38,16 @@ def cluster(tmp_path_factory):
     assert all(p.poll() is not None for p in running.procs.values())
 
 
-# submitit waits up to 15 s (``Job._results_timeout_s``) for the result file of a job that ended, a margin for
-# slow shared filesystems; a cancelled job never writes one, so each cancel cost the test those 15 s. Here the
-# files are local: the sweep's process waits 1 s, set at its start by this sitecustomize (a test-only hook on
-# the sweep's PYTHONPATH; the runner's own code is unchanged).
-NO_RESULT_WAIT = """import submitit.core.core
+# Two waits of submitit's that are margins for a large cluster: it waits up to 15 s (``Job._results_timeout_s``) for
+# the result file of a job that ended (slow shared filesystems), and it asks sacct for the jobs' states at 2, 4, 8,
+# 16 s ... after the last submission (``SlurmInfoWatcher``: a busy controller). A cancelled job never writes a result,
+# so the sweep learnt of a cancel only at the next sacct call and then waited the 15 s out. Here the cluster and the
+# files are local: the sweep's process asks sacct every second and waits 1 s for a result, set at its start by this
+# sitecustomize (a test-only hook on the sweep's PYTHONPATH; the runner's own code is unchanged).
+SUBMITIT_LOCAL_WAITS = """import submitit.core.core
+import submitit.slurm.slurm
 submitit.core.core.Job._results_timeout_s = 1
+submitit.slurm.slurm.SlurmJob.watcher._delay_s = 1
 """
 
 
@@ -106,7 +110,7 @@ def test_a_two_job_sweep_runs_on_slurm(cluster, mlflow_server, tmp_path):
 def test_a_job_cancelled_with_scancel_fails_the_sweep_and_keeps_the_other(cluster, mlflow_server, tmp_path):
     sweep, hooks = tmp_path / "sweep", tmp_path / "hooks"
     hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(NO_RESULT_WAIT)
+    (hooks / "sitecustomize.py").write_text(SUBMITIT_LOCAL_WAITS)
     # the second job's backend takes 300 s to "load": it is still running when it is cancelled
     proc = runner_cmd(cluster, ["-m", "backend.delay_s=0,300", *SLURM, f"tracking.tracking_uri={mlflow_server}",
                                 "tracking.experiment=sweep-slurm-cancel", f"hydra.sweep.dir={sweep}"], tmp_path, hooks)
