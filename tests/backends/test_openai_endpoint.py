@@ -165,7 +165,8 @@ def test_mistakes_are_refused_before_any_request(proxy, tmp_path, extra, message
 
 
 def test_an_interrupted_job_stops_its_managed_server(tmp_path):
-    """SIGTERM (a scheduler's cancel) while requests are in flight: exit 143, and no server process is left."""
+    """SIGTERM (a scheduler's cancel) while requests are in flight: exit 143, and no server process is left. The
+    server is the preset's real one (``backend=transformers_serve``), its log kept in the job's directory."""
     import os
     import signal
     import subprocess
@@ -195,15 +196,16 @@ def test_an_interrupted_job_stops_its_managed_server(tmp_path):
     assert job.wait(timeout=60) == 143
     _, alive = psutil.wait_procs(server, timeout=10)
     assert not alive, [p.cmdline() for p in alive]
+    assert "Application startup complete" in (tmp_path / "out" / "server.log").read_text()  # uvicorn's
 
 
 def test_a_sweep_worker_starts_one_server_for_its_jobs_on_one_model(tmp_path):
     """Consecutive jobs of one process with the same launch command share the server; another command
-    line stops it and starts its own; reuse=false stops it after the job. The first two jobs run on
-    ``transformers serve`` (started, then reused); the third names another command, our stdlib server
-    (tests/helpers/hostile_server.py answering " 4"), with reuse=false: which server the runner keeps, stops
-    and starts is decided by the command line alone, and a second ``transformers serve`` start cost about 8 s of
-    CPU before its first answer (tests/backends/test_openai_server.py stops such servers on every path)."""
+    line stops it and starts its own; reuse=false stops it after the job. The servers are our stdlib one
+    (tests/helpers/hostile_server.py answering " 4") under two command lines: which server the runner keeps,
+    stops and starts is decided by the command line alone, whatever the server (the preset's real
+    ``transformers serve`` is started and stopped by test_an_interrupted_job_stops_its_managed_server; a
+    second start of it here cost about 8 s of CPU before its first answer)."""
     import sys
 
     from runner.backends.openai import server as servers
@@ -211,7 +213,8 @@ def test_a_sweep_worker_starts_one_server_for_its_jobs_on_one_model(tmp_path):
     from tests.conftest import compose
     from tests.helpers.hostile_server import MODEL
 
-    base = ["backend=transformers_serve", *MMLU, TWO, "reference.mode=skip", "tracking=none", "cache=off"]
+    base = ["backend=transformers_serve", *MMLU, TWO, "reference.mode=skip", "tracking=none", "cache=off",
+            f"backend.served_model={MODEL}"]
     ours = ROOT / "tests" / "helpers" / "hostile_server.py"
 
     def details(*extra: str) -> dict:
@@ -219,16 +222,17 @@ def test_a_sweep_worker_starts_one_server_for_its_jobs_on_one_model(tmp_path):
         run(compose([*base, *extra, f"output_dir={out}"]))
         return json.loads((out / "report.json").read_text())["backend"]["details"]
 
-    def port(log: str) -> int:  # the address the server said it listens on (uvicorn's line, or ours)
+    def port(log: str) -> int:  # the address the server said it listens on
         return int(re.search(r"127\.0\.0\.1:(\d+)", Path(log).read_text()).group(1))
 
-    first = details()
+    def launch(mode: str) -> str:
+        return f"backend.launch.command='{sys.executable} {ours} --port {{port}} --mode {mode}'"
+
+    first = details(launch("ok"))
     assert first["server"] == "started"
-    again = details("task.num_fewshot=1")
+    again = details(launch("ok"), "task.num_fewshot=1")
     assert again["server"] == "reused" and again["server_log"] == first["server_log"]
-    assert "Application startup complete" in Path(first["server_log"]).read_text()  # uvicorn's, kept as the job's artifact
-    other = details(f"backend.launch.command='{sys.executable} {ours} --port {{port}} --mode ok'",
-                    f"backend.served_model={MODEL}", "backend.launch.reuse=false")
+    other = details(launch("ok --child"), "backend.launch.reuse=false")  # another command line: a worker child too
     assert other["server"] == "started" and other["server_log"] != first["server_log"]
     assert servers._kept is None  # nothing left running: the first server was stopped for the new one
     for log in (first["server_log"], other["server_log"]):
