@@ -250,9 +250,13 @@ def run_doctor(tmp_path, pythonpath: str):
 
 
 def test_doctor_without_gpu_or_tensorrt_llm_says_so(tmp_path):
+    """runner.doctor's entry point in this process (where tensorrt_llm is not importable either): what it prints and
+    returns; the command line itself runs in the test of an installed release below."""
+    from runner.commands.doctor import main
     from tests.conftest import ROOT
+    from tests.helpers.in_process import call_main
 
-    proc = run_doctor(tmp_path, str(ROOT))
+    proc = call_main(main, [], ROOT)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "Traceback" not in text, text
     assert "no tensorrt_llm: not installed" in text and "skip  GPU checks" in text
