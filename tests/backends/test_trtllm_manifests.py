@@ -25,7 +25,6 @@ from runner.contract.errors import BackendUnavailable, ConfigError, ModelError
 from runner.contract.indicators import facts_of
 from tests.helpers import trtllm_double
 from tests.backends.test_trtllm_backend import FakeTokenizer
-from tests.conftest import run_cli
 
 MANIFESTS = trtllm_double.manifest_paths()
 ORIGINAL_LOAD_TOKENIZER = trtllm_api._load_tokenizer
@@ -218,21 +217,28 @@ def test_sampled_generations_bypass_the_cache_where_seeds_are_ignored(model_dir,
     assert caplog.text.count("not reproducible from the seed") == 1  # said once, in the run's log
 
 
-# ------------------------------------------------------------------------------ refusals, through the command line
+# ------------------------------------------------------------------------------ refusals, through the job's glue
 @pytest.mark.parametrize("backend,overrides,fragment", [
     ("trtllm_pytorch", ["quant.kv_cache_quant_algo=NVFP4"], "cannot run a NVFP4 KV cache"),
     ("trtllm", ["quant.quant_algo=W4A16_GPTQ"], "cannot be built from an unquantized"),
     ("trtllm", ["quant.quant_algo=W4A8_MXFP4_FP8"], "cannot be built from an unquantized"),
     ("trtllm", ["task=json_mode_eval", "task.guided_decoding=llguidance"], "llguidance runs only"),
 ])
-def test_refusals_come_before_any_model_loads(backend, overrides, fragment, tmp_path, model_dir):
-    manifest = copy.deepcopy(trtllm_double.load(MANIFESTS[0])) | {"tensorrt_llm_version": "1.2.0"}
-    pkg = trtllm_double.write_package(manifest, tmp_path / "fake")
-    from tests.conftest import ROOT
+def test_refusals_come_before_any_model_loads(backend, overrides, fragment, tmp_path, model_dir, monkeypatch, caplog):
+    """The job through the command line's glue in this process (:func:`tests.conftest.run_in_process`: message, exit
+    status, no traceback) with the double installed as ``import tensorrt_llm`` finds it, and the real tokenizer
+    loader: a refusal that came after the model's files are read would meet this tokenizer-less checkpoint first."""
+    import logging
 
-    proc = run_cli([f"backend={backend}", f"model.path={model_dir}", "tracking=none", *overrides], tmp_path,
-                   env={"PYTHONPATH": f"{pkg}:{ROOT}"}, timeout=300)
-    text = proc.stdout + proc.stderr
+    from tests.conftest import run_in_process
+
+    manifest = copy.deepcopy(trtllm_double.load(MANIFESTS[0])) | {"tensorrt_llm_version": "1.2.0"}
+    trtllm_double.install(manifest)
+    monkeypatch.setattr(trtllm_api, "_load_tokenizer", ORIGINAL_LOAD_TOKENIZER)
+    with caplog.at_level(logging.INFO):
+        proc = run_in_process([f"backend={backend}", f"model.path={model_dir}", "tracking=none", *overrides,
+                               f"output_dir={tmp_path / 'out'}"], tmp_path)
+    text = proc.stdout + proc.stderr + caplog.text
     assert proc.returncode == 1 and "Traceback" not in text, text
     assert fragment in text, text
     assert "generate" not in proc.stderr.lower() or "loaded" not in proc.stderr
@@ -250,9 +256,13 @@ def run_doctor(tmp_path, pythonpath: str):
 
 
 def test_doctor_without_gpu_or_tensorrt_llm_says_so(tmp_path):
+    """runner.doctor's entry point in this process (where tensorrt_llm is not importable either): what it prints and
+    returns; the command line itself runs in the test of an installed release below."""
+    from runner.commands.doctor import main
     from tests.conftest import ROOT
+    from tests.helpers.in_process import call_main
 
-    proc = run_doctor(tmp_path, str(ROOT))
+    proc = call_main(main, [], ROOT)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "Traceback" not in text, text
     assert "no tensorrt_llm: not installed" in text and "skip  GPU checks" in text

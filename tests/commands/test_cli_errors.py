@@ -89,13 +89,15 @@ def test_bad_values(tmp_path, override, fragment, caplog):
 
 
 @pytest.mark.parametrize("backend", ["trtllm", "trtllm_pytorch"])
-def test_tensorrt_llm_missing_stops_before_any_work(tmp_path, backend):
+def test_tensorrt_llm_missing_stops_before_any_work(tmp_path, backend, caplog):
+    """The job's refusal through its glue in this process (:func:`job`); the config as ``--cfg job --resolve``
+    prints it through the command line (Hydra's own option)."""
     try:
         import tensorrt_llm  # noqa: F401
         pytest.skip("tensorrt_llm is installed here")
     except ImportError:
         pass
-    proc = run_cli([f"backend={backend}"], tmp_path)
+    proc = job([f"backend={backend}"], tmp_path, caplog)
     assert_clean_failure(proc, "tensorrt_llm", "pypi.nvidia.com", "backend=hf")
     assert not (tmp_path / "mlflow.db").exists()  # no run was created, nothing was loaded
     config = run_cli([f"backend={backend}", "--cfg", "job", "--resolve"], tmp_path)  # resolved: no run directory yet

@@ -103,17 +103,17 @@ def test_the_calibration_is_estimated_from_its_size_the_models_and_a_rate_before
 
 
 def test_the_dry_run_and_the_planner_say_the_calibration(tmp_path):
-    from tests.conftest import run_cli
+    """Both through their commands' entry points in this process (what they print, the status they return): a dry
+    run prints its lines where the command line would, and loads no model."""
+    from runner.commands.plan import main as plan_main
+    from tests.conftest import run_in_process
+    from tests.helpers.in_process import call_main
 
-    dry = run_cli(["quant=fp8", "task=perplexity", "dry_run=true", "tracking=none", "reference.mode=skip",
-                   f"hydra.run.dir={tmp_path / 'dry'}"], tmp_path)
+    dry = run_in_process(["quant=fp8", "task=perplexity", "dry_run=true", "tracking=none", "reference.mode=skip",
+                          f"output_dir={tmp_path / 'dry'}"], tmp_path)
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "calibration: ~12 min unless the quantized model is cached (512 x 512 calibration tokens, 134 M" in dry.stdout
-    import subprocess
-    import sys
-
-    plan = subprocess.run([sys.executable, "-m", "runner.plan", "quant=int8_sq", "task=perplexity",
-                           "reference.against=baseline"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    plan = call_main(plan_main, ["quant=int8_sq", "task=perplexity", "reference.against=baseline"], tmp_path)
     assert plan.returncode == 0, plan.stderr[-2000:]
     assert "calibration  ~12 min on a CPU before the first run of quant=int8_sq (512 x 512" in plan.stdout
 

@@ -1,4 +1,6 @@
-"""``python -m runner.plan`` as a user runs it: a subprocess, JSON out, exit statuses."""
+"""``python -m runner.plan``: JSON out, exit statuses. Its entry point runs in this process
+(:func:`tests.helpers.in_process.call_main`: what it prints and returns); the command line itself, as a user runs it,
+in a subprocess for the missing reference's exit status and for the cheap ``--help``'s imports."""
 
 from __future__ import annotations
 
@@ -11,12 +13,22 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.in_process import call_main
+
 ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-5
 MMLU_SCALE = 1.1048543456  # sqrt(2 * 50^2 / 4096)
 
 
 def plan(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m runner.plan ARGS`` by its entry point in this process."""
+    from runner.commands.plan import main
+
+    return call_main(main, args, ROOT)
+
+
+def plan_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m runner.plan ARGS`` as a user runs it."""
     return subprocess.run(
         [sys.executable, "-m", "runner.plan", *args],
         cwd=ROOT,
@@ -114,7 +126,7 @@ def test_unknown_task_lists_tasks() -> None:
 
 
 def test_missing_reference_exits_1_without_traceback() -> None:
-    res = plan("--task", "mmlu", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--quant-algo", "NVFP4")
+    res = plan_cli("--task", "mmlu", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--quant-algo", "NVFP4")
     assert res.returncode == 1
     assert "num_samples  4096" in res.stdout and "none registered yet" in res.stdout  # the task's n all the same
     assert "Traceback" not in res.stderr

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 from runner.stats.numerics.ztest import compute_threshold
 from tests.conftest import ROOT
+from tests.helpers.in_process import call_main
 
 
-def plan(*args: str, offline: bool = True) -> subprocess.CompletedProcess:
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)} | ({"HF_HUB_OFFLINE": "1"} if offline else {})
-    return subprocess.run([sys.executable, "-m", "runner.plan", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+def plan(*args: str) -> subprocess.CompletedProcess:
+    """``python -m runner.plan ARGS`` by its entry point in this process, offline as every test is (the command
+    line itself: tests/stats/test_plan.py)."""
+    from runner.commands.plan import main
+
+    return call_main(main, args, ROOT)
 
 
 def test_overrides_find_upstreams_entry_and_its_threshold():

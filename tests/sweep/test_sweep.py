@@ -253,6 +253,21 @@ def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
     assert summary.rows[0]["sweep_verdict"] == "no-go"
 
 
+def hydra_node(overrides: list[str]):
+    """The ``hydra`` node as ``python -m runner OVERRIDES --cfg hydra`` prints it, composed by Hydra's compose API in
+    this process (the same config search path, plugins and defaults; no interpreter to start)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    from runner.config.store import register_schemas
+
+    register_schemas()
+    GlobalHydra.instance().clear()
+    with initialize_config_module(config_module="conf", version_base="1.3"):
+        return hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True).hydra
+
+
 def test_committed_sweep_composes_as_a_multirun():
     from hydra.types import RunMode
 
@@ -260,13 +275,11 @@ def test_committed_sweep_composes_as_a_multirun():
     assert (cfg.task.name, cfg.task.default_num_samples, cfg.task.dataset.source) == ("arc_easy", 570, "auto")
     assert cfg.reference.against == "baseline" and cfg.sweep.correction == "holm" and cfg.sweep.name == "embedded_gate"
     assert compose(["experiment=embedded_gate", "task=perplexity"]).task.name == "perplexity"
-    result = run_cli(["experiment=embedded_gate", "--cfg", "hydra"], cwd=ROOT)
-    hydra_cfg = OmegaConf.create(result.stdout)
-    assert hydra_cfg.hydra.mode == RunMode.MULTIRUN.name
-    params = hydra_cfg.hydra.sweeper.params
+    hydra_cfg = hydra_node(["experiment=embedded_gate"])
+    assert hydra_cfg.mode == RunMode.MULTIRUN
+    params = hydra_cfg.sweeper.params
     assert len(params.quant.split(",")) >= 3 and params["task"].split(",") == ["arc_easy", "perplexity"]
-    slurm = run_cli(["hydra/launcher=submitit_slurm", "hydra.launcher.gpus_per_node=1", "--cfg", "hydra"], cwd=ROOT)
-    launcher = OmegaConf.create(slurm.stdout).hydra.launcher
+    launcher = hydra_node(["hydra/launcher=submitit_slurm", "hydra.launcher.gpus_per_node=1"]).launcher
     assert launcher._target_.endswith("SlurmLauncher") and launcher.gpus_per_node == 1
 
 
