@@ -25,9 +25,16 @@ QUESTIONS = ["Q: What colour is grass?\nA:", "Q: What colour is a ripe banana?\n
              "Q: What colour is coal, the black rock burned in old steam engines?\nA:", "Q: What colour is milk?\nA:"]
 
 
-def backend(**kw) -> HFBackend:
+def backend(model: ModelConfig = SMOLLM2, **kw) -> HFBackend:
     limits = kw.pop("limits", TaskLimits(512, 16))
-    return HFBackend(HFBackendConfig(**({"dtype": "float32", "device": "cpu"} | kw)), SMOLLM2, NONE, limits, progress=False)
+    return HFBackend(HFBackendConfig(**({"dtype": "float32", "device": "cpu"} | kw)), model, NONE, limits, progress=False)
+
+
+def two_layers(checkpoint) -> ModelConfig:
+    """The embedded model cut to its first 2 layers (the ``two_layer_checkpoint`` fixture), loaded by
+    ``model.path``: for checks of the backend's arithmetic against transformers' own on the same weights
+    (batching, padding, shared prefixes), which do not depend on how many layers the model has."""
+    return ModelConfig(name="smollm2_135m_2_layers", hf_id=SMOLLM2.hf_id, path=str(checkpoint))
 
 
 @pytest.fixture(scope="module")
