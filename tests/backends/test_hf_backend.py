@@ -27,7 +27,8 @@ QUESTIONS = ["Q: What colour is grass?\nA:", "Q: What colour is a ripe banana?\n
 
 def backend(model: ModelConfig = SMOLLM2, **kw) -> HFBackend:
     limits = kw.pop("limits", TaskLimits(512, 16))
-    return HFBackend(HFBackendConfig(**({"dtype": "float32", "device": "cpu"} | kw)), model, NONE, limits, progress=False)
+    config = HFBackendConfig(**({"dtype": "float32", "device": "cpu"} | kw))
+    return HFBackend(config, model, NONE, limits, progress=False)
 
 
 def two_layers(checkpoint) -> ModelConfig:

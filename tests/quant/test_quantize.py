@@ -1,10 +1,11 @@
 """``python -m runner.quantize``: ModelOpt quantization of the embedded SmolLM2, exported as a unified checkpoint.
 
 One export (fp8_kv, 4 calibration sequences of 64 tokens) is made per module into an empty
-quantized-model cache, of the embedded model cut to its first 2 layers (``two_layer_checkpoint``, given as
-``model.path``: the export's mechanics, not the model's accuracy, are checked), and checked three ways: the spec it declares, read with the code
-``backend=trtllm_pytorch`` uses; its FP8 weights against an FP8 rounding of the original weights
-computed here with torch's own float8 cast; and a TensorRT-LLM PyTorch backend double loading it.
+quantized-model cache, of the embedded model cut to its first 2 layers (``two_layer_checkpoint``, given
+as ``model.path``: the export's mechanics, not the model's accuracy, are checked), and checked three
+ways: the spec it declares, read with the code ``backend=trtllm_pytorch`` uses; its FP8 weights against
+an FP8 rounding of the original weights computed here with torch's own float8 cast; and a TensorRT-LLM
+PyTorch backend double loading it.
 The refusals (CUDA-only, non-exportable, unknown options) stop before the model is loaded.
 """
 

@@ -233,8 +233,8 @@ def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, mo
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"
-    common = ["task=passkey_retrieval", f"model.path={two_layer_checkpoint}", "task.length=256", "task.max_input_len=256",
-              "task.num_samples=2",
+    common = ["task=passkey_retrieval", f"model.path={two_layer_checkpoint}", "task.length=256",
+              "task.max_input_len=256", "task.num_samples=2",
               "task.max_output_len=8", "cache=off", f"reference.dir={refs}",
               f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e-passkey"]
     recorded = run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))
