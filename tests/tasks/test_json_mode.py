@@ -352,8 +352,14 @@ def test_hf_guided_decoding_yields_schema_valid_json():
         assert be.info().details["guided_decoding"] == "lm-format-enforcer"
         constrained, free = be.generate(requests)
         (alone,) = be.generate(requests[1:])
+        filters = be._held.json_constraints
     jsonschema.validate(json.loads(constrained), schema)
     assert free == alone  # a row without a schema is not touched by its neighbour's constraint
+    # the next job on the same model reuses it and the filters built over its vocabulary (seconds of CPU each)
+    with HFBackend(HFBackendConfig(device="cpu"), model, QuantConfig(name="none"), limits, chat=chat,
+                   progress=False) as again:
+        assert again.info().details["loaded"] == "reused" and again._held.json_constraints is filters
+        assert len(filters) == 1
 
 
 @pytest.mark.e2e

@@ -221,8 +221,10 @@ def test_sigma_zero_puts_the_threshold_at_the_reference():
 
 
 @pytest.mark.e2e
-def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, monkeypatch):
-    """The embedded model on 2 short prompts: record, check (threshold = reference), read MLflow back."""
+def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, monkeypatch, two_layer_checkpoint):
+    """The embedded model cut to 2 layers (``model.path``) on 2 short prompts: record, check (threshold =
+    reference), read MLflow back. The job around the model is checked, not its answers (the prompts and the
+    scorer are checked above against upstream's)."""
     import json
 
     from mlflow.tracking import MlflowClient
@@ -231,7 +233,8 @@ def test_end_to_end_record_then_check_logs_to_mlflow(tmp_path, mlflow_server, mo
 
     monkeypatch.chdir(tmp_path)
     refs = tmp_path / "refs"
-    common = ["task=passkey_retrieval", "task.length=256", "task.max_input_len=256", "task.num_samples=2",
+    common = ["task=passkey_retrieval", f"model.path={two_layer_checkpoint}", "task.length=256",
+              "task.max_input_len=256", "task.num_samples=2",
               "task.max_output_len=8", "cache=off", f"reference.dir={refs}",
               f"tracking.tracking_uri={mlflow_server}", "tracking.experiment=e2e-passkey"]
     recorded = run(compose([*common, "reference.mode=record", f"output_dir={tmp_path / 'rec'}"]))

@@ -75,7 +75,6 @@ class HFBackend(ConfiguredBackend):
         self._guided = guided.NONE
         self._held: loaded_models.LoadedModel | None = None
         self._load_key = ""
-        self._constraints: guided.JsonConstraints | None = None
         self._budget: devices.BatchBudget | None = None
         self._device_key = ""
         self._measured = False  # the batch shape was measured (or remembered) for this job
@@ -434,6 +433,9 @@ class HFBackend(ConfiguredBackend):
         """One schema filter per row that carries a json_schema (None when guided decoding is off or unused)."""
         if self._guided == guided.NONE or not any(r.json_schema for r in reqs):
             return None
-        if self._constraints is None:
-            self._constraints = guided.JsonConstraints(self._tokenizer, eos, vocab_size)
-        return [self._constraints.enforcer(r.json_schema) if r.json_schema else None for r in reqs]
+        assert self._held is not None, "generation runs inside the backend's context"
+        key = (tuple(sorted(eos)), vocab_size)
+        constraints = self._held.json_constraints.get(key)
+        if constraints is None:
+            constraints = self._held.json_constraints[key] = guided.JsonConstraints(self._tokenizer, eos, vocab_size)
+        return [constraints.enforcer(r.json_schema) if r.json_schema else None for r in reqs]

@@ -87,7 +87,8 @@ class JsonConstraints:
         self._data: Any = None
 
     def _tokenizer_data(self) -> Any:
-        """The vocabulary as lm-format-enforcer needs it, built once per backend.
+        """The vocabulary as lm-format-enforcer needs it, built once per loaded model (kept with it for the
+        jobs that reuse it).
 
         Built here rather than with the package's transformers integration, which imports
         modules that transformers 5 no longer has. Each regular token is decoded after an anchor

@@ -27,6 +27,9 @@ class LoadedModel:
     kv_cache_quant_algo: str | None
     versions: dict[str, str] = field(default_factory=dict)
     details: dict[str, str] = field(default_factory=dict)
+    # guided decoding's filters over the tokenizer's vocabulary (its prefix tree: seconds of CPU to build), by the
+    # end-of-row ids and logits width they were built for; kept with the model for the next job that reuses it
+    json_constraints: dict[tuple[tuple[int, ...], int], Any] = field(default_factory=dict)
 
 
 def load_key(location: str, revision: str | None, trust_remote_code: bool, quant: Any, dtype: str, device: str,
