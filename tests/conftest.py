@@ -66,6 +66,16 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=weight)
 
 
+def needs(*distributions: str, reason: str) -> pytest.MarkDecorator:
+    """Skip a test module where one of these top-level packages is not installed, without importing any: a
+    module-level ``importorskip`` imports the package in every xdist worker at collection (ModelOpt's import pulls
+    in torch's compiler stack: seconds of CPU in a worker that may run none of the module's tests)."""
+    from importlib.util import find_spec
+
+    missing = [name for name in distributions if find_spec(name) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"{', '.join(missing)} not installed: {reason}")
+
+
 def _hermetic(args: list[str]) -> list[str]:
     """Add the session's generation-cache path unless the test chose one.
 

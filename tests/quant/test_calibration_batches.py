@@ -11,13 +11,14 @@ from __future__ import annotations
 import copy
 
 import pytest
+import torch
 
 from runner.contract.task_config import QuantConfig
 from runner.quant import modelopt as hf_quant
 from runner.quant.calibration import MMAP_THRESHOLD_MAX, calibration_batches, calibration_budget, cpu_call_tokens
+from tests.conftest import needs
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("modelopt.torch.quantization", reason="nvidia-modelopt is not installed")
+pytestmark = needs("torch", "modelopt", reason="pip install nvidia-modelopt (the [quant] extra)")
 
 WIDTH = 16
 

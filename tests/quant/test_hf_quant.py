@@ -34,9 +34,9 @@ from runner.backends.hf.backend import HFBackend
 from runner.contract.errors import BackendUnavailable, ConfigError
 from runner.contract.task_config import ModelConfig, QuantConfig
 from runner.backends.hf.backend import HFBackendConfig
-from tests.conftest import ROOT, compose, run_in_process
+from tests.conftest import ROOT, compose, needs, run_in_process
 
-pytest.importorskip("modelopt.torch.quantization", reason="nvidia-modelopt is not installed")
+pytestmark = needs("modelopt", reason="pip install nvidia-modelopt (the [quant] extra)")
 
 SMOLLM2 = ModelConfig(name="smollm2_135m", hf_id="HuggingFaceTB/SmolLM2-135M-Instruct", embedded="smollm2_135m_gguf")
 # option -> (quant_algo, kv_cache_quant_algo, runs on CPU)

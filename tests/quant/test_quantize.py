@@ -22,9 +22,9 @@ from omegaconf import OmegaConf
 
 from runner.backends.trtllm.pytorch import checkpoint_spec
 from runner.contract.errors import ConfigError, ModelError
-from tests.conftest import ROOT, compose
+from tests.conftest import ROOT, compose, needs
 
-pytest.importorskip("modelopt.torch.export", reason="nvidia-modelopt is not installed")
+pytestmark = needs("modelopt", reason="pip install nvidia-modelopt (the [quant] extra)")
 
 TINY = ["quant.calib_num_samples=4", "quant.calib_max_seq_length=64"]
 

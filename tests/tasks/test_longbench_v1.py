@@ -12,12 +12,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from runner.contract.errors import ConfigError, DataError
-from tests.conftest import ROOT, compose
+from tests.conftest import ROOT, compose, needs
 from tests.helpers.longbench_v1 import write_copy
 
-pytest.importorskip("lm_eval")
-for _extra in ("jieba", "rapidfuzz", "rouge"):  # the [longbench] extra, also in this project's [test] extra
-    pytest.importorskip(_extra, reason='pip install -e ".[test]" installs lm-eval\'s LongBench metrics\' packages')
+# the [longbench] extra (also in this project's [test] extra): lm-eval and what its LongBench metrics import
+pytestmark = needs("lm_eval", "jieba", "rapidfuzz", "rouge", reason='pip install -e ".[longbench]"')
 
 
 @pytest.fixture(scope="module")
