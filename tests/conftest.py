@@ -46,9 +46,9 @@ SESSION_GENERATION_CACHE = Path(tempfile.mkdtemp(prefix="runner-test-generations
 # ``--dist loadfile`` a file runs on one worker and the workers take files in collection order, so the long ones go
 # first and the many short ones fill in behind them (pyproject.toml turns off xdist's own reordering by test count,
 # which put these few-test files last). Matched by file name, wherever the file sits under tests/.
-SLOWEST_FILES = ("test_hf_quant.py", "test_reliability.py", "test_sweep.py", "test_openai_endpoint.py", "test_compare.py",
-                 "test_secrets_outputs.py", "test_gsm8k.py", "test_e2e.py", "test_hf_backend.py", "test_calibration.py",
-                 "test_slurm.py", "test_score_e2e.py", "test_perplexity.py", "test_extend.py")
+SLOWEST_FILES = ("test_openai_endpoint.py", "test_sweep.py", "test_reliability.py", "test_slurm.py", "test_compare.py",
+                 "test_hf_quant.py", "test_secrets_outputs.py", "test_calibration.py", "test_humaneval.py",
+                 "test_perplexity.py", "test_hf_backend.py", "test_e2e.py", "test_backend_contract.py", "test_extend.py")
 
 
 def pytest_collection_modifyitems(config, items):
