@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -18,9 +19,21 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+def _session_dir(prefix: str) -> Path:
+    """A temporary directory for this process's tests, removed when the process ends; only by the process that
+    made it (a forked child inherits the exit hook, not the directory)."""
+    import shutil
+
+    path, maker = Path(tempfile.mkdtemp(prefix=prefix)), os.getpid()
+    atexit.register(lambda: os.getpid() == maker and shutil.rmtree(path, ignore_errors=True))
+    return path
+
+
 # A model other than the embedded one records into your own references directory by default: in tests, a
 # directory of the session's, never the checkout's my-references/ (runner.references.store.user_reference_dir).
-os.environ["RUNNER_REFERENCES_DIR"] = tempfile.mkdtemp(prefix="runner-test-my-references-")
+os.environ["RUNNER_REFERENCES_DIR"] = str(_session_dir("runner-test-my-references-"))
 
 
 def pytest_configure(config):
@@ -39,7 +52,7 @@ def pytest_configure(config):
 
 ROOT = Path(__file__).resolve().parent.parent
 # One generation cache per test session, so no test passes on answers cached by an earlier session.
-SESSION_GENERATION_CACHE = Path(tempfile.mkdtemp(prefix="runner-test-generations-")) / "generations.sqlite"
+SESSION_GENERATION_CACHE = _session_dir("runner-test-generations-") / "generations.sqlite"
 
 
 # The files that take longest, longest first (a full run's per-test times from --junitxml, summed per file). With
