@@ -101,9 +101,10 @@ def _hermetic(args: list[str]) -> list[str]:
     return [*args[:last + 1], extra, *args[last + 1:]]
 
 
-def compose(overrides: list[str] | None = None, config_name: str = "config"):
+def compose(overrides: list[str] | None = None, config_name: str = "config", return_hydra_config: bool = False):
     """The job config exactly as ``python -m runner <overrides>`` would compose it
-    (``config_name="quantize"``: as ``python -m runner.quantize <overrides>`` would)."""
+    (``config_name="quantize"``: as ``python -m runner.quantize <overrides>`` would; ``return_hydra_config``: with
+    the ``hydra`` node that ``--cfg hydra`` prints)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
@@ -115,7 +116,8 @@ def compose(overrides: list[str] | None = None, config_name: str = "config"):
     with initialize_config_module(config_module="conf", version_base="1.3"):
         overrides = list(overrides or [])
         return hydra_compose(config_name=config_name,
-                             overrides=_hermetic(overrides) if config_name == "config" else overrides)
+                             overrides=_hermetic(overrides) if config_name == "config" else overrides,
+                             return_hydra_config=return_hydra_config)
 
 
 def free_port() -> int:
@@ -345,15 +347,8 @@ def run_in_process(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     traceback, CI reports). For tests about a job's results and messages, not about the process (its
     signals, Hydra's own logging, a fresh interpreter): no new interpreter, and a model loaded by an
     earlier in-process job is reused. Returns a CompletedProcess like :func:`run_cli`."""
-    import io
-
     from runner.commands.job import run_job
+    from tests.helpers.in_process import call_main
 
     cfg = compose(list(args))
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = run_job(cfg)
-        except SystemExit as stop:
-            code = stop.code
-    return subprocess.CompletedProcess(list(args), code or 0, out.getvalue(), err.getvalue())
+    return call_main(lambda _: run_job(cfg), args, cwd)

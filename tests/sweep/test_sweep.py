@@ -254,18 +254,9 @@ def test_the_deciding_tests_p_value_enters_the_correction(tmp_path):
 
 
 def hydra_node(overrides: list[str]):
-    """The ``hydra`` node as ``python -m runner OVERRIDES --cfg hydra`` prints it, composed by Hydra's compose API in
-    this process (the same config search path, plugins and defaults; no interpreter to start)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-
-    from runner.config.store import register_schemas
-
-    register_schemas()
-    GlobalHydra.instance().clear()
-    with initialize_config_module(config_module="conf", version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True).hydra
+    """The ``hydra`` node as ``python -m runner OVERRIDES --cfg hydra`` prints it, by Hydra's compose API in this
+    process (the same config search path, plugins and defaults; no interpreter to start)."""
+    return compose(overrides, return_hydra_config=True).hydra
 
 
 def test_committed_sweep_composes_as_a_multirun():
@@ -519,20 +510,11 @@ def test_cuda_visible_devices_pin_each_job_of_a_backend_without_device_key(monke
 
 def test_joblib_gpu_launcher_runs_one_job_per_visible_gpu(monkeypatch):
     import torch
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-
-    from runner.config.store import register_schemas
     from runner.sweep.gpus import GPU_COUNT_RESOLVER, gpu_count, register_resolvers
 
-    register_schemas()
     register_resolvers()
     register_resolvers()  # idempotent: every entry point may call it
-    GlobalHydra.instance().clear()
-    with initialize_config_module(config_module="conf", version_base="1.3"):
-        cfg = hydra_compose(config_name="config", overrides=["hydra/launcher=joblib_gpu"], return_hydra_config=True)
-    launcher = cfg.hydra.launcher
+    launcher = hydra_node(["hydra/launcher=joblib_gpu"]).launcher
     assert launcher._target_.endswith("joblib_launcher.JoblibLauncher") and launcher.prefer == "processes"
     assert OmegaConf.to_container(launcher)["n_jobs"] == "${" + GPU_COUNT_RESOLVER + ":}"
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
